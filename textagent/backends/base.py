@@ -1,0 +1,83 @@
+"""What every backend returns, and the one method the agent needs from it."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Backend", "Completion", "Usage"]
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None and b is None:
+        return None
+    return (a or 0) + (b or 0)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one request, as far as the backend reports them (None = unknown).
+
+    ``prompt_evaluated`` are prompt tokens the server actually computed; ``prompt_cached``
+    are prompt tokens it reused from its KV cache. Their sum is ``prompt_tokens`` where both
+    are known.
+    """
+
+    prompt_tokens: int | None = None
+    prompt_evaluated: int | None = None
+    prompt_cached: int | None = None
+    completion_tokens: int | None = None
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(*(_add(a, b) for a, b in zip(_fields(self), _fields(other))))
+
+    def to_dict(self) -> dict[str, int | None]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
+        data = data or {}
+        return cls(**{k: data.get(k) for k in ("prompt_tokens", "prompt_evaluated", "prompt_cached", "completion_tokens")})
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.prompt_tokens is None and self.completion_tokens is None:
+            return None
+        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+
+
+def _fields(u: Usage) -> tuple[int | None, ...]:
+    return (u.prompt_tokens, u.prompt_evaluated, u.prompt_cached, u.completion_tokens)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One completion: the generated text and what the server said about it.
+
+    ``finish_reason`` is normalised to ``"stop"`` (a stop sequence or end of generation),
+    ``"length"`` (max_tokens hit), ``"early_stop"`` (textagent closed a stream itself) or
+    None when unknown. ``timings`` holds milliseconds: at least ``wall_ms``; servers that
+    report more (llama.cpp) add ``prompt_ms``, ``predicted_ms``, ``predicted_per_second``.
+    """
+
+    text: str
+    finish_reason: str | None = None
+    stop_word: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    timings: dict[str, float] = field(default_factory=dict)
+    # For native mode: the OpenAI-style message the server returned (tool_calls etc.).
+    message: dict[str, Any] | None = field(default=None, compare=False)
+    # Retries the backend made before this completion succeeded (visible in traces).
+    retries: int = 0
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Anything with this method can drive an Agent.
+
+    ``options`` may carry ``messages`` (the conversation as OpenAI-style role/content dicts,
+    for backends that talk to chat endpoints), ``grammar`` (GBNF), ``temperature``, ``seed``
+    and backend-specific keys. A backend ignores options it does not understand, except
+    that one which cannot honour ``grammar`` must raise ModeNotSupported.
+    """
+
+    def complete(self, prompt: str, *, stop: list[str], max_tokens: int, **options: Any) -> Completion: ...

@@ -1,0 +1,98 @@
+"""Model-facing text. Every word the model reads comes from a template file in this folder."""
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from string import Template
+from typing import Any
+
+__all__ = ["template", "system_prompt", "describe_tool", "example_args", "observation", "feedback", "task"]
+
+
+@cache
+def template(name: str) -> Template:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    return Template(text.rstrip("\n"))
+
+
+def _type_label(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if "anyOf" in schema:
+        return "|".join(_type_label(s) for s in schema["anyOf"])
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return f"list of {_type_label(schema['items'])}"
+    return str(kind or "any")
+
+
+def describe_tool(tool: Any) -> str:
+    """One entry of the tool list: name, description and an argument signature."""
+    params = tool.parameters or {}
+    props: dict[str, Any] = params.get("properties", {})
+    required = set(params.get("required", []))
+    fields = []
+    notes = []
+    for key, schema in props.items():
+        label = _type_label(schema)
+        if key not in required:
+            label += f" (optional, default {json.dumps(schema['default'])})" if "default" in schema else " (optional)"
+        fields.append(f'"{key}": {label}')
+        if schema.get("description"):
+            notes.append(f"{key}: {schema['description']}")
+    signature = "{" + ", ".join(fields) + "}"
+    if notes:
+        signature += "  -- " + "; ".join(notes)
+    description = " ".join((tool.description or "").split()) or "(no description)"
+    return template("tool.txt").substitute(name=tool.name, description=description, signature=signature)
+
+
+def _example_value(schema: dict[str, Any]) -> Any:
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if "default" in schema:
+        return schema["default"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    return {"string": "text", "integer": 3, "number": 2.5, "boolean": True, "array": [], "object": {}}.get(kind, "text")
+
+
+def example_args(tool: Any) -> dict[str, Any]:
+    """Plausible arguments for the one-shot example: schema examples first, else typed placeholders."""
+    params = tool.parameters or {}
+    props = params.get("properties", {})
+    required = params.get("required", list(props))
+    return {k: _example_value(props[k]) for k in required if k in props}
+
+
+def system_prompt(tools: Any, *, example_tool: str | None = None) -> str:
+    tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
+    listing = "\n".join(describe_tool(t) for t in tool_list) or "(none)"
+    if tool_list:
+        chosen = next((t for t in tool_list if t.name == example_tool), None) or max(
+            tool_list, key=lambda t: bool((t.parameters or {}).get("required")))
+        example = template("example.txt").substitute(
+            name=chosen.name, args=json.dumps(example_args(chosen), ensure_ascii=False))
+    else:
+        example = "ANSWER: <your answer>"
+    return template("system.txt").substitute(tools=listing, example=example)
+
+
+def observation(name: str, output: str) -> str:
+    return template("observation.txt").substitute(name=name, output=output)
+
+
+def feedback(text: str) -> str:
+    return template("feedback.txt").substitute(feedback=text)
+
+
+def task(text: str) -> str:
+    return template("task.txt").substitute(task=text)
