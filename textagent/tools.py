@@ -1,0 +1,895 @@
+"""Tools: Python functions the model may call, their JSON schemas, and safe execution.
+
+    @tool
+    def get_forecast(city: str, days: int = 3) -> dict:
+        '''Weather forecast for a city, e.g. {"city": "Lisbon", "days": 2}.
+
+        Args:
+            city: City name, e.g. "Lisbon".
+            days: How many days ahead (1-7).
+        '''
+
+    tools = ToolSet([get_forecast, some_plain_function])
+    outcome = tools.execute(call, timeout=30, limit=4000)   # never raises for model mistakes
+
+A ``Tool`` carries a name, a description (what the model reads), a JSON schema of its
+arguments (``parameters``) and the function. Schemas come from type hints and the docstring
+(``Tool.from_function``) or from an OpenAI function definition (``Tool.from_openai``).
+Arguments are validated with jsonschema (Draft 2020-12) before the function runs; every
+problem the model can cause becomes a ``ToolOutcome`` with ``ok=False`` and an ``ERROR: ...``
+text written for the model, never an exception in the caller.
+"""
+from __future__ import annotations
+
+import collections.abc
+import contextvars
+import copy
+import difflib
+import enum
+import inspect
+import json
+import math
+import re
+import threading
+import time
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+
+from .errors import ToolArgumentError
+
+__all__ = ["Tool", "tool", "ToolSet", "ToolOutcome", "render_result", "truncate",
+           "MAX_ARG_CHARS", "MAX_ARG_DEPTH"]
+
+# Hard limits on what a model may pass as arguments; larger/deeper input is refused with a
+# ToolArgumentError before jsonschema (or the tool) ever sees it.
+MAX_ARG_CHARS = 1_000_000      # total characters of all keys and string values (+1 per other value)
+MAX_ARG_DEPTH = 64             # nesting levels of lists/dicts inside the arguments object
+_MAX_LISTED_ERRORS = 5
+_NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), plus '.' and '-'
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
+
+
+# --------------------------------------------------------------------------------------------
+# Small text helpers
+# --------------------------------------------------------------------------------------------
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A short, single-line, printable rendering of a name or value for error messages."""
+    if isinstance(value, str):
+        if len(value) <= limit and value.isprintable():
+            return value
+        text = repr(value[:limit])
+        return text + ("…" if len(value) > limit else "")
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break error reporting
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    if isinstance(value, str):
+        text = repr(value[:limit])
+        return text + ("…" if len(value) > limit else "")
+    return _show(value, limit)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _json_type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    for py, name in (((bool,), "boolean"), ((int,), "integer"), ((float,), "number"), ((str,), "string"),
+                     ((list, tuple), "array"), ((dict,), "object")):
+        if isinstance(value, py):
+            return name
+    return type(value).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# Docstrings
+# --------------------------------------------------------------------------------------------
+
+_GOOGLE_PARAMS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments",
+                  "kwargs", "other parameters"}
+_GOOGLE_OTHER = {"returns", "return", "yields", "yield", "raises", "raise", "examples", "example", "notes",
+                 "note", "warnings", "warning", "see also", "attributes", "todo", "references", "methods"}
+_GOOGLE_HEADER = re.compile(r"^(\s*)([A-Za-z][A-Za-z ]*?)\s*:\s*$")
+_GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
+_REST_PARAM = re.compile(r"^:(?:param|parameter|arg|argument|key|keyword)\s+(?:([^:]+?)\s+)?\*{0,2}(\w+)\s*:\s*(.*)$")
+_REST_FIELD = re.compile(r"^:\w[^:]*:")
+_NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
+_NUMPY_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?::.*)?$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a docstring into (description, {param: description}).
+
+    Understands Google style (``Args:`` sections), reST (``:param x:``) and NumPy style
+    (``Parameters`` + dashes). The description is the text before the first section, on one
+    line; other sections (Returns, Raises, Examples, ...) are left out.
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    desc: list[str] = []
+    params: dict[str, list[str]] = {}
+    state = "desc"          # desc | google | numpy | rest | other
+    current: str | None = None
+    entry_indent: int | None = None
+    header_indent = 0
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        # Section starts (any state)
+        if stripped and _NUMPY_RULE.match(nxt) and not _NUMPY_RULE.match(line):
+            name = stripped.lower()
+            state = "numpy" if name in _GOOGLE_PARAMS else "other"
+            current, entry_indent = None, None
+            i += 2
+            continue
+        m = _GOOGLE_HEADER.match(line)
+        if m and m.group(2).lower() in (_GOOGLE_PARAMS | _GOOGLE_OTHER):
+            state = "google" if m.group(2).lower() in _GOOGLE_PARAMS else "other"
+            header_indent = len(m.group(1))
+            current, entry_indent = None, None
+            i += 1
+            continue
+        if stripped.startswith(":") and _REST_FIELD.match(stripped):
+            rm = _REST_PARAM.match(stripped)
+            if rm:
+                state, current = "rest", rm.group(2)
+                params.setdefault(current, []).append(rm.group(3))
+            else:
+                state, current = "other", None
+            i += 1
+            continue
+        if state == "desc":
+            desc.append(line)
+        elif state == "google":
+            if stripped and indent <= header_indent:
+                state, current = "other", None   # dedented text after the section: not ours
+            elif stripped:
+                if entry_indent is None:
+                    entry_indent = indent
+                em = _GOOGLE_ENTRY.match(stripped) if indent == entry_indent else None
+                if em:
+                    current = em.group(1)
+                    params.setdefault(current, []).append(em.group(3))
+                elif current is not None:
+                    params[current].append(stripped)
+        elif state == "numpy":
+            if stripped:
+                if entry_indent is None:
+                    entry_indent = indent
+                em = _NUMPY_ENTRY.match(stripped) if indent <= entry_indent else None
+                if em:
+                    current = em.group(1)
+                    params.setdefault(current, [])
+                elif current is not None:
+                    params[current].append(stripped)
+        elif state == "rest":
+            if stripped and current is not None:
+                params[current].append(stripped)
+        i += 1
+    description = _one_line("\n".join(desc))
+    return description, {k: _one_line(" ".join(v)) for k, v in params.items() if _one_line(" ".join(v))}
+
+
+# --------------------------------------------------------------------------------------------
+# Type hints -> JSON schema
+# --------------------------------------------------------------------------------------------
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+        return True
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {}
+    kinds = {_json_type_of(v) for v in values}
+    if len(kinds) == 1 and next(iter(kinds)) in ("string", "integer", "number", "boolean", "null"):
+        schema["type"] = next(iter(kinds))
+    schema["enum"] = list(values)
+    return schema
+
+
+def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
+    """JSON schema for a Python type hint. Raises TypeError for types JSON cannot carry."""
+    if hint is inspect.Parameter.empty or hint is Any or hint is object:
+        return {}
+    if hint is None or hint is type(None):
+        return {"type": "null"}
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        schema = schema_for_type(args[0], where=where)
+        for meta in args[1:]:
+            if isinstance(meta, str) and "description" not in schema:
+                schema["description"] = meta
+            elif isinstance(meta, Mapping):
+                schema.update(copy.deepcopy(dict(meta)))
+        return schema
+    if origin is typing.Literal:
+        values = [v.value if isinstance(v, enum.Enum) else v for v in args]
+        return _enum_schema(values)
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        nullable = len(members) != len(args)
+        subs = [schema_for_type(a, where=where) for a in members]
+        if any(s == {} for s in subs):
+            return {}
+        if nullable:
+            if len(subs) == 1 and set(subs[0]) <= {"type", "enum"} and isinstance(subs[0].get("type"), str):
+                only = dict(subs[0])
+                only["type"] = [only["type"], "null"]
+                if "enum" in only:
+                    only["enum"] = [*only["enum"], None]
+                return only
+            subs.append({"type": "null"})
+        return subs[0] if len(subs) == 1 else {"anyOf": subs}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _enum_schema([m.value for m in hint])
+    if hint in _JSON_TYPES:
+        return {"type": _JSON_TYPES[hint]}
+    if isinstance(hint, type) and issubclass(hint, str):
+        return {"type": "string"}
+    container = origin or hint
+    if container in (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable):
+        schema = {"type": "array"}
+        if args:
+            item = schema_for_type(args[0], where=where)
+            if item:
+                schema["items"] = item
+        return schema
+    if container is tuple:
+        if not args or (len(args) == 2 and args[1] is Ellipsis):
+            schema = {"type": "array"}
+            if args and schema_for_type(args[0], where=where):
+                schema["items"] = schema_for_type(args[0], where=where)
+            return schema
+        if args == ((),):
+            return {"type": "array", "maxItems": 0}
+        return {"type": "array", "prefixItems": [schema_for_type(a, where=where) for a in args],
+                "minItems": len(args), "maxItems": len(args)}
+    if container in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
+        schema = {"type": "object"}
+        if len(args) == 2:
+            if args[0] not in (str, Any):
+                raise TypeError(f"{where}: JSON objects only have string keys; use dict[str, ...] (got {hint!r})")
+            value = schema_for_type(args[1], where=where)
+            if value:
+                schema["additionalProperties"] = value
+        return schema
+    raise TypeError(f"{where}: cannot derive a JSON schema from type {hint!r}; use str, int, float, bool, "
+                    "Literal, Optional, list[...], dict[str, ...] or give the schema explicitly "
+                    "(Tool(name, description, parameters, fn) or Tool.from_openai)")
+
+
+def _enum_converter(hint: Any) -> Callable[[Any], Any] | None:
+    """A converter from JSON value to the Enum member, when the hint is an Enum (maybe Optional)."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _enum_converter(typing.get_args(hint)[0])
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        members = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(members) == 1:
+            inner = _enum_converter(members[0])
+            if inner is not None:
+                return lambda v: None if v is None else inner(v)
+        return None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Validation errors -> text for the model
+# --------------------------------------------------------------------------------------------
+
+def _format_path(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + _show(str(part), 40)
+    return out
+
+
+def _suggest(word: str, options: Iterable[str]) -> str | None:
+    options = list(options)
+    if not options or len(word) > 200:
+        return None
+    lowered = {o.lower(): o for o in options}
+    if word.lower() in lowered:
+        return lowered[word.lower()]
+    match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[match[0]] if match else None
+
+
+def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
+    messages: list[str] = []
+    seen: set[str] = set()
+
+    def add(msg: str) -> None:
+        if msg not in seen:
+            seen.add(msg)
+            messages.append(msg)
+
+    for err in errors:
+        path = _format_path(err.absolute_path)
+        prefix = f"`{path}`: " if path else ""
+        kind = err.validator
+        if kind == "required" and isinstance(err.instance, dict):
+            for key in err.validator_value:
+                if key not in err.instance:
+                    add(f"missing required argument `{key}`" if not path else f"{prefix}missing required key `{key}`")
+        elif kind == "additionalProperties" and isinstance(err.instance, dict):
+            known = list((err.schema.get("properties") or {}).keys())
+            patterns = list((err.schema.get("patternProperties") or {}).keys())
+            for key in err.instance:
+                if key in known or any(re.search(p, key) for p in patterns if isinstance(key, str)):
+                    continue
+                hint = _suggest(key, known) if isinstance(key, str) else None
+                what = "argument" if not path else "key"
+                msg = f"{prefix}unexpected {what} `{_show(key, 40)}`"
+                if hint:
+                    msg += f" (did you mean `{hint}`?)"
+                msg += f"; valid {what}s: {', '.join(known) if known else '(none)'}"
+                add(msg)
+        elif kind == "type":
+            expected = err.validator_value
+            expected = " or ".join(expected) if isinstance(expected, list) else expected
+            add(f"{prefix}{_short_repr(err.instance)} is not of type '{expected}'")
+        elif kind == "enum":
+            choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in err.validator_value)
+            add(f"{prefix}{_short_repr(err.instance)} is not one of {choices}")
+        elif kind in ("anyOf", "oneOf") and err.context:
+            best = jsonschema.exceptions.best_match(err.context)
+            inner = _error_messages([best])
+            add(inner[0] if inner else f"{prefix}{_short_repr(err.instance)} is not valid")
+        else:
+            msg = err.message
+            if len(msg) > 200:
+                msg = msg[:200] + "…"
+            add(prefix + msg)
+    return messages
+
+
+def _check_shape(value: Any) -> None:
+    """Refuse arguments JSON could not carry or that are absurdly big or deep, without recursion."""
+    budget = MAX_ARG_CHARS
+    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > MAX_ARG_DEPTH:
+            raise ToolArgumentError(f"arguments are nested too deeply (more than {MAX_ARG_DEPTH} levels); "
+                                    "pass flat values")
+        if isinstance(node, str):
+            budget -= len(node)
+        elif isinstance(node, dict):
+            budget -= 1
+            for key, item in node.items():
+                if not isinstance(key, str):
+                    where = f" in `{path}`" if path else ""
+                    raise ToolArgumentError(f"argument names must be strings{where}; got {_short_repr(key)} "
+                                            f"({type(key).__name__})")
+                budget -= len(key)
+                stack.append((item, depth + 1, f"{path}.{key}" if path else key))
+        elif isinstance(node, (list, tuple)):
+            budget -= 1
+            for index, item in enumerate(node):
+                stack.append((item, depth + 1, f"{path}[{index}]"))
+        else:
+            budget -= 1
+        if budget < 0:
+            raise ToolArgumentError(f"arguments are too large (more than {MAX_ARG_CHARS:,} characters); "
+                                    "pass shorter values")
+
+
+# --------------------------------------------------------------------------------------------
+# Tool
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """A callable the model may use: name, description, JSON schema of the arguments, function.
+
+    ``tool(*args, **kwargs)`` calls the function directly (decorated functions stay usable as
+    plain functions); ``tool.bind(args)`` validates model arguments and returns the kwargs.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any] | None = field(default=None, repr=False)
+    _validator: Any = field(default=None, init=False, repr=False)
+    _accepts: frozenset[str] | None = field(default=None, init=False, repr=False)
+    _converters: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise ValueError(f"invalid tool name {self.name!r}: use letters, digits, '_', '.' or '-' "
+                             "(starting with a letter or '_', at most 128 characters)")
+        object.__setattr__(self, "description", _one_line(self.description or ""))
+        params = {"type": "object", "properties": {}} if self.parameters is None else self.parameters
+        if not isinstance(params, Mapping):
+            raise TypeError(f"tool {self.name}: parameters must be a JSON schema object, got {type(params).__name__}")
+        params = dict(params)
+        if params.get("type", "object") != "object":
+            raise ValueError(f"tool {self.name}: parameters must describe an object (\"type\": \"object\")")
+        try:
+            Draft202012Validator.check_schema(params)
+        except jsonschema.SchemaError as err:
+            raise ValueError(f"tool {self.name}: invalid JSON schema for parameters: {err.message}") from None
+        object.__setattr__(self, "parameters", params)
+        object.__setattr__(self, "_validator",
+                           Draft202012Validator(params, format_checker=Draft202012Validator.FORMAT_CHECKER))
+        object.__setattr__(self, "_accepts", _accepted_names(self.fn))
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], *, name: str | None = None,
+                      description: str | None = None) -> "Tool":
+        """Build a tool from a function: name, docstring text and a schema from the type hints.
+
+        Parameters without a default are required; defaults are recorded as ``"default"``; a
+        parameter without a hint accepts any JSON value. Unexpected keys are refused
+        (``additionalProperties: false``) unless the function takes ``**kwargs``.
+        """
+        if isinstance(fn, Tool):
+            return fn._renamed(name or fn.name, fn.description if description is None else description)
+        if not callable(fn):
+            raise TypeError(f"a tool needs a callable, got {type(fn).__name__}")
+        tool_name = name or getattr(fn, "__name__", None)
+        if not tool_name or tool_name == "<lambda>":
+            raise ValueError(f"cannot name a tool for {fn!r} (a lambda or partial?); pass name=...")
+        doc_description, doc_params = parse_docstring(inspect.getdoc(fn))
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"tool {tool_name}: cannot read the signature of {fn!r}: {err}") from None
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception as err:  # noqa: BLE001 - NameError for unresolvable forward refs, and others
+            raise TypeError(f"tool {tool_name}: cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: "
+                            f"{err}") from None
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        converters: dict[str, Callable[[Any], Any]] = {}
+        open_keys = False
+        for pname, param in signature.parameters.items():
+            if param.kind is param.VAR_KEYWORD:
+                open_keys = True
+                continue
+            if param.kind is param.VAR_POSITIONAL:
+                continue
+            if param.kind is param.POSITIONAL_ONLY:
+                raise TypeError(f"tool {tool_name}: positional-only parameter `{pname}` cannot be passed by name")
+            hint = hints.get(pname, inspect.Parameter.empty)
+            schema = schema_for_type(hint, where=f"tool {tool_name}, parameter `{pname}`")
+            if pname in doc_params and "description" not in schema:
+                schema["description"] = doc_params[pname]
+            if param.default is param.empty:
+                required.append(pname)
+            else:
+                default = param.default.value if isinstance(param.default, enum.Enum) else param.default
+                if _jsonable(default):
+                    schema["default"] = default
+            properties[pname] = schema
+            conv = _enum_converter(hint)
+            if conv is not None:
+                converters[pname] = conv
+        parameters: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            parameters["required"] = required
+        if not open_keys:
+            parameters["additionalProperties"] = False
+        made = cls(tool_name, doc_description if description is None else description, parameters, fn)
+        object.__setattr__(made, "_converters", converters)
+        return made
+
+    @classmethod
+    def from_openai(cls, schema: Mapping[str, Any], fn: Callable[..., Any] | None = None) -> "Tool":
+        """Build a tool from an OpenAI function definition.
+
+        Accepts ``{"type": "function", "function": {"name", "description", "parameters"}}``
+        unchanged, the bare ``{"name", "description", "parameters"}`` dict, and the flat
+        Responses-API form ``{"type": "function", "name": ...}``.
+        """
+        if not isinstance(schema, Mapping):
+            raise TypeError(f"expected an OpenAI tool definition (a dict), got {type(schema).__name__}")
+        spec = schema.get("function", schema)
+        if not isinstance(spec, Mapping) or "name" not in spec:
+            raise ValueError("an OpenAI tool definition needs a name: {\"type\": \"function\", "
+                             "\"function\": {\"name\": ..., \"parameters\": {...}}}")
+        if schema.get("type", "function") != "function":
+            raise ValueError(f"unsupported tool type {schema.get('type')!r}; only \"function\" tools can be called")
+        parameters = copy.deepcopy(spec.get("parameters")) or {"type": "object", "properties": {}}
+        return cls(spec["name"], spec.get("description") or "", parameters, fn)
+
+    # -- use ----------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fn is None:
+            raise NotImplementedError(f"tool {self.name} has no implementation (built without fn)")
+        return self.fn(*args, **kwargs)
+
+    @property
+    def __wrapped__(self) -> Callable[..., Any] | None:
+        return self.fn
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": copy.deepcopy(self.parameters)}}
+
+    @property
+    def required(self) -> list[str]:
+        return list(self.parameters.get("required") or [])
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        return dict(self.parameters.get("properties") or {})
+
+    def signature(self) -> str:
+        """A compact signature for messages: ``get_forecast(city: string, days?: integer)``."""
+        parts = []
+        required = set(self.required)
+        for key, schema in self.properties.items():
+            label = _type_label(schema if isinstance(schema, Mapping) else {})
+            parts.append(f"{key}{'' if key in required else '?'}: {label}")
+        return f"{self.name}({', '.join(parts)})"
+
+    def bind(self, args: Mapping[str, Any] | str | None) -> dict[str, Any]:
+        """Validate model-supplied arguments; return the keyword arguments for the function.
+
+        A bare string binds to the single required parameter (or the only parameter); a
+        string holding a JSON object is read as that object. Raises ToolArgumentError with a
+        message for the model that names each failing path.
+        """
+        if args is None:
+            args = {}
+        if isinstance(args, str):
+            args = self._bind_bare(args)
+        elif isinstance(args, Mapping):
+            args = dict(args)
+        else:
+            raise ToolArgumentError(f"arguments must be a JSON object like {self._example()}, "
+                                    f"not {_json_type_of(args)}")
+        _check_shape(args)
+        if self._accepts is not None and self.parameters.get("additionalProperties") is not False:
+            extra = [k for k in args if k not in self._accepts]
+            if extra:
+                known = sorted(self._accepts)
+                hint = _suggest(extra[0], known)
+                raise ToolArgumentError(f"unexpected argument `{_show(extra[0], 40)}`"
+                                        + (f" (did you mean `{hint}`?)" if hint else "")
+                                        + f"; valid arguments: {', '.join(known) if known else '(none)'}")
+        try:
+            errors = list(self._validator.iter_errors(args))
+            messages = _error_messages(sorted(errors, key=lambda e: (
+                [str(p) for p in e.absolute_path], e.validator != "required", str(e.validator))))
+        except RecursionError:
+            raise ToolArgumentError("arguments are nested too deeply to check; pass flat values") from None
+        if messages:
+            shown = messages[:_MAX_LISTED_ERRORS]
+            more = len(messages) - len(shown)
+            text = "; ".join(shown) + (f"; and {more} more" if more else "")
+            raise ToolArgumentError(text)
+        return self._coerce(args)
+
+    # -- internals ----------------------------------------------------------------------------
+    def _renamed(self, name: str, description: str | None = None) -> "Tool":
+        made = replace(self, name=name, description=self.description if description is None else description)
+        object.__setattr__(made, "_converters", self._converters)
+        return made
+
+    def _example(self) -> str:
+        example = {}
+        props = self.properties
+        for key in self.required or list(props)[:1]:
+            sch = props.get(key, {})
+            example[key] = _example_value(sch if isinstance(sch, Mapping) else {})
+        return json.dumps(example, ensure_ascii=False)
+
+    def _bind_bare(self, text: str) -> dict[str, Any]:
+        if len(text) > MAX_ARG_CHARS:
+            raise ToolArgumentError(f"arguments are too large (more than {MAX_ARG_CHARS:,} characters); "
+                                    "pass shorter values")
+        props = self.properties
+        stripped = text.strip()
+        if stripped.startswith("{"):
+            try:
+                value = json.loads(stripped)
+            except (ValueError, RecursionError):
+                value = None
+            if isinstance(value, dict):
+                return value
+        if not props:
+            if not stripped:
+                return {}
+            raise ToolArgumentError(f"`{self.name}` takes no arguments; call it with an empty object {{}}")
+        required = self.required
+        target = required[0] if len(required) == 1 else (next(iter(props)) if len(props) == 1 and not required
+                                                         else None)
+        if target is None:
+            listing = ", ".join(f"{k}{'' if k in required else ' (optional)'}" for k in props)
+            raise ToolArgumentError(f"`{self.name}` takes several arguments ({listing}); pass them as a "
+                                    f"JSON object, e.g. {self._example()}")
+        schema = props.get(target)
+        if isinstance(schema, Mapping) and not _accepts_string(schema):
+            try:
+                return {target: json.loads(stripped)}
+            except (ValueError, RecursionError):
+                pass
+        return {target: text}
+
+    def _coerce(self, args: dict[str, Any]) -> dict[str, Any]:
+        props = self.properties
+        for key, value in args.items():
+            schema = props.get(key)
+            if isinstance(value, float) and isinstance(schema, Mapping) and schema.get("type") in (
+                    "integer", ["integer", "null"]) and math.isfinite(value) and value.is_integer():
+                args[key] = int(value)
+        for key, conv in self._converters.items():
+            if key in args:
+                try:
+                    args[key] = conv(args[key])
+                except (ValueError, TypeError) as err:
+                    raise ToolArgumentError(f"`{key}`: {err}") from None
+        return args
+
+
+def _accepts_string(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind is None:
+        if "enum" in schema:
+            return any(isinstance(v, str) for v in schema["enum"])
+        if "anyOf" in schema or "oneOf" in schema:
+            return any(isinstance(s, Mapping) and _accepts_string(s)
+                       for s in schema.get("anyOf", []) + schema.get("oneOf", []))
+        return True
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
+
+
+def _type_label(schema: Mapping[str, Any]) -> str:
+    if "enum" in schema:
+        return "|".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if "anyOf" in schema:
+        return "|".join(_type_label(s) for s in schema["anyOf"] if isinstance(s, Mapping))
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        return f"list[{_type_label(schema['items'])}]"
+    return str(kind or "any")
+
+
+def _example_value(schema: Mapping[str, Any]) -> Any:
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if "default" in schema:
+        return schema["default"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    return {"string": "...", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {},
+            "null": None}.get(kind, "...")
+
+
+def _accepted_names(fn: Callable[..., Any] | None) -> frozenset[str] | None:
+    """Keyword names fn accepts, or None when it takes **kwargs or cannot be inspected."""
+    if fn is None:
+        return None
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+@typing.overload
+def tool(fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool: ...
+@typing.overload
+def tool(fn: None = None, *, name: str | None = None,
+         description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Decorator turning a function into a Tool: ``@tool`` or ``@tool(name=..., description=...)``."""
+    if fn is None:
+        return lambda f: Tool.from_function(f, name=name, description=description)
+    return Tool.from_function(fn, name=name, description=description)
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+
+def render_result(value: Any) -> str:
+    """What the model sees of a result: str as is, anything else as JSON (default=str)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def truncate(text: str, limit: int | None) -> str:
+    """Cut text to at most ``limit`` characters, ending with a visible ``[truncated N chars]``."""
+    if limit is None or len(text) <= limit:
+        return text
+    keep = limit
+    for _ in range(3):   # the marker's length depends on N; settle it
+        marker = f"\n[truncated {len(text) - keep} chars]"
+        keep = max(0, limit - len(marker))
+    return text[:keep] + f"\n[truncated {len(text) - keep} chars]"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """One executed call. ``output`` is what the model sees; ``error`` is the failure kind or None:
+    "unknown_tool" | "bad_arguments" | "tool_error" | "timeout"."""
+
+    name: str
+    args: dict[str, Any] | str
+    ok: bool
+    output: str
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def _exc_text(exc: BaseException) -> str:
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001
+        message = ""
+    name = type(exc).__name__
+    return f"ERROR: {name}: {message}" if message else f"ERROR: {name}"
+
+
+_MISSING = object()
+
+
+def _run_with_timeout(fn: Callable[[], Any], timeout: float | None) -> tuple[Any, BaseException | None, bool]:
+    """(result, exception, timed_out). With a timeout the call runs in a daemon thread that
+    is abandoned (not killed: Python cannot) when it does not finish in time."""
+    if timeout is None:
+        try:
+            return fn(), None, False
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a tool must never end the run
+            return None, exc, False
+    box: list[Any] = [_MISSING, None]
+
+    def worker() -> None:
+        try:
+            box[0] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported to the model, never re-raised here
+            box[1] = exc
+
+    ctx = contextvars.copy_context()
+    thread = threading.Thread(target=ctx.run, args=(worker,), name="textagent-tool", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        return None, None, True
+    return box[0], box[1], False
+
+
+# --------------------------------------------------------------------------------------------
+# ToolSet
+# --------------------------------------------------------------------------------------------
+
+class ToolSet(Mapping[str, Tool]):
+    """An immutable name -> Tool mapping that executes model calls safely.
+
+    ``ToolSet([tool_a, plain_function, ...])`` or ``ToolSet({"name": fn_or_tool})``; plain
+    callables are wrapped with Tool.from_function. Duplicate names are an error.
+    """
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        if tools is None:
+            return
+        if isinstance(tools, Tool) or (callable(tools) and not isinstance(tools, (Mapping, Iterable))):
+            tools = [tools]
+        if isinstance(tools, Mapping):
+            items = []
+            for key, value in tools.items():
+                if isinstance(value, Tool):
+                    items.append(value if value.name == key else value._renamed(key))
+                else:
+                    items.append(Tool.from_function(value, name=key))
+        else:
+            items = [t if isinstance(t, Tool) else Tool.from_function(t) for t in tools]
+        for item in items:
+            if item.name in self._tools:
+                raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
+            self._tools[item.name] = item
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolSet([{', '.join(self._tools)}])"
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        return [t.to_openai() for t in self._tools.values()]
+
+    def closest(self, name: str) -> str | None:
+        """The tool name closest to ``name`` (case-insensitive, difflib), or None."""
+        if not isinstance(name, str):
+            return None
+        return _suggest(name, self._tools)
+
+    def execute(self, call: Any, *, timeout: float | None = 30, limit: int | None = 4000) -> ToolOutcome:
+        """Run one call (anything with ``.name`` and ``.args``). Never raises for model mistakes
+        or tool failures: they become a ToolOutcome with ``ok=False`` and an ``ERROR: ...`` output."""
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be a positive number of characters or None, got {limit!r}")
+        started = time.perf_counter()
+        raw_name = getattr(call, "name", None)
+        raw_args = getattr(call, "args", None)
+        name = raw_name if isinstance(raw_name, str) and len(raw_name) <= 128 and raw_name.isprintable() \
+            else _show(raw_name, 60)
+
+        def done(ok: bool, output: str, error: str | None, args: Any = raw_args) -> ToolOutcome:
+            return ToolOutcome(name, args, ok, truncate(output, limit), error, time.perf_counter() - started)
+
+        found = self._tools.get(raw_name) if isinstance(raw_name, str) else None
+        if found is None:
+            valid = ", ".join(self._tools) or "(none)"
+            hint = self.closest(raw_name) if isinstance(raw_name, str) else None
+            text = f"ERROR: unknown tool `{_show(raw_name, 60)}`."
+            if hint:
+                text += f" Did you mean `{hint}`?"
+            text += f" Valid tools: {valid}."
+            return done(False, text, "unknown_tool")
+        try:
+            bound = found.bind(raw_args)
+        except ToolArgumentError as exc:
+            return done(False, f"{_exc_text(exc).rstrip('.')}. Usage: {found.signature()}", "bad_arguments")
+        except RecursionError:
+            return done(False, "ERROR: ToolArgumentError: arguments are nested too deeply; pass flat values. "
+                               f"Usage: {found.signature()}", "bad_arguments")
+        except Exception as exc:  # noqa: BLE001 - odd args must not crash the caller
+            return done(False, f"ERROR: ToolArgumentError: could not read the arguments ({type(exc).__name__}: "
+                               f"{_show(str(exc), 200)}). Usage: {found.signature()}", "bad_arguments")
+        result, exc, timed_out = _run_with_timeout(lambda: found(**bound), timeout)
+        if timed_out:
+            return done(False, f"ERROR: TimeoutError: `{found.name}` did not finish within {timeout:g} s and was "
+                               "abandoned; try simpler arguments or another approach", "timeout", bound)
+        if exc is not None:
+            return done(False, _exc_text(exc), "tool_error", bound)
+        try:
+            output = render_result(result)
+        except (TypeError, ValueError, RecursionError) as err:
+            return done(False, f"ERROR: {type(err).__name__}: the result of `{found.name}` could not be shown "
+                               f"as text ({_show(str(err), 200)})", "tool_error", bound)
+        return done(True, output, None, bound)
