@@ -1,0 +1,45 @@
+"""Shared fixtures. The real llama-server fixtures skip locally when the server binary or a
+model is missing; with TEXTAGENT_REQUIRE_SERVER=1 (set by .ci/run) a missing piece fails."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from textagent.errors import LocalServerError
+
+REQUIRE_SERVER = os.environ.get("TEXTAGENT_REQUIRE_SERVER") == "1"
+
+
+def _unavailable(reason: str):
+    if REQUIRE_SERVER:
+        pytest.fail(f"TEXTAGENT_REQUIRE_SERVER=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _start(model: str, **kw):
+    from textagent.local import MODELS, LocalServer, _verified, find_server_binary, model_path
+
+    try:
+        find_server_binary()
+    except LocalServerError as exc:
+        _unavailable(str(exc))
+    if not _verified(model_path(model), MODELS[model]):
+        _unavailable(f"model {model} is not cached; run `textagent models fetch {model}`")
+    return LocalServer(model, **kw).start()
+
+
+@pytest.fixture(scope="session")
+def qwen_server():
+    """The embedded default: llama-server with Qwen2.5-Coder-0.5B-Instruct."""
+    server = _start("qwen2.5-coder-0.5b")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def smollm_server():
+    """SmolLM2-135M: a real model that ignores the protocol."""
+    server = _start("smollm2", ctx_size=4096)
+    yield server
+    server.stop()

