@@ -319,6 +319,10 @@ def _suggest(word: str, options: Iterable[str]) -> str | None:
     lowered = {o.lower(): o for o in options}
     if word.lower() in lowered:
         return lowered[word.lower()]
+    if len(word) >= 3:
+        prefixed = [o for o in lowered if o.startswith(word.lower()) or word.lower().startswith(o)]
+        if len(prefixed) == 1:
+            return lowered[prefixed[0]]
     match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
     return lowered[match[0]] if match else None
 
@@ -490,8 +494,10 @@ class Tool:
                 required.append(pname)
             else:
                 default = param.default.value if isinstance(param.default, enum.Enum) else param.default
+                if default is None and schema and not _accepts_null(schema):
+                    schema = _nullable(schema)     # `x: list = None` means "list or nothing"
                 if _jsonable(default):
-                    schema["default"] = default
+                    schema["default"] = json.loads(json.dumps(default))   # tuples -> lists
             properties[pname] = schema
             conv = _enum_converter(hint)
             if conv is not None:
@@ -653,6 +659,31 @@ class Tool:
                 except (ValueError, TypeError) as err:
                     raise ToolArgumentError(f"`{key}`: {err}") from None
         return args
+
+
+def _accepts_null(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind is None:
+        subs = list(schema.get("anyOf", [])) + list(schema.get("oneOf", []))
+        if subs:
+            return any(isinstance(s, Mapping) and _accepts_null(s) for s in subs)
+        return "enum" not in schema or None in schema["enum"]
+    return kind == "null" or (isinstance(kind, list) and "null" in kind)
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(schema.get("type"), str) and set(schema) <= {"type", "enum", "description"}:
+        out = dict(schema)
+        out["type"] = [schema["type"], "null"]
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+        return out
+    description = schema.get("description")
+    inner = {k: v for k, v in schema.items() if k != "description"}
+    out = {"anyOf": [inner, {"type": "null"}]}
+    if description:
+        out["description"] = description
+    return out
 
 
 def _accepts_string(schema: Mapping[str, Any]) -> bool:
