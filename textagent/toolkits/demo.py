@@ -90,10 +90,10 @@ def _power(base: int | float, exp: int | float) -> int | float:
     return result
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, *, paren: bool = True) -> str:
     text = repr(value)
     text = text if len(text) <= 30 else text[:12] + "…" + text[-6:]
-    return f"({text})" if text.startswith("-") else text
+    return f"({text})" if paren and text.startswith("-") else text
 
 
 def _approx(digits: float) -> str:
@@ -183,7 +183,7 @@ class _Evaluator:
             return _check_number(fn(*args))
         except ValueError as err:
             if "domain" in str(err):
-                shown = ", ".join(_short(a) for a in args)
+                shown = ", ".join(_short(a, paren=False) for a in args)
                 why = "the square root of a negative number is not a real number" if name == "sqrt" \
                     else "math domain error"
                 raise ValueError(f"{name}({shown}) is undefined: {why}") from None
