@@ -76,6 +76,7 @@ def closed_port_url() -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else headers + body in two writes cost a 40 ms delayed ACK
     server: "_Server"
 
     def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
@@ -154,7 +155,7 @@ class FakeServer:
         self.unexpected: list[Recorded] = []
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
         self._thread.start()
 
     @property
