@@ -643,6 +643,35 @@ class TestToolSet:
         workers = [t for t in threading.enumerate() if t.name == "textagent-tool"]
         assert workers and all(t.daemon for t in workers)
 
+    def test_calls_after_a_timeout_still_run(self):
+        ts = ToolSet([_sleepy, get_forecast])
+        assert ts.execute(Call("_sleepy", {"seconds": 30}), timeout=0.2).error == "timeout"
+        started = time.perf_counter()
+        assert ts.execute(Call("get_forecast", "Oslo"), timeout=5).ok
+        assert time.perf_counter() - started < 1
+
+    def test_worker_threads_are_reused(self):
+        ts = ToolSet([get_forecast])
+        ts.execute(Call("get_forecast", "Oslo"), timeout=5)
+        before = threading.active_count()
+        for _ in range(200):
+            assert ts.execute(Call("get_forecast", "Oslo"), timeout=5).ok
+        assert threading.active_count() <= before + 2
+
+    def test_context_variables_reach_the_tool(self):
+        import contextvars
+
+        var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+        def read() -> str:
+            return var.get()
+
+        token = var.set("set by caller")
+        try:
+            assert ToolSet([read]).execute(Call("read"), timeout=5).output == "set by caller"
+        finally:
+            var.reset(token)
+
     def test_fast_tool_with_timeout(self):
         out = ToolSet([_sleepy]).execute(Call("_sleepy", {"seconds": 0}), timeout=0.5)
         assert out.ok and out.output == "woke"
