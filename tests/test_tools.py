@@ -457,6 +457,11 @@ class TestHardening:
 
         with pytest.raises(ToolArgumentError, match="too large"):
             Tool.from_function(f).bind({"xs": [0] * (MAX_ARG_CHARS + 1)})
+        huge = [0] * 10_000_000
+        started = time.perf_counter()
+        with pytest.raises(ToolArgumentError, match="too large"):
+            Tool.from_function(f).bind({"xs": huge})
+        assert time.perf_counter() - started < 0.5      # refused before visiting the elements
 
     def test_big_but_allowed_value_gives_short_error(self):
         with pytest.raises(ToolArgumentError) as info:

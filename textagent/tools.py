@@ -378,34 +378,39 @@ def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
 
 
 def _check_shape(value: Any) -> None:
-    """Refuse arguments JSON could not carry or that are absurdly big or deep, without recursion."""
+    """Refuse arguments JSON could not carry or that are absurdly big or deep, without recursion.
+
+    Cost: characters of every key and string, plus one per container and per element; a
+    container's elements are charged before they are visited, so a huge list fails at once.
+    """
     budget = MAX_ARG_CHARS
-    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
+    stack: list[tuple[Any, int, tuple[Any, ...]]] = [(value, 0, ())]
     while stack:
         node, depth, path = stack.pop()
-        if depth > MAX_ARG_DEPTH:
-            raise ToolArgumentError(f"arguments are nested too deeply (more than {MAX_ARG_DEPTH} levels); "
-                                    "pass flat values")
         if isinstance(node, str):
             budget -= len(node)
-        elif isinstance(node, dict):
-            budget -= 1
-            for key, item in node.items():
-                if not isinstance(key, str):
-                    where = f" in `{path}`" if path else ""
-                    raise ToolArgumentError(f"argument names must be strings{where}; got {_short_repr(key)} "
-                                            f"({type(key).__name__})")
-                budget -= len(key)
-                stack.append((item, depth + 1, f"{path}.{key}" if path else key))
-        elif isinstance(node, (list, tuple)):
-            budget -= 1
-            for index, item in enumerate(node):
-                stack.append((item, depth + 1, f"{path}[{index}]"))
-        else:
-            budget -= 1
+        elif isinstance(node, (dict, list, tuple)):
+            if depth >= MAX_ARG_DEPTH:
+                raise ToolArgumentError(f"arguments are nested too deeply (more than {MAX_ARG_DEPTH} levels); "
+                                        "pass flat values")
+            budget -= 1 + len(node)
+            if budget < 0:
+                break
+            if isinstance(node, dict):
+                for key, item in node.items():
+                    if not isinstance(key, str):
+                        where = f" in `{_format_path(path)}`" if path else ""
+                        raise ToolArgumentError(f"argument names must be strings{where}; got {_short_repr(key)} "
+                                                f"({type(key).__name__})")
+                    budget -= len(key)
+                    stack.append((item, depth + 1, (*path, key)))
+            else:
+                stack.extend((item, depth + 1, (*path, index)) for index, item in enumerate(node))
         if budget < 0:
-            raise ToolArgumentError(f"arguments are too large (more than {MAX_ARG_CHARS:,} characters); "
-                                    "pass shorter values")
+            break
+    if budget < 0:
+        raise ToolArgumentError(f"arguments are too large (more than {MAX_ARG_CHARS:,} characters); "
+                                "pass shorter values")
 
 
 # --------------------------------------------------------------------------------------------
