@@ -226,6 +226,16 @@ class TestFromFunction:
             Tool.from_function(lambda x: x)
         assert Tool.from_function(lambda x: x, name="ident").bind("3") == {"x": "3"}
 
+    def test_bound_method(self):
+        class Store:
+            def lookup(self, key: str) -> str:
+                """Look up a key, e.g. "a"."""
+                return key * 2
+
+        t = Tool.from_function(Store().lookup)
+        assert t.name == "lookup" and list(t.parameters["properties"]) == ["key"]
+        assert ToolSet([t]).execute(Call("lookup", "ab")).output == "abab"
+
     def test_positional_only_refused(self):
         def f(x: int, /):
             return x
