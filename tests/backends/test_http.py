@@ -141,6 +141,15 @@ def test_dropped_connection_before_answer_is_retried(fake_server):
     assert len(fake_server.requests) == 2
 
 
+def test_dropped_connection_is_not_called_no_server(fake_server):
+    fake_server.add("/x", close=True)
+    with pytest.raises(BackendConnectionError) as info:
+        get_json(make(fake_server.url, retries=0))
+    message = str(info.value)
+    assert "no server" not in message
+    assert "failed before an answer arrived" in message and "textagent serve" in message
+
+
 @pytest.mark.parametrize("status", [502, 503, 504])
 def test_gateway_statuses_are_retried_and_counted(fake_server, status):
     fake_server.add("/x", status=status, json={"error": "busy"})

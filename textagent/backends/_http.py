@@ -248,9 +248,12 @@ class HTTPBackend:
         return self.url + "/" + path.lstrip("/")
 
     def _no_server_message(self, url: str, exc: BaseException) -> str:
+        reason = _reason(exc)
+        if _unreachable(exc):
+            return f"no server at {self.url} ({reason}); start one with `textagent serve` or pass --endpoint"
         return (
-            f"no server at {self.url} ({_reason(exc)}); "
-            "start one with `textagent serve` or pass --endpoint"
+            f"the connection to the {self.api_name} server at {self.url} failed before an answer arrived "
+            f"({reason}); is it still running? Start one with `textagent serve` or pass --endpoint"
         )
 
     def _status_hint(self, status: int, server_message: str | None) -> str | None:
@@ -624,14 +627,43 @@ def _path(url: str) -> str:
     return rest[slash:] if slash >= 0 else "/"
 
 
-def _reason(exc: BaseException | None) -> str:
-    """A short cause for a requests/urllib3 exception, e.g. 'connection refused'."""
-    if exc is None:
-        return "unknown error"
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it wraps (``__cause__``, urllib3's ``reason``, wrapped args)."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
+        yield cur
+        nxt = cur.__cause__ or cur.__context__
+        if nxt is None and isinstance(getattr(cur, "reason", None), BaseException):
+            nxt = cur.reason  # type: ignore[attr-defined]
+        if nxt is None:
+            nxt = next((a for a in cur.args if isinstance(a, BaseException)), None)
+        cur = nxt
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """True when no connection could be made at all (refused, DNS, connect timeout)."""
+    return any(
+        isinstance(
+            e,
+            (
+                ConnectionRefusedError,
+                socket.gaierror,
+                requests.exceptions.ConnectTimeout,
+                urllib3.exceptions.NewConnectionError,
+                urllib3.exceptions.ConnectTimeoutError,
+            ),
+        )
+        for e in _causes(exc)
+    )
+
+
+def _reason(exc: BaseException | None) -> str:
+    """A short cause for a requests/urllib3 exception, e.g. 'connection refused'."""
+    if exc is None:
+        return "unknown error"
+    for cur in _causes(exc):
         if isinstance(cur, ConnectionRefusedError):
             return "connection refused"
         if isinstance(cur, ConnectionResetError):
@@ -645,14 +677,6 @@ def _reason(exc: BaseException | None) -> str:
             return "connect timeout: nothing answered"
         if isinstance(cur, http.client.RemoteDisconnected):
             return "the server closed the connection without answering"
-        nxt = cur.__cause__ or cur.__context__
-        if nxt is None and cur.args and isinstance(cur.args[0], BaseException):
-            nxt = cur.args[0]
-        if nxt is None and hasattr(cur, "reason") and isinstance(cur.reason, BaseException):
-            nxt = cur.reason
-        if nxt is None and len(cur.args) > 1 and isinstance(cur.args[1], BaseException):
-            nxt = cur.args[1]
-        cur = nxt
     text = str(exc)
     return _excerpt(text, 200) if text else type(exc).__name__
 
