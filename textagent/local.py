@@ -303,7 +303,8 @@ class LocalServer:
 # -- a server started by `textagent serve`, reused by `textagent run` ---------------------------
 
 def _state_file() -> Path:
-    return cache_dir() / "server.json"
+    # Runtime state may live apart from the model cache (``$TEXTAGENT_STATE_DIR``).
+    return Path(os.environ.get("TEXTAGENT_STATE_DIR") or cache_dir()) / "server.json"
 
 
 def write_state(server: LocalServer) -> None:
