@@ -177,7 +177,7 @@ class Agent:
             reply = parse_reply(text, self.tools, strict=self.strict)
         except ParseError as err:
             raise FormatError(prompts.feedback(err.feedback(self.tools)), err) from None
-        if reply.is_final and reply.answer is None and not reply.thought.strip():
+        if reply.is_final and not (reply.answer or "").strip():
             raise FormatError(prompts.feedback(prompts.template("empty_reply.txt").substitute()))
         return reply
 
