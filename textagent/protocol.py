@@ -674,7 +674,7 @@ _LINE_RE = re.compile(
     + r"(?:(?P<fence>`{3,}|~{3,})"
     + r"|(?P<bt>`(?!`))?(?P<kw>" + _EMPH + r"?"
     + r"(?P<word>(?P<tool>tool)|(?P<args>args)|(?P<answer>(?:final[ \t]+)?answer)|(?P<obs>observation))"
-    + r"(?![A-Za-z0-9_])(?P<close>" + _EMPH + r")?)"
+    + r"(?!(?!__)[A-Za-z0-9_])(?P<close>" + _EMPH + r")?)"
     + r"[ \t]*(?P<colon>:(?P<close2>" + _EMPH + r")?)?)",
     re.I,
 )
@@ -689,6 +689,13 @@ _FAST_RE = re.compile(
     + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t]*(\{.*\})\Z",
     re.I,
 )
+_FAST_MULTI_RE = re.compile(
+    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t\r\n]+"
+    + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t\r\n]*(\{.*\})\Z",
+    re.I | re.S,
+)
+#: Tests turn the json.loads shortcut off to compare it with the grammar.
+_FAST_PATH = True
 # Enough of a call head to find where its arguments start (the grammar does the real parse).
 _HEAD_RE = re.compile(
     _EMPH + r"?tool" + _EMPH + r"?[ \t]*(?::" + _EMPH + r"?)?[ \t]*"
@@ -793,11 +800,12 @@ class _Segments:
         return line + 1, col + offset + 1
 
 
-def _scan(text: str, pos: int, stack: list, seg: int) -> str:
+def _scan(text: str, pos: int, stack: list, seg: int, gather: bool = True) -> str:
     """Track `{`/`[` nesting in text[pos:], string-aware and in linear time. Stack entries are
     (bracket, segment, offset). Returns "ok", "mismatch" (a closer that does not match: the
-    grammar reports it), "string" (a string does not end on its line: the grammar reports it)
-    or "deep" (more than MAX_DEPTH levels)."""
+    grammar reports it), "string" (a string does not end on its line: the grammar reports it;
+    only when gathering, else the quote is taken as a plain character) or "deep" (more than
+    MAX_DEPTH levels)."""
     search = _SCAN_RE.search
     while True:
         m = search(text, pos)
@@ -808,8 +816,11 @@ def _scan(text: str, pos: int, stack: list, seg: int) -> str:
         if ch == '"' or ch == "'":
             sm = (_DQ_RE if ch == '"' else _SQ_RE).match(text, i)
             if sm is None:
-                return "string"
-            pos = sm.end()
+                if gather:
+                    return "string"
+                pos = i + 1
+            else:
+                pos = sm.end()
             continue
         if ch == "{" or ch == "[":
             stack.append((ch, seg, i))
@@ -941,7 +952,7 @@ class _Reader:
         line = _unwrap(lines[i], info)
         col0 = info.kw
         head = line[col0:]
-        fm = _FAST_RE.match(head)
+        fm = _FAST_RE.match(head) if _FAST_PATH else None
         if fm is not None:
             try:
                 value = json.loads(fm.group(2), strict=False)
@@ -999,6 +1010,16 @@ class _Reader:
                 j = self.next_nonblank(nxt)
                 if j is not None and _FENCE_RE.match(lines[j]):
                     nxt = j + 1
+        if len(segs.parts) > 1 and _FAST_PATH:
+            # a multi-line object: the same shortcut as above (strict JSON: no raw newline in strings)
+            fm = _FAST_MULTI_RE.match(segs.text())
+            if fm is not None:
+                try:
+                    value = json.loads(fm.group(2))
+                except (ValueError, RecursionError):
+                    value = None
+                if type(value) is dict:
+                    return ToolCall(fm.group(1), value), nxt
         return self.parse_call(segs), nxt
 
     def _starts_object(self, line: str, quoted: bool) -> bool:
@@ -1010,7 +1031,7 @@ class _Reader:
         lines = self.lines
         stack: list = []
         seg = len(segs.parts) - 1
-        status = _scan(segs.parts[seg][2], start, stack, seg)
+        status = _scan(segs.parts[seg][2], start, stack, seg, gather)
         while gather and status == "ok" and stack:
             if nxt >= len(lines) or _stops_gathering(lines[nxt]):
                 ch, s, off = stack[-1]
@@ -1167,7 +1188,8 @@ def _key_views(key: tuple) -> tuple[tuple, ...]:
     (parser state, character class), (what was expected, character class), parser state,
     what was expected."""
     state, expected, cls, kw = key
-    return (("s", state, cls, kw), ("e", expected, cls, kw), ("s", state, kw), ("e", expected, kw))
+    return (("s", state, cls, kw), ("e", expected, cls, kw), ("s", state, kw), ("e", expected, kw),
+            ("s", state), ("e", expected))
 
 
 def _label_for(key: tuple) -> str:
