@@ -653,10 +653,27 @@ def _clip(s: str, n: int = 40) -> str:
     return s if len(s) <= n else s[: n - 1] + "\u2026"
 
 
+class _NoRootFallback:
+    """Stands in for the contextual lexer's root lexer.
+
+    When no terminal of the current state matches, lark re-lexes the position with every
+    terminal of the grammar to name what it found. Terminals such as BARE can match a whole
+    line, so that costs a scan of the rest of the line per error (seconds for a 10 MB
+    unterminated string) and names nothing useful: errors are labelled from the known-bad
+    table instead. Raising here makes lark report the original UnexpectedCharacters."""
+
+    def next_token(self, lexer_state, parser_state=None):
+        raise UnexpectedCharacters("\0", 0, 1, 1)
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", transformer=_CallTransformer(),
-                maybe_placeholders=False, propagate_positions=False)
+    parser = Lark(grammar_text(), parser="lalr", lexer="contextual", transformer=_CallTransformer(),
+                  maybe_placeholders=False, propagate_positions=False)
+    lexer = getattr(parser.parser, "lexer", None)
+    if hasattr(lexer, "root_lexer"):
+        lexer.root_lexer = _NoRootFallback()
+    return parser
 
 
 _PARSER = _parser()
