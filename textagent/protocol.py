@@ -1155,11 +1155,15 @@ def _char_class(text: str, offset: int) -> str:
     return "?"
 
 
+_FOUND_RE = re.compile(r"[A-Za-z0-9_.$-]+|\S")
+
+
 def _found(text: str, offset: int) -> str:
     if offset >= len(text):
         return ""
-    m = re.compile(r"[A-Za-z0-9_.$-]+|\S").match(text, offset)
-    piece = m.group() if m else text[offset]
+    ch = text[offset]
+    m = (_DQ_RE if ch == '"' else _SQ_RE if ch == "'" else _FOUND_RE).match(text, offset)
+    piece = m.group() if m else ch
     return "`" + _clip(piece, 30) + "`"
 
 
