@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -88,7 +89,7 @@ def test_noisy_calls_cover_the_forms():
     seen = set()
     call = ToolCall("get_weather", {"city": "Paris", "days": 3})
 
-    @settings(max_examples=300, deadline=None, database=None)
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
     @given(noisy_calls(call))
     def collect(lines):
         text = "\n".join(lines)
@@ -134,16 +135,25 @@ def test_near_misses_fail(text):
     raise AssertionError(f"parsed: {text!r}")
 
 
-def test_near_misses_cover_their_labels():
-    labels = set()
+@pytest.mark.parametrize("label", NEAR_MISS_LABELS)
+def test_near_misses_for_each_label(label):
+    @settings(max_examples=15, deadline=None, database=None)
+    @given(near_miss_replies(labelled=True, labels=[label]))
+    def check(case):
+        text, got = case
+        assert got == label
+        with pytest.raises(ParseError) as info:
+            parse_reply(text)
+        assert info.value.label == label
 
-    @settings(max_examples=300, deadline=None, database=None)
-    @given(near_miss_replies(labelled=True))
-    def collect(case):
-        labels.add(case[1])
+    check()
 
-    collect()
-    assert labels == set(NEAR_MISS_LABELS)
+
+def test_near_misses_reject_unknown_labels():
+    with pytest.raises(ValueError):
+        near_miss_replies(labels=["nope"])
+    with pytest.raises(ValueError):
+        near_miss_replies(labels=[])
 
 
 @FAST

@@ -236,17 +236,26 @@ _WORD = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
 _PLAIN_TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'), max_size=15)
 
 
-@st.composite
-def near_miss_replies(draw, labelled: bool = False):
+def near_miss_replies(labelled: bool = False, labels: Sequence[str] | None = None) -> SearchStrategy:
     """Replies with one realistic mistake; parsing them raises ParseError. With
-    ``labelled=True`` the strategy gives ``(text, label)``, the label parse_reply must report."""
+    ``labelled=True`` the strategy gives ``(text, label)``, the label parse_reply must report.
+    ``labels`` restricts the mistakes to some of :data:`NEAR_MISS_LABELS`."""
+    choices = tuple(labels) if labels is not None else NEAR_MISS_LABELS
+    unknown = set(choices) - set(NEAR_MISS_LABELS)
+    if unknown or not choices:
+        raise ValueError(f"no near misses for {sorted(unknown) or choices}; choose from {NEAR_MISS_LABELS}")
+    return _near_misses(labelled, choices)
+
+
+@st.composite
+def _near_misses(draw, labelled: bool, choices: tuple[str, ...]):
     name = draw(st.sampled_from(_REALISTIC_NAMES[:6]) | st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True))
     key = draw(_WORD)
     key2 = draw(_WORD.filter(lambda k: k != key))
     word = draw(_WORD)
     text = draw(_PLAIN_TEXT)
     obj = json.dumps({key: draw(json_scalars())}, ensure_ascii=False)
-    label = draw(st.sampled_from(NEAR_MISS_LABELS))
+    label = draw(st.sampled_from(choices))
     tool = draw(st.sampled_from(("TOOL:", "Tool:", "tool:", "**TOOL:**")))
     args_kw = draw(st.sampled_from(("ARGS:", "args:", "Args:")))
     cases = {
