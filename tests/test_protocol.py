@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import pickle
 import re
 from dataclasses import FrozenInstanceError
@@ -40,7 +41,9 @@ from textagent.testing import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# TEXTAGENT_FUZZ_EXAMPLES=5000 pytest tests/test_protocol.py  fuzzes harder than the default run
+PROPERTY = settings(max_examples=int(os.environ.get("TEXTAGENT_FUZZ_EXAMPLES", "200")), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 def tool(name, properties=None, required=None):
