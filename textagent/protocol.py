@@ -647,8 +647,6 @@ def _is_punct(v) -> bool:
     return isinstance(v, Token) and v.type == "COMMA"
 
 
-
-
 def _clip(s: str, n: int = 40) -> str:
     return s if len(s) <= n else s[: n - 1] + "\u2026"
 
