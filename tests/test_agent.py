@@ -197,8 +197,29 @@ def test_every_prompt_extends_the_previous_prompt_and_reply(fmt):
 def test_messages_are_passed_for_chat_backends():
     _, backend = run(['TOOL: calculate ARGS: {"expression": "2+2"}', "ANSWER: 4"], task="add")
     messages = backend.calls[1]["messages"]
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
-    assert messages[1]["content"] == "add" and messages[3]["content"] == "OBSERVATION (calculate): 4"
+    example = 1 + 2 * len(demo.DEMO_EXAMPLE.calls) + 1  # the one-shot turns
+    assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * (example // 2) + [
+        "user", "assistant", "user"]
+    assert messages[-3]["content"] == "add" and messages[-1]["content"] == "OBSERVATION (calculate): 4"
+
+
+def test_the_one_shot_example_comes_before_the_task_and_can_be_turned_off():
+    _, backend = run(["ANSWER: x"], task="THE TASK")
+    prompt = backend.prompts[0]
+    assert prompt.index('TOOL: calculate ARGS: {"expression": "(3 + 4) * 12"}') < prompt.index("THE TASK")
+    assert "OBSERVATION (calculate): 84" in prompt
+    _, backend = run(["ANSWER: x"], task="THE TASK", example=None)
+    assert "(3 + 4) * 12" not in backend.prompts[0]
+
+
+def test_a_tool_set_without_an_example_gets_one_built_from_its_tools():
+    @tool
+    def lookup(word: str) -> str:
+        """Look a word up."""
+        return word
+
+    _, backend = run(["ANSWER: x"], tools=[lookup])
+    assert 'TOOL: lookup ARGS: {"word": ' in backend.prompts[0]
 
 
 # -- stop reasons ------------------------------------------------------------------------------

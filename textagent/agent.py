@@ -63,6 +63,10 @@ class Result:
         return sum(not o.ok for s in self.steps for o in s.outcomes)
 
 
+# Failures the model can fix by writing the call again; the observation says so.
+_RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
+
+
 class _Stop(Exception):
     """Ends the run; carries the stop reason and, for 'answer', the answer."""
 
@@ -86,13 +90,16 @@ class Agent:
     tokens the server actually evaluated, or all prompt tokens when it does not say, plus
     completion tokens); ``max_seconds`` wall time; ``max_format_errors`` unusable replies in
     a row. ``reply_tokens`` caps one reply.
+
+    ``example`` is the worked exchange shown before the task: "auto" (the tool set's own, else
+    one built from its first tool), a tools.Example, or None for none.
     """
 
     def __init__(self, backend: Backend, tools: Iterable[Any] | Mapping[str, Any] = (), *,
                  max_steps: int = 10, max_tokens: int | None = None, max_seconds: float | None = None,
                  max_format_errors: int = 3, observation_limit: int = 4000, tool_timeout: float | None = 30,
                  reply_tokens: int = 512, chat_format: str | ChatFormat = CHATML, system_prompt: str | None = None,
-                 strict: bool = False, on_step: Callable[[Step], None] | None = None,
+                 example: Any = "auto", strict: bool = False, on_step: Callable[[Step], None] | None = None,
                  trace: str | Path | IO[str] | None = None, **backend_options: Any):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -103,13 +110,19 @@ class Agent:
         self.tool_timeout, self.reply_tokens, self.strict = tool_timeout, reply_tokens, strict
         self.format = get_format(chat_format)
         self.system_prompt = system_prompt if system_prompt is not None else prompts.system_prompt(self.tools)
+        if example == "auto":
+            example = getattr(self.tools, "example", None)
+            self.example = prompts.example_turns(self.tools, example)
+        else:
+            self.example = prompts.example_turns(self.tools, example) if example is not None else []
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
         self.stop = ["OBSERVATION", *self.format.stop]
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:
-        self.prompt = self.format.start(self.system_prompt, prompts.task(task))
-        self.messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": task}]
+        self.messages = [{"role": "system", "content": self.system_prompt}, *self.example,
+                         {"role": "user", "content": prompts.task(task)}]
+        self.prompt = self.format.render(self.messages)
         self.steps: list[Step] = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
         error: BaseException | None = None
@@ -161,7 +174,7 @@ class Agent:
             outcome = self.tools.execute(call, timeout=self._tool_timeout(), limit=self.observation_limit)
             step.outcomes.append(outcome)
         self._append(_kept(completion.text, step.reply),
-                     [prompts.observation(o.name, o.output) for o in step.outcomes], step)
+                     [prompts.observation(o.name, o.output, failed=o.error in _RETRYABLE) for o in step.outcomes], step)
         return step
 
     # -- pieces -----------------------------------------------------------------------------

@@ -201,6 +201,10 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
     os.setpgrp()
 
 
+class _CrashedWhileLoading(Exception):
+    """The server died from a signal before it was healthy."""
+
+
 class LocalServer:
     """A llama-server process on 127.0.0.1 and a free port, stopped cleanly on exit.
 
@@ -209,10 +213,13 @@ class LocalServer:
     """
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *, port: int | None = None, ctx_size: int = 8192,
-                 parallel: int = 1, threads: int | None = None, jinja: bool = True, extra_args: Sequence[str] = (),
+                 parallel: int = 1, threads: int | None = None, jinja: bool = True, repack: bool | None = None,
+                 extra_args: Sequence[str] = (),
                  startup_timeout: float = 300, progress: Progress = _quiet, log_path: str | os.PathLike[str] | None = None):
         self.model_arg, self.port, self.ctx_size, self.parallel = model, port, ctx_size, parallel
         self.threads, self.jinja, self.extra_args = threads, jinja, list(extra_args)
+        # None: try with weight repacking and fall back without it if the server crashes while loading.
+        self.repack = repack
         self.startup_timeout, self.progress = startup_timeout, progress
         self.log_path = Path(log_path) if log_path else None
         self.process: subprocess.Popen[bytes] | None = None
@@ -231,6 +238,8 @@ class LocalServer:
             cmd += ["-t", str(self.threads)]
         if self.jinja:  # native function calling needs the model's Jinja chat template
             cmd.append("--jinja")
+        if self.repack is False:
+            cmd.append("--no-repack")
         return cmd + self.extra_args
 
     def start(self) -> "LocalServer":
@@ -238,10 +247,24 @@ class LocalServer:
             return self
         self.model_path, self.chat_format = resolve_model(self.model_arg, progress=self.progress)
         self.port = self.port or _free_port()
-        cmd = self.command()
         if self.log_path is None:
             self.log_path = cache_dir() / "logs" / f"llama-server-{self.port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._launch()
+        except _CrashedWhileLoading:
+            if self.repack is not None:
+                raise LocalServerError(f"llama-server crashed while loading the model; last log lines:\n{self.log_tail()}") from None
+            # CPUs that advertise AMX inside VMs that do not grant it crash in the repacked AMX
+            # kernels (SIGILL); the plain CPU kernels work everywhere.
+            self.progress("llama-server crashed while loading; retrying with --no-repack")
+            self.repack = False
+            self._launch()
+        return self
+
+    def _launch(self) -> None:
+        cmd = self.command()
+        assert self.log_path is not None and self.model_path is not None
         log = open(self.log_path, "wb")
         self.progress(f"starting llama-server on {self.url} with {self.model_path.name} (log: {self.log_path})")
         try:
@@ -257,12 +280,13 @@ class LocalServer:
         except BaseException:
             self.stop()
             raise
-        return self
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
         said_loading = False
         while time.monotonic() < deadline:
+            if self.process is not None and (self.process.poll() or 0) < 0:
+                raise _CrashedWhileLoading(self.process.returncode)
             if self.process is None or self.process.poll() is not None:
                 raise LocalServerError(f"llama-server exited with code {self.process.returncode if self.process else '?'} "
                                        f"while starting; last log lines:\n{self.log_tail()}")

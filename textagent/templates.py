@@ -35,6 +35,16 @@ class ChatFormat:
         """What is appended after a model reply: close its turn, a user turn, reopen the assistant."""
         return self.assistant_to_user + user_text + self.user_to_assistant
 
+    def render(self, messages: list[dict[str, str]]) -> str:
+        """A whole conversation (system, then user/assistant alternating, ending on user), written
+        exactly as the agent would have appended it turn by turn."""
+        if len(messages) < 2 or messages[0]["role"] != "system" or messages[1]["role"] != "user":
+            raise ValueError("a conversation starts with a system and a user message")
+        text = self.start(messages[0]["content"], messages[1]["content"])
+        for message in messages[2:]:
+            text += message["content"] if message["role"] == "assistant" else self.follow_up(message["content"])
+        return text
+
 
 PLAIN = ChatFormat("plain", "", "\n\n", "\n", "\n")
 CHATML = ChatFormat(

@@ -44,7 +44,7 @@ from jsonschema import Draft202012Validator
 
 from .errors import ToolArgumentError
 
-__all__ = ["Tool", "tool", "ToolSet", "ToolOutcome", "render_result", "truncate",
+__all__ = ["Tool", "tool", "ToolSet", "ToolOutcome", "Example", "render_result", "truncate",
            "MAX_ARG_CHARS", "MAX_ARG_DEPTH"]
 
 # Hard limits on what a model may pass as arguments; larger/deeper input is refused with a
@@ -855,15 +855,31 @@ def _run_with_timeout(fn: Callable[[], Any], timeout: float | None) -> tuple[Any
 # ToolSet
 # --------------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Example:
+    """A worked exchange shown to the model before its task (one-shot prompting).
+
+    ``calls`` are ``(tool name, args, result text)`` in order; each becomes a TOOL line and the
+    OBSERVATION that answers it. Small models copy a concrete exchange far better than a rule.
+    """
+
+    task: str
+    calls: tuple[tuple[str, dict[str, Any], str], ...]
+    answer: str
+
+
 class ToolSet(Mapping[str, Tool]):
     """An immutable name -> Tool mapping that executes model calls safely.
 
     ``ToolSet([tool_a, plain_function, ...])`` or ``ToolSet({"name": fn_or_tool})``; plain
-    callables are wrapped with Tool.from_function. Duplicate names are an error.
+    callables are wrapped with Tool.from_function. Duplicate names are an error. ``example``
+    is the worked exchange the agent shows the model (else one is built from the first tool).
     """
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = ()) -> None:
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = (), *,
+                 example: Example | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self.example = example
         if tools is None:
             return
         if isinstance(tools, Tool) or (callable(tools) and not isinstance(tools, (Mapping, Iterable))):
@@ -881,6 +897,10 @@ class ToolSet(Mapping[str, Tool]):
             if item.name in self._tools:
                 raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
             self._tools[item.name] = item
+        if example is not None:
+            unknown = [name for name, _, _ in example.calls if name not in self._tools]
+            if unknown:
+                raise ValueError(f"the example calls tools that are not in this set: {', '.join(unknown)}")
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]

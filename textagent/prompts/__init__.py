@@ -7,7 +7,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-__all__ = ["template", "system_prompt", "describe_tool", "example_args", "observation", "feedback", "task"]
+__all__ = ["template", "system_prompt", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task"]
 
 
 @cache
@@ -73,21 +73,45 @@ def example_args(tool: Any) -> dict[str, Any]:
     return {k: _example_value(props[k]) for k in required if k in props}
 
 
-def system_prompt(tools: Any, *, example_tool: str | None = None) -> str:
+def _example_tool(tool_list: list[Any], name: str | None) -> Any:
+    chosen = next((t for t in tool_list if t.name == name), None)
+    # Prefer a tool that takes arguments: the example should show an ARGS object.
+    return chosen or max(tool_list, key=lambda t: bool((t.parameters or {}).get("required")))
+
+
+def system_prompt(tools: Any) -> str:
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
     listing = "\n".join(describe_tool(t) for t in tool_list) or "(none)"
-    if tool_list:
-        chosen = next((t for t in tool_list if t.name == example_tool), None) or max(
-            tool_list, key=lambda t: bool((t.parameters or {}).get("required")))
-        example = template("example.txt").substitute(
-            name=chosen.name, args=json.dumps(example_args(chosen), ensure_ascii=False))
+    return template("system.txt").substitute(tools=listing)
+
+
+def example_turns(tools: Any, example: Any = None) -> list[dict[str, str]]:
+    """The one-shot example as conversation turns: the task, each TOOL line answered by its
+    OBSERVATION, then the ANSWER. ``example`` is a tools.Example; without one, a placeholder
+    exchange is built from a tool of the set."""
+    from ..protocol import ToolCall, render_call
+
+    tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
+    if example is None:
+        if not tool_list:
+            return []
+        chosen = _example_tool(tool_list, None)
+        fields = {"name": chosen.name}
+        task_text = template("example_task.txt").substitute(fields)
+        calls = [(chosen.name, example_args(chosen), template("example_result.txt").substitute(fields))]
+        answer = template("example_answer.txt").substitute(fields)
     else:
-        example = "ANSWER: <your answer>"
-    return template("system.txt").substitute(tools=listing, example=example)
+        task_text, calls, answer = example.task, list(example.calls), example.answer
+    turns = [{"role": "user", "content": task(task_text)}]
+    for name, args, result in calls:
+        turns.append({"role": "assistant", "content": render_call(ToolCall(name, dict(args)))})
+        turns.append({"role": "user", "content": observation(name, result)})
+    turns.append({"role": "assistant", "content": "ANSWER: " + answer})
+    return turns
 
 
-def observation(name: str, output: str) -> str:
-    return template("observation.txt").substitute(name=name, output=output)
+def observation(name: str, output: str, *, failed: bool = False) -> str:
+    return template("observation_error.txt" if failed else "observation.txt").substitute(name=name, output=output)
 
 
 def feedback(text: str) -> str:

@@ -23,9 +23,9 @@ import time
 import zoneinfo
 from typing import Annotated, Any
 
-from ..tools import ToolSet, tool
+from ..tools import Example, ToolSet, tool
 
-__all__ = ["calculate", "get_time", "get_weather", "multiply", "toggle_light", "demo_tools",
+__all__ = ["calculate", "get_time", "get_weather", "multiply", "toggle_light", "demo_tools", "DEMO_EXAMPLE",
            "lights", "reset_lights", "WEATHER", "ROOMS",
            "MAX_EXPRESSION_CHARS", "MAX_NESTING", "MAX_DIGITS"]
 
@@ -407,6 +407,14 @@ def toggle_light(room: Annotated[str, {"examples": ["kitchen"]}], on: bool) -> s
     return f"{key} light is now {state}" + ("" if before != on else " (it already was)")
 
 
+# The worked exchange the model sees first: two chained calls, each waiting for its result.
+DEMO_EXAMPLE = Example(
+    task="What is (3 + 4) * 12, then minus 20?",
+    calls=(("calculate", {"expression": "(3 + 4) * 12"}, "84"), ("calculate", {"expression": "84 - 20"}, "64")),
+    answer="(3 + 4) * 12 = 84, minus 20 is 64.",
+)
+
+
 def demo_tools() -> ToolSet:
     """A fresh ToolSet with every demo tool (the lights' state is shared module state)."""
-    return ToolSet([calculate, get_time, get_weather, multiply, toggle_light])
+    return ToolSet([calculate, get_time, get_weather, multiply, toggle_light], example=DEMO_EXAMPLE)
