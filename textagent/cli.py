@@ -56,8 +56,9 @@ def cmd_parse(args: argparse.Namespace) -> int:
     try:
         reply = parse_reply(text, tools, strict=args.strict)
     except ParseError as err:
-        _print_json({"error": {"message": err.message, "line": err.line, "column": err.column,
-                               "expected": list(err.expected), "feedback": err.feedback(tools)}})
+        error = {"message": err.message, "line": err.line, "column": err.column, "expected": list(err.expected),
+                 "feedback": err.feedback(tools), "label": err.label}
+        _print_json({"error": error})
         return 2
     _print_json({
         "calls": [{"name": c.name, "args": c.args} for c in reply.calls],
