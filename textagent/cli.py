@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import TextagentError
+from .errors import BackendError, TextagentError
 
 # Exit codes: 0 answer; 2 usage error or unparseable input (`parse`); one per other stop reason.
 EXIT_CODES = {"answer": 0, "max_steps": 3, "token_budget": 4, "time_limit": 5, "format_errors": 6,
@@ -276,6 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BackendError as exc:  # e.g. asking the server for its chat template before the run
+        _say(f"textagent: {exc}")
+        return EXIT_CODES["backend_error"]
     except TextagentError as exc:
         _say(f"textagent: {exc}")
         return EXIT_ERROR

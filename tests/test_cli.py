@@ -1,0 +1,166 @@
+"""The command line, in process against a scripted llama.cpp-style server, and as a subprocess."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from textagent.cli import EXIT_CODES, main
+from textagent.toolkits import demo
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from httpfake import FakeServer, closed_port_url  # noqa: E402
+
+
+@pytest.fixture
+def server():
+    srv = FakeServer()
+    yield srv
+    srv.stop()
+
+
+def completion(text):
+    return {"content": text, "stop_type": "eos", "tokens_evaluated": 10, "tokens_predicted": 5,
+            "timings": {"prompt_n": 10, "predicted_n": 5, "cache_n": 0}}
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- parse ---------------------------------------------------------------------------------------
+
+def test_parse_prints_calls_answer_thought_dropped(tmp_path, capsys):
+    reply = tmp_path / "reply.txt"
+    reply.write_text('I will compute.\nTOOL: calculate ARGS: {"expression": "17 * 24"}\nOBSERVATION: 408\n')
+    code, out, _ = run_cli(capsys, "parse", str(reply))
+    data = json.loads(out)
+    assert code == 0
+    assert data["calls"] == [{"name": "calculate", "args": {"expression": "17 * 24"}}]
+    assert data["thought"] == "I will compute." and data["answer"] is None
+    assert data["dropped"][0]["kind"] == "observation" and data["dropped"][0]["line"] == 3
+
+
+def test_parse_error_exits_2_with_position_and_feedback(monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO('TOOL: calculate ARGS: {"expression": "1"\n'))
+    code, out, _ = run_cli(capsys, "parse")
+    error = json.loads(out)["error"]
+    assert code == 2
+    assert error["line"] == 1 and error["column"] >= 1 and error["expected"] and error["feedback"]
+    assert set(error) >= {"message", "line", "column", "expected", "feedback"}
+
+
+def test_parse_binds_bare_arguments_with_tools(tmp_path, capsys):
+    reply = tmp_path / "r.txt"
+    reply.write_text("TOOL: calculate ARGS: 17 * 24\n")
+    assert json.loads(run_cli(capsys, "parse", str(reply))[1])["calls"][0]["args"] == "17 * 24"
+    code, out, _ = run_cli(capsys, "parse", str(reply), "--tools", "calculate")
+    assert json.loads(out)["calls"][0]["args"] == {"expression": "17 * 24"}
+
+
+def test_parse_help_explains_the_forms(capsys):
+    with pytest.raises(SystemExit):
+        main(["parse", "--help"])
+    out = capsys.readouterr().out
+    for form in ("JSON object", "relaxed", "key=value", "shorthand", "bare argument", "ANSWER:", "OBSERVATION"):
+        assert form in out
+
+
+# -- run -----------------------------------------------------------------------------------------
+
+def test_run_answers_and_prints_steps(server, capsys, tmp_path):
+    demo.reset_lights()
+    server.json("/completion", completion('TOOL: calculate ARGS: {"expression": "17 * 24"}'))
+    server.json("/completion", completion('TOOL: calculate ARGS: {"expression": "408 + 100"}'))
+    server.json("/completion", completion("ANSWER: 508"))
+    trace = tmp_path / "trace.jsonl"
+    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "--json",
+                             "--trace", str(trace), "What's 17 times 24, then add 100?")
+    assert code == 0
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary == {"answer": "508", "stop_reason": "answer", "steps": 3, "usage": summary["usage"]}
+    assert summary["usage"]["prompt_tokens"] == 30
+    assert "step 1: calling calculate({'expression': '17 * 24'}) -> 408" in err
+    assert "step 2: calling calculate({'expression': '408 + 100'}) -> 508" in err
+    sent = server.bodies("/completion")
+    assert all(b["cache_prompt"] is True and "OBSERVATION" in b["stop"] for b in sent)
+    assert len(trace.read_text().splitlines()) == 5
+
+
+@pytest.mark.parametrize("reason, argv, replies", [
+    ("max_steps", ["--max-steps", "2"], ["TOOL: get_time"] * 2),
+    ("format_errors", [], ["TOOL:"] * 3),
+    ("token_budget", ["--max-tokens", "25"], ["TOOL: get_time"] * 3),
+])
+def test_each_stop_reason_has_its_exit_code(server, capsys, reason, argv, replies):
+    for text in replies:
+        server.json("/completion", completion(text))
+    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "plain", "--json", *argv, "q")
+    assert json.loads(out.strip().splitlines()[-1])["stop_reason"] == reason
+    assert code == EXIT_CODES[reason] != 0
+    assert f"stopped: {reason}" in err
+
+
+def test_exit_codes_are_distinct():
+    assert len(set(EXIT_CODES.values())) == len(EXIT_CODES) and EXIT_CODES["answer"] == 0
+
+
+def test_dead_server_says_what_to_do(capsys):
+    code, out, err = run_cli(capsys, "run", "--endpoint", closed_port_url(), "--chat-format", "chatml", "q")
+    assert code == EXIT_CODES["backend_error"]
+    assert "no server at" in err and "textagent serve" in err and "Traceback" not in err
+
+
+def test_http_error_reports_status_and_body(server, capsys):
+    server.json("/completion", {"error": {"code": 500, "message": "model exploded"}}, status=500)
+    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "q")
+    assert code == EXIT_CODES["backend_error"] and "500" in err and "model exploded" in err
+
+
+def test_server_chat_format_is_learned_from_apply_template(server, capsys):
+    def chatml(messages):
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        return text + "<|im_start|>assistant\n"
+
+    probe = [{"role": r, "content": c} for r, c in [("system", "TXA5SYSTEMTXA5"), ("user", "TXA5USER1TXA5"),
+                                                       ("assistant", "TXA5ASSISTANT1TXA5"), ("user", "TXA5USER2TXA5")]]
+    server.json("/apply-template", {"prompt": chatml(probe)})
+    server.json("/completion", completion("ANSWER: hi"))
+    code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "q")
+    assert code == 0 and out.strip() == "hi"
+    prompt = server.bodies("/completion")[0]["prompt"]
+    assert prompt.startswith("<|im_start|>system\n") and prompt.endswith("q<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_tools_option_loads_demo_names_and_module_functions(server, capsys):
+    server.json("/completion", completion("ANSWER: ok"))
+    code, _, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml",
+                         "--tools", "calculate,textagent.toolkits.demo:multiply", "q")
+    assert code == 0
+    prompt = server.bodies("/completion")[0]["prompt"]
+    assert "TOOL: multiply" in prompt and "TOOL: calculate" in prompt and "get_weather" not in prompt
+
+
+def test_unknown_tool_option_is_a_clear_error(capsys):
+    code, _, err = run_cli(capsys, "run", "--endpoint", "http://127.0.0.1:9", "--tools", "teleport", "q")
+    assert code == 1 and "unknown tool 'teleport'" in err and "calculate" in err
+    code, _, err = run_cli(capsys, "run", "--endpoint", "http://127.0.0.1:9", "--tools", "nosuchmodule:f", "q")
+    assert code == 1 and "cannot load" in err
+
+
+def test_models_list(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("TEXTAGENT_CACHE", str(tmp_path))
+    code, out, _ = run_cli(capsys, "models")
+    assert code == 0 and "qwen2.5-coder-0.5b" in out and "smollm2" in out and "not cached" in out
+
+
+def test_no_traceback_reaches_the_user_from_a_real_process():
+    proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--endpoint", closed_port_url(), "q"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == EXIT_CODES["backend_error"]
+    assert "Traceback" not in proc.stderr and "no server at" in proc.stderr
