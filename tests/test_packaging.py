@@ -1,0 +1,48 @@
+"""The wheel carries the grammar: build it, install it in a fresh venv, run `textagent parse` there."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+import textagent
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_public_surface_is_exactly_all():
+    public = {name for name in dir(textagent) if not name.startswith("_")}
+    modules = {"agent", "backends", "errors", "protocol", "templates", "tools", "trace", "prompts", "toolkits",
+               "local", "cli", "testing", "bench", "modes", "gbnf"}
+    assert public - modules == set(textagent.__all__) - {"__version__"}
+    for name in textagent.__all__:
+        assert getattr(textagent, name) is not None
+
+
+@pytest.mark.slow
+def test_wheel_installs_into_a_fresh_venv_and_finds_the_grammar(tmp_path):
+    dist = tmp_path / "dist"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr
+    wheel = next(dist.glob("textagent-*.whl"))
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr
+    # Run from an empty folder so the source checkout cannot be imported by accident.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([str(env_dir / "bin" / "textagent"), "parse"], input='TOOL: calculate(expression="17 * 24")\n',
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["calls"] == [{"name": "calculate", "args": {"expression": "17 * 24"}}]
+    where = subprocess.run([str(python), "-c", "import textagent, pathlib; print(pathlib.Path(textagent.__file__).parent)"],
+                           capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert (Path(where.stdout.strip()) / "grammars" / "reply.lark").is_file()
