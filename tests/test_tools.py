@@ -442,7 +442,7 @@ class TestBind:
         with pytest.raises(ToolArgumentError) as info:
             Tool.from_function(f).bind("3 4")
         assert str(info.value) == ('`f` takes several arguments (a, b); pass them as a JSON object, '
-                                   'e.g. {"a": 1.5, "b": 1.5}')
+                                   'e.g. {"a": 2.5, "b": 2.5}')
 
     def test_wrong_container(self):
         with pytest.raises(ToolArgumentError, match="must be a JSON object"):

@@ -40,6 +40,8 @@ from typing import Any
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from ._schema import example_value
+
 __all__ = [
     "ToolCall",
     "Dropped",
@@ -1332,20 +1334,6 @@ def _coerce(text: str, schema: Mapping) -> Any:
     return text
 
 
-def _example_value(schema: Mapping) -> Any:
-    if schema.get("examples"):
-        return schema["examples"][0]
-    if "default" in schema:
-        return schema["default"]
-    if schema.get("enum"):
-        return schema["enum"][0]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    return {"string": "text", "integer": 3, "number": 2.5, "boolean": True, "array": [], "object": {}}.get(
-        kind, "text")
-
-
 def _example_call(specs: dict[str, dict], name: str | None) -> str:
     if not specs:
         return render_call(ToolCall(name if name and _NAME_FULL.match(name) else "tool_name", {"key": "value"}))
@@ -1360,7 +1348,7 @@ def _example_call(specs: dict[str, dict], name: str | None) -> str:
     params = specs[chosen]
     props = params.get("properties") or {}
     required = params.get("required", list(props))
-    args = {k: _example_value(props.get(k) or {}) for k in required if k in props}
+    args = {k: example_value(props.get(k) or {}) for k in required if k in props}
     if not _NAME_FULL.match(chosen):  # pragma: no cover - tool layers validate names
         return f"TOOL: {chosen} ARGS: {json.dumps(args, ensure_ascii=False)}"
     return render_call(ToolCall(chosen, args))

@@ -42,6 +42,7 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
+from ._schema import example_value, type_label
 from .errors import ToolArgumentError
 
 __all__ = ["Tool", "tool", "ToolSet", "ToolOutcome", "Example", "render_result", "truncate",
@@ -563,7 +564,7 @@ class Tool:
         parts = []
         required = set(self.required)
         for key, schema in self.properties.items():
-            label = _type_label(schema if isinstance(schema, Mapping) else {})
+            label = type_label(schema if isinstance(schema, Mapping) else {})
             parts.append(f"{key}{'' if key in required else '?'}: {label}")
         return f"{self.name}({', '.join(parts)})"
 
@@ -616,7 +617,7 @@ class Tool:
         props = self.properties
         for key in self.required or list(props)[:1]:
             sch = props.get(key, {})
-            example[key] = _example_value(sch if isinstance(sch, Mapping) else {})
+            example[key] = example_value(sch if isinstance(sch, Mapping) else {})
         return json.dumps(example, ensure_ascii=False)
 
     def _bind_bare(self, text: str) -> dict[str, Any]:
@@ -702,33 +703,6 @@ def _accepts_string(schema: Mapping[str, Any]) -> bool:
                        for s in schema.get("anyOf", []) + schema.get("oneOf", []))
         return True
     return kind == "string" or (isinstance(kind, list) and "string" in kind)
-
-
-def _type_label(schema: Mapping[str, Any]) -> str:
-    if "enum" in schema:
-        return "|".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return "|".join(str(k) for k in kind)
-    if "anyOf" in schema:
-        return "|".join(_type_label(s) for s in schema["anyOf"] if isinstance(s, Mapping))
-    if kind == "array" and isinstance(schema.get("items"), Mapping):
-        return f"list[{_type_label(schema['items'])}]"
-    return str(kind or "any")
-
-
-def _example_value(schema: Mapping[str, Any]) -> Any:
-    if schema.get("examples"):
-        return schema["examples"][0]
-    if "default" in schema:
-        return schema["default"]
-    if schema.get("enum"):
-        return schema["enum"][0]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    return {"string": "...", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {},
-            "null": None}.get(kind, "...")
 
 
 def _accepted_names(fn: Callable[..., Any] | None) -> frozenset[str] | None:

@@ -7,6 +7,8 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from .. import _schema
+
 __all__ = ["template", "system_prompt", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task"]
 
 
@@ -14,21 +16,6 @@ __all__ = ["template", "system_prompt", "example_turns", "describe_tool", "examp
 def template(name: str) -> Template:
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
     return Template(text.rstrip("\n"))
-
-
-def _type_label(schema: dict[str, Any]) -> str:
-    if "enum" in schema:
-        return "|".join(json.dumps(v) for v in schema["enum"])
-    if "const" in schema:
-        return json.dumps(schema["const"])
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return "|".join(str(k) for k in kind)
-    if "anyOf" in schema:
-        return "|".join(_type_label(s) for s in schema["anyOf"])
-    if kind == "array" and isinstance(schema.get("items"), dict):
-        return f"list of {_type_label(schema['items'])}"
-    return str(kind or "any")
 
 
 def describe_tool(tool: Any) -> str:
@@ -39,7 +26,7 @@ def describe_tool(tool: Any) -> str:
     fields = []
     notes = []
     for key, schema in props.items():
-        label = _type_label(schema)
+        label = _schema.type_label(schema)
         if key not in required:
             label += f" (optional, default {json.dumps(schema['default'])})" if "default" in schema else " (optional)"
         fields.append(f'"{key}": {label}')
@@ -52,25 +39,9 @@ def describe_tool(tool: Any) -> str:
     return template("tool.txt").substitute(name=tool.name, description=description, signature=signature)
 
 
-def _example_value(schema: dict[str, Any]) -> Any:
-    if schema.get("examples"):
-        return schema["examples"][0]
-    if "default" in schema:
-        return schema["default"]
-    if "enum" in schema:
-        return schema["enum"][0]
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    return {"string": "text", "integer": 3, "number": 2.5, "boolean": True, "array": [], "object": {}}.get(kind, "text")
-
-
 def example_args(tool: Any) -> dict[str, Any]:
     """Plausible arguments for the one-shot example: schema examples first, else typed placeholders."""
-    params = tool.parameters or {}
-    props = params.get("properties", {})
-    required = params.get("required", list(props))
-    return {k: _example_value(props[k]) for k in required if k in props}
+    return _schema.example_args(tool.parameters)
 
 
 def _example_tool(tool_list: list[Any], name: str | None) -> Any:

@@ -1,0 +1,48 @@
+"""Small readings of a JSON schema shared by the tool layer, the parser's feedback and the prompts."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["type_label", "example_value", "example_args"]
+
+
+def type_label(schema: Mapping[str, Any]) -> str:
+    """A short human/model-readable type: ``string``, ``"on"|"off"``, ``list[number]``, ``integer|null``."""
+    if "enum" in schema:
+        return "|".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"], ensure_ascii=False)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return "|".join(type_label(s) for s in schema[key] if isinstance(s, Mapping))
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        return f"list[{type_label(schema['items'])}]"
+    return str(kind or "any")
+
+
+def example_value(schema: Mapping[str, Any]) -> Any:
+    """A plausible value: the schema's own example, else its default or first enum value, else a typed placeholder."""
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if "default" in schema:
+        return schema["default"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    return {"string": "text", "integer": 3, "number": 2.5, "boolean": True, "array": [], "object": {},
+            "null": None}.get(kind, "text")
+
+
+def example_args(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Example arguments for an object schema: one value per required property."""
+    params = parameters or {}
+    props = params.get("properties") or {}
+    required = params.get("required", list(props))
+    return {k: example_value(props[k] if isinstance(props.get(k), Mapping) else {}) for k in required if k in props}
