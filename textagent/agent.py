@@ -1,4 +1,8 @@
-"""The agent loop: render -> complete -> parse -> dispatch -> observe -> append, until an answer or a limit."""
+"""The agent loop: query -> parse -> dispatch -> observe -> append, until an answer or a limit.
+
+What differs between the text, constrained and native modes (how the model is asked, how its
+reply is read, how the conversation is written) lives in textagent/modes; this loop is shared.
+"""
 from __future__ import annotations
 
 import time
@@ -10,12 +14,13 @@ from typing import IO, Any
 from . import prompts
 from .backends.base import Backend, Completion, Usage
 from .errors import BackendError
-from .protocol import ParseError, Reply, ToolCall, parse_reply
+from .modes import FormatError, Mode, get_mode
+from .protocol import ParseError, Reply, ToolCall
 from .templates import CHATML, ChatFormat, get_format
 from .tools import ToolOutcome, ToolSet
-from .trace import TraceWriter
+from .trace import TraceWriter, result_record, step_record
 
-__all__ = ["Agent", "Result", "Step", "STOP_REASONS"]
+__all__ = ["Agent", "Result", "Step", "STOP_REASONS", "FormatError"]
 
 STOP_REASONS = ("answer", "max_steps", "token_budget", "time_limit", "format_errors", "backend_error")
 
@@ -34,6 +39,9 @@ class Step:
     timings: dict[str, float] = field(default_factory=dict)
     finish_reason: str | None = None
     retries: int = 0
+    # Mode-specific facts: early_stop (text modes, streaming); native, tool_calls,
+    # decode_failure, content_calls, fallback, invalid_arguments (native modes).
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -49,6 +57,7 @@ class Result:
     seconds: float
     error: BaseException | None = None
     transcript: str = ""
+    mode: str = "text"
 
     @property
     def ok(self) -> bool:
@@ -56,15 +65,22 @@ class Result:
 
     @property
     def format_errors(self) -> int:
-        return sum(s.parse_error is not None for s in self.steps)
+        """Replies that could not be used (they did not parse, or were empty)."""
+        return sum(s.reply is None for s in self.steps)
 
     @property
     def tool_errors(self) -> int:
         return sum(not o.ok for s in self.steps for o in s.outcomes)
 
+    @property
+    def decode_failures(self) -> int:
+        """Native modes: replies whose content held a call the server did not decode."""
+        return sum("decode_failure" in s.details for s in self.steps)
 
-# Failures the model can fix by writing the call again; the observation says so.
-_RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
+    @property
+    def early_stops(self) -> int:
+        """Text modes with streaming: replies whose stream was closed after a complete call."""
+        return sum("early_stop" in s.details for s in self.steps)
 
 
 class _Stop(Exception):
@@ -75,16 +91,17 @@ class _Stop(Exception):
         self.reason, self.answer = reason, answer
 
 
-class FormatError(Exception):
-    """The reply could not be used; carries the observation that tells the model why."""
-
-    def __init__(self, observation: str, parse_error: ParseError | None = None):
-        super().__init__(observation)
-        self.observation, self.parse_error = observation, parse_error
-
-
 class Agent:
-    """Run a task with tools on a model that speaks the text protocol.
+    """Run a task with tools on a model, in one of three modes (the same limits, stop reasons,
+    steps, traces and usage accounting in each):
+
+    * ``mode="text"`` (default): the model writes ``TOOL: name ARGS: {...}`` lines, parsed by
+      the text protocol; with ``stream=True`` the stream is closed at the first complete call;
+    * ``mode="constrained"``: the same, with the server held to a GBNF grammar built from the
+      tools' schemas (llama.cpp; other backends are refused with ModeNotSupported);
+    * ``mode="native"``: the server's function calling (``tools`` on the chat endpoint), for
+      comparison; ``"native+fallback"`` also reads calls the model wrote into its content.
+      A mode object (textagent.modes) may be given instead of a name.
 
     Limits: ``max_steps`` model calls; ``max_tokens`` tokens spent in the whole run (prompt
     tokens the server actually evaluated, or all prompt tokens when it does not say, plus
@@ -96,11 +113,12 @@ class Agent:
     """
 
     def __init__(self, backend: Backend, tools: Iterable[Any] | Mapping[str, Any] = (), *,
-                 max_steps: int = 10, max_tokens: int | None = None, max_seconds: float | None = None,
-                 max_format_errors: int = 3, observation_limit: int = 4000, tool_timeout: float | None = 30,
-                 reply_tokens: int = 512, chat_format: str | ChatFormat = CHATML, system_prompt: str | None = None,
-                 example: Any = "auto", strict: bool = False, on_step: Callable[[Step], None] | None = None,
-                 trace: str | Path | IO[str] | None = None, **backend_options: Any):
+                 mode: str | Mode = "text", max_steps: int = 10, max_tokens: int | None = None,
+                 max_seconds: float | None = None, max_format_errors: int = 3, observation_limit: int = 4000,
+                 tool_timeout: float | None = 30, reply_tokens: int = 512, chat_format: str | ChatFormat = CHATML,
+                 system_prompt: str | None = None, example: Any = "auto", strict: bool = False,
+                 on_step: Callable[[Step], None] | None = None, trace: str | Path | IO[str] | None = None,
+                 **backend_options: Any):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         self.backend = backend
@@ -113,21 +131,25 @@ class Agent:
         if example == "auto":
             example = getattr(self.tools, "example", None)
             self.example = prompts.example_turns(self.tools, example)
+            self.example_source = _example_source(self.tools, example, placeholder=True)
         else:
             self.example = prompts.example_turns(self.tools, example) if example is not None else []
+            self.example_source = _example_source(self.tools, example, placeholder=False)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
-        self.stop = ["OBSERVATION", *self.format.stop]
+        self.mode = get_mode(mode)
+        self.mode.setup(self)
+        self.messages: list[dict[str, Any]] = []
+        self.prompt = ""
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:
-        self.messages = [{"role": "system", "content": self.system_prompt}, *self.example,
-                         {"role": "user", "content": prompts.task(task)}]
-        self.prompt = self.format.render(self.messages)
+        self.mode.start(self, task)
         self.steps: list[Step] = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
         error: BaseException | None = None
         with TraceWriter(self.trace) as trace:
-            trace.start(task=task, tools=list(self.tools), max_steps=self.max_steps, chat_format=self.format.name)
+            trace.start(task=task, tools=list(self.tools), max_steps=self.max_steps, chat_format=self.format.name,
+                        mode=self.mode.name)
             traced = 0
             try:
                 while True:
@@ -136,7 +158,7 @@ class Agent:
                         self.step()
                     finally:  # a step that ends the run is traced and reported too
                         for step in self.steps[traced:]:
-                            trace.step(step)
+                            trace.write({**step_record(step), "details": step.details})
                             if self.on_step:
                                 self.on_step(step)
                         traced = len(self.steps)
@@ -144,65 +166,44 @@ class Agent:
                 reason, answer = stop.reason, stop.answer
             except BackendError as exc:
                 reason, answer, error = "backend_error", None, exc
-            result = Result(answer, reason, self.steps, self.usage, time.monotonic() - self.started, error, self.prompt)
-            trace.result(result)
+            result = Result(answer, reason, self.steps, self.usage, time.monotonic() - self.started, error,
+                            self.mode.transcript(self), self.mode.name)
+            trace.write({**result_record(result), "mode": result.mode, "decode_failures": result.decode_failures,
+                         "early_stops": result.early_stops})
         return result
 
     def step(self) -> Step:
-        completion = self._query()
-        step = Step(len(self.steps) + 1, completion.text, usage=completion.usage, timings=dict(completion.timings),
-                    finish_reason=completion.finish_reason, retries=completion.retries)
+        step = Step(len(self.steps) + 1, "")
+        completion = self.mode.query(self, step, self._reply_budget())
+        step.raw, step.usage, step.timings = completion.text, completion.usage, dict(completion.timings)
+        step.finish_reason, step.retries = completion.finish_reason, completion.retries
         self.steps.append(step)
         self.usage += completion.usage
-        self.spent += _spent(completion, self.prompt)
+        self.spent += _spent(completion, self.mode.transcript(self) if _needs_prompt(completion) else "")
         try:
-            step.reply = self._parse(completion.text)
+            step.reply = self.mode.parse(self, completion, step)
         except FormatError as err:
             step.parse_error = err.parse_error
             self.bad_in_a_row += 1
-            self._append(completion.text, [err.observation], step)
+            self.mode.reject(self, step, err.observation)
             if self.bad_in_a_row >= self.max_format_errors:
                 raise _Stop("format_errors") from None
             return step
         self.bad_in_a_row = 0
         if step.reply.is_final:
-            answer = step.reply.answer if step.reply.answer is not None else step.reply.thought.strip()
-            self._append(_kept(completion.text, step.reply), [], step, close=False)
-            raise _Stop("answer", answer)
+            self.mode.answer(self, step)
+            raise _Stop("answer", step.reply.answer if step.reply.answer is not None else step.reply.thought.strip())
         for call in step.reply.calls:
             self._check_limits(before_model=False)
-            outcome = self.tools.execute(call, timeout=self._tool_timeout(), limit=self.observation_limit)
-            step.outcomes.append(outcome)
-        self._append(_kept(completion.text, step.reply),
-                     [prompts.observation(o.name, o.output, failed=o.error in _RETRYABLE) for o in step.outcomes], step)
+            step.outcomes.append(self.mode.execute(self, step, call))
+        self.mode.observe(self, step)
         return step
 
     # -- pieces -----------------------------------------------------------------------------
-    def _query(self) -> Completion:
-        max_reply = self.reply_tokens
-        if self.max_tokens is not None:
-            max_reply = max(1, min(max_reply, self.max_tokens - self.spent))
-        return self.backend.complete(self.prompt, stop=list(self.stop), max_tokens=max_reply,
-                                     messages=[dict(m) for m in self.messages], **self.backend_options)
-
-    def _parse(self, text: str) -> Reply:
-        try:
-            reply = parse_reply(text, self.tools, strict=self.strict)
-        except ParseError as err:
-            raise FormatError(prompts.feedback(err.feedback(self.tools)), err) from None
-        if reply.is_final and not (reply.answer or "").strip():
-            raise FormatError(prompts.feedback(prompts.template("empty_reply.txt").substitute()))
-        return reply
-
-    def _append(self, reply_text: str, observations: list[str], step: Step, *, close: bool = True) -> None:
-        """Extend the transcript; earlier text is never re-rendered (KV-cache reuse relies on it)."""
-        self.prompt += reply_text
-        self.messages.append({"role": "assistant", "content": reply_text})
-        if close:
-            user_text = "\n".join(observations)
-            self.prompt += self.format.follow_up(user_text)
-            self.messages.append({"role": "user", "content": user_text})
-        step.observations = observations
+    def _reply_budget(self) -> int:
+        if self.max_tokens is None:
+            return self.reply_tokens
+        return max(1, min(self.reply_tokens, self.max_tokens - self.spent))
 
     def _check_limits(self, *, before_model: bool = True) -> None:
         if self.max_seconds is not None and time.monotonic() - self.started >= self.max_seconds:
@@ -212,18 +213,32 @@ class Agent:
         if before_model and len(self.steps) >= self.max_steps:
             raise _Stop("max_steps")
 
-    def _tool_timeout(self) -> float | None:
+    def tool_timeout_left(self) -> float | None:
+        """The timeout for the next tool call: ``tool_timeout``, cut to the time the run has left."""
         if self.max_seconds is None:
             return self.tool_timeout
         left = max(0.01, self.max_seconds - (time.monotonic() - self.started))
         return left if self.tool_timeout is None else min(self.tool_timeout, left)
 
 
-def _kept(text: str, reply: Reply) -> str:
-    """The reply up to a self-written observation: the invented part never enters the transcript."""
-    if reply.truncated_at is None:
-        return text
-    return "".join(text.splitlines(keepends=True)[: reply.truncated_at - 1])
+def _example_source(tools: ToolSet, example: Any, *, placeholder: bool) -> tuple[str, list, str] | None:
+    """The worked example as (task, [(tool, args, result)], answer), for modes that write it
+    their own way (native); the same exchange prompts.example_turns writes as text."""
+    if example is not None:
+        return example.task, [tuple(c) for c in example.calls], example.answer
+    tool_list = list(tools.values())
+    if not placeholder or not tool_list:
+        return None
+    chosen = max(tool_list, key=lambda t: bool((t.parameters or {}).get("required")))
+    fields = {"name": chosen.name}
+    return (prompts.template("example_task.txt").substitute(fields),
+            [(chosen.name, prompts.example_args(chosen), prompts.template("example_result.txt").substitute(fields))],
+            prompts.template("example_answer.txt").substitute(fields))
+
+
+def _needs_prompt(completion: Completion) -> bool:
+    u = completion.usage
+    return u.prompt_evaluated is None and u.prompt_tokens is None
 
 
 def _spent(completion: Completion, prompt: str) -> int:

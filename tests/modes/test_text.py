@@ -1,0 +1,204 @@
+"""Text mode: the default, and its early stop at the first complete call while streaming."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from textagent import Agent, LlamaCppBackend
+from textagent.backends.base import Completion, Usage
+from textagent.backends.scripted import ScriptedBackend
+from textagent.modes import MODES, EarlyStop, TextMode, get_mode
+from textagent.modes import text as text_mode
+from textagent.modes.text import complete_calls
+from textagent.toolkits import demo
+from textagent.trace import load_trace
+
+CALC = 'TOOL: calculate ARGS: {"expression": "17 * 24"}'
+
+
+class StreamingBackend:
+    """Streams each scripted reply in pieces through ``on_text`` like a real server would:
+    stops at a stop string, or early when ``on_text`` says so. One piece is one "token"."""
+
+    def __init__(self, replies, piece=3):
+        self.replies, self.piece = list(replies), piece
+        self.calls: list[dict] = []
+        self.prompts: list[str] = []
+
+    def complete(self, prompt, *, stop, max_tokens, **options):
+        self.prompts.append(prompt)
+        self.calls.append({"stop": stop, "max_tokens": max_tokens, **options})
+        full = self.replies[len(self.prompts) - 1]
+        cuts = [full.find(s) for s in stop if s in full]
+        full = full[: min(cuts)] if cuts else full
+        on_text = options.get("on_text")
+        text, tokens = "", 0
+        for i in range(0, len(full), self.piece):
+            text += full[i:i + self.piece]
+            tokens += 1
+            if on_text is not None and on_text(text):
+                return Completion(text, "early_stop", usage=Usage(prompt_tokens=10, completion_tokens=tokens))
+        return Completion(text, "stop", usage=Usage(prompt_tokens=10, completion_tokens=tokens))
+
+
+# -- where a reply is complete ------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,complete", [
+    (CALC, True),
+    ("Thought: multiply first.\n" + CALC, True),
+    ("TOOL: get_time", False),                           # an ARGS line may follow
+    ("TOOL: get_time\n", False),
+    ("TOOL: get_time\n\nThat is all.", True),             # a prose line cannot be ARGS
+    ('TOOL: get_time\nARGS: {"timezone": "UTC"}', True),
+    ("TOOL: calculate ARGS:", False),                    # the object may start on the next line
+    ("TOOL: calculate ARGS:\n```json", False),
+    ('TOOL: calculate ARGS:\n```json\n{"expression": "1"}', True),
+    ('TOOL: calculate ARGS: {\n  "expression": "1 +', False),  # open object (multi-line JSON)
+    ('TOOL: calculate ARGS: {\n  "expression": "1 + 1"', False),
+    ('TOOL: calculate ARGS: {\n  "expression": "1 + 1"\n}', True),
+    ('TOOL: calculate ARGS: {"expression": 17 * 24}', False),  # does not parse: let the model finish
+    ("TOOL: calculate(expression=", False),
+    ("ANSWER: 408", False),                              # answers run to the end of the reply
+    ("Just prose", False),
+    (CALC + "\nOBSERVATION: 408", True),
+])
+def test_complete_calls(text, complete):
+    assert (complete_calls(text, demo.demo_tools()) is not None) is complete
+
+
+def test_early_stop_checks_each_line_break_once(monkeypatch):
+    parses = []
+    real = text_mode.parse_reply
+    monkeypatch.setattr(text_mode, "parse_reply", lambda *a, **k: parses.append(a[0]) or real(*a, **k))
+    watcher = EarlyStop(demo.demo_tools())
+    reply = "Thought: the tool calls here come next.\nI will use a tool.\n" + CALC + "\nOBSERVATION: 1"
+    stopped_at = None
+    for end in range(1, len(reply) + 1):
+        if watcher(reply[:end]):
+            stopped_at = end
+            break
+    assert reply[:stopped_at].endswith(CALC + "\n") and watcher.cut == stopped_at
+    # three line breaks seen, each checked once: a parse of the lines before it (when they hold
+    # "tool"), and two probe parses for the one that holds a call
+    breaks = [i for i, c in enumerate(reply[:stopped_at]) if c == "\n"]
+    assert [p for p in parses if "_" not in p] == [reply[:i] for i in breaks]
+    assert len(parses) == 5
+
+
+def test_early_stop_finds_a_break_inside_a_chunk():
+    watcher = EarlyStop(demo.demo_tools())
+    assert watcher(CALC + "\nOBSERVATION: 1\nANSWER: 1")
+    assert watcher.cut == len(CALC) + 1
+
+
+# -- the agent with a streaming backend -----------------------------------------------------------
+
+def test_streaming_stops_at_the_first_complete_call_and_keeps_the_text_before():
+    invented = CALC + '\nOBSERVATION (calculate): 999\nTOOL: calculate ARGS: {"expression": "999 + 100"}'
+    backend = StreamingBackend([invented, "ANSWER: 408"])
+    result = Agent(backend, demo.demo_tools(), stream=True).run("17 times 24?")
+    assert result.ok and result.answer == "408"
+    first = result.steps[0]
+    assert first.finish_reason == "early_stop" and first.raw == CALC + "\n"
+    assert first.details["early_stop"]["kept_chars"] == len(CALC) + 1
+    assert [o.output for o in first.outcomes] == ["408"]
+    assert "999" not in backend.prompts[1] and backend.prompts[1].startswith(backend.prompts[0] + CALC + "\n")
+    assert result.early_stops == 1
+
+
+def test_early_stop_saves_tokens_where_stop_is_not_honoured():
+    rambling = CALC + "\n" + "OBSERVATION: 999\nANSWER: it is 999 and more text " * 5
+    plain = ScriptedBackend([rambling, "ANSWER: 408"], honour_stop=False)
+    plain_result = Agent(plain, demo.demo_tools()).run("q")
+    streamed = Agent(StreamingBackend([rambling, "ANSWER: 408"], piece=1), demo.demo_tools(), stream=True,
+                     ).run("q")
+    assert streamed.steps[0].calls == plain_result.steps[0].calls
+    assert streamed.steps[0].usage.completion_tokens == len(CALC) + 1  # one "token" per character here
+    dropped = streamed.steps[0].details["early_stop"]["dropped_chars"]
+    assert dropped == 0  # closed right at the line break
+
+
+def test_no_early_stop_without_streaming_or_with_the_callers_own_callback():
+    backend = ScriptedBackend([CALC, "ANSWER: x"])
+    Agent(backend, demo.demo_tools()).run("q")
+    assert "on_text" not in backend.calls[0]
+    seen = []
+    backend = StreamingBackend([CALC + "\nmore", "ANSWER: x"])
+    result = Agent(backend, demo.demo_tools(), stream=True, on_text=lambda t: seen.append(t) and False).run("q")
+    assert seen and result.steps[0].raw == CALC + "\nmore" and "early_stop" not in result.steps[0].details
+
+
+def test_answers_are_never_cut():
+    backend = StreamingBackend(["Thought: done.\nANSWER: line one\nline two"])
+    result = Agent(backend, demo.demo_tools(), stream=True).run("q")
+    assert result.answer == "line one\nline two" and result.steps[0].finish_reason == "stop"
+
+
+def test_the_transcript_stays_append_only_with_early_stops():
+    replies = [CALC + "\nOBSERVATION: 1", 'TOOL: multiply ARGS: {"a": 2, "b": 3}\nTOOL: get_time ARGS: {}',
+               "ANSWER: done"]
+    backend = StreamingBackend(replies)
+    result = Agent(backend, demo.demo_tools(), stream=True).run("q")
+    assert result.ok and [s.raw for s in result.steps] == [CALC + "\n", replies[1].split("\n")[0] + "\n",
+                                                           "ANSWER: done"]
+    for i in range(len(backend.prompts) - 1):
+        assert backend.prompts[i + 1].startswith(backend.prompts[i] + result.steps[i].raw)
+
+
+def test_early_stop_is_in_the_trace(tmp_path):
+    path = tmp_path / "t.jsonl"
+    Agent(StreamingBackend([CALC + "\nOBSERVATION: 2", "ANSWER: 408"]), demo.demo_tools(), stream=True,
+          trace=path).run("q")
+    trace = load_trace(path)
+    assert trace.start["mode"] == "text"
+    step = trace.steps[0]
+    assert step["finish_reason"] == "early_stop" and step["details"]["early_stop"]["kept_chars"] == len(CALC) + 1
+    assert step["usage"]["completion_tokens"] > 0
+    assert trace.result["early_stops"] == 1 and trace.result["mode"] == "text"
+
+
+def test_llamacpp_stream_is_closed_after_the_call(fake_server):
+    pieces = ["TOOL: calculate ARGS: ", '{"expression": "2+2"}', "\n", "OBSERV", "ATION: 4", "\nANSWER: 4"]
+    events = [{"content": p, "stop": False, "timings": {"prompt_n": 50, "predicted_n": i + 1}}
+              for i, p in enumerate(pieces)]
+    events.append({"content": "", "stop": True, "stop_type": "eos", "tokens_predicted": 6, "tokens_evaluated": 50})
+    fake_server.sse("/completion", events, chunk_delay=0.01)
+    fake_server.json("/completion", {"content": "ANSWER: 4", "stop_type": "eos", "tokens_predicted": 3,
+                                     "tokens_evaluated": 60, "timings": {"prompt_n": 10, "predicted_n": 3}})
+    result = Agent(LlamaCppBackend(fake_server.url), demo.demo_tools(), stream=True).run("2+2?")
+    first = result.steps[0]
+    assert result.ok and first.finish_reason == "early_stop"
+    assert first.raw == 'TOOL: calculate ARGS: {"expression": "2+2"}\n'
+    assert first.usage.completion_tokens == 3  # of 6: the stream was closed after the line break
+    assert fake_server.bodies("/completion")[0]["stream"] is True
+
+
+# -- the mode registry and the append-only fix ---------------------------------------------------
+
+def test_modes_by_name_and_as_objects():
+    assert set(MODES) == {"text", "constrained", "native", "native+fallback"}
+    assert isinstance(get_mode("text"), TextMode)
+    custom = TextMode()
+    assert get_mode(custom) is custom
+    with pytest.raises(ValueError, match="unknown mode 'fast'"):
+        Agent(ScriptedBackend([]), demo.demo_tools(), mode="fast")
+    with pytest.raises(TypeError):
+        Agent(ScriptedBackend([]), demo.demo_tools(), mode=3)
+    assert Agent(ScriptedBackend(["ANSWER: x"]), demo.demo_tools()).run("q").mode == "text"
+
+
+def test_lines_are_counted_like_the_parser_when_dropping_an_invented_observation():
+    reply = "Thought: a\u2028b\rc\n" + CALC + "\nOBSERVATION (calculate): 999"
+    backend = ScriptedBackend([reply, "ANSWER: 408"], honour_stop=False)
+    result = Agent(backend, demo.demo_tools()).run("q")
+    assert result.steps[0].reply.truncated_at == 3
+    assert backend.prompts[1].startswith(backend.prompts[0] + "Thought: a\u2028b\rc\n" + CALC + "\n")
+    assert "999" not in backend.prompts[1]
+
+
+def test_step_details_are_json_in_the_trace(tmp_path):
+    path = tmp_path / "t.jsonl"
+    Agent(ScriptedBackend(["ANSWER: x"]), demo.demo_tools(), trace=path).run("q")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[1]["details"] == {} and lines[-1]["decode_failures"] == 0

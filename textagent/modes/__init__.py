@@ -1,0 +1,38 @@
+"""The agent's modes: how the model is asked for a reply and how the reply is read.
+
+    Agent(backend, tools, mode="text")             # the text protocol (default)
+    Agent(backend, tools, mode="constrained")      # the text protocol under a GBNF grammar
+    Agent(backend, tools, mode="native")           # the server's function calling
+    Agent(backend, tools, mode="native+fallback")  # ... reading calls left in the content
+    Agent(backend, tools, mode=ConstrainedMode(max_calls=1))   # a configured mode object
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import FormatError, Mode
+from .constrained import ConstrainedMode
+from .native import NativeMode
+from .text import EarlyStop, TextMode
+
+__all__ = ["Mode", "FormatError", "TextMode", "ConstrainedMode", "NativeMode", "EarlyStop", "MODES", "get_mode"]
+
+#: Mode names and what builds them.
+MODES = {
+    "text": TextMode,
+    "constrained": ConstrainedMode,
+    "native": NativeMode,
+    "native+fallback": lambda: NativeMode(fallback=True),
+}
+
+
+def get_mode(mode: Any) -> Mode:
+    """A fresh mode object for a name in MODES; a mode object is returned as is."""
+    if isinstance(mode, str):
+        try:
+            return MODES[mode]()
+        except KeyError:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}") from None
+    if isinstance(mode, Mode):
+        return mode
+    raise TypeError(f"mode must be a name ({', '.join(MODES)}) or a mode object, not {type(mode).__name__}")

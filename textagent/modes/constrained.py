@@ -1,0 +1,67 @@
+"""``mode="constrained"``: the text protocol, with the server held to a GBNF grammar.
+
+The grammar (:func:`textagent.gbnf.reply_grammar`, built once from the tool set) allows optional
+``Thought:`` lines, then canonical ``TOOL: name ARGS: {...}`` lines whose arguments match each
+tool's JSON schema, or one ``ANSWER:`` line. It is sent as the request's ``grammar`` field, so
+every reply parses (unless it is cut short by ``reply_tokens``). Everything else -- prompt,
+transcript, feedback, early stop when streaming -- is text mode's.
+
+Backends that cannot take a grammar (Ollama, OpenAI-compatible backends without
+``grammar_field``) are refused when the Agent is built, with ModeNotSupported.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ModeNotSupported
+from ..gbnf import reply_grammar
+from .text import TextMode
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = ["ConstrainedMode", "takes_grammar"]
+
+
+def takes_grammar(backend: Any) -> bool | None:
+    """Can ``backend`` send a GBNF grammar? None when it cannot be told before the first request
+    (such a backend raises ModeNotSupported itself when it gets a grammar it cannot send)."""
+    flag = getattr(backend, "supports_grammar", None)
+    if isinstance(flag, bool):
+        return flag
+    from ..backends.ollama import OllamaBackend
+    from ..backends.openai import _OpenAIBase
+
+    if isinstance(backend, OllamaBackend):
+        return False
+    if isinstance(backend, _OpenAIBase):
+        return bool(backend.grammar_field)
+    return None
+
+
+class ConstrainedMode(TextMode):
+    """Text mode plus a grammar. ``max_thoughts`` thought lines at most before the calls or the
+    answer; ``max_calls`` call lines at most in one reply (None: no limit)."""
+
+    name = "constrained"
+
+    def __init__(self, *, max_thoughts: int = 3, max_calls: int | None = None):
+        self.max_thoughts, self.max_calls = max_thoughts, max_calls
+        self.grammar = ""
+
+    def setup(self, agent: "Agent") -> None:
+        if takes_grammar(agent.backend) is False:
+            raise ModeNotSupported(
+                f"mode='constrained' needs a backend that sends a GBNF grammar; {type(agent.backend).__name__} "
+                "cannot (use LlamaCppBackend, or an OpenAI-compatible backend with grammar_field='grammar' "
+                "on llama.cpp's server; on the command line --api llamacpp or --grammar-field grammar), or choose "
+                "mode='text'")
+        self.grammar = reply_grammar(agent.tools, max_thoughts=self.max_thoughts, max_calls=self.max_calls)
+
+    def stop(self, agent: "Agent") -> list[str]:
+        # The grammar already rules out OBSERVATION lines; as a stop string it could only cut a
+        # reply inside a JSON string or the answer.
+        return list(agent.format.stop)
+
+    def options(self, agent: "Agent") -> dict[str, Any]:
+        return {**agent.backend_options, "grammar": self.grammar}

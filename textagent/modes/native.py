@@ -1,0 +1,321 @@
+"""``mode="native"``: the server's own function calling, for comparison with the text modes.
+
+Each step is one ``POST /v1/chat/completions`` with ``tools`` (``ToolSet.to_openai()``) and
+``tool_choice: "auto"``. The assistant's ``tool_calls`` are run and answered with ``role: "tool"``
+messages carrying their ``tool_call_id``; a reply without tool calls is the final answer. The
+limits, stop reasons, Step/Result/trace format and usage accounting are the other modes'.
+
+Every step records in ``step.details`` what the server returned: ``native`` is ``"tool_calls"``
+or ``"content"``; when the content holds something that looks like a call (JSON with a tool
+name, a fenced JSON block of arguments, ``<tool_call>`` tags, ``TOOL:`` lines) the step records
+a **native decode failure** (``decode_failure``: its kind; ``content_calls``: what it held).
+Native mode does not repair it: the content is the final answer, as it would be for any
+function-calling client. ``mode="native+fallback"`` reads such content with the text parser
+instead, runs the calls, and records ``fallback: true``.
+
+Arguments that are not a JSON object (a broken JSON string) become an error observation for
+that call; the others in the same reply still run.
+
+Needs a backend with ``chat(messages, tools=..., tool_choice=..., max_tokens=...)``, i.e.
+ChatAsTextBackend. Given a LlamaCppBackend, the mode talks to the same server's chat endpoint
+(llama-server must run with ``--jinja``; ``textagent serve`` and LocalServer do).
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from .. import prompts
+from ..backends.base import Completion
+from ..errors import ModeNotSupported
+from ..protocol import ParseError, Reply, ToolCall, parse_reply, render_call
+from ..tools import ToolOutcome
+from .base import FormatError
+from .text import RETRYABLE
+
+if TYPE_CHECKING:
+    from ..agent import Agent, Step
+
+__all__ = ["NativeMode", "content_calls", "chat_backend"]
+
+_FENCE = re.compile(r"(`{3,}|~{3,})[^\n]*\n(.*?)(?:\1|\Z)", re.S)
+_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
+_MAX_SCANS = 64  # `{` positions tried per content
+
+
+def chat_backend(backend: Any) -> Any:
+    """The backend native mode talks to: ``backend`` itself when it has ``chat()``, else a
+    ChatAsTextBackend on the same llama.cpp server. Raises ModeNotSupported otherwise."""
+    if callable(getattr(backend, "chat", None)):
+        return backend
+    from ..backends.chat import ChatAsTextBackend
+    from ..backends.llamacpp import LlamaCppBackend
+
+    if isinstance(backend, LlamaCppBackend):
+        return ChatAsTextBackend(backend.url, timeout=backend.timeout, retries=backend.retries, backoff=backend.backoff,
+                                 headers=backend.headers, session=backend.session, params=backend.params,
+                                 temperature=backend.temperature, seed=backend.seed)
+    raise ModeNotSupported(
+        f"mode='native' needs a backend with chat(messages, tools=...) such as ChatAsTextBackend(url) "
+        f"(function calling on /v1/chat/completions); {type(backend).__name__} has none")
+
+
+# -- call-like content ----------------------------------------------------------------------------
+
+def _json_values(text: str) -> list[tuple[int, Any]]:
+    """JSON objects and arrays in ``text`` (outermost only), with their start offsets."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, Any]] = []
+    pos = scans = 0
+    while scans < _MAX_SCANS:
+        starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i != -1]
+        if not starts:
+            break
+        i = min(starts)
+        scans += 1
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            pos = i + 1
+            continue
+        found.append((i, value))
+        pos = end
+    return found
+
+
+def _as_calls(value: Any, tools: Any) -> list[tuple[str, Any]]:
+    """(name, arguments) pairs in a decoded JSON value shaped like a call, else []."""
+    if isinstance(value, list):
+        out = []
+        for item in value:
+            out.extend(_as_calls(item, tools))
+        return out
+    if not isinstance(value, dict):
+        return []
+    if isinstance(value.get("tool_calls"), list):
+        return _as_calls(value["tool_calls"], tools)
+    if isinstance(value.get("function"), dict):
+        return _as_calls(value["function"], tools)
+    name = value.get("name")
+    if isinstance(name, str):
+        for key in ("arguments", "parameters", "args", "input"):
+            if key in value:
+                return [(name, value[key])]
+        if name in tools:
+            return [(name, {k: v for k, v in value.items() if k != "name"})]
+        return []
+    # bare arguments: exactly the parameters of one tool, all of its required ones present
+    keys = set(value)
+    matches = [t.name for t in tools.values()
+               if keys and keys <= set(t.properties) and set(t.required) <= keys]
+    return [(matches[0], value)] if len(matches) == 1 else []
+
+
+def content_calls(content: str, tools: Any) -> tuple[str | None, list[tuple[str, Any]]]:
+    """What in ``content`` looks like a tool call: ``(kind, [(name, arguments), ...])``.
+
+    Kinds: ``"tool_call_tag"`` (JSON in ``<tool_call>`` tags), ``"fenced_json"`` (in a code
+    fence), ``"json"`` (bare in the text), ``"text_protocol"`` (``TOOL:`` lines); ``(None, [])``
+    when nothing does.
+    """
+    def json_calls(pieces: list[str]) -> list[tuple[str, Any]]:
+        return [c for piece in pieces for _, value in _json_values(piece) for c in _as_calls(value, tools)]
+
+    calls = json_calls([m.group(1) for m in _TAG.finditer(content)])
+    if calls:
+        return "tool_call_tag", calls
+    try:
+        reply = parse_reply(content, tools)
+    except ParseError:
+        reply = None
+    if reply is not None and reply.calls:
+        return "text_protocol", [(c.name, c.args) for c in reply.calls]
+    if reply is None and re.search(r"^[ \t>*-]*\**tool\**[ \t]*:", content, re.I | re.M):
+        return "text_protocol", []  # a TOOL line that does not even parse
+    for kind, pieces in (("fenced_json", [m.group(2) for m in _FENCE.finditer(content)]), ("json", [content])):
+        calls = json_calls(pieces)
+        if calls:
+            return kind, calls
+    return None, []
+
+
+def _as_text(calls: list[tuple[str, Any]]) -> str:
+    """Call-like pairs as text-protocol lines, for the text parser (native+fallback)."""
+    lines = []
+    for name, args in calls:
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                pass
+        lines.append(render_call(ToolCall(name, args if isinstance(args, (dict, str)) else json.dumps(args))))
+    return "\n".join(lines)
+
+
+# -- the mode ------------------------------------------------------------------------------------
+
+class NativeMode:
+    """Function calling through the chat endpoint. ``fallback=True`` is ``native+fallback``."""
+
+    def __init__(self, *, fallback: bool = False, tool_choice: Any = "auto"):
+        self.fallback, self.tool_choice = fallback, tool_choice
+        self.name = "native+fallback" if fallback else "native"
+
+    def setup(self, agent: "Agent") -> None:
+        self.chat = chat_backend(agent.backend)
+        self.tools_json = agent.tools.to_openai()
+        self.example = _example_messages(agent)
+
+    def start(self, agent: "Agent", task: str) -> None:
+        system = prompts.template("native_system.txt").substitute()
+        agent.messages = [{"role": "system", "content": system}, *self.example,
+                          {"role": "user", "content": prompts.task(task)}]
+        agent.prompt = ""
+
+    def query(self, agent: "Agent", step: "Step", max_tokens: int) -> Completion:
+        options = {k: agent.backend_options[k] for k in ("temperature", "seed") if k in agent.backend_options}
+        return self.chat.chat([dict(m) for m in agent.messages], tools=self.tools_json or None,
+                              tool_choice=self.tool_choice, max_tokens=max_tokens, **options)
+
+    def parse(self, agent: "Agent", completion: Completion, step: "Step") -> Reply:
+        message = completion.message if isinstance(completion.message, dict) else {}
+        content = completion.text or ""
+        raw_calls = message.get("tool_calls") or []
+        details = step.details
+        details["native"] = "tool_calls" if raw_calls else "content"
+        if raw_calls:
+            details["tool_calls"] = raw_calls
+            calls, ids, invalid = [], [], {}
+            for i, raw in enumerate(raw_calls):
+                name, args, error = _read_tool_call(raw)
+                calls.append(ToolCall(name, args))
+                ids.append(raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str)
+                           else f"call_{step.index}_{i + 1}")
+                if error is not None:
+                    invalid[i] = error
+            details["tool_call_ids"] = ids
+            if invalid:
+                details["invalid_arguments"] = invalid
+            return Reply(calls, None, content, [])
+        kind, found = content_calls(content, agent.tools)
+        if kind is not None:
+            details["decode_failure"] = kind
+            details["content_calls"] = [{"name": n, "arguments": a} for n, a in found]
+            if self.fallback:
+                reply = self._rescue(content, kind, found, agent, step)
+                if reply is not None:
+                    return reply
+        if not content.strip():
+            raise FormatError(prompts.template("native_empty_reply.txt").substitute())
+        return Reply([], content.strip(), content, [])
+
+    def _rescue(self, content: str, kind: str, found: list, agent: "Agent", step: "Step") -> Reply | None:
+        text = content if kind == "text_protocol" else _as_text(found)
+        try:
+            reply = parse_reply(text, agent.tools)
+        except ParseError as err:
+            step.details["fallback_error"] = str(err)
+            return None
+        if not reply.calls:
+            return None
+        step.details["fallback"] = True
+        step.details["tool_call_ids"] = [f"call_{step.index}_{i + 1}" for i in range(len(reply.calls))]
+        return Reply(reply.calls, None, content, [])
+
+    def execute(self, agent: "Agent", step: "Step", call: ToolCall) -> ToolOutcome:
+        error = step.details.get("invalid_arguments", {}).get(len(step.outcomes))
+        if error is not None:
+            tool = agent.tools.get(call.name)
+            usage = tool.signature() if tool is not None else ", ".join(agent.tools)
+            output = prompts.template("native_bad_arguments.txt").substitute(error=error, usage=usage)
+            return ToolOutcome(call.name, call.args, False, output, "bad_arguments", 0.0)
+        return agent.tools.execute(call, timeout=agent.tool_timeout_left(), limit=agent.observation_limit)
+
+    # -- the conversation -----------------------------------------------------------------------
+    def _assistant(self, step: "Step") -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": step.raw}
+        ids = step.details.get("tool_call_ids")
+        if ids and step.reply is not None:
+            raw_calls = step.details.get("tool_calls") or []
+            message["tool_calls"] = [
+                {"id": ids[i], "type": "function",
+                 "function": {"name": call.name, "arguments": _arguments_text(raw_calls[i] if i < len(raw_calls)
+                                                                            else None, call)}}
+                for i, call in enumerate(step.reply.calls)]
+            if step.details.get("fallback"):
+                message["content"] = ""  # the calls are in tool_calls now; do not repeat them
+        return message
+
+    def observe(self, agent: "Agent", step: "Step") -> None:
+        agent.messages.append(self._assistant(step))
+        ids = step.details.get("tool_call_ids") or []
+        observations = []
+        for i, outcome in enumerate(step.outcomes):
+            text = outcome.output
+            if outcome.error in RETRYABLE:
+                text = prompts.template("native_tool_error.txt").substitute(output=text)
+            agent.messages.append({"role": "tool", "tool_call_id": ids[i] if i < len(ids) else f"call_{i + 1}",
+                                   "name": outcome.name, "content": text})
+            observations.append(text)
+        step.observations = observations
+
+    def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:
+        agent.messages.append({"role": "assistant", "content": step.raw})
+        agent.messages.append({"role": "user", "content": feedback})
+        step.observations = [feedback]
+
+    def answer(self, agent: "Agent", step: "Step") -> None:
+        agent.messages.append({"role": "assistant", "content": step.raw})
+        step.observations = []
+
+    def transcript(self, agent: "Agent") -> str:
+        """The conversation, one JSON message per line."""
+        return "\n".join(json.dumps(m, ensure_ascii=False, default=str) for m in agent.messages)
+
+
+def _read_tool_call(raw: Any) -> tuple[str, dict | str, str | None]:
+    """(name, args, error) of one server tool call; error when the arguments are not an object."""
+    function = raw.get("function") if isinstance(raw, dict) else None
+    if not isinstance(function, dict):
+        return "?", {}, "the tool call has no function"
+    name = function.get("name") if isinstance(function.get("name"), str) else "?"
+    arguments = function.get("arguments")
+    if arguments is None or arguments == "":
+        return name, {}, None
+    if isinstance(arguments, dict):
+        return name, arguments, None
+    if not isinstance(arguments, str):
+        return name, json.dumps(arguments), f"got {type(arguments).__name__}"
+    try:
+        value = json.loads(arguments)
+    except ValueError as err:
+        return name, arguments, f"invalid JSON: {err}"
+    if not isinstance(value, dict):
+        return name, arguments, f"got JSON {type(value).__name__}, not an object"
+    return name, value, None
+
+
+def _arguments_text(raw: Any, call: ToolCall) -> str:
+    """The arguments as the server sent them (a string), else the call's as JSON."""
+    function = raw.get("function") if isinstance(raw, dict) else None
+    if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+        return function["arguments"]
+    return json.dumps(call.args, ensure_ascii=False) if isinstance(call.args, dict) else str(call.args)
+
+
+def _example_messages(agent: "Agent") -> list[dict[str, Any]]:
+    """The agent's one-shot example as native turns: tool_calls, tool results, the answer."""
+    example = agent.example_source
+    if example is None:
+        return []
+    task_text, calls, answer = example
+    turns: list[dict[str, Any]] = [{"role": "user", "content": prompts.task(task_text)}]
+    for i, (name, args, result) in enumerate(calls):
+        call_id = f"call_example_{i + 1}"
+        turns.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": call_id, "type": "function",
+             "function": {"name": name, "arguments": json.dumps(dict(args), ensure_ascii=False)}}]})
+        turns.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": result})
+    turns.append({"role": "assistant", "content": answer})
+    return turns

@@ -1,0 +1,168 @@
+"""``mode="text"``: free generation in the text protocol, parsed, with feedback on format errors.
+
+The conversation is one growing prompt string (``agent.prompt``) that is only ever appended to,
+so llama.cpp reuses its KV cache for everything but the newest turn.
+
+With a streaming backend (``Agent(..., stream=True)``) the reply is watched as it arrives and
+the stream is closed at the first line break after a complete call that no later line could
+extend (see :class:`EarlyStop`): no tokens are spent on what would be thrown away (invented
+observations, further calls that would use invented results), also where a server does not
+honour ``stop``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .. import prompts
+from ..backends.base import Completion
+from ..protocol import ParseError, Reply, ToolCall, parse_reply
+from ..tools import ToolOutcome
+from .base import FormatError
+
+if TYPE_CHECKING:
+    from ..agent import Agent, Step
+
+__all__ = ["TextMode", "EarlyStop", "complete_calls"]
+
+# Failures the model can fix by writing the call again; the observation says so.
+RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
+
+_MAYBE_CALL = re.compile(r"tool", re.I)
+# Lines that would extend a call the reply ends with, if it could be extended: an ARGS line
+# after a call without arguments, an object after `ARGS:` (also on the next line).
+_PROBES = ('ARGS: {"_": 0}', '{"_": 0}')
+
+
+def complete_calls(text: str, tools: Any = None) -> list[ToolCall] | None:
+    """The calls of ``text`` (complete lines) if it holds at least one and no line that could
+    follow would change them; else None.
+
+    "Could change": the last call has no arguments yet (an ``ARGS:`` line may follow), ends with
+    ``ARGS:`` (the object may start on the next line, also in a fence), or has an object still
+    open (the parse fails). The check asks the parser itself, with probe lines appended.
+    """
+    if not _MAYBE_CALL.search(text):
+        return None
+    try:
+        reply = parse_reply(text, tools)
+    except ParseError:
+        return None
+    if not reply.calls:
+        return None
+    for probe in _PROBES:
+        try:
+            again = parse_reply(text + "\n" + probe, tools)
+        except ParseError:
+            continue  # the probe cannot attach to anything: fine
+        if again.calls != reply.calls:
+            return None
+    return reply.calls
+
+
+class EarlyStop:
+    """The ``on_text`` callback of a streamed reply: True (close the stream) once the text holds
+    complete calls followed by a line break that cannot extend them.
+
+    Only line breaks are checked, each once, so a reply costs a few parses, not one per token.
+    ``cut`` is where the kept text ends (just after that line break).
+    """
+
+    def __init__(self, tools: Any = None):
+        self.tools = tools
+        self.checked = 0
+        self.cut: int | None = None
+
+    def __call__(self, text: str) -> bool:
+        if self.cut is not None:
+            return True
+        nl = text.find("\n", self.checked)
+        while nl != -1:
+            self.checked = nl + 1
+            if complete_calls(text[:nl], self.tools) is not None:
+                self.cut = nl + 1
+                return True
+            nl = text.find("\n", self.checked)
+        return False
+
+
+class TextMode:
+    """The text protocol: the model writes ``TOOL: name ARGS: {...}`` lines or ``ANSWER: ...``."""
+
+    name = "text"
+
+    def setup(self, agent: "Agent") -> None:
+        pass
+
+    def start(self, agent: "Agent", task: str) -> None:
+        agent.messages = [{"role": "system", "content": agent.system_prompt}, *agent.example,
+                          {"role": "user", "content": prompts.task(task)}]
+        agent.prompt = agent.format.render(agent.messages)
+
+    # -- asking ---------------------------------------------------------------------------------
+    def stop(self, agent: "Agent") -> list[str]:
+        return ["OBSERVATION", *agent.format.stop]
+
+    def options(self, agent: "Agent") -> dict[str, Any]:
+        return dict(agent.backend_options)
+
+    def query(self, agent: "Agent", step: "Step", max_tokens: int) -> Completion:
+        options = self.options(agent)
+        watcher = None
+        if options.get("stream") and "on_text" not in options:
+            watcher = options["on_text"] = EarlyStop(agent.tools)
+        completion = agent.backend.complete(agent.prompt, stop=self.stop(agent), max_tokens=max_tokens,
+                                            messages=[dict(m) for m in agent.messages], **options)
+        if watcher is not None and completion.finish_reason == "early_stop" and watcher.cut is not None:
+            text = completion.text
+            step.details["early_stop"] = {"kept_chars": watcher.cut, "dropped_chars": len(text) - watcher.cut,
+                                          "dropped": text[watcher.cut:]}
+            completion = replace(completion, text=text[:watcher.cut])
+        return completion
+
+    # -- reading --------------------------------------------------------------------------------
+    def parse(self, agent: "Agent", completion: Completion, step: "Step") -> Reply:
+        try:
+            reply = parse_reply(completion.text, agent.tools, strict=agent.strict)
+        except ParseError as err:
+            raise FormatError(prompts.feedback(err.feedback(agent.tools)), err) from None
+        if reply.is_final and not (reply.answer or "").strip():
+            raise FormatError(prompts.feedback(prompts.template("empty_reply.txt").substitute()))
+        return reply
+
+    def execute(self, agent: "Agent", step: "Step", call: ToolCall) -> ToolOutcome:
+        return agent.tools.execute(call, timeout=agent.tool_timeout_left(), limit=agent.observation_limit)
+
+    # -- writing the conversation ---------------------------------------------------------------
+    def observe(self, agent: "Agent", step: "Step") -> None:
+        observations = [prompts.observation(o.name, o.output, failed=o.error in RETRYABLE) for o in step.outcomes]
+        self._append(agent, step, _kept(step), observations)
+
+    def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:
+        self._append(agent, step, step.raw, [feedback])
+
+    def answer(self, agent: "Agent", step: "Step") -> None:
+        self._append(agent, step, _kept(step), None)
+
+    def _append(self, agent: "Agent", step: "Step", reply_text: str, observations: list[str] | None) -> None:
+        """Extend the transcript; earlier text is never re-rendered (KV-cache reuse relies on it)."""
+        agent.prompt += reply_text
+        agent.messages.append({"role": "assistant", "content": reply_text})
+        if observations is not None:
+            user_text = "\n".join(observations)
+            agent.prompt += agent.format.follow_up(user_text)
+            agent.messages.append({"role": "user", "content": user_text})
+        step.observations = observations or []
+
+    def transcript(self, agent: "Agent") -> str:
+        return agent.prompt
+
+
+def _kept(step: "Step") -> str:
+    """The reply up to a self-written observation: the invented part never enters the transcript."""
+    reply = step.reply
+    if reply is None or reply.truncated_at is None:
+        return step.raw
+    # lines as the parser counts them: split at "\n" only (not at \r, \x1c, \u2028 ...)
+    return "".join(line + "\n" for line in step.raw.split("\n")[: reply.truncated_at - 1])
