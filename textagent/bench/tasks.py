@@ -1,0 +1,397 @@
+"""Benchmark tasks: the JSONL file format, loading, and the checkers (no model needed).
+
+A task file is JSON Lines. An optional first line is a header::
+
+    {"format": "textagent-bench", "version": 1, "name": "default", "description": "..."}
+
+Every other non-blank line is one task::
+
+    {"id": "chain-tokyo", "kind": "chain",
+     "question": "Get the weather in Tokyo, multiply the temperature by 10, then turn off the kitchen light.",
+     "tools": ["get_weather", "multiply", "toggle_light"],
+     "setup": {"lights": {"kitchen": true}},
+     "check": [{"type": "calls", "calls": [{"name": "get_weather", "args": {"city": "Tokyo"}}]},
+               {"type": "state", "lights": {"kitchen": false}}],
+     "max_steps": 8,
+     "reference": ["TOOL: get_weather ARGS: {\\"city\\": \\"Tokyo\\"}", "...", "ANSWER: ..."]}
+
+``tools`` are bench tool names (``textagent.bench.tools``) or ``module:function``. ``check`` is
+one checker or a list (all must pass); an episode succeeds when the model gave a final answer
+and every check passes. ``reference`` (optional) is a correct run written in the text protocol:
+the tests replay it to prove every task is solvable and its checks are right.
+
+Checkers (strings compare case-insensitively):
+
+=============  =================================================================================
+``exact``      ``value``: the answer equals it, ignoring case, surrounding quotes/punctuation
+``numeric``    ``value`` (or ``values``: all of them) appears as a number in the answer, within
+               ``tol`` (absolute, default 1e-6) or ``rel`` (relative)
+``contains``   ``all`` / ``any`` / ``none``: substrings of the answer (``value`` = one ``all``)
+``regex``      ``pattern`` searches the answer (case-insensitive)
+``calls``      ``calls``: each spec is matched by a distinct successful call: ``name`` (or
+               ``any_of`` names), ``args`` (a subset; a value may be ``{"any": [...]}``),
+               ``output_contains``
+``no_calls``   no tool call was attempted at all (a question that needs no tool)
+``not_called`` ``tools``: none of these was called
+``state``      ``lights``: the episode's final light states
+``answered``   a non-empty final answer
+=============  =================================================================================
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .tools import check_tool_names
+
+__all__ = ["Task", "TaskFileError", "load_tasks", "default_suite_path", "Outcome", "CheckResult", "check_task",
+           "CHECK_TYPES", "FORMAT_VERSION", "numbers_in"]
+
+FORMAT_VERSION = 1
+KINDS = ("single", "chain", "parallel", "bare", "typed", "no_tool", "error_recovery", "long_output", "distractor")
+CHECK_TYPES = ("exact", "numeric", "contains", "regex", "calls", "no_calls", "not_called", "state", "answered")
+DEFAULT_MAX_STEPS = 8
+
+
+class TaskFileError(ValueError):
+    """A task file that cannot be used; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    question: str
+    tools: tuple[str, ...]
+    checks: tuple[dict[str, Any], ...]
+    kind: str = "other"
+    max_steps: int = DEFAULT_MAX_STEPS
+    setup: dict[str, Any] = field(default_factory=dict)
+    reference: tuple[str, ...] = ()
+    notes: str = ""
+
+    @property
+    def needs_tools(self) -> bool:
+        """A call is required: some check asks for one."""
+        return any(c["type"] == "calls" for c in self.checks)
+
+    @property
+    def needs_no_tool(self) -> bool:
+        return any(c["type"] == "no_calls" for c in self.checks)
+
+    @property
+    def required_tools(self) -> set[str]:
+        names: set[str] = set()
+        for c in self.checks:
+            if c["type"] == "calls":
+                for spec in c["calls"]:
+                    names.update(spec.get("any_of") or [spec["name"]])
+        return names
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "question": self.question, "tools": list(self.tools),
+                               "check": list(self.checks), "max_steps": self.max_steps}
+        if self.setup:
+            out["setup"] = self.setup
+        if self.reference:
+            out["reference"] = list(self.reference)
+        if self.notes:
+            out["notes"] = self.notes
+        return out
+
+
+def default_suite_path() -> Path:
+    return Path(str(resources.files(__package__).joinpath("suite.jsonl")))
+
+
+def _validate_check(check: Any, where: str) -> dict[str, Any]:
+    if not isinstance(check, Mapping) or check.get("type") not in CHECK_TYPES:
+        raise TaskFileError(f"{where}: each check needs a \"type\", one of {', '.join(CHECK_TYPES)}; got {check!r:.120}")
+    kind = check["type"]
+    need = {"exact": ("value",), "regex": ("pattern",), "calls": ("calls",), "not_called": ("tools",),
+            "state": ("lights",)}.get(kind, ())
+    for key in need:
+        if key not in check:
+            raise TaskFileError(f"{where}: a {kind!r} check needs {key!r}")
+    if kind == "numeric" and "value" not in check and "values" not in check:
+        raise TaskFileError(f"{where}: a 'numeric' check needs 'value' or 'values'")
+    if kind == "contains" and not any(k in check for k in ("value", "all", "any", "none")):
+        raise TaskFileError(f"{where}: a 'contains' check needs 'value', 'all', 'any' or 'none'")
+    if kind == "regex":
+        try:
+            re.compile(check["pattern"])
+        except re.error as exc:
+            raise TaskFileError(f"{where}: bad regex {check['pattern']!r}: {exc}") from None
+    if kind == "calls":
+        if not isinstance(check["calls"], list) or not check["calls"]:
+            raise TaskFileError(f"{where}: 'calls' must be a non-empty list of call specs")
+        for spec in check["calls"]:
+            if not isinstance(spec, Mapping) or not (isinstance(spec.get("name"), str) or spec.get("any_of")):
+                raise TaskFileError(f"{where}: a call spec needs \"name\" (or \"any_of\"): {spec!r:.120}")
+    return dict(check)
+
+
+def parse_task(data: Any, where: str = "task") -> Task:
+    if not isinstance(data, Mapping):
+        raise TaskFileError(f"{where}: a task must be a JSON object")
+    for key in ("id", "question", "tools"):
+        if key not in data:
+            raise TaskFileError(f"{where}: missing {key!r}")
+    if not isinstance(data["id"], str) or not data["id"]:
+        raise TaskFileError(f"{where}: 'id' must be a non-empty string")
+    tools = data["tools"]
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise TaskFileError(f"{where}: 'tools' must be a list of tool names")
+    unknown = check_tool_names(tools)
+    if unknown:
+        raise TaskFileError(f"{where}: unknown tools {', '.join(unknown)} (bench tools or module:function)")
+    raw_checks = data.get("check", [])
+    if isinstance(raw_checks, Mapping):
+        raw_checks = [raw_checks]
+    if not isinstance(raw_checks, list) or not raw_checks:
+        raise TaskFileError(f"{where}: 'check' must be a checker object or a non-empty list of them")
+    checks = tuple(_validate_check(c, where) for c in raw_checks)
+    max_steps = data.get("max_steps", DEFAULT_MAX_STEPS)
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise TaskFileError(f"{where}: 'max_steps' must be a positive integer")
+    reference = data.get("reference", [])
+    if not isinstance(reference, list) or not all(isinstance(r, str) for r in reference):
+        raise TaskFileError(f"{where}: 'reference' must be a list of replies (strings)")
+    return Task(id=data["id"], question=str(data["question"]), tools=tuple(tools), checks=checks,
+                kind=str(data.get("kind", "other")), max_steps=max_steps, setup=dict(data.get("setup") or {}),
+                reference=tuple(reference), notes=str(data.get("notes", "")))
+
+
+def load_tasks(path: str | Path | None = None) -> list[Task]:
+    """Tasks of a JSONL file (default: the shipped suite). Raises TaskFileError naming the line."""
+    path = Path(path) if path is not None else default_suite_path()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise TaskFileError(f"cannot read task file {path}: {exc.strerror or exc}") from None
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TaskFileError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if isinstance(data, Mapping) and "format" in data and "id" not in data:
+            if data.get("version", FORMAT_VERSION) > FORMAT_VERSION:
+                raise TaskFileError(f"{where}: task format version {data.get('version')} is newer than this "
+                                    f"textagent understands ({FORMAT_VERSION}); upgrade textagent")
+            continue
+        task = parse_task(data, where)
+        if task.id in seen:
+            raise TaskFileError(f"{where}: duplicate task id {task.id!r}")
+        seen.add(task.id)
+        tasks.append(task)
+    if not tasks:
+        raise TaskFileError(f"{path}: no tasks in this file")
+    return tasks
+
+
+# --------------------------------------------------------------------------------------------
+# Checking
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """What an episode produced, as far as the checkers care."""
+
+    answer: str | None
+    answered: bool                      # the run ended with a final answer
+    calls: list[dict[str, Any]]         # executed calls: {"name", "args", "ok", "output", "error"}
+    attempted: list[str] = field(default_factory=list)   # names of every call the model wrote (parsed)
+    state: dict[str, Any] = field(default_factory=dict)  # Env.state()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    type: str
+    ok: bool
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "ok": self.ok, "detail": self.detail}
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-−]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.])[-−]?\d+(?:\.\d+)?")
+
+
+def numbers_in(text: str) -> list[float]:
+    """Numbers written in text: 1,234.5 / -2 / 87.8°F / $875.00 / 1e3 is read as 1 and 3."""
+    out = []
+    for match in _NUMBER.finditer(text or ""):
+        token = match.group(0).replace(",", "").replace("−", "-")
+        try:
+            out.append(float(token))
+        except ValueError:
+            continue
+    return out
+
+
+def _norm(text: Any) -> str:
+    return " ".join(str(text).lower().split())
+
+
+def _close(a: float, b: float, tol: float, rel: float) -> bool:
+    return math.isclose(a, b, abs_tol=tol, rel_tol=rel)
+
+
+def _value_matches(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, Mapping) and "any" in expected:
+        return any(_value_matches(e, actual) for e in expected["any"])
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return expected is actual or (isinstance(expected, bool) and isinstance(actual, bool) and expected == actual)
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return _close(float(expected), float(actual), 1e-6, 1e-9)
+    if isinstance(expected, str) and isinstance(actual, str):
+        return _norm(expected) == _norm(actual)
+    return expected == actual
+
+
+def _spec_matches(spec: Mapping[str, Any], call: Mapping[str, Any]) -> bool:
+    names = spec.get("any_of") or [spec.get("name")]
+    if call.get("name") not in names or not call.get("ok"):
+        return False
+    args = call.get("args") if isinstance(call.get("args"), Mapping) else {}
+    for key, expected in (spec.get("args") or {}).items():
+        if key not in args or not _value_matches(expected, args[key]):
+            return False
+    needle = spec.get("output_contains")
+    if needle is not None and _norm(needle) not in _norm(call.get("output", "")):
+        return False
+    return True
+
+
+def _match_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> list[int] | None:
+    """A distinct call index per spec (backtracking; suites are small), or None."""
+    def search(i: int, used: frozenset[int]) -> list[int] | None:
+        if i == len(specs):
+            return []
+        for j, call in enumerate(calls):
+            if j not in used and _spec_matches(specs[i], call):
+                rest = search(i + 1, used | {j})
+                if rest is not None:
+                    return [j, *rest]
+        return None
+
+    return search(0, frozenset())
+
+
+def _describe_spec(spec: Mapping[str, Any]) -> str:
+    name = spec.get("name") or "|".join(spec.get("any_of", []))
+    args = json.dumps(spec.get("args", {}), ensure_ascii=False) if spec.get("args") else ""
+    return f"{name}({args})" if args else name
+
+
+def run_check(check: Mapping[str, Any], out: Outcome) -> CheckResult:
+    kind = check["type"]
+    answer = out.answer or ""
+    text = _norm(answer)
+    if kind == "answered":
+        ok = out.answered and bool(answer.strip())
+        return CheckResult(kind, ok, "" if ok else "no final answer")
+    if kind == "exact":
+        strip = " \t\n\"'`.!,;:*"
+        got = _norm(re.sub(r"^\s*(final\s+)?answer\s*:\s*", "", answer, flags=re.I)).strip(strip)
+        want = _norm(check["value"]).strip(strip)
+        return CheckResult(kind, got == want, f"expected {want!r}, got {got[:80]!r}")
+    if kind == "numeric":
+        wanted = check.get("values") or [check["value"]]
+        tol, rel = float(check.get("tol", 1e-6)), float(check.get("rel", 0.0))
+        found = numbers_in(answer)
+        missing = [w for w in wanted if not any(_close(float(w), f, tol, rel) for f in found)]
+        return CheckResult(kind, not missing, f"missing {missing} in numbers {found[:8]}" if missing else "")
+    if kind == "contains":
+        need_all = list(check.get("all", [])) + ([check["value"]] if "value" in check else [])
+        need_any = list(check.get("any", []))
+        banned = list(check.get("none", []))
+        problems = [f"missing {s!r}" for s in need_all if _norm(s) not in text]
+        if need_any and not any(_norm(s) in text for s in need_any):
+            problems.append(f"none of {need_any}")
+        problems += [f"has {s!r}" for s in banned if _norm(s) in text]
+        return CheckResult(kind, not problems, "; ".join(problems))
+    if kind == "regex":
+        ok = re.search(check["pattern"], answer, re.I | re.S) is not None
+        return CheckResult(kind, ok, "" if ok else f"no match for /{check['pattern']}/")
+    if kind == "calls":
+        matched = _match_calls(check["calls"], out.calls)
+        if matched is not None:
+            return CheckResult(kind, True)
+        missing = [_describe_spec(s) for s in check["calls"] if not any(_spec_matches(s, c) for c in out.calls)]
+        return CheckResult(kind, False, "missing successful call(s): " + (", ".join(missing) or "distinct calls"))
+    if kind == "no_calls":
+        ok = not out.attempted
+        return CheckResult(kind, ok, "" if ok else f"called {', '.join(out.attempted)}")
+    if kind == "not_called":
+        bad = [n for n in out.attempted if n in set(check["tools"])]
+        return CheckResult(kind, not bad, "" if not bad else f"called {', '.join(bad)}")
+    if kind == "state":
+        lights = out.state.get("lights", {})
+        wrong = [f"{room} is {'on' if lights.get(room) else 'off'}" for room, want in check["lights"].items()
+                 if bool(lights.get(room)) != bool(want)]
+        return CheckResult(kind, not wrong, "; ".join(wrong))
+    raise ValueError(f"unknown check type {kind!r}")
+
+
+def call_specs(task: Task) -> list[dict[str, Any]]:
+    """Every call spec of the task's ``calls`` checks, in order."""
+    return [dict(spec) for c in task.checks if c["type"] == "calls" for spec in c["calls"]]
+
+
+def diagnose_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why required calls are missing: None (all matched), "invalid_args" (the tool was tried
+    but with wrong or rejected arguments), "wrong_tool" (another tool was used instead) or
+    "no_call" (it was never tried). Judged on the first spec left unmatched by a maximum
+    matching of specs to distinct calls."""
+    owner: dict[int, int] = {}   # call index -> spec index
+
+    def assign(i: int, seen: set[int]) -> bool:
+        for j, call in enumerate(calls):
+            if j in seen or not _spec_matches(specs[i], call):
+                continue
+            seen.add(j)
+            if j not in owner or assign(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    for i in range(len(specs)):     # Kuhn's augmenting paths: a maximum matching
+        assign(i, set())
+    matched = set(owner.values())
+    unmatched = [i for i in range(len(specs)) if i not in matched]
+    if not unmatched:
+        return None
+    required = {n for s in specs for n in (s.get("any_of") or [s.get("name")])}
+    unused = [c for j, c in enumerate(calls) if j not in owner]
+    spec = specs[unmatched[0]]
+    names = set(spec.get("any_of") or [spec.get("name")])
+    tried = [c for c in unused if c.get("name") in names]
+    if any(c.get("ok") or c.get("error") == "bad_arguments" for c in tried):
+        return "invalid_args"
+    if any(c.get("name") not in required for c in unused):
+        return "wrong_tool"
+    return "no_call"
+
+
+def check_task(task: Task, out: Outcome) -> tuple[bool, list[CheckResult]]:
+    """(success, each check's result). Success needs a final answer and every check passing."""
+    results = [run_check(c, out) for c in task.checks]
+    return out.answered and all(r.ok for r in results), results
+
+
+def iter_kinds(tasks: Iterable[Task]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for t in tasks:
+        counts[t.kind] = counts.get(t.kind, 0) + 1
+    return counts
