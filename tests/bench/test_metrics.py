@@ -1,0 +1,178 @@
+"""Interval math, the failure taxonomy (one scripted episode per class) and the per-mode summary."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from textagent.backends.base import Completion, Usage
+from textagent.backends.scripted import ScriptedBackend
+from textagent.bench import metrics as M
+from textagent.bench.runner import Settings, run_episode
+from textagent.bench.tasks import load_tasks, parse_task
+
+SUITE = {t.id: t for t in load_tasks()}
+
+
+# -- Wilson interval ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k, n, low, high", [
+    (0, 10, 0.0, 0.2775),
+    (5, 10, 0.2366, 0.7634),
+    (10, 10, 0.7225, 1.0),
+    (46, 57, 0.6866, 0.8887),
+    (1, 1, 0.2065, 1.0),
+])
+def test_wilson_known_values(k, n, low, high):
+    lo, hi = M.wilson(k, n)
+    assert lo == pytest.approx(low, abs=1e-4) and hi == pytest.approx(high, abs=1e-4)
+
+
+def test_wilson_edges_and_symmetry():
+    assert M.wilson(0, 0) == (0.0, 1.0)
+    lo, hi = M.wilson(3, 20)
+    lo2, hi2 = M.wilson(17, 20)
+    assert lo == pytest.approx(1 - hi2) and hi == pytest.approx(1 - lo2)
+    assert lo < 3 / 20 < hi
+    with pytest.raises(ValueError):
+        M.wilson(5, 4)
+    # wider at 90 % than... narrower: a smaller z gives a narrower interval
+    assert M.wilson(5, 10, z=1.0)[1] < M.wilson(5, 10)[1]
+
+
+# -- taxonomy: one real (scripted) episode per class -------------------------------------------
+
+def episode(task_id, replies, *, mode="text", honour_stop=True, **settings):
+    backend = ScriptedBackend(replies, honour_stop=honour_stop)
+    return run_episode(SUITE[task_id], mode, backend, chat_format="chatml", settings=Settings(**settings))
+
+
+W = 'TOOL: get_weather ARGS: {"city": "%s"}'
+
+
+@pytest.mark.parametrize("task_id, replies, expected", [
+    ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."], None),
+    ("notool-capital-france", [W % "Paris", "ANSWER: Paris"], "call_not_needed"),
+    ("single-weather-berlin", ["Let me look it up.\nOBSERVATION: Berlin is 20 °C", "x"], "hallucinated_observation"),
+    ("single-weather-berlin", [W % "Berlin", W % "Berlin", "ANSWER: 3 degrees"], "loop"),
+    ("single-weather-berlin", ['TOOL: get_weather ARGS: {"city": "Berlin"'] * 3, "unparseable"),
+    ("single-weather-berlin", [W % "Paris", W % "London"], "budget"),
+    ("single-calc-mul", ["ANSWER: 408"], "no_call"),
+    ("distract-divide", ['TOOL: search_web ARGS: {"query": "48/6"}', "ANSWER: 8"], "wrong_tool"),
+    ("single-weather-lisbon", [W % "Paris", "ANSWER: rain in Lisbon"], "invalid_args"),
+    ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 40 °C."], "wrong_answer"),
+    ("single-weather-berlin", [], "backend_error"),
+])
+def test_each_failure_class(task_id, replies, expected):
+    record = episode(task_id, replies, max_steps=2 if expected == "budget" else None)
+    assert record["failure"] == expected, (record["stop_reason"], record["checks"], record["trace"][1:3])
+    assert M.classify(record) == expected
+    assert (expected is None) == record["success"]
+
+
+def test_hallucination_when_the_server_ignores_stop():
+    record = episode("single-weather-berlin", ["I know this.\nOBSERVATION (get_weather): 30 °C\nANSWER: 30"],
+                     honour_stop=False)
+    steps = [s for s in record["trace"] if s["type"] == "step"]
+    assert steps[0]["dropped"] and record["failure"] == "hallucinated_observation"
+
+
+def test_retrying_after_a_tool_error_is_not_a_loop():
+    call = 'TOOL: get_stock_price ARGS: {"symbol": "ACME"}'
+    record = episode("recover-stock-acme", [call, call, "ANSWER: 123.45 USD"])
+    assert record["success"] and not record["loop"] and record["tool_errors"] == 1
+
+
+def test_recovery_after_a_first_step_format_error():
+    record = episode("single-weather-berlin", ['TOOL: get_weather ARGS: {"city": ', W % "Berlin", "ANSWER: 4 °C"])
+    assert record["success"]
+    assert record["first_step_format_error"] and record["recovered"] and record["format_errors"] == 1
+    baseline = episode("single-weather-berlin", ['TOOL: get_weather ARGS: {"city": ', W % "Berlin"], mode="baseline")
+    assert baseline["stop_reason"] == "format_errors" and not baseline["recovered"]
+    assert baseline["failure"] == "unparseable"
+
+
+def test_native_decode_failures_from_the_agents_details():
+    rec = {"mode": "native", "success": False, "stop_reason": "answer", "needs_tools": True, "attempted": [],
+           "trace": [{"type": "step", "raw": '{"name": "calculate", "arguments": {}}', "outcomes": [],
+                      "details": {"native": "content", "decode_failure": "json"}},
+                     {"type": "step", "raw": "", "outcomes": [], "details": {"native": "tool_calls"}}]}
+    facts = M.step_facts(rec)
+    assert facts["native_decode_failures"] == 1
+    assert M.classify(rec) == "unparseable"
+    rescued = {**rec, "trace": [{**rec["trace"][0], "details": {"native": "content", "decode_failure": "json",
+                                                                "fallback": True}}]}
+    assert M.step_facts(rescued)["native_decode_failures"] == 1 and M.classify(rescued) == "no_call"
+    # without the Agent's details: content that looks like a call counts; text mode never does
+    legacy = {**rec, "trace": [{"type": "step", "raw": '```json\n{"name": "x"}\n```', "outcomes": []}]}
+    assert M.step_facts(legacy)["native_decode_failures"] == 1
+    assert M.step_facts({**legacy, "mode": "text"})["native_decode_failures"] == 0
+
+
+# -- summary ---------------------------------------------------------------------------------------
+
+def fake(task, mode, success, *, steps=(), usage=None, seconds=1.0, kind="single", repeat=0):
+    trace = [{"type": "step", "format_error": bad, "outcomes": [], "raw": ""} for bad in steps]
+    return {"task": task, "mode": mode, "repeat": repeat, "kind": kind, "success": success, "seconds": seconds,
+            "steps": len(steps),
+            "stop_reason": "answer", "usage": usage or {}, "trace": trace, "attempted": [],
+            "checks": [] if success else [{"type": "numeric", "ok": False}]}
+
+
+def test_summary_numbers():
+    records = [
+        fake("a", "text", True, steps=[False, False], seconds=2.0,
+             usage={"prompt_tokens": 1000, "prompt_evaluated": 600, "prompt_cached": 400, "completion_tokens": 40}),
+        fake("b", "text", True, steps=[True, False],
+             usage={"prompt_tokens": 1000, "prompt_evaluated": 200, "prompt_cached": 800, "completion_tokens": 60}),
+        fake("c", "text", False, steps=[True, True, True], kind="chain",
+             usage={"prompt_tokens": 500, "prompt_evaluated": 100, "prompt_cached": 400, "completion_tokens": 0}),
+        fake("a", "baseline", False, steps=[False], usage={"prompt_tokens": 300, "completion_tokens": 10}),
+    ]
+    s = M.summarize(records, ["text", "baseline", "native"])
+    text = s["text"]
+    assert (text.episodes, text.successes) == (3, 2)
+    assert (text.ci_low, text.ci_high) == M.wilson(2, 3)
+    assert text.mean_steps == pytest.approx(7 / 3)
+    assert text.tokens_per_solved == pytest.approx((640 + 260 + 100) / 2)
+    assert text.kv_reuse == pytest.approx(1600 / 2500)
+    assert text.format_error_rate == pytest.approx(4 / 7)
+    assert (text.first_step_errors, text.recovered, text.recovery_rate) == (2, 1, 0.5)
+    assert text.decode_failure_rate is None
+    assert text.seconds_per_task == pytest.approx(4 / 3)
+    assert text.failures == {"unparseable": 1}
+    assert text.by_kind == {"single": [2, 2], "chain": [0, 1]}
+    base = s["baseline"]
+    assert base.tokens_per_solved is None and base.kv_reuse is None and base.failures == {"wrong_answer": 1}
+    assert s["native"].episodes == 0 and list(s) == ["text", "baseline", "native"]
+
+
+def test_the_last_record_of_an_episode_wins():
+    old = fake("a", "text", False)
+    new = fake("a", "text", True)
+    assert M.summarize([old, new])["text"].successes == 1
+    assert len(M.latest_records([old, new, fake("a", "text", True, repeat=1)])) == 2
+
+
+def test_task_scores_put_the_worst_first():
+    records = [fake("easy", "text", True, steps=[False]), fake("hard", "text", False, steps=[False] * 4),
+               fake("mid", "text", False, steps=[False]), fake("mid", "text", True, steps=[False], repeat=1)]
+    rows = M.task_scores(records, "text")
+    assert [r["task"] for r in rows] == ["hard", "mid", "easy"]
+    assert rows[1]["rate"] == 0.5 and math.isclose(rows[0]["mean_steps"], 4)
+
+
+def test_episode_tokens_fall_back_to_prompt_tokens():
+    assert M.episode_tokens({"prompt_tokens": 100, "completion_tokens": 5}) == 105
+    assert M.episode_tokens({"prompt_tokens": 100, "prompt_evaluated": 10, "completion_tokens": 5}) == 15
+    assert M.episode_tokens(None) == 0
+
+
+def test_usage_from_a_scripted_completion_reaches_the_record():
+    usage = Usage(prompt_tokens=700, prompt_evaluated=700, prompt_cached=0, completion_tokens=12)
+    record = run_episode(SUITE["single-weather-berlin"], "text",
+                         ScriptedBackend([Completion(W % "Berlin", "stop", usage=usage),
+                                          Completion("ANSWER: 4 °C", "stop", usage=usage)]),
+                         chat_format="chatml")
+    assert record["usage"]["prompt_tokens"] == 1400 and record["usage"]["completion_tokens"] == 24
+    assert parse_task({"id": "x", "question": "q", "tools": [], "check": {"type": "answered"}}).checks

@@ -1,0 +1,251 @@
+"""The task file format, the shipped suite, the checkers and the bench tools (no model)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from textagent.bench import tasks as T
+from textagent.bench.runner import check_suite
+from textagent.bench.tools import Env, make_toolset
+from textagent.protocol import ToolCall
+
+
+# -- the shipped suite ------------------------------------------------------------------------
+
+def test_shipped_suite_has_every_kind_and_at_least_40_tasks():
+    suite = T.load_tasks()
+    assert len(suite) >= 40
+    kinds = T.iter_kinds(suite)
+    for kind in T.KINDS:
+        assert kinds.get(kind, 0) >= 3, (kind, kinds)
+    assert len({t.id for t in suite}) == len(suite)
+
+
+def test_every_shipped_task_is_solved_by_its_reference_replies():
+    results = check_suite(T.load_tasks())
+    failed = {t.id: (r["failure"], r["checks"], r["error"]) for t, r in results if r is None or not r["success"]}
+    assert not failed
+
+
+def test_seed_scenarios_are_in_the_suite():
+    ids = {t.id for t in T.load_tasks()}
+    assert {"chain-calc-seed", "chain-tokyo-light-seed", "chain-paris-coat-seed"} <= ids
+
+
+def test_a_wrong_reference_fails_its_checks():
+    task = next(t for t in T.load_tasks() if t.id == "chain-tokyo-light-seed")
+    wrong = T.Task(task.id, task.question, task.tools, task.checks, task.kind, task.max_steps, task.setup,
+                   reference=(task.reference[0], task.reference[1], "ANSWER: 250, and the light is off."))
+    (_, record), = check_suite([wrong])
+    assert not record["success"]
+    assert {c["type"] for c in record["checks"] if not c["ok"]} == {"calls", "state"}
+
+
+# -- file format --------------------------------------------------------------------------------
+
+def _write(tmp_path, *lines):
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("\n".join(json.dumps(x) if not isinstance(x, str) else x for x in lines) + "\n")
+    return path
+
+
+GOOD = {"id": "t1", "question": "What is 2+2?", "tools": ["calculate"], "check": {"type": "numeric", "value": 4}}
+
+
+def test_load_user_file_with_header_and_blank_lines(tmp_path):
+    path = _write(tmp_path, {"format": "textagent-bench", "version": 1, "name": "mine"}, "", GOOD)
+    (task,) = T.load_tasks(path)
+    assert task.id == "t1" and task.max_steps == T.DEFAULT_MAX_STEPS and task.checks[0]["type"] == "numeric"
+    assert not task.needs_tools and not task.needs_no_tool
+
+
+@pytest.mark.parametrize("line, message", [
+    ("{not json", "tasks.jsonl:1: not valid JSON"),
+    ({**GOOD, "tools": ["nope"]}, "unknown tools nope"),
+    ({**GOOD, "check": {"type": "vibes"}}, "each check needs a \"type\""),
+    ({**GOOD, "check": {"type": "numeric"}}, "needs 'value' or 'values'"),
+    ({**GOOD, "check": {"type": "regex", "pattern": "("}}, "bad regex"),
+    ({**GOOD, "check": {"type": "calls", "calls": [{}]}}, "a call spec needs"),
+    ({**GOOD, "max_steps": 0}, "'max_steps' must be a positive integer"),
+    ({"id": "x", "question": "q"}, "missing 'tools'"),
+    ({"format": "textagent-bench", "version": 99}, "newer than this textagent understands"),
+])
+def test_bad_task_files_name_the_line(tmp_path, line, message):
+    path = _write(tmp_path, line, GOOD)
+    with pytest.raises(T.TaskFileError, match=message.replace("(", r"\(").replace("+", r"\+")):
+        T.load_tasks(path)
+
+
+def test_duplicate_ids_and_empty_files_are_refused(tmp_path):
+    with pytest.raises(T.TaskFileError, match="duplicate task id 't1'"):
+        T.load_tasks(_write(tmp_path, GOOD, GOOD))
+    with pytest.raises(T.TaskFileError, match="no tasks"):
+        T.load_tasks(_write(tmp_path, ""))
+    with pytest.raises(T.TaskFileError, match="cannot read"):
+        T.load_tasks(tmp_path / "missing.jsonl")
+
+
+def test_module_function_tools_are_allowed(tmp_path):
+    path = _write(tmp_path, {**GOOD, "tools": ["calculate", "textagent.toolkits.demo:multiply"]})
+    (task,) = T.load_tasks(path)
+    tools = make_toolset(task.tools, Env())
+    assert set(tools) == {"calculate", "multiply"}
+
+
+# -- checkers -------------------------------------------------------------------------------------
+
+def out(answer="", calls=(), attempted=None, lights=None, answered=True):
+    calls = [dict(c) for c in calls]
+    return T.Outcome(answer=answer, answered=answered, calls=calls,
+                     attempted=attempted if attempted is not None else [c["name"] for c in calls],
+                     state={"lights": lights or {}})
+
+
+def check(spec, outcome):
+    return T.run_check(spec, outcome)
+
+
+@pytest.mark.parametrize("text, numbers", [
+    ("1,234.5 and -2", [1234.5, -2.0]),
+    ("It is 87.8°F, or $875.00", [87.8, 875.0]),
+    ("order O-5000 costs 59.90", [5000.0, 59.9]),
+    ("25*10=250", [25.0, 10.0, 250.0]),
+    ("no numbers", []),
+])
+def test_numbers_in_text(text, numbers):
+    assert T.numbers_in(text) == numbers
+
+
+def test_numeric_checker_with_tolerance_and_several_values():
+    assert check({"type": "numeric", "value": 408}, out("17 * 24 = 408.")).ok
+    assert not check({"type": "numeric", "value": 408}, out("about 410")).ok
+    assert check({"type": "numeric", "value": 26.1, "tol": 0.06}, out("26.0976 miles")).ok
+    assert check({"type": "numeric", "value": 1000, "rel": 0.01}, out("995")).ok
+    result = check({"type": "numeric", "values": [8, 25]}, out("Paris 8 °C"))
+    assert not result.ok and "25" in result.detail
+
+
+def test_text_checkers():
+    assert check({"type": "exact", "value": "Desserts"}, out("ANSWER: desserts.")).ok
+    assert not check({"type": "exact", "value": "desserts"}, out("it is desserts")).ok
+    c = {"type": "contains", "value": "lisbon", "none": ["london is warmer"]}
+    assert check(c, out("Lisbon is warmer")).ok
+    assert not check(c, out("Lisbon? No, London is warmer")).ok
+    assert check({"type": "contains", "any": ["yes", "coat"]}, out("Take a COAT")).ok
+    assert not check({"type": "contains", "any": ["yes", "coat"]}, out("no")).ok
+    assert check({"type": "regex", "pattern": r"\bau\b"}, out("Au")).ok
+    assert not check({"type": "regex", "pattern": r"\bau\b"}, out("because")).ok
+    assert check({"type": "answered"}, out("x")).ok
+    assert not check({"type": "answered"}, out("  ")).ok
+
+
+def test_call_checkers_match_distinct_successful_calls():
+    paris = {"name": "get_weather", "args": {"city": "paris"}, "ok": True, "output": "{}"}
+    tokyo = {"name": "get_weather", "args": {"city": "Tokyo"}, "ok": True, "output": "{}"}
+    failed = {"name": "get_weather", "args": {"city": "Tokyo"}, "ok": False, "output": "ERROR", "error": "tool_error"}
+    two = {"type": "calls", "calls": [{"name": "get_weather", "args": {"city": "Paris"}},
+                                      {"name": "get_weather", "args": {"city": "Tokyo"}}]}
+    assert check(two, out(calls=[tokyo, paris])).ok
+    assert not check(two, out(calls=[paris, failed])).ok
+    same_twice = {"type": "calls", "calls": [{"name": "get_weather"}, {"name": "get_weather"}]}
+    assert not check(same_twice, out(calls=[paris])).ok
+    alt = {"type": "calls", "calls": [{"any_of": ["multiply", "calculate"], "output_contains": "250"}]}
+    assert check(alt, out(calls=[{"name": "calculate", "args": {}, "ok": True, "output": "250"}])).ok
+    assert not check(alt, out(calls=[{"name": "calculate", "args": {}, "ok": True, "output": "25"}])).ok
+    anyval = {"type": "calls", "calls": [{"name": "t", "args": {"x": {"any": [1, "one"]}, "b": True}}]}
+    assert check(anyval, out(calls=[{"name": "t", "args": {"x": 1.0, "b": True}, "ok": True}])).ok
+    assert not check(anyval, out(calls=[{"name": "t", "args": {"x": 1, "b": 1}, "ok": True}])).ok
+
+
+def test_no_call_not_called_and_state_checkers():
+    assert check({"type": "no_calls"}, out("Paris")).ok
+    result = check({"type": "no_calls"}, out("Paris", attempted=["get_weather"]))
+    assert not result.ok and "get_weather" in result.detail
+    assert not check({"type": "not_called", "tools": ["send_email"]}, out(attempted=["calculate", "send_email"])).ok
+    assert check({"type": "state", "lights": {"kitchen": False}}, out(lights={"kitchen": False})).ok
+    assert not check({"type": "state", "lights": {"kitchen": True}}, out(lights={})).ok
+
+
+def test_success_needs_a_final_answer():
+    task = T.parse_task(GOOD)
+    ok, _ = T.check_task(task, out("4"))
+    assert ok
+    ok, results = T.check_task(task, out("4", answered=False))
+    assert not ok and results[0].ok
+
+
+@pytest.mark.parametrize("calls, expected", [
+    ([], "no_call"),
+    ([{"name": "get_weather", "args": {"city": "Paris"}, "ok": True}], "invalid_args"),
+    ([{"name": "get_weather", "args": "Tokyo!", "ok": False, "error": "bad_arguments"}], "invalid_args"),
+    ([{"name": "get_weather", "args": {"city": "Tokyo"}, "ok": False, "error": "tool_error"}], "no_call"),
+    ([{"name": "search_web", "args": {"query": "tokyo"}, "ok": True}], "wrong_tool"),
+    ([{"name": "get_weather", "args": {"city": "Tokyo"}, "ok": True}], None),
+])
+def test_diagnose_missing_calls(calls, expected):
+    specs = [{"name": "get_weather", "args": {"city": "Tokyo"}}]
+    assert T.diagnose_calls(specs, calls) == expected
+
+
+def test_diagnosis_uses_a_maximum_matching():
+    specs = [{"any_of": ["a", "b"]}, {"name": "a"}]
+    calls = [{"name": "a", "args": {}, "ok": True}, {"name": "b", "args": {}, "ok": True}]
+    assert T.diagnose_calls(specs, calls) is None
+    # the second weather call was never made: a needed call is missing, not invalid args
+    specs = [{"name": "get_weather", "args": {"city": "Paris"}}, {"name": "get_weather", "args": {"city": "Tokyo"}}]
+    assert T.diagnose_calls(specs, [{"name": "get_weather", "args": {"city": "Paris"}, "ok": True}]) == "no_call"
+
+
+# -- bench tools ----------------------------------------------------------------------------------
+
+def test_envs_are_isolated_and_the_clock_is_frozen():
+    a, b = Env(lights={"kitchen": True}), Env()
+    ta, tb = make_toolset(["toggle_light", "get_time"], a), make_toolset(["toggle_light"], b)
+    assert ta.execute(ToolCall("toggle_light", {"room": "kitchen", "on": False})).ok
+    assert a.lights["kitchen"] is False and b.lights["kitchen"] is False
+    assert tb.execute(ToolCall("toggle_light", {"room": "office", "on": True})).ok
+    assert a.lights["office"] is False and b.lights["office"] is True
+    tokyo = ta.execute(ToolCall("get_time", {"timezone": "Asia/Tokyo"}))
+    assert "2025-06-14T21:00:00+09:00" in tokyo.output and "Saturday" in tokyo.output
+    assert a.calls == {"toggle_light": 1, "get_time": 1}
+
+
+def test_demo_tools_keep_their_descriptions():
+    from textagent.toolkits import demo
+
+    tools = make_toolset(["calculate", "get_time", "toggle_light"], Env())
+    for name in tools:
+        original = getattr(demo, name)
+        assert tools[name].description == original.description and tools[name].parameters == original.parameters
+    assert tools.example is demo.DEMO_EXAMPLE
+    assert make_toolset(["get_weather"], Env()).example is None
+
+
+def test_stock_tool_fails_once_per_episode():
+    env = Env()
+    tools = make_toolset(["get_stock_price"], env)
+    first = tools.execute(ToolCall("get_stock_price", {"symbol": "ACME"}))
+    assert not first.ok and first.error == "tool_error" and "retry" in first.output
+    second = tools.execute(ToolCall("get_stock_price", {"symbol": "ACME"}))
+    assert second.ok and "123.45" in second.output
+    assert not make_toolset(["get_stock_price"], Env()).execute(ToolCall("get_stock_price", {"symbol": "ACME"})).ok
+
+
+def test_long_outputs_are_truncated_but_keep_the_answer():
+    tools = make_toolset(["read_manual", "list_orders", "read_log"], Env())
+    for call in (ToolCall("read_manual", {"product": "X200"}), ToolCall("list_orders", {"customer_id": "C-1001"}),
+                 ToolCall("read_log", {"service": "payments"})):
+        outcome = tools.execute(call, limit=4000)
+        assert outcome.ok and "[truncated" in outcome.output, call
+    assert "4200 mAh" in tools.execute(ToolCall("read_manual", {"product": "X200"}), limit=4000).output
+
+
+def test_typed_tools_validate_enums():
+    tools = make_toolset(["convert_currency", "book_table", "convert_units"], Env())
+    assert "40000" in tools.execute(ToolCall("convert_currency", {"amount": 250, "from_currency": "EUR",
+                                                                   "to_currency": "JPY"})).output
+    bad = tools.execute(ToolCall("book_table", {"restaurant": "X", "people": 2, "time": "7pm"}))
+    assert not bad.ok and bad.error == "bad_arguments" and "19:00" in bad.output
+    wrong_dim = tools.execute(ToolCall("convert_units", {"value": 1, "from_unit": "km", "to_unit": "kg"}))
+    assert not wrong_dim.ok and "cannot convert" in wrong_dim.output

@@ -1,0 +1,282 @@
+"""Per-episode facts, the failure taxonomy, and the per-mode summary of a bench run.
+
+Everything here is a pure function of episode records (the JSON lines the runner writes), so
+a run can be re-summarised, or two runs compared, long after the model is gone.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["FAILURES", "FAILURE_TITLES", "wilson", "classify", "step_facts", "ModeSummary", "summarize",
+           "latest_records", "NATIVE_MODES", "episode_tokens"]
+
+NATIVE_MODES = ("native", "native+fallback")
+
+# Failure classes, in the order they are tried (the first that applies labels the episode).
+FAILURES = ("backend_error", "call_not_needed", "hallucinated_observation", "loop", "unparseable", "budget",
+            "no_call", "wrong_tool", "invalid_args", "wrong_answer")
+FAILURE_TITLES = {
+    "backend_error": "backend error (server failed)",
+    "call_not_needed": "call where none was needed",
+    "hallucinated_observation": "hallucinated observation",
+    "loop": "loop (same call repeated)",
+    "unparseable": "unparseable reply",
+    "budget": "budget hit (steps/tokens/time)",
+    "no_call": "no call where one was needed",
+    "wrong_tool": "wrong tool",
+    "invalid_args": "invalid args",
+    "wrong_answer": "wrong final answer",
+}
+
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95 % by default); (0, 1) when n == 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be between 0 and n ({n}), got {successes}")
+    p = successes / n
+    denom = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+# --------------------------------------------------------------------------------------------
+# Facts of one episode, from its trace
+# --------------------------------------------------------------------------------------------
+
+_CALL_LIKE = re.compile(r'"name"\s*:\s*"|"(?:function|arguments|tool_calls?)"\s*:|<tool_call>|```(?:json)?\s*[\[{]')
+_DECODE_FLAGS = ("native_decode_failure", "decode_failure", "native_decode_error")
+
+
+def _canon(args: Any) -> str:
+    try:
+        return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(args)
+
+
+def decode_failure(step: Mapping[str, Any], mode: str) -> bool:
+    """A native-mode step whose call came back as text instead of ``tool_calls``.
+
+    The Agent's ``details["decode_failure"]`` (or another explicit flag) wins; otherwise a step whose content looks like a call
+    (JSON with a "name", a fenced JSON block, ``<tool_call>``) counts.
+    """
+    if mode not in NATIVE_MODES:
+        return False
+    details = step.get("details")
+    if isinstance(details, Mapping) and "native" in details:   # the Agent's own record (textagent.modes.native)
+        return "decode_failure" in details
+    for key in _DECODE_FLAGS:
+        if key in step:
+            return bool(step[key])
+    native = step.get("native")
+    if isinstance(native, Mapping):
+        for key in ("decode_failure", "content_call", "decode_failed"):
+            if key in native:
+                return bool(native[key])
+    return bool(_CALL_LIKE.search(step.get("raw") or ""))
+
+
+def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Counts derived from an episode's trace steps (see ``record["trace"]``)."""
+    mode = record.get("mode", "text")
+    steps = [r for r in record.get("trace", []) if r.get("type") == "step"]
+    format_flags = [bool(s.get("format_error")) for s in steps]
+    seen_ok: set[tuple[str, str]] = set()
+    counts: dict[tuple[str, str], int] = {}
+    loop = False
+    hallucinated = False
+    for s in steps:
+        outcomes = s.get("outcomes") or []
+        for o in outcomes:
+            key = (str(o.get("name")), _canon(o.get("args")))
+            counts[key] = counts.get(key, 0) + 1
+            if key in seen_ok or counts[key] >= 3:
+                loop = True
+        for o in outcomes:
+            if o.get("ok"):
+                seen_ok.add((str(o.get("name")), _canon(o.get("args"))))
+        if any(d.get("kind") == "observation" for d in s.get("dropped") or []):
+            hallucinated = True
+        stop_word = s.get("stop_word") or ""
+        if not s.get("calls") and not outcomes and stop_word.upper().startswith("OBSERVATION"):
+            hallucinated = True
+    first_bad = bool(format_flags) and format_flags[0]
+    return {
+        "steps": len(steps),
+        "format_errors": sum(format_flags),
+        "first_step_format_error": first_bad,
+        "recovered": first_bad and any(not f for f in format_flags[1:]),
+        "native_decode_failures": sum(decode_failure(s, mode) for s in steps),
+        "unrescued_decode_failures": sum(decode_failure(s, mode) and not (s.get("details") or {}).get("fallback")
+                                         for s in steps),
+        "tool_errors": sum(1 for s in steps for o in s.get("outcomes") or [] if not o.get("ok")),
+        "loop": loop,
+        "hallucinated": hallucinated,
+    }
+
+
+def classify(record: Mapping[str, Any]) -> str | None:
+    """The failure class of an episode (one of FAILURES), or None when it succeeded."""
+    if record.get("success"):
+        return None
+    facts = step_facts(record)
+    stop = record.get("stop_reason")
+    attempted = record.get("attempted") or []
+    checks = {c["type"]: c for c in record.get("checks", []) if not c.get("ok")}
+    if stop in ("backend_error", "error"):
+        return "backend_error"
+    if record.get("needs_no_tool") and attempted:
+        return "call_not_needed"
+    if facts["hallucinated"]:
+        return "hallucinated_observation"
+    if facts["loop"]:
+        return "loop"
+    if stop == "format_errors" or facts["unrescued_decode_failures"] or (
+            facts["steps"] and facts["format_errors"] == facts["steps"]):
+        return "unparseable"
+    if stop in ("max_steps", "token_budget", "time_limit"):
+        return "budget"
+    if record.get("needs_tools") and not attempted:
+        return "no_call"
+    if "not_called" in checks:
+        return "wrong_tool"
+    if "calls" in checks:
+        from .tasks import diagnose_calls
+
+        return diagnose_calls(record.get("call_specs") or [], record.get("calls") or []) or "invalid_args"
+    return "wrong_answer"
+
+
+# --------------------------------------------------------------------------------------------
+# Summary per mode
+# --------------------------------------------------------------------------------------------
+
+def episode_tokens(usage: Mapping[str, Any] | None, prompt_chars: int = 0) -> int:
+    """Tokens an episode cost: prompt tokens the server computed (all sent tokens when it does
+    not say) plus generated tokens."""
+    usage = usage or {}
+    prompt = usage.get("prompt_evaluated")
+    if prompt is None:
+        prompt = usage.get("prompt_tokens") or 0
+    return int(prompt) + int(usage.get("completion_tokens") or 0)
+
+
+@dataclass
+class ModeSummary:
+    mode: str
+    episodes: int = 0
+    successes: int = 0
+    ci_low: float = 0.0
+    ci_high: float = 1.0
+    mean_steps: float = 0.0
+    tokens_per_solved: float | None = None
+    prompt_tokens_per_episode: float = 0.0
+    kv_reuse: float | None = None           # share of prompt tokens reused from the KV cache
+    format_error_rate: float = 0.0          # format-error steps / steps
+    first_step_errors: int = 0
+    recovered: int = 0
+    recovery_rate: float | None = None      # recovered / episodes with a first-step format error
+    decode_failure_rate: float | None = None  # native modes: decode-failure steps / steps
+    seconds_per_task: float = 0.0
+    tool_errors: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    by_kind: dict[str, list[int]] = field(default_factory=dict)   # kind -> [successes, episodes]
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.episodes if self.episodes else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["success_rate"] = self.success_rate
+        return out
+
+
+def latest_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One record per (task, mode, repeat): the last written wins (a resumed run re-ran it)."""
+    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in records:
+        by_key[(r.get("task"), r.get("mode"), r.get("repeat", 0))] = dict(r)
+    return list(by_key.values())
+
+
+def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None = None) -> dict[str, ModeSummary]:
+    """Per-mode metrics, in the order of ``modes`` (default: as first seen)."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for r in latest_records(records):
+        grouped.setdefault(r.get("mode", "?"), []).append(r)
+    order = list(modes) if modes else list(grouped)
+    order += [m for m in grouped if m not in order]
+    out: dict[str, ModeSummary] = {}
+    for mode in order:
+        rs = grouped.get(mode, [])
+        s = ModeSummary(mode)
+        out[mode] = s
+        if not rs:
+            continue
+        s.episodes = len(rs)
+        s.successes = sum(1 for r in rs if r.get("success"))
+        s.ci_low, s.ci_high = wilson(s.successes, s.episodes)
+        facts = [step_facts(r) for r in rs]
+        steps = sum(f["steps"] for f in facts)
+        s.mean_steps = steps / len(rs)
+        tokens = sum(episode_tokens(r.get("usage")) for r in rs)
+        s.tokens_per_solved = tokens / s.successes if s.successes else None
+        sent = sum((r.get("usage") or {}).get("prompt_tokens") or 0 for r in rs)
+        s.prompt_tokens_per_episode = sent / len(rs)
+        cached_known = [(r.get("usage") or {}) for r in rs if (r.get("usage") or {}).get("prompt_cached") is not None]
+        cached_total = sum(u.get("prompt_tokens") or 0 for u in cached_known)
+        if cached_total:
+            s.kv_reuse = sum(u.get("prompt_cached") or 0 for u in cached_known) / cached_total
+        s.format_error_rate = sum(f["format_errors"] for f in facts) / steps if steps else 0.0
+        s.first_step_errors = sum(1 for f in facts if f["first_step_format_error"])
+        s.recovered = sum(1 for f in facts if f["recovered"])
+        s.recovery_rate = s.recovered / s.first_step_errors if s.first_step_errors else None
+        if mode in NATIVE_MODES:
+            s.decode_failure_rate = sum(f["native_decode_failures"] for f in facts) / steps if steps else 0.0
+        s.seconds_per_task = sum(float(r.get("seconds") or 0) for r in rs) / len(rs)
+        s.tool_errors = sum(f["tool_errors"] for f in facts)
+        for r in rs:
+            label = classify(r)   # recomputed: records stay comparable as the taxonomy evolves
+            if label:
+                s.failures[label] = s.failures.get(label, 0) + 1
+            kind = s.by_kind.setdefault(r.get("kind", "other"), [0, 0])
+            kind[0] += 1 if r.get("success") else 0
+            kind[1] += 1
+    return out
+
+
+def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[str, Any]]:
+    """Per task of a mode: successes, episodes, mean steps, mean seconds, failure labels, trace files;
+    worst first (lowest success rate, then most steps, then slowest)."""
+    tasks: dict[str, dict[str, Any]] = {}
+    for r in latest_records(records):
+        if r.get("mode") != mode:
+            continue
+        t = tasks.setdefault(r["task"], {"task": r["task"], "kind": r.get("kind", "other"), "successes": 0,
+                                         "episodes": 0, "steps": 0, "seconds": 0.0, "failures": [], "traces": []})
+        t["episodes"] += 1
+        t["successes"] += 1 if r.get("success") else 0
+        t["steps"] += int(r.get("steps") or 0)
+        t["seconds"] += float(r.get("seconds") or 0)
+        if r.get("failure"):
+            t["failures"].append(r["failure"])
+        if r.get("trace_file"):
+            t["traces"].append(r["trace_file"])
+    rows = list(tasks.values())
+    for t in rows:
+        t["rate"] = t["successes"] / t["episodes"]
+        t["mean_steps"] = t["steps"] / t["episodes"]
+        t["mean_seconds"] = t["seconds"] / t["episodes"]
+    rows.sort(key=lambda t: (t["rate"], -t["mean_steps"], -t["mean_seconds"], t["task"]))
+    return rows

@@ -1,0 +1,588 @@
+"""Run bench episodes: one task in one mode on one backend, many of them concurrently.
+
+    records = run_bench(tasks, ["text", "baseline"], "out/", workers=[Slot(url, 0), Slot(url, 1)],
+                        backend_for=BackendFactory(api="llamacpp"))
+
+Each episode gets fresh tools (``bench.tools.Env``), runs the Agent (or the seed-style
+``baseline`` loop), is checked, classified and written as one JSON line to
+``DIR/episodes.jsonl`` the moment it ends, with its full trace (also in
+``DIR/traces/<mode>/<task>.r<repeat>.jsonl``). Running the same command again resumes: episodes
+already in the file are skipped (except backend errors, which are retried).
+
+Workers are threads, one per server slot; a worker pins its episodes to its slot with
+``id_slot`` so the slot's KV cache holds that worker's conversation.
+"""
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import os
+import queue
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ..agent import Agent, Result, Step
+from ..backends.base import Completion, Usage
+from ..errors import BackendError
+from ..protocol import Reply, ToolCall
+from ..templates import ChatFormat, get_format
+from ..tools import ToolOutcome
+from ..trace import TraceWriter
+from .. import prompts
+from .metrics import classify
+from .tasks import Outcome, Task, call_specs, check_task
+from .tools import Env, make_toolset
+
+__all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "agent_supports_modes", "mode_availability",
+           "make_backend", "BackendFactory", "run_episode", "run_baseline", "run_bench", "load_records",
+           "EPISODES_FILE", "Progress", "episode_key", "ReferenceBackend", "check_suite"]
+
+AGENT_MODES = ("text", "constrained", "native", "native+fallback")
+MODES = (*AGENT_MODES, "baseline")
+EPISODES_FILE = "episodes.jsonl"
+RECORD_VERSION = 1
+
+
+@dataclass
+class Settings:
+    reply_tokens: int = 256
+    max_steps: int | None = None        # caps every task's own max_steps
+    max_seconds: float | None = 300.0   # per episode
+    observation_limit: int = 4000
+    temperature: float = 0.0
+    seed: int = 0                       # episode seed = seed + repeat index
+    pin_slots: bool = True
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a worker sends its episodes: a server URL and the slot it pins (None: no pinning)."""
+
+    endpoint: str
+    slot: int | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Modes and backends
+# --------------------------------------------------------------------------------------------
+
+def agent_supports_modes() -> bool:
+    """Whether this textagent's Agent takes ``mode=`` (the modes work of issue 5)."""
+    try:
+        return "mode" in inspect.signature(Agent).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[list[str], dict[str, str]]:
+    """(modes that can run, {mode: why not}) for this textagent and endpoint API."""
+    ok: list[str] = []
+    missing: dict[str, str] = {}
+    for mode in modes:
+        if mode not in MODES:
+            missing[mode] = f"unknown mode; choose from {', '.join(MODES)}"
+        elif mode in ("text", "baseline"):
+            ok.append(mode)
+        elif not agent_supports_modes():
+            missing[mode] = "this textagent's Agent has no mode= parameter yet (issue 5 adds it)"
+        elif mode == "constrained" and api != "llamacpp":
+            missing[mode] = "needs a llama.cpp endpoint (--api llamacpp): it sends a GBNF grammar"
+        elif mode in ("native", "native+fallback") and api not in ("llamacpp", "chat"):
+            missing[mode] = "needs an OpenAI-style /v1/chat/completions endpoint (llama.cpp or --api chat)"
+        else:
+            ok.append(mode)
+    return ok, missing
+
+
+def make_backend(mode: str, url: str, *, api: str = "llamacpp", model_name: str | None = None,
+                 api_key: str | None = None, timeout: float = 300) -> Any:
+    """The backend a mode needs on ``url``: native modes talk to /v1/chat/completions
+    (ChatAsTextBackend.chat), constrained needs llama.cpp's /completion (grammar), text and
+    baseline use the endpoint's own API."""
+    from ..backends import ChatAsTextBackend, LlamaCppBackend, OpenAICompletionsBackend
+
+    if mode in ("native", "native+fallback"):
+        return ChatAsTextBackend(url, model=model_name, api_key=api_key, timeout=timeout)
+    if mode == "constrained" or api == "llamacpp":
+        return LlamaCppBackend(url, api_key=api_key, timeout=timeout)
+    if api == "completions":
+        return OpenAICompletionsBackend(url, model=model_name, api_key=api_key, timeout=timeout)
+    if api == "chat":
+        return ChatAsTextBackend(url, model=model_name, api_key=api_key, timeout=timeout)
+    raise ValueError(f"unknown api {api!r}: llamacpp, completions or chat")
+
+
+class BackendFactory:
+    """``backend_for(mode, slot) -> (backend, chat_format)`` for real endpoints.
+
+    One backend per (mode, endpoint, slot), i.e. per worker thread; the chat format is learned
+    once per endpoint from llama.cpp's ``/apply-template`` (``chat_format="server"``) or named.
+    """
+
+    def __init__(self, *, api: str = "llamacpp", chat_format: str | ChatFormat = "server",
+                 model_name: str | None = None, api_key: str | None = None, timeout: float = 300):
+        self.api, self.chat_format, self.model_name = api, chat_format, model_name
+        self.api_key, self.timeout = api_key, timeout
+        self._backends: dict[tuple[str, str, int | None], Any] = {}
+        self._formats: dict[str, ChatFormat] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, mode: str, slot: Slot) -> tuple[Any, ChatFormat]:
+        key = (mode, slot.endpoint, slot.slot)
+        with self._lock:
+            backend = self._backends.get(key)
+        if backend is None:
+            backend = make_backend(mode, slot.endpoint, api=self.api, model_name=self.model_name,
+                                   api_key=self.api_key, timeout=self.timeout)
+            with self._lock:
+                self._backends[key] = backend
+        return backend, self.format_for(slot.endpoint)
+
+    def format_for(self, endpoint: str) -> ChatFormat:
+        from ..backends import LlamaCppBackend
+        from ..templates import format_from_renderer
+
+        with self._lock:
+            if endpoint in self._formats:
+                return self._formats[endpoint]
+        if isinstance(self.chat_format, ChatFormat):
+            fmt = self.chat_format
+        elif self.chat_format == "server":
+            if self.api != "llamacpp":
+                fmt = get_format("chatml")
+            else:
+                fmt = format_from_renderer(LlamaCppBackend(endpoint, api_key=self.api_key).apply_template,
+                                           name="server")
+        else:
+            fmt = get_format(self.chat_format)
+        with self._lock:
+            self._formats[endpoint] = fmt
+        return fmt
+
+    def slots(self, endpoint: str) -> int | None:
+        """How many slots a llama.cpp server has (``/props`` total_slots), if it says."""
+        if self.api != "llamacpp":
+            return None
+        from ..backends import LlamaCppBackend
+
+        try:
+            value = LlamaCppBackend(endpoint, api_key=self.api_key, retries=0).props().get("total_slots")
+        except BackendError:
+            return None
+        return value if isinstance(value, int) and value > 0 else None
+
+
+# --------------------------------------------------------------------------------------------
+# One episode
+# --------------------------------------------------------------------------------------------
+
+class _Recording:
+    """Wraps a completion backend to remember each completion's stop word (hallucination check)."""
+
+    def __init__(self, backend: Any):
+        self._backend = backend
+        self.stop_words: list[str | None] = []
+
+    def complete(self, prompt: str, **kwargs: Any) -> Completion:
+        completion = self._backend.complete(prompt, **kwargs)
+        self.stop_words.append(completion.stop_word)
+        return completion
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+
+# The seed loops' regex: the first TOOL line, its arguments read with json.loads.
+SEED_CALL = re.compile(r"TOOL: (\w+) ARGS: (.*)")
+_SEED_ANSWER = re.compile(r"^\s*(?:FINAL\s+)?ANSWER\s*:\s*", re.I | re.M)
+
+
+def run_baseline(backend: Any, tools: Any, task: str, *, chat_format: str | ChatFormat = "chatml",
+                 max_steps: int = 8, max_seconds: float | None = None, reply_tokens: int = 256,
+                 observation_limit: int = 4000, tool_timeout: float | None = 30,
+                 trace: str | Path | IO[str] | None = None, **options: Any) -> Result:
+    """The seed-style loop, for comparison: the same prompt as the Agent, then regex
+    ``TOOL: (\\w+) ARGS: (.*)`` + ``json.loads``; one call per reply; no feedback. A reply
+    without a match is the answer (after ``ANSWER:`` if present); arguments that are not JSON
+    end the run (``format_errors``)."""
+    fmt = get_format(chat_format)
+    example = prompts.example_turns(tools, getattr(tools, "example", None))
+    messages = [{"role": "system", "content": prompts.system_prompt(tools)}, *example,
+                {"role": "user", "content": prompts.task(task)}]
+    prompt = fmt.render(messages)
+    stop = ["OBSERVATION", *fmt.stop]
+    steps: list[Step] = []
+    usage = Usage()
+    started = time.monotonic()
+    answer, reason, error = None, "max_steps", None
+    with TraceWriter(trace) as writer:
+        writer.start(task=task, tools=list(tools), max_steps=max_steps, chat_format=fmt.name, mode="baseline")
+        try:
+            while True:
+                if max_seconds is not None and time.monotonic() - started >= max_seconds:
+                    reason = "time_limit"
+                    break
+                if len(steps) >= max_steps:
+                    reason = "max_steps"
+                    break
+                completion = backend.complete(prompt, stop=list(stop), max_tokens=reply_tokens,
+                                              messages=[dict(m) for m in messages], **options)
+                usage += completion.usage
+                text = completion.text
+                step = Step(len(steps) + 1, text, usage=completion.usage, timings=dict(completion.timings),
+                            finish_reason=completion.finish_reason, retries=completion.retries)
+                steps.append(step)
+                match = SEED_CALL.search(text)
+                if match is None:
+                    final = _SEED_ANSWER.split(text, maxsplit=1)[-1].strip()
+                    step.reply = Reply(calls=[], answer=final, thought="")
+                    writer.step(step)
+                    answer, reason = final, "answer"
+                    break
+                try:
+                    args = json.loads(match.group(2))
+                except ValueError:
+                    writer.step(step)   # reply None: a format error, and no feedback to fix it
+                    reason = "format_errors"
+                    break
+                call = ToolCall(match.group(1), args if isinstance(args, dict) else json.dumps(args))
+                step.reply = Reply(calls=[call], answer=None, thought="")
+                if isinstance(args, dict):
+                    outcome = tools.execute(call, timeout=tool_timeout, limit=observation_limit)
+                else:   # the seeds called fn(**args): anything but an object fails
+                    outcome = ToolOutcome(call.name, call.args, False,
+                                          f"ERROR: TypeError: arguments must be a JSON object, got {type(args).__name__}",
+                                          "bad_arguments")
+                step.outcomes.append(outcome)
+                observation = prompts.observation(outcome.name, outcome.output)
+                step.observations = [observation]
+                prompt += text + fmt.follow_up(observation)
+                messages += [{"role": "assistant", "content": text}, {"role": "user", "content": observation}]
+                writer.step(step)
+        except BackendError as exc:
+            reason, error = "backend_error", exc
+        result = Result(answer, reason, steps, usage, time.monotonic() - started, error, prompt)
+        writer.result(result)
+    return result
+
+
+def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
+    return (str(record.get("task")), str(record.get("mode")), int(record.get("repeat", 0)))
+
+
+def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatFormat = "chatml",
+                settings: Settings | None = None, slot: int | None = None, endpoint: str | None = None,
+                repeat: int = 0) -> dict[str, Any]:
+    """Run one task in one mode and return its record (checked and classified)."""
+    settings = settings or Settings()
+    env = Env(lights=dict(task.setup.get("lights", {})))
+    tools = make_toolset(task.tools, env)
+    buffer = io.StringIO()
+    options: dict[str, Any] = {"temperature": settings.temperature, "seed": settings.seed + repeat}
+    if slot is not None and settings.pin_slots:
+        options["id_slot"] = slot
+    max_steps = min(task.max_steps, settings.max_steps) if settings.max_steps else task.max_steps
+    recorder = _Recording(backend) if mode in ("text", "baseline") else None
+    started = time.monotonic()
+    error_text = None
+    try:
+        if mode == "baseline":
+            result = run_baseline(recorder, tools, task.question, chat_format=chat_format, max_steps=max_steps,
+                                  max_seconds=settings.max_seconds, reply_tokens=settings.reply_tokens,
+                                  observation_limit=settings.observation_limit, trace=buffer, **options)
+        else:
+            kwargs: dict[str, Any] = {}
+            if mode != "text":
+                kwargs["mode"] = mode
+            agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
+                          reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
+                          chat_format=chat_format, trace=buffer, **kwargs, **options)
+            result = agent.run(task.question)
+    except Exception as exc:  # noqa: BLE001 - a harness or mode failure is recorded, never fatal
+        result = None
+        error_text = f"{type(exc).__name__}: {exc}"
+    seconds = time.monotonic() - started
+    trace = []
+    for line in buffer.getvalue().splitlines():
+        try:
+            trace.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    if recorder is not None:
+        step_records = [r for r in trace if r.get("type") == "step"]
+        for record, word in zip(step_records, recorder.stop_words):
+            record["stop_word"] = word
+    if result is not None:
+        calls = [{"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
+                 for s in result.steps for o in s.outcomes]
+        attempted: list[str] = []
+        for s in result.steps:
+            names = [c.name for c in s.calls] or [o.name for o in s.outcomes]
+            attempted.extend(names)
+        answered = result.stop_reason == "answer"
+        answer, stop_reason = result.answer, result.stop_reason
+        usage = result.usage.to_dict()
+        if result.error is not None:
+            error_text = f"{type(result.error).__name__}: {result.error}"
+    else:
+        calls, attempted, answered, answer, stop_reason, usage = [], [], False, None, "error", Usage().to_dict()
+    outcome = Outcome(answer=answer, answered=answered, calls=calls, attempted=attempted, state=env.state())
+    success, checks = check_task(task, outcome)
+    record: dict[str, Any] = {
+        "version": RECORD_VERSION,
+        "task": task.id, "kind": task.kind, "mode": mode, "repeat": repeat,
+        "success": success, "failure": None,
+        "stop_reason": stop_reason, "answer": answer,
+        "steps": len(result.steps) if result is not None else 0,
+        "seconds": round(seconds, 4),
+        "usage": usage,
+        "checks": [c.to_dict() for c in checks],
+        "calls": [{**c, "output": c["output"][:1000]} for c in calls],
+        "attempted": attempted,
+        "needs_tools": task.needs_tools, "needs_no_tool": task.needs_no_tool,
+        "required_tools": sorted(task.required_tools),
+        "call_specs": call_specs(task),
+        "state": {"lights": {k: v for k, v in env.lights.items() if v}},
+        "endpoint": endpoint, "slot": slot,
+        "error": error_text,
+        "time": time.time(),
+        "trace": trace,
+    }
+    from .metrics import step_facts
+
+    record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
+    record["failure"] = classify(record)
+    return record
+
+
+class ReferenceBackend:
+    """Replays each task's ``reference`` replies: the model-free check that a suite's tasks are
+    solvable and its checkers right (``textagent bench --check-suite``). It finds the task from
+    the conversation (``messages``) and answers with the reply for the current step."""
+
+    def __init__(self, tasks: Iterable[Task]):
+        self.by_question = {prompts.task(t.question): t for t in tasks}
+
+    def complete(self, prompt: str, *, stop: Sequence[str], max_tokens: int, **options: Any) -> Completion:
+        messages = options.get("messages") or []
+        at, task = None, None
+        for i, message in enumerate(messages):
+            if message.get("role") == "user" and message.get("content") in self.by_question:
+                at, task = i, self.by_question[message["content"]]
+        if task is None or at is None:
+            raise BackendError("ReferenceBackend: no task of the suite in this conversation")
+        step = sum(1 for m in messages[at + 1:] if m.get("role") == "assistant")
+        if step >= len(task.reference):
+            raise BackendError(f"ReferenceBackend: task {task.id} has {len(task.reference)} reference replies; "
+                               f"step {step + 1} asked for another")
+        text = task.reference[step]
+        return Completion(text, finish_reason="stop",
+                          usage=Usage(prompt_tokens=len(prompt) // 4, prompt_evaluated=len(prompt) // 4,
+                                      prompt_cached=0, completion_tokens=len(text) // 4 + 1))
+
+
+def check_suite(tasks: Sequence[Task]) -> list[tuple[Task, dict[str, Any] | None]]:
+    """Replay every task's reference in text mode: (task, record) pairs; record None when the
+    task has no reference."""
+    backend = ReferenceBackend(tasks)
+    return [(t, run_episode(t, "text", backend) if t.reference else None) for t in tasks]
+
+
+# --------------------------------------------------------------------------------------------
+# Many episodes
+# --------------------------------------------------------------------------------------------
+
+def load_records(path: str | Path) -> list[dict[str, Any]]:
+    """Every complete JSON line of an episodes file (a line cut off by a crash is skipped)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / EPISODES_FILE
+    records = []
+    if not path.exists():
+        return records
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and "task" in record and "mode" in record:
+                records.append(record)
+    return records
+
+
+def _fmt_seconds(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+class Progress:
+    """A one-line progress bar with ETA on stderr (a line every few percent when not a TTY)."""
+
+    def __init__(self, total: int, *, stream: IO[str] | None = None, width: int = 24, enabled: bool = True):
+        self.total, self.done, self.ok = total, 0, 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.width, self.enabled = width, enabled
+        self.started = time.monotonic()
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last_print = 0.0
+        self._last_pct = -1
+        self.last = ""
+
+    def line(self, note: str = "") -> str:
+        frac = self.done / self.total if self.total else 1.0
+        filled = int(round(frac * self.width))
+        elapsed = time.monotonic() - self.started
+        if self.done:
+            eta = _fmt_seconds(elapsed / self.done * (self.total - self.done))
+            rate = f"{elapsed / self.done:.1f} s/episode"
+        else:
+            eta, rate = "?", "-"
+        text = (f"bench [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} {frac:4.0%} "
+                f"| ok {self.ok} | {rate} | elapsed {_fmt_seconds(elapsed)} | ETA {eta}")
+        return text + (f" | {note}" if note else "")
+
+    def update(self, record: Mapping[str, Any] | None = None) -> None:
+        if record is not None:
+            self.done += 1
+            self.ok += 1 if record.get("success") else 0
+        if not self.enabled:
+            return
+        note = f"{record.get('mode')} {record.get('task')}: {'ok' if record.get('success') else record.get('failure')}" \
+            if record else ""
+        self.last = self.line(note)
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write("\r\033[K" + self.last)
+            self.stream.flush()
+            return
+        pct = int(self.done * 20 / self.total) if self.total else 20   # every 5 %
+        if record is not None and (pct != self._last_pct or now - self._last_print >= 30 or self.done == self.total):
+            self._last_pct, self._last_print = pct, now
+            self.stream.write(self.last + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+@dataclass
+class BenchOutcome:
+    records: list[dict[str, Any]] = field(default_factory=list)   # finished this session
+    skipped: int = 0                                              # already in the file (resumed)
+    interrupted: bool = False
+    planned: int = 0
+
+
+def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, *, workers: Sequence[Slot],
+              backend_for: Callable[[str, Slot], tuple[Any, Any]], settings: Settings | None = None,
+              repeat: int = 1, progress: bool | Progress = True, stream: IO[str] | None = None) -> BenchOutcome:
+    """Run every (task, mode, repeat) not already in ``out_dir/episodes.jsonl`` on the workers.
+
+    Episodes are interleaved (for each repeat, for each task, every mode) so that a partial run
+    still compares the modes on the same tasks. Each record is appended and flushed as soon as
+    its episode ends; Ctrl-C stops handing out episodes and returns what finished
+    (``interrupted=True``); episodes still running are abandoned.
+    """
+    settings = settings or Settings()
+    out = Path(out_dir)
+    (out / "traces").mkdir(parents=True, exist_ok=True)
+    path = out / EPISODES_FILE
+    done = {episode_key(r) for r in load_records(path) if r.get("stop_reason") not in ("backend_error", "error")}
+    plan = [(task, mode, r) for r in range(repeat) for task in tasks for mode in modes]
+    todo = [p for p in plan if (p[0].id, p[1], p[2]) not in done]
+    result = BenchOutcome(skipped=len(plan) - len(todo), planned=len(plan))
+    if isinstance(progress, Progress):
+        bar = progress
+    else:
+        bar = Progress(len(todo), stream=stream, enabled=bool(progress))
+    jobs: queue.Queue[tuple[Task, str, int]] = queue.Queue()
+    for item in todo:
+        jobs.put(item)
+    stop = threading.Event()
+    lock = threading.Lock()
+    if path.exists() and path.stat().st_size:
+        with open(path, "rb") as f:      # a line cut off by a crash: start the next one on a fresh line
+            f.seek(-1, os.SEEK_END)
+            needs_newline = f.read(1) != b"\n"
+    else:
+        needs_newline = False
+    sink = open(path, "a", encoding="utf-8")
+    if needs_newline:
+        sink.write("\n")
+
+    def finish(record: dict[str, Any]) -> None:
+        trace_rel = Path("traces") / _safe(record["mode"]) / f"{_safe(record['task'])}.r{record['repeat']}.jsonl"
+        record["trace_file"] = trace_rel.as_posix()
+        (out / trace_rel).parent.mkdir(parents=True, exist_ok=True)
+        with open(out / trace_rel, "w", encoding="utf-8") as tf:
+            for line in record["trace"]:
+                tf.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        with lock:
+            if sink.closed:   # finished after Ctrl-C: the run has already been reported
+                return
+            sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sink.flush()
+            result.records.append(record)
+            bar.update(record)
+
+    def work(slot: Slot) -> None:
+        while not stop.is_set():
+            try:
+                task, mode, rep = jobs.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                backend, chat_format = backend_for(mode, slot)
+                record = run_episode(task, mode, backend, chat_format=chat_format, settings=settings,
+                                     slot=slot.slot, endpoint=slot.endpoint, repeat=rep)
+            except Exception as exc:  # noqa: BLE001 - e.g. the server's template could not be read
+                record = _error_record(task, mode, rep, slot, exc)
+            if stop.is_set() and not record.get("success") and record.get("stop_reason") == "backend_error":
+                return   # interrupted mid-request: not a real result
+            finish(record)
+
+    threads = [threading.Thread(target=work, args=(slot,), name=f"bench-{i}", daemon=True)
+               for i, slot in enumerate(workers)]
+    try:
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        result.interrupted = True
+    finally:
+        with lock:
+            sink.close()
+            bar.close()
+    return result
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^\w.+-]", "_", name)
+
+
+def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseException) -> dict[str, Any]:
+    return {"version": RECORD_VERSION, "task": task.id, "kind": task.kind, "mode": mode, "repeat": repeat,
+            "success": False, "failure": "backend_error", "stop_reason": "backend_error", "answer": None, "steps": 0,
+            "seconds": 0.0, "usage": Usage().to_dict(), "checks": [], "calls": [], "attempted": [],
+            "needs_tools": task.needs_tools, "needs_no_tool": task.needs_no_tool,
+            "required_tools": sorted(task.required_tools), "call_specs": call_specs(task), "state": {},
+            "endpoint": slot.endpoint, "slot": slot.slot, "error": f"{type(exc).__name__}: {exc}",
+            "time": time.time(), "trace": [], "format_errors": 0, "first_step_format_error": False,
+            "recovered": False, "native_decode_failures": 0, "tool_errors": 0, "loop": False, "hallucinated": False}
