@@ -1,0 +1,377 @@
+"""A fuzz campaign against the parser and the argument layer: ``textagent fuzz``.
+
+Four sources of input, each checked against the same invariants:
+
+* the public hypothesis strategies of :mod:`textagent.testing` (noisy valid replies must give
+  their calls back; near misses and garbage may only raise ``ParseError``); hypothesis shrinks a
+  failure to a minimal reproducer;
+* mutations of a corpus of real model replies (``tests/corpus/``): characters and protocol
+  fragments inserted, spans deleted, duplicated or blown up, lines swapped, replies spliced;
+* the argument layer: random JSON values and strings bound to the demo tools' schemas may only
+  raise ``ToolArgumentError``;
+* the adversarial inputs of the parser benchmark (10^5 open braces, 10 MB strings, ...), each of
+  which must parse or fail in under 2 s.
+
+Invariants: no exception but ``ParseError``; its line and column point inside the text; time
+grows no worse than linearly (the slowest input's time per KB is reported).
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ToolArgumentError
+from .protocol import ParseError, parse_reply
+
+__all__ = ["Campaign", "Failure", "run_campaign", "mutate", "minimize", "load_corpus", "DEFAULT_CORPUS"]
+
+DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
+
+# Fragments that matter to the protocol; mutations splice them in.
+_FRAGMENTS = ["{", "}", "[", "]", '"', "'", "\\", ":", ",", "=", "(", ")", "\n", "\r\n", "\x00", "\ud800",
+              "TOOL:", "tool:", "ARGS:", "ANSWER:", "FINAL ANSWER:", "OBSERVATION:", "```", "```json\n",
+              "**TOOL:**", "- ", "> ", "1. ", "`", "THOUGHT:", "True", "None", "\t", "\u2028", "\ufeff"]
+_SLOW_SECONDS = 2.0  # CPU seconds for one adversarial input
+
+
+@dataclass
+class Failure:
+    source: str
+    message: str
+    reproducer: str
+
+    def __str__(self) -> str:
+        shown = self.reproducer if len(self.reproducer) <= 400 else self.reproducer[:400] + f"... ({len(self.reproducer)} chars)"
+        return f"[{self.source}] {self.message}\n    reproducer: {shown!r}"
+
+
+@dataclass
+class Campaign:
+    examples: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    failures: list[Failure] = field(default_factory=list)
+    slowest_us_per_kb: float = 0.0
+    slowest_size: int = 0
+    adversarial_max_seconds: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return sum(self.examples.values())
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def report(self) -> str:
+        lines = [f"examples: {self.total:,} in {self.seconds:.1f} s ({self.total / max(self.seconds, 1e-9):,.0f}/s)"]
+        lines += [f"  {name:<12} {count:>9,}" for name, count in self.examples.items()]
+        lines.append(f"slowest input per KB (inputs >= 1 KB): {self.slowest_us_per_kb:,.0f} µs/KB "
+                     f"({self.slowest_size:,} chars)")
+        lines.append(f"adversarial inputs: slowest {self.adversarial_max_seconds:.2f} s (limit {_SLOW_SECONDS:.0f} s)")
+        lines.append(f"failures: {len(self.failures)}")
+        lines += [str(f) for f in self.failures[:20]]
+        return "\n".join(lines)
+
+
+# -- the invariant --------------------------------------------------------------------------------
+
+def check(text: str, tools: Any = None) -> str | None:
+    """None if ``parse_reply`` behaves on ``text``; else what went wrong."""
+    try:
+        parse_reply(text, tools)
+    except ParseError as err:
+        lines = text.splitlines() or [""]
+        if not (1 <= err.line <= max(len(lines), 1) + 1 and err.column >= 1):
+            return f"ParseError position {err.line}:{err.column} outside the text ({len(lines)} lines)"
+        return None
+    except Exception as exc:  # noqa: BLE001 - finding these is the point
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def minimize(text: str, failing: Callable[[str], bool], *, budget: float = 10.0) -> str:
+    """Delta debugging, lines then characters, within ``budget`` seconds."""
+    deadline = time.monotonic() + budget
+    for split in (lambda t: t.splitlines(keepends=True), list):
+        parts = split(text)
+        chunk = max(1, len(parts) // 2)
+        while chunk >= 1 and time.monotonic() < deadline:
+            i, shrunk = 0, False
+            while i < len(parts) and time.monotonic() < deadline:
+                candidate = parts[:i] + parts[i + chunk:]
+                if candidate and failing("".join(candidate)):
+                    parts, shrunk = candidate, True
+                else:
+                    i += chunk
+            if not shrunk:
+                chunk //= 2
+        text = "".join(parts)
+    return text
+
+
+# -- corpus mutation ------------------------------------------------------------------------------
+
+def load_corpus(dirs: Iterable[Path | str] = (DEFAULT_CORPUS,)) -> list[str]:
+    texts = []
+    for d in dirs:
+        path = Path(d)
+        if path.is_dir():
+            texts += [p.read_text(encoding="utf-8", errors="surrogateescape") for p in sorted(path.glob("*.txt"))]
+    if not texts:  # a checkout without the corpus still gets a campaign
+        texts = ['TOOL: calculate ARGS: {"expression": "17 * 24"}', "I will check.\nTOOL: get_weather ARGS: city=Paris",
+                 "ANSWER: 508", "```json\nTOOL: calculate(expression=\"1+1\")\n```\nOBSERVATION: 2"]
+    return texts
+
+
+def mutate(text: str, rng: random.Random, corpus: list[str]) -> str:
+    """One to four random edits of ``text``."""
+    for _ in range(rng.randint(1, 4)):
+        n = len(text)
+        op = rng.randrange(9)
+        i, j = sorted((rng.randint(0, n), rng.randint(0, n)))
+        if op == 0:
+            text = text[:i] + rng.choice(_FRAGMENTS) + text[i:]
+        elif op == 1:
+            text = text[:i] + text[j:]
+        elif op == 2:
+            text = text[:j] + text[i:j] + text[j:]
+        elif op == 3:  # blow a span up: quadratic behaviour shows on big inputs only
+            text = text[:i] + text[i:j][:64] * rng.choice((10, 100, 1000)) + text[j:]
+        elif op == 4:
+            lines = text.splitlines(keepends=True)
+            rng.shuffle(lines)
+            text = "".join(lines)
+        elif op == 5:
+            other = rng.choice(corpus)
+            text = text[:i] + other[rng.randint(0, len(other)):]
+        elif op == 6:
+            text = text[:i] + text[i:j].swapcase() + text[j:]
+        elif op == 7:
+            text = text[:i] + chr(rng.choice((rng.randint(0, 0x7F), rng.randint(0x80, 0x10FFFF)))) + text[i:]
+        else:
+            text = text[:i]
+    return text
+
+
+def _mutation_phase(campaign: Campaign, corpus: list[str], count: int, deadline: float, rng: random.Random,
+                    tools: Any) -> None:
+    done = 0
+    while done < count and time.monotonic() < deadline:
+        text = mutate(rng.choice(corpus), rng, corpus)
+        started = _cpu()
+        problem = check(text, tools if done % 2 else None)
+        _timed(campaign, text, _cpu() - started)
+        if problem:
+            small = minimize(text, lambda t: check(t) is not None)
+            campaign.failures.append(Failure("mutation", check(small) or problem, small))
+        done += 1
+    campaign.examples["mutation"] = campaign.examples.get("mutation", 0) + done
+
+
+def _timed(campaign: Campaign, text: str, seconds: float) -> None:
+    if len(text) >= 1024:
+        per_kb = seconds * 1e6 / (len(text) / 1024)
+        if per_kb > campaign.slowest_us_per_kb:
+            # One timing on a shared machine can be a GC pause or a preemption: keep the best of three.
+            best = min([seconds] + [_time_once(text) for _ in range(2)])
+            per_kb = best * 1e6 / (len(text) / 1024)
+            if per_kb > campaign.slowest_us_per_kb:
+                campaign.slowest_us_per_kb, campaign.slowest_size = per_kb, len(text)
+
+
+def _time_once(text: str) -> float:
+    started = _cpu()
+    check(text)
+    return _cpu() - started
+
+
+# CPU time of this thread: what the parser costs, whatever else the (shared) machine is doing.
+_cpu = time.thread_time
+
+
+# -- hypothesis phases ----------------------------------------------------------------------------
+
+def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int, tools: Any,
+                      pool: list[str]) -> None:
+    """Each strategy in turn; every generated reply also joins ``pool``, the mutation corpus."""
+    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+    from hypothesis import strategies as st
+
+    from . import testing
+
+    cases: list[tuple[str, Any, Callable[[Any], str | None]]] = []
+
+    def valid(case: tuple[list[Any], str]) -> str | None:
+        calls, text = case
+        try:
+            got = parse_reply(text).calls
+        except Exception as exc:  # noqa: BLE001
+            return f"a valid noisy reply did not parse: {type(exc).__name__}: {exc}"
+        return None if got == list(calls) else f"calls changed: {got!r} != {list(calls)!r}"
+
+    def any_text(text: str) -> str | None:
+        return check(text, tools)
+
+    noisy = st.lists(testing.tool_calls(), min_size=1, max_size=3).flatmap(
+        lambda calls: testing.noisy_replies(calls).map(lambda text: (calls, text)))
+    sources = [
+        ("noisy", noisy, valid),
+        ("near-miss", testing.near_miss_replies(), any_text),
+        ("garbage", testing.garbage_replies(), any_text),
+        ("text", st.text(max_size=400), any_text),
+        ("bytes", st.binary(max_size=400).map(lambda b: b.decode("utf-8", errors="replace")), any_text),
+    ]
+    per_source = max(1, count // len(sources))
+    for name, strategy, prop in sources:
+        if time.monotonic() >= deadline:
+            break
+        seen: list[int] = [0]
+        failing: list[tuple[Any, str]] = []
+        target = _target(prop, seen, failing, deadline, pool)
+        test = settings(max_examples=per_source, deadline=None, database=None, derandomize=False,
+                        phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
+                        print_blob=False)(given(strategy)(target))
+        try:
+            hseed(seed)(test)()
+        except AssertionError:
+            value, problem = failing[-1]
+            text = value[1] if isinstance(value, tuple) else value
+            campaign.failures.append(Failure(f"hypothesis:{name}", problem, text))
+        campaign.examples[name] = seen[0]
+
+
+def _target(prop: Callable[[Any], str | None], seen: list[int], failing: list[tuple[Any, str]],
+            deadline: float, pool: list[str]) -> Callable[[Any], None]:
+    def target(value: Any) -> None:
+        if time.monotonic() >= deadline:
+            return
+        seen[0] += 1
+        text = value[1] if isinstance(value, tuple) else value
+        if len(pool) < 5000 and isinstance(text, str):
+            pool.append(text)
+        problem = prop(value)
+        if problem:
+            failing.append((value, problem))  # hypothesis shrinks: the last one is the smallest
+            raise AssertionError(problem)
+
+    return target
+
+
+def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> None:
+    """Random JSON and strings bound to the demo tools: only ToolArgumentError may come out."""
+    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+    from hypothesis import strategies as st
+
+    from . import testing
+    from .toolkits.demo import demo_tools
+
+    tools = list(demo_tools().values())
+    seen = [0]
+    failing: list[tuple[Any, str]] = []
+    values = st.one_of(testing.json_args(), st.dictionaries(st.text(max_size=8), testing.json_values()),
+                       st.text(max_size=200), testing.json_values())
+
+    @given(st.sampled_from(tools), values)
+    def target(tool: Any, args: Any) -> None:
+        if time.monotonic() >= deadline:
+            return
+        seen[0] += 1
+        try:
+            tool.bind(args)
+        except ToolArgumentError:
+            pass
+        except Exception as exc:  # noqa: BLE001
+            failing.append(((tool.name, args), f"{type(exc).__name__}: {exc}"))
+            raise AssertionError(failing[-1][1]) from exc
+
+    test = settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
+                    suppress_health_check=list(HealthCheck), print_blob=False)(target)
+    try:
+        hseed(seed)(test)()
+    except AssertionError:
+        (name, args), problem = failing[-1]
+        campaign.failures.append(Failure("args", problem, f"{name}.bind({args!r})"))
+    campaign.examples["args"] = seen[0]
+
+
+def _adversarial_phase(campaign: Campaign) -> None:
+    from .bench.parser import adversarial
+
+    count = 0
+    for name, text, is_target in adversarial(quick=False):
+        if not is_target:
+            continue
+        started = _cpu()
+        problem = check(text)
+        elapsed = _cpu() - started
+        count += 1
+        campaign.adversarial_max_seconds = max(campaign.adversarial_max_seconds, elapsed)
+        _timed(campaign, text, elapsed)
+        if problem:
+            campaign.failures.append(Failure("adversarial", f"{name}: {problem}", text[:200]))
+        elif elapsed > _SLOW_SECONDS:
+            campaign.failures.append(Failure("adversarial", f"{name}: took {elapsed:.2f} s", text[:200]))
+    campaign.examples["adversarial"] = count
+
+
+def run_campaign(*, examples: int | None = None, seconds: float | None = None, seed: int = 0,
+                 corpus_dirs: Iterable[Path | str] = (DEFAULT_CORPUS,), adversarial: bool = True,
+                 progress: Callable[[str], None] = lambda _: None) -> Campaign:
+    """Run the campaign for ``examples`` inputs or ``seconds`` of wall time (default 100,000 inputs)."""
+    if examples is None and seconds is None:
+        examples = 100_000
+    budget = examples if examples is not None else 10**12
+    started = time.monotonic()
+    deadline = started + seconds if seconds is not None else float("inf")
+
+    def share(fraction: float) -> float:
+        return started + seconds * fraction if seconds is not None else float("inf")
+
+    from .toolkits.demo import demo_tools
+
+    tools = demo_tools()
+    campaign = Campaign()
+    rng = random.Random(seed)
+    corpus = load_corpus(corpus_dirs)
+    if adversarial:
+        progress("adversarial inputs ...")
+        _adversarial_phase(campaign)
+    # Hypothesis explores structure but is slow per example (~10 ms); mutation is ~1 ms. So a
+    # small share goes to the strategies and what they generate seeds the mutations.
+    progress("hypothesis strategies ...")
+    _hypothesis_phase(campaign, max(50, int(budget * 0.03)), min(deadline, share(0.3)), seed, tools, corpus)
+    progress("argument layer ...")
+    _args_phase(campaign, max(20, int(budget * 0.01)), min(deadline, share(0.4)), seed)
+    progress(f"mutating {len(corpus)} replies (corpus + generated) ...")
+    remaining = budget - campaign.total if examples is not None else 10**12
+    _mutation_phase(campaign, corpus, max(0, remaining), deadline, rng, tools)
+    campaign.seconds = time.monotonic() - started
+    return campaign
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="textagent fuzz", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--examples", type=int, help="how many inputs (default 100,000)")
+    group.add_argument("--seconds", type=float, help="run for this long instead")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--corpus", action="append", help="folder of reply .txt files (default: tests/corpus)")
+    parser.add_argument("--no-adversarial", action="store_true", help="skip the 1-10 MB adversarial inputs")
+    args = parser.parse_args(argv)
+    campaign = run_campaign(examples=args.examples, seconds=args.seconds, seed=args.seed,
+                            corpus_dirs=args.corpus or (DEFAULT_CORPUS,), adversarial=not args.no_adversarial,
+                            progress=lambda m: print(m, file=sys.stderr, flush=True))
+    print(campaign.report())
+    return 0 if campaign.ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
