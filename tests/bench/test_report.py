@@ -1,0 +1,110 @@
+"""report.md / report.png rendering and the comparison of two runs."""
+from __future__ import annotations
+
+import builtins
+import json
+
+import pytest
+
+from textagent.bench import report as REP
+from textagent.bench.runner import EPISODES_FILE, ReferenceBackend, run_episode
+from textagent.backends.scripted import ScriptedBackend
+from textagent.bench.tasks import load_tasks
+
+SUITE = {t.id: t for t in load_tasks()}
+IDS = ["single-calc-mul", "single-weather-berlin", "notool-capital-france", "chain-calc-seed", "bare-is-prime",
+       "typed-currency", "distract-divide"]
+
+
+def make_run(path, *, broken=(), modes=("text", "baseline"), meta=None):
+    """A run directory: reference replies (solved) except for the tasks in ``broken``."""
+    path.mkdir(parents=True, exist_ok=True)
+    tasks = [SUITE[i] for i in IDS]
+    good = ReferenceBackend(tasks)
+    with open(path / EPISODES_FILE, "w") as f:
+        for task in tasks:
+            for mode in modes:
+                backend = ScriptedBackend(["ANSWER: no idea"]) if task.id in broken else good
+                record = run_episode(task, mode, backend, chat_format="chatml")
+                record["trace_file"] = f"traces/{mode}/{task.id}.r0.jsonl"
+                f.write(json.dumps(record) + "\n")
+    meta = {"modes": list(modes), "started": "2026-11-29T12:00:00+00:00", "model": "tiny", "planned": 99,
+            "machine": {"cpu": "Test CPU", "cores": 2, "system": "Linux", "python": "3.11"},
+            "command": "textagent bench --out x", "unavailable": {"native": "no mode= yet"}, **(meta or {})}
+    (path / REP.RUN_FILE).write_text(json.dumps(meta))
+    return path
+
+
+def test_markdown_has_the_side_by_side_table_taxonomy_and_worst_tasks(tmp_path):
+    run = make_run(tmp_path / "run", broken=("bare-is-prime", "single-calc-mul"))
+    meta, records = REP.load_run(run)
+    text = REP.render_markdown(meta, records, chart="report.png")
+    assert "| metric | text | baseline |" in text
+    assert "success rate (95 % CI)" in text and "tokens per solved task" in text and "KV reuse" in text
+    assert "recovery rate" in text and "native decode-failure rate" in text and "time per task" in text
+    # text mode: 5/7 solved, baseline fails the bare-argument task too (not JSON) -> shown per mode
+    assert "**71.4 %**" in text and "5/7" in text
+    assert "| no call where one was needed | 2 |" in text
+    assert "| `bare-is-prime` | bare | 0/1 | no_call |" in text
+    assert "(traces/text/bare-is-prime.r0.jsonl)" in text
+    assert "Not run: **native**: no mode= yet" in text
+    assert "**partial run**: 14 of 99 episodes" in text
+    assert "![success and tokens per solved task" in text
+    assert "Test CPU, 2 cores" in text
+
+
+def test_every_solved_mode_says_so(tmp_path):
+    run = make_run(tmp_path / "run", modes=("text",))
+    text = REP.render_markdown(*REP.load_run(run))
+    assert "Every task solved." in text and "**100.0 %**" in text
+
+
+def test_write_report_draws_the_chart(tmp_path):
+    pytest.importorskip("matplotlib")
+    run = make_run(tmp_path / "run", broken=("bare-is-prime",))
+    path = REP.write_report(run)
+    assert (run / "report.png").stat().st_size > 10_000
+    assert "![success" in path.read_text()
+
+
+def test_write_report_without_matplotlib_says_so(tmp_path, monkeypatch):
+    run = make_run(tmp_path / "run")
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    text = REP.write_report(run).read_text()
+    assert not (run / "report.png").exists()
+    assert "matplotlib is not installed" in text and "![" not in text
+
+
+def test_empty_and_missing_runs(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / EPISODES_FILE).write_text("")
+    text = REP.write_report(tmp_path / "empty").read_text()
+    assert "No episodes finished yet." in text
+    with pytest.raises(FileNotFoundError):
+        REP.load_run(tmp_path / "nothing")
+
+
+def test_compare_two_runs(tmp_path):
+    before = make_run(tmp_path / "a", broken=("bare-is-prime", "single-calc-mul", "typed-currency"))
+    after = make_run(tmp_path / "b", broken=("typed-currency", "distract-divide"))
+    text = REP.compare_runs(before, after)
+    assert "## text" in text and "## baseline" in text
+    assert "| metric | A | B | B − A |" in text
+    assert "+14.3 pp" in text            # 4/7 -> 5/7
+    assert "Better in B: `bare-is-prime`" in text and "`single-calc-mul`" in text
+    assert "Worse in B: `distract-divide` (→ no_call)" in text
+    assert "| no call where one was needed | 3 | 2 | -1 |" in text
+
+
+def test_compare_with_a_mode_only_in_one_run(tmp_path):
+    a = make_run(tmp_path / "a", modes=("text",))
+    b = make_run(tmp_path / "b", modes=("text", "baseline"))
+    text = REP.compare_runs(a, b)
+    assert "## baseline\n\nOnly in B." in text

@@ -1,0 +1,294 @@
+"""``textagent bench``: run the task suite in several modes side by side and write a report.
+
+    textagent bench --modes text,baseline --out bench-run/             # embedded llama-server
+    textagent bench --modes text,native --endpoint http://a:8080 --endpoint http://b:8080 --out run/
+    textagent bench --compare before/ after/
+
+``main(argv)`` takes the arguments after ``bench``. Exit codes: 0 done, 1 error, 2 usage,
+130 interrupted (finished episodes are kept; the same command resumes).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError, TextagentError
+from .metrics import summarize
+from .report import RUN_FILE, compare_runs, metric_rows, write_report
+from .runner import (MODES, BackendFactory, Settings, Slot, load_records, mode_availability, run_bench)
+from .tasks import TaskFileError, default_suite_path, load_tasks
+
+__all__ = ["main", "build_parser", "add_arguments", "run"]
+
+DEFAULT_MODES = "text,constrained,native,baseline"
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--modes", default=DEFAULT_MODES,
+                   help=f"comma-separated modes: {', '.join(MODES)} (default: {DEFAULT_MODES}); modes this "
+                        "textagent or endpoint cannot run are skipped with the reason")
+    p.add_argument("--endpoint", action="append", default=[],
+                   help="server URL; repeat to spread episodes over several servers (default: start the "
+                        "embedded llama-server with --concurrency slots)")
+    p.add_argument("--api", choices=["llamacpp", "completions", "chat"], default="llamacpp",
+                   help="the endpoints' API for text/baseline modes (default llamacpp)")
+    p.add_argument("--model", help="embedded server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
+    p.add_argument("--model-name", help="model name sent to OpenAI-compatible endpoints")
+    p.add_argument("--api-key", help="bearer token for OpenAI-compatible endpoints")
+    p.add_argument("--chat-format", default="server", choices=["server", "chatml", "llama3", "gemma", "plain"],
+                   help="prompt format for completion endpoints (default: the model's own, from llama.cpp)")
+    p.add_argument("--tasks", help="task file (JSONL; default: the shipped suite)")
+    p.add_argument("--kinds", help="only tasks of these kinds (comma-separated)")
+    p.add_argument("--only", help="only these task ids (comma-separated)")
+    p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--repeat", type=int, default=1, help="run every task N times per mode (seed + repeat index)")
+    p.add_argument("--concurrency", "-k", type=int, default=1,
+                   help="episodes at once per endpoint, each pinned to its own server slot (default 1)")
+    p.add_argument("--reply-tokens", type=int, default=256, help="max tokens per model reply (default 256)")
+    p.add_argument("--max-steps", type=int, help="cap every task's max_steps")
+    p.add_argument("--max-seconds", type=float, default=300, help="wall-time limit per episode (default 300)")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
+    p.add_argument("--no-pin", action="store_true", help="do not send id_slot (servers that reject it)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--out", help="directory for episodes.jsonl, traces/, run.json, report.md, report.png")
+    p.add_argument("--report", metavar="DIR", help="only (re)write the report of an existing run directory")
+    p.add_argument("--check-suite", action="store_true",
+                   help="no model: replay every task's reference replies and check that they pass")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="diff the tables of two runs (directories)")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="textagent bench", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    return add_arguments(p)
+
+
+def _machine() -> dict[str, Any]:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu or platform.machine(), "cores": os.cpu_count(), "system": f"{platform.system()} {platform.release()}",
+            "python": platform.python_version(), "host": platform.node()}
+
+
+def _select(tasks: list[Any], args: argparse.Namespace) -> list[Any]:
+    if args.kinds:
+        kinds = {k.strip() for k in args.kinds.split(",") if k.strip()}
+        tasks = [t for t in tasks if t.kind in kinds]
+    if args.only:
+        ids = [i.strip() for i in args.only.split(",") if i.strip()]
+        unknown = [i for i in ids if i not in {t.id for t in tasks}]
+        if unknown:
+            raise TaskFileError(f"unknown task ids: {', '.join(unknown)}")
+        tasks = [t for t in tasks if t.id in ids]
+    if args.limit is not None:
+        tasks = tasks[: max(0, args.limit)]
+    return tasks
+
+
+def print_table(out_dir: Path, modes: Sequence[str]) -> None:
+    summaries = summarize(load_records(out_dir), modes)
+    shown = [m for m in modes if summaries.get(m) and summaries[m].episodes]
+    if not shown:
+        return
+    rows = [dict(metric_rows(summaries[m])) for m in shown]
+    names = list(rows[0])
+    width = max(len(n) for n in names)
+    cols = [max(len(m), *(len(r[n].replace("**", "")) for n in names)) for m, r in zip(shown, rows)]
+    print(" " * width + "  " + "  ".join(m.rjust(c) for m, c in zip(shown, cols)))
+    for n in names:
+        print(n.ljust(width) + "  " + "  ".join(r[n].replace("**", "").rjust(c) for r, c in zip(rows, cols)))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.compare:
+        print(compare_runs(*args.compare), end="")
+        return 0
+    if args.check_suite:
+        return _check_suite(args)
+    if args.report:
+        path = write_report(args.report)
+        _say(f"wrote {path}")
+        return 0
+    if not args.out:
+        _say("textagent bench: --out DIR is required (or --compare A B, or --report DIR)")
+        return 2
+    if args.concurrency < 1 or args.repeat < 1:
+        _say("textagent bench: --concurrency and --repeat must be at least 1")
+        return 2
+    requested = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes, unavailable = mode_availability(requested, api=args.api)
+    for mode, why in unavailable.items():
+        _say(f"textagent bench: skipping mode {mode}: {why}")
+    if not modes:
+        _say("textagent bench: no mode can run")
+        return 1
+    tasks = _select(load_tasks(args.tasks), args)
+    if not tasks:
+        _say("textagent bench: no tasks selected")
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = Settings(reply_tokens=args.reply_tokens, max_steps=args.max_steps, max_seconds=args.max_seconds,
+                        temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin)
+    factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model_name,
+                             api_key=args.api_key, timeout=args.timeout)
+    server = None
+    try:
+        endpoints = list(args.endpoint)
+        model = args.model_name or ""
+        if not endpoints:
+            from ..local import DEFAULT_MODEL, LocalServer
+
+            if args.api != "llamacpp":
+                _say("textagent bench: the embedded server speaks llamacpp; pass --endpoint for other APIs")
+                return 2
+            server = LocalServer(args.model, parallel=args.concurrency, progress=_say)
+            server.start()
+            endpoints = [server.url]
+            model = f"{args.model or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency})"
+        workers: list[Slot] = []
+        for url in endpoints:
+            slots = factory.slots(url)
+            k = args.concurrency
+            if slots is not None and k > slots:
+                _say(f"textagent bench: {url} has {slots} slots; running {slots} episodes at once there, not {k}")
+                k = slots
+            if not model and args.api == "llamacpp":
+                model = _server_model(url)
+            workers += [Slot(url, i if args.api == "llamacpp" else None) for i in range(k)]
+        meta = _meta(args, tasks, modes, unavailable, endpoints, model, settings)
+        previous = _read_meta(out)
+        if previous.get("started") and load_records(out):
+            meta["started"] = previous["started"]
+            meta["resumed"] = [*previous.get("resumed", []), _now()]
+        _write_meta(out, meta)
+        _say(f"textagent bench: {len(tasks)} tasks x {len(modes)} modes ({', '.join(modes)}) x {args.repeat} "
+             f"on {len(endpoints)} endpoint(s), {len(workers)} at once; results in {out}/")
+        outcome = run_bench(tasks, modes, out, workers=workers, backend_for=factory, settings=settings,
+                            repeat=args.repeat, progress=not args.no_progress)
+        if outcome.skipped:
+            _say(f"textagent bench: resumed; {outcome.skipped} episodes were already done")
+        meta["finished"] = None if outcome.interrupted else _now()
+        meta["interrupted"] = outcome.interrupted
+        _write_meta(out, meta)
+        report = write_report(out)
+        print_table(out, modes)
+        _say(f"textagent bench: report at {report}")
+        if outcome.interrupted:
+            _say(f"textagent bench: interrupted; {len(outcome.records)} episodes finished this time and are kept "
+                 "in episodes.jsonl; run the same command again to resume")
+            return 130
+        return 0
+    except KeyboardInterrupt:
+        _say("textagent bench: interrupted before the run started")
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _check_suite(args: argparse.Namespace) -> int:
+    from .runner import check_suite
+
+    tasks = _select(load_tasks(args.tasks), args)
+    bad = 0
+    for task, record in check_suite(tasks):
+        if record is None:
+            print(f"{task.id}: no reference replies (not checked)")
+        elif not record["success"]:
+            bad += 1
+            why = "; ".join(c["detail"] or c["type"] for c in record["checks"] if not c["ok"]) or record["stop_reason"]
+            print(f"{task.id}: FAILED ({record['failure']}): {why}{' / ' + record['error'] if record['error'] else ''}")
+    print(f"{len(tasks) - bad}/{len(tasks)} tasks: reference replies pass their checks")
+    return 1 if bad else 0
+
+
+def _server_model(url: str) -> str:
+    from ..backends import LlamaCppBackend
+
+    try:
+        props = LlamaCppBackend(url, retries=0).props()
+    except BackendError:
+        return ""
+    path = props.get("model_path") or ""
+    return Path(path).name if path else ""
+
+
+def _now() -> str:
+    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def _meta(args: argparse.Namespace, tasks: list[Any], modes: list[str], unavailable: dict[str, str],
+          endpoints: list[str], model: str, settings: Settings) -> dict[str, Any]:
+    from .. import __version__
+
+    return {
+        "command": ("textagent bench " + shlex.join(args._argv)) if getattr(args, "_argv", None) is not None
+        else "textagent " + shlex.join(sys.argv[1:]),
+        "started": _now(), "finished": None,
+        "machine": _machine(), "model": model, "endpoints": endpoints, "api": args.api,
+        "modes": modes, "unavailable": unavailable,
+        "tasks_file": args.tasks or str(default_suite_path().name) + " (shipped suite)",
+        "n_tasks": len(tasks), "tasks": [t.id for t in tasks], "repeat": args.repeat,
+        "concurrency": args.concurrency, "settings": asdict(settings),
+        "planned": len(tasks) * len(modes) * args.repeat, "textagent": __version__,
+    }
+
+
+def _read_meta(out: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_meta(out: Path, meta: dict[str, Any]) -> None:
+    (out / RUN_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    args._argv = argv
+    try:
+        return run(args)
+    except (TaskFileError, FileNotFoundError) as exc:
+        _say(f"textagent bench: {exc}")
+        return 2
+    except BackendError as exc:
+        _say(f"textagent bench: {exc}")
+        return 7
+    except TextagentError as exc:
+        _say(f"textagent bench: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""The bench report: ``report.md`` (modes side by side, failure taxonomy, worst tasks with links
+to their traces), ``report.png`` (when matplotlib is installed), and the diff of two runs."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .metrics import FAILURE_TITLES, FAILURES, NATIVE_MODES, ModeSummary, latest_records, summarize, task_scores
+from .runner import EPISODES_FILE, load_records
+
+__all__ = ["write_report", "render_markdown", "write_chart", "compare_runs", "metric_rows", "RUN_FILE",
+           "load_run"]
+
+RUN_FILE = "run.json"
+
+
+def load_run(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(run metadata, latest record per episode) of a run directory or an episodes file."""
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    meta: dict[str, Any] = {}
+    if (folder / RUN_FILE).exists():
+        try:
+            meta = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {}
+    records = latest_records(load_records(path))
+    if not records and not (path / EPISODES_FILE if path.is_dir() else path).exists():
+        raise FileNotFoundError(f"no bench results at {path} (expected {EPISODES_FILE})")
+    return meta, records
+
+
+# --------------------------------------------------------------------------------------------
+# Formatting
+# --------------------------------------------------------------------------------------------
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{x * 100:.{digits}f} %"
+
+
+def _num(x: float | None, digits: int = 0) -> str:
+    if x is None:
+        return "—"
+    return f"{x:,.{digits}f}"
+
+
+def metric_rows(s: ModeSummary) -> list[tuple[str, str]]:
+    """(metric, formatted value) for one mode, in table order."""
+    if not s.episodes:
+        return [(name, "—") for name in _METRIC_NAMES]
+    recovery = "— (none)" if s.recovery_rate is None else f"{_pct(s.recovery_rate, 0)} ({s.recovered}/{s.first_step_errors})"
+    return [
+        ("success rate (95 % CI)", f"**{_pct(s.success_rate)}** ({_pct(s.ci_low, 0)}–{_pct(s.ci_high, 0)}), "
+                                   f"{s.successes}/{s.episodes}"),
+        ("mean steps", _num(s.mean_steps, 2)),
+        ("tokens per solved task", _num(s.tokens_per_solved)),
+        ("prompt tokens sent per episode", _num(s.prompt_tokens_per_episode)),
+        ("KV reuse", _pct(s.kv_reuse)),
+        ("format-error rate (per step)", _pct(s.format_error_rate)),
+        ("recovery rate (first-step format errors fixed)", recovery),
+        ("native decode-failure rate (per step)", _pct(s.decode_failure_rate) if s.mode in NATIVE_MODES else "n/a"),
+        ("time per task", f"{s.seconds_per_task:.1f} s"),
+        ("tool errors", str(s.tool_errors)),
+    ]
+
+
+_METRIC_NAMES = ["success rate (95 % CI)", "mean steps", "tokens per solved task", "prompt tokens sent per episode",
+                 "KV reuse", "format-error rate (per step)", "recovery rate (first-step format errors fixed)",
+                 "native decode-failure rate (per step)", "time per task", "tool errors"]
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str | None = None) -> str:
+    align = align or ("l" + "r" * (len(header) - 1))
+    marks = {"l": "---", "r": "---:", "c": ":---:"}
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(marks[a] for a in align) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _modes(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[str]:
+    seen = list(dict.fromkeys(r["mode"] for r in records))
+    order = [m for m in meta.get("modes", []) if m in seen]
+    return order + [m for m in seen if m not in order]
+
+
+def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]], *,
+                    chart: str | None = None) -> str:
+    records = latest_records(records)
+    modes = _modes(meta, records)
+    summaries = summarize(records, modes)
+    out: list[str] = ["# textagent bench report", ""]
+    facts = []
+    if meta.get("started"):
+        facts.append(f"- **date**: {meta['started']}" + (f" (finished {meta['finished']})" if meta.get("finished") else ""))
+    if meta.get("machine"):
+        m = meta["machine"]
+        facts.append(f"- **machine**: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('system', '')}, "
+                     f"Python {m.get('python', '?')}")
+    if meta.get("model"):
+        facts.append(f"- **model**: {meta['model']}")
+    if meta.get("endpoints"):
+        facts.append(f"- **endpoints**: {', '.join(meta['endpoints'])} (concurrency {meta.get('concurrency', '?')} "
+                     "per endpoint, episodes pinned to slots)")
+    if meta.get("tasks_file"):
+        facts.append(f"- **tasks**: {meta.get('n_tasks', '?')} from `{meta['tasks_file']}`, repeat {meta.get('repeat', 1)}")
+    if meta.get("settings"):
+        st = meta["settings"]
+        facts.append(f"- **settings**: reply_tokens {st.get('reply_tokens')}, temperature {st.get('temperature')}, "
+                     f"seed {st.get('seed')}, max_seconds {st.get('max_seconds')} per episode")
+    if meta.get("command"):
+        facts.append(f"- **command**: `{meta['command']}`")
+    planned = meta.get("planned")
+    if planned and planned > len(records):
+        facts.append(f"- **partial run**: {len(records)} of {planned} episodes finished "
+                     "(run the same command again to resume)")
+    out += facts + [""] if facts else []
+
+    out += ["## Modes side by side", ""]
+    if modes:
+        rows = [[name] + [dict(metric_rows(summaries[m]))[name] for m in modes] for name in _METRIC_NAMES]
+        out.append(_table(["metric", *modes], rows))
+    else:
+        out.append("No episodes finished yet.")
+    unavailable = meta.get("unavailable") or {}
+    if unavailable:
+        out += ["", "Not run: " + "; ".join(f"**{m}**: {why}" for m, why in unavailable.items()) + "."]
+    out += ["", _DEFINITIONS, ""]
+
+    if chart:
+        out += [f"![success and tokens per solved task by mode; failure taxonomy]({chart})", ""]
+    elif meta.get("chart_note"):
+        out += [f"_{meta['chart_note']}_", ""]
+
+    out += ["## Failure taxonomy", "", "Each failed episode gets the first class that applies, in this order.", ""]
+    if modes:
+        rows = []
+        for label in FAILURES:
+            counts = [summaries[m].failures.get(label, 0) for m in modes]
+            rows.append([FAILURE_TITLES[label], *[str(c) for c in counts]])
+        rows.append(["**solved**", *[f"**{summaries[m].successes}**" for m in modes]])
+        rows.append(["episodes", *[str(summaries[m].episodes) for m in modes]])
+        out.append(_table(["failure class", *modes], rows))
+        out += ["", "### Success by task kind", ""]
+        kinds = list(dict.fromkeys(k for m in modes for k in summaries[m].by_kind))
+        rows = [[k, *[_frac(summaries[m].by_kind.get(k)) for m in modes]] for k in kinds]
+        out.append(_table(["kind", *modes], rows))
+    out += ["", "## Worst tasks per mode", ""]
+    for mode in modes:
+        worst = [t for t in task_scores(records, mode) if t["successes"] < t["episodes"]][:5]
+        out += [f"### {mode}", ""]
+        if not worst:
+            out += ["Every task solved.", ""]
+            continue
+        rows = []
+        for t in worst:
+            links = ", ".join(f"[r{i}]({p})" for i, p in enumerate(t["traces"][:3])) or "—"
+            labels = ", ".join(sorted(set(t["failures"]))) or "—"
+            rows.append([f"`{t['task']}`", t["kind"], f"{t['successes']}/{t['episodes']}", labels,
+                         f"{t['mean_steps']:.1f}", links])
+        out += [_table(["task", "kind", "solved", "failure", "steps", "trace"], rows, "lllllr"), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _frac(pair: list[int] | None) -> str:
+    if not pair:
+        return "—"
+    return f"{pair[0]}/{pair[1]}"
+
+
+_DEFINITIONS = (
+    "Success: the model gave a final answer and every check of the task passed (95 % Wilson interval). "
+    "Tokens per solved task: prompt tokens the server computed plus generated tokens, summed over all "
+    "episodes of the mode, divided by the episodes solved. KV reuse: prompt tokens reused from the "
+    "server's KV cache / prompt tokens sent. Format-error rate: replies that could not be used / replies. "
+    "Recovery rate: episodes whose first reply was a format error and that later produced a usable reply "
+    "after the feedback. Native decode failure: a native-mode reply whose call came back as text in "
+    "`content` instead of `tool_calls`. `baseline` is the seed-style loop (regex `TOOL: (\\w+) ARGS: (.*)` "
+    "+ `json.loads`, one call per reply, no feedback) on the same prompt."
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Chart
+# --------------------------------------------------------------------------------------------
+
+def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path) -> str | None:
+    """Draw report.png; returns None on success, else why it was not drawn."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "report.png was not drawn: matplotlib is not installed (pip install 'textagent[bench]')"
+    modes = [m for m, s in summaries.items() if s.episodes]
+    if not modes:
+        return "report.png was not drawn: no episodes"
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    xs = range(len(modes))
+    rates = [summaries[m].success_rate * 100 for m in modes]
+    low = [max(0.0, r - summaries[m].ci_low * 100) for r, m in zip(rates, modes)]
+    high = [max(0.0, summaries[m].ci_high * 100 - r) for r, m in zip(rates, modes)]
+    ax = axes[0]
+    ax.bar(xs, rates, yerr=[low, high], capsize=6, color="#4C72B0")
+    ax.set_xticks(list(xs), modes)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("success rate, % (95 % CI)")
+    ax.set_title("Success by mode")
+    for x, r in zip(xs, rates):
+        ax.text(x + 0.08, max(r - 6, 1), f"{r:.0f}%", ha="left", color="white" if r > 8 else "black")
+    ax = axes[1]
+    tokens = [summaries[m].tokens_per_solved or 0 for m in modes]
+    ax.bar(xs, tokens, color="#55A868")
+    ax.set_xticks(list(xs), modes)
+    ax.set_ylabel("tokens per solved task")
+    ax.set_title("Cost per solved task (computed + generated tokens)")
+    for x, t, m in zip(xs, tokens, modes):
+        ax.text(x, t, f"{t:,.0f}" if summaries[m].tokens_per_solved else "none solved", ha="center", va="bottom")
+    ax = axes[2]
+    bottom = [0] * len(modes)
+    colors = plt.get_cmap("tab10")
+    for i, label in enumerate(FAILURES):
+        counts = [summaries[m].failures.get(label, 0) for m in modes]
+        if not any(counts):
+            continue
+        ax.bar(xs, counts, bottom=bottom, label=FAILURE_TITLES[label], color=colors(i % 10))
+        bottom = [b + c for b, c in zip(bottom, counts)]
+    ax.set_xticks(list(xs), modes)
+    ax.set_ylabel("failed episodes")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("Failure taxonomy")
+    if any(bottom):
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def write_report(out_dir: str | Path) -> Path:
+    """Write ``report.md`` (and ``report.png`` when matplotlib is installed) for a run directory."""
+    out = Path(out_dir)
+    meta, records = load_run(out)
+    modes = _modes(meta, records)
+    note = write_chart(summarize(records, modes), out / "report.png")
+    meta = dict(meta)
+    if note:
+        meta["chart_note"] = note
+    text = render_markdown(meta, records, chart=None if note else "report.png")
+    path = out / "report.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# Compare two runs
+# --------------------------------------------------------------------------------------------
+
+def _delta(a: float | None, b: float | None, *, pct: bool = False, digits: int = 1) -> str:
+    if a is None or b is None:
+        return "—"
+    d = (b - a) * (100 if pct else 1)
+    unit = " pp" if pct else ""
+    return f"{d:+,.{digits}f}{unit}"
+
+
+def compare_runs(a: str | Path, b: str | Path) -> str:
+    """A markdown diff of two runs: metrics per mode (A, B, change), failure classes, tasks that flipped."""
+    meta_a, rec_a = load_run(a)
+    meta_b, rec_b = load_run(b)
+    modes = list(dict.fromkeys(_modes(meta_a, rec_a) + _modes(meta_b, rec_b)))
+    sa, sb = summarize(rec_a, modes), summarize(rec_b, modes)
+    out = [f"# bench compare: A = `{a}`, B = `{b}`", ""]
+    for mode in modes:
+        x, y = sa.get(mode, ModeSummary(mode)), sb.get(mode, ModeSummary(mode))
+        out += [f"## {mode}", ""]
+        if not x.episodes or not y.episodes:
+            out += [f"Only in {'B' if not x.episodes else 'A'}.", ""]
+            continue
+        ra, rb = dict(metric_rows(x)), dict(metric_rows(y))
+        numeric = {
+            "success rate (95 % CI)": _delta(x.success_rate, y.success_rate, pct=True),
+            "mean steps": _delta(x.mean_steps, y.mean_steps, digits=2),
+            "tokens per solved task": _delta(x.tokens_per_solved, y.tokens_per_solved, digits=0),
+            "prompt tokens sent per episode": _delta(x.prompt_tokens_per_episode, y.prompt_tokens_per_episode, digits=0),
+            "KV reuse": _delta(x.kv_reuse, y.kv_reuse, pct=True),
+            "format-error rate (per step)": _delta(x.format_error_rate, y.format_error_rate, pct=True),
+            "recovery rate (first-step format errors fixed)": _delta(x.recovery_rate, y.recovery_rate, pct=True),
+            "native decode-failure rate (per step)": _delta(x.decode_failure_rate, y.decode_failure_rate, pct=True),
+            "time per task": _delta(x.seconds_per_task, y.seconds_per_task),
+            "tool errors": _delta(x.tool_errors, y.tool_errors, digits=0),
+        }
+        rows = [[name, ra[name], rb[name], numeric[name]] for name in _METRIC_NAMES]
+        out += [_table(["metric", "A", "B", "B − A"], rows), ""]
+        rows = []
+        for label in FAILURES:
+            ca, cb = x.failures.get(label, 0), y.failures.get(label, 0)
+            if ca or cb:
+                rows.append([FAILURE_TITLES[label], str(ca), str(cb), f"{cb - ca:+d}"])
+        if rows:
+            out += [_table(["failure class", "A", "B", "B − A"], rows), ""]
+        ta = {t["task"]: t for t in task_scores(rec_a, mode)}
+        tb = {t["task"]: t for t in task_scores(rec_b, mode)}
+        better = sorted(k for k in ta.keys() & tb.keys() if tb[k]["rate"] > ta[k]["rate"])
+        worse = sorted(k for k in ta.keys() & tb.keys() if tb[k]["rate"] < ta[k]["rate"])
+        if better:
+            out += ["Better in B: " + ", ".join(f"`{k}` ({'/'.join(sorted(set(ta[k]['failures']))) or '?'} → "
+                                                f"{_frac([tb[k]['successes'], tb[k]['episodes']])})" for k in better), ""]
+        if worse:
+            out += ["Worse in B: " + ", ".join(f"`{k}` (→ {'/'.join(sorted(set(tb[k]['failures']))) or '?'})"
+                                               for k in worse), ""]
+        if not better and not worse:
+            out += ["No task changed outcome.", ""]
+    return "\n".join(out).rstrip() + "\n"
