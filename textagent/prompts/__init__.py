@@ -81,8 +81,19 @@ def example_turns(tools: Any, example: Any = None) -> list[dict[str, str]]:
     return turns
 
 
+# Every further line of a multi-line tool result is quoted with this, so a result holding
+# "TOOL: ..." or "ANSWER: ..." lines can never read as a line the model wrote.
+QUOTE = "  | "
+
+
+def quote_output(output: str) -> str:
+    lines = output.splitlines() or [""]
+    return "\n".join([lines[0], *(QUOTE + line for line in lines[1:])])
+
+
 def observation(name: str, output: str, *, failed: bool = False) -> str:
-    return template("observation_error.txt" if failed else "observation.txt").substitute(name=name, output=output)
+    return template("observation_error.txt" if failed else "observation.txt").substitute(
+        name=name, output=quote_output(output))
 
 
 def feedback(text: str) -> str:
