@@ -258,3 +258,10 @@ def test_cli_check_suite(tmp_path, capsys):
     assert cli.main(["--check-suite", "--tasks", str(path)]) == 1
     text = capsys.readouterr().out
     assert "x: FAILED (wrong_answer)" in text and "y: no reference" in text
+
+
+def test_mixed_order_takes_the_kinds_in_turn():
+    mixed = cli.mix_kinds(SUITE)
+    assert sorted(t.id for t in mixed) == sorted(t.id for t in SUITE)
+    kinds = {t.kind for t in SUITE}
+    assert {t.kind for t in mixed[: len(kinds)]} == kinds

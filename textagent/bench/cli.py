@@ -46,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--api", choices=["llamacpp", "completions", "chat"], default="llamacpp",
                    help="the endpoints' API for text/baseline modes (default llamacpp)")
     p.add_argument("--model", help="embedded server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
+    p.add_argument("--threads", type=int,
+                   help="embedded server: CPU threads (on a machine shared with other servers, 1 avoids "
+                        "threads waiting on each other)")
+    p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                   help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0")
     p.add_argument("--model-name", help="model name sent to OpenAI-compatible endpoints")
     p.add_argument("--api-key", help="bearer token for OpenAI-compatible endpoints")
     p.add_argument("--chat-format", default="server", choices=["server", "chatml", "llama3", "gemma", "plain"],
@@ -53,7 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--tasks", help="task file (JSONL; default: the shipped suite)")
     p.add_argument("--kinds", help="only tasks of these kinds (comma-separated)")
     p.add_argument("--only", help="only these task ids (comma-separated)")
-    p.add_argument("--limit", type=int, help="only the first N tasks")
+    p.add_argument("--limit", type=int, help="only the first N tasks (after ordering)")
+    p.add_argument("--order", choices=["mixed", "file"], default="mixed",
+                   help="mixed (default): take the kinds in turn, so a partial or --limit run covers every "
+                        "kind; file: the order of the task file")
     p.add_argument("--repeat", type=int, default=1, help="run every task N times per mode (seed + repeat index)")
     p.add_argument("--concurrency", "-k", type=int, default=1,
                    help="episodes at once per endpoint, each pinned to its own server slot (default 1)")
@@ -102,9 +110,25 @@ def _select(tasks: list[Any], args: argparse.Namespace) -> list[Any]:
         if unknown:
             raise TaskFileError(f"unknown task ids: {', '.join(unknown)}")
         tasks = [t for t in tasks if t.id in ids]
+    if getattr(args, "order", "mixed") == "mixed":
+        tasks = mix_kinds(tasks)
     if args.limit is not None:
         tasks = tasks[: max(0, args.limit)]
     return tasks
+
+
+def mix_kinds(tasks: list[Any]) -> list[Any]:
+    """Round-robin over the kinds (each kind keeps its file order): single, chain, parallel, ..."""
+    by_kind: dict[str, list[Any]] = {}
+    for t in tasks:
+        by_kind.setdefault(t.kind, []).append(t)
+    queues = list(by_kind.values())
+    out: list[Any] = []
+    while any(queues):
+        for q in queues:
+            if q:
+                out.append(q.pop(0))
+    return out
 
 
 def print_table(out_dir: Path, modes: Sequence[str]) -> None:
@@ -164,10 +188,12 @@ def run(args: argparse.Namespace) -> int:
             if args.api != "llamacpp":
                 _say("textagent bench: the embedded server speaks llamacpp; pass --endpoint for other APIs")
                 return 2
-            server = LocalServer(args.model, parallel=args.concurrency, progress=_say)
+            server = LocalServer(args.model, parallel=args.concurrency, threads=args.threads,
+                                 extra_args=args.server_arg, progress=_say)
             server.start()
             endpoints = [server.url]
-            model = f"{args.model or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency})"
+            model = (f"{args.model or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}"
+                     + (f", -t {args.threads}" if args.threads else "") + "".join(f" {a}" for a in args.server_arg) + ")")
         workers: list[Slot] = []
         for url in endpoints:
             slots = factory.slots(url)
