@@ -164,3 +164,12 @@ def test_no_traceback_reaches_the_user_from_a_real_process():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == EXIT_CODES["backend_error"]
     assert "Traceback" not in proc.stderr and "no server at" in proc.stderr
+
+
+def test_bench_and_fuzz_are_subcommands(capsys):
+    assert main(["fuzz", "--examples", "60", "--no-adversarial"]) == 0
+    out = capsys.readouterr().out
+    assert "examples: " in out and "failures: 0" in out
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    assert "textagent bench" in capsys.readouterr().out

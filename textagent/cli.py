@@ -315,10 +315,20 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("action", choices=["list", "fetch"], nargs="?", default="list")
     m.add_argument("names", nargs="*", help="models to fetch (default: qwen2.5-coder-0.5b)")
     m.set_defaults(func=cmd_models)
+
+    # These two own their options; main() hands them the rest of the command line.
+    sub.add_parser("bench", add_help=False, help="compare modes on a task suite (textagent bench --help)")
+    sub.add_parser("fuzz", add_help=False, help="fuzz the parser and argument layer (textagent fuzz --help)")
     return parser
 
 
+_DELEGATED = {"bench": "textagent.bench.cli", "fuzz": "textagent.fuzz"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _DELEGATED:
+        return importlib.import_module(_DELEGATED[argv[0]]).main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
