@@ -57,3 +57,16 @@ def test_check_accepts_parse_errors_with_positions_inside():
         fuzz.parse_reply("TOOL: calculate ARGS: [1]")
     except ParseError as err:
         assert err.line == 1
+
+
+def test_gbnf_checker_and_phase():
+    from textagent.gbnf import reply_grammar
+    from textagent.toolkits.demo import demo_tools
+
+    assert fuzz.gbnf_problems(reply_grammar(demo_tools())) == []
+    assert fuzz.gbnf_problems('root ::= item "x"') == ["rule item used but not defined"]
+    assert fuzz.gbnf_problems('root ::= [a-z]{2,3} "]" # a comment\nroot ::= "a"') == ["rule root defined 2 times"]
+    assert fuzz.gbnf_problems('item ::= "a"') == ["no root rule"]
+    campaign = fuzz.Campaign()
+    fuzz._gbnf_phase(campaign, 25, float("inf"), 0)
+    assert campaign.ok and campaign.examples["gbnf"] == 25

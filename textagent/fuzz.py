@@ -9,6 +9,8 @@ Four sources of input, each checked against the same invariants:
   fragments inserted, spans deleted, duplicated or blown up, lines swapped, replies spliced;
 * the argument layer: random JSON values and strings bound to the demo tools' schemas may only
   raise ``ToolArgumentError``;
+* the GBNF generator of constrained mode: random JSON schemas must give a sound grammar (a root,
+  every rule it uses defined once); the real-server test sends such grammars to llama-server;
 * the adversarial inputs of the parser benchmark (10^5 open braces, 10 MB strings, ...), each of
   which must parse or fail in under 2 s.
 
@@ -27,7 +29,8 @@ from typing import Any
 from .errors import ToolArgumentError
 from .protocol import ParseError, parse_reply
 
-__all__ = ["Campaign", "Failure", "run_campaign", "mutate", "minimize", "load_corpus", "DEFAULT_CORPUS"]
+__all__ = ["Campaign", "Failure", "run_campaign", "mutate", "minimize", "load_corpus", "gbnf_problems",
+           "DEFAULT_CORPUS"]
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
 
@@ -298,6 +301,69 @@ def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
     campaign.examples["args"] = seen[0]
 
 
+def gbnf_problems(grammar: str) -> list[str]:
+    """Structural checks of a GBNF text: a root rule, every referenced rule defined, once."""
+    import re
+
+    defined: dict[str, int] = {}
+    referenced: set[str] = set()
+    # Drop comments, string literals and character classes: what is left are rule names and operators.
+    body = re.sub(r'#[^\n]*|"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]', " ", grammar)
+    for line in body.splitlines():
+        head, sep, rest = line.partition("::=")
+        if sep:
+            name = head.strip()
+            if not re.fullmatch(r"[a-zA-Z0-9-]+", name):
+                return [f"bad rule name {name!r}"]
+            defined[name] = defined.get(name, 0) + 1
+            line = rest
+        referenced.update(re.findall(r"[a-zA-Z][a-zA-Z0-9-]*", re.sub(r"\{[0-9, ]*\}", " ", line)))
+    problems = [f"rule {n} defined {c} times" for n, c in defined.items() if c > 1]
+    problems += [f"rule {n} used but not defined" for n in sorted(referenced - set(defined))]
+    if "root" not in defined:
+        problems.append("no root rule")
+    return problems
+
+
+def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> None:
+    """Random JSON schemas -> constrained mode's grammar: no crash, structurally sound GBNF."""
+    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+    from hypothesis import strategies as st
+
+    from .gbnf import reply_grammar
+    from .testing import json_schemas
+    from .tools import Tool
+
+    seen = [0]
+    failing: list[tuple[Any, str]] = []
+
+    @given(st.lists(json_schemas(), min_size=1, max_size=3))
+    def target(schemas: list[dict[str, Any]]) -> None:
+        if time.monotonic() >= deadline:
+            return
+        seen[0] += 1
+        try:
+            tools = [Tool(f"tool_{i}", "fuzzed", schema) for i, schema in enumerate(schemas)]
+        except (ValueError, TypeError):
+            return  # a schema Tool itself refuses never reaches the generator
+        try:
+            problems = gbnf_problems(reply_grammar(tools))
+        except Exception as exc:  # noqa: BLE001
+            problems = [f"{type(exc).__name__}: {exc}"]
+        if problems:
+            failing.append((schemas, "; ".join(problems[:3])))
+            raise AssertionError(failing[-1][1])
+
+    test = settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
+                    suppress_health_check=list(HealthCheck), print_blob=False)(target)
+    try:
+        hseed(seed)(test)()
+    except AssertionError:
+        schemas, problem = failing[-1]
+        campaign.failures.append(Failure("gbnf", problem, repr(schemas)))
+    campaign.examples["gbnf"] = seen[0]
+
+
 def _adversarial_phase(campaign: Campaign) -> None:
     from .bench.parser import adversarial
 
@@ -346,6 +412,8 @@ def run_campaign(*, examples: int | None = None, seconds: float | None = None, s
     _hypothesis_phase(campaign, max(50, int(budget * 0.03)), min(deadline, share(0.3)), seed, tools, corpus)
     progress("argument layer ...")
     _args_phase(campaign, max(20, int(budget * 0.01)), min(deadline, share(0.4)), seed)
+    progress("grammar generator ...")
+    _gbnf_phase(campaign, max(10, int(budget * 0.005)), min(deadline, share(0.5)), seed)
     progress(f"mutating {len(corpus)} replies (corpus + generated) ...")
     remaining = budget - campaign.total if examples is not None else 10**12
     _mutation_phase(campaign, corpus, max(0, remaining), deadline, rng, tools)

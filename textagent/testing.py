@@ -45,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the test
 from .protocol import NAME_PATTERN, ToolCall, _classify, render_call
 
 __all__ = [
+    "json_schemas",
     "tool_names",
     "json_scalars",
     "json_values",
@@ -299,3 +300,45 @@ def garbage_replies(max_size: int = 40) -> SearchStrategy[str]:
     """Keyword-heavy junk: fragments of the protocol in random order, with random text."""
     piece = st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=4))
     return st.lists(piece, max_size=max_size).map("".join)
+
+
+_SCHEMA_KEYS = st.sampled_from(["a", "b", "city", "days", "on", "x_1", "name", "unit"])
+
+
+def _leaf_schemas() -> SearchStrategy[dict]:
+    small = st.integers(min_value=0, max_value=5)
+    return st.one_of(
+        st.just({"type": "string"}),
+        st.builds(lambda lo, extra: {"type": "string", "minLength": lo, "maxLength": lo + extra}, small, small),
+        st.just({"type": "integer"}),
+        st.builds(lambda lo, extra: {"type": "integer", "minimum": lo, "maximum": lo + extra}, small, small),
+        st.just({"type": "number"}),
+        st.just({"type": "boolean"}),
+        st.just({"type": "null"}),
+        st.lists(st.one_of(st.text(max_size=6), st.integers(-3, 3), st.booleans()), min_size=1, max_size=4,
+                 unique_by=lambda v: (type(v), v)).map(lambda values: {"enum": values}),
+        st.just({"type": ["string", "null"]}),
+        st.just({}),
+    )
+
+
+def json_schemas(max_leaves: int = 6) -> SearchStrategy[dict]:
+    """JSON schemas of tool arguments (an object at the top): nested objects and arrays, enums,
+    bounds, required subsets -- to fuzz grammar generation or argument validation."""
+
+    def objects(children: SearchStrategy[dict]) -> SearchStrategy[dict]:
+        return st.dictionaries(_SCHEMA_KEYS, children, max_size=4).flatmap(
+            lambda props: st.lists(st.sampled_from(sorted(props)) if props else st.nothing(), unique=True,
+                                   max_size=len(props)).map(
+                lambda req: {"type": "object", "properties": props, "required": req}))
+
+    nested = st.recursive(
+        _leaf_schemas(),
+        lambda children: st.one_of(
+            objects(children),
+            st.builds(lambda items, hi: {"type": "array", "items": items, "maxItems": hi}, children,
+                      st.integers(0, 4)),
+        ),
+        max_leaves=max_leaves,
+    )
+    return objects(nested)
