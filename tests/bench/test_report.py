@@ -108,3 +108,13 @@ def test_compare_with_a_mode_only_in_one_run(tmp_path):
     b = make_run(tmp_path / "b", modes=("text", "baseline"))
     text = REP.compare_runs(a, b)
     assert "## baseline\n\nOnly in B." in text
+
+
+def test_compare_notes_different_task_sets(tmp_path):
+    a = make_run(tmp_path / "a", modes=("text",))
+    b = make_run(tmp_path / "b", modes=("text",))
+    lines = (b / EPISODES_FILE).read_text().splitlines()
+    (b / EPISODES_FILE).write_text("\n".join(lines[:-2]) + "\n")
+    text = REP.compare_runs(a, b)
+    assert "only in A: 2, only in B: 0" in text and "| mean steps |" in text
+    assert "±0" in REP.compare_runs(a, a)

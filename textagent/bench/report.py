@@ -265,6 +265,8 @@ def _delta(a: float | None, b: float | None, *, pct: bool = False, digits: int =
         return "—"
     d = (b - a) * (100 if pct else 1)
     unit = " pp" if pct else ""
+    if abs(d) < 0.5 * 10 ** -digits:
+        return f"±0{unit}"
     return f"{d:+,.{digits}f}{unit}"
 
 
@@ -281,6 +283,11 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
         if not x.episodes or not y.episodes:
             out += [f"Only in {'B' if not x.episodes else 'A'}.", ""]
             continue
+        keys_a = {(r["task"], r.get("repeat", 0)) for r in rec_a if r.get("mode") == mode}
+        keys_b = {(r["task"], r.get("repeat", 0)) for r in rec_b if r.get("mode") == mode}
+        if keys_a != keys_b:
+            out += [f"Note: the runs differ in episodes (only in A: {len(keys_a - keys_b)}, only in B: "
+                    f"{len(keys_b - keys_a)}); rates are not over the same tasks.", ""]
         ra, rb = dict(metric_rows(x)), dict(metric_rows(y))
         numeric = {
             "success rate (95 % CI)": _delta(x.success_rate, y.success_rate, pct=True),
