@@ -114,6 +114,7 @@ def test_large_bounds_are_not_expanded():
 
 FEATURES = [
     ({"type": "string", "enum": ["a", "b c", 'q"']}, ['"a"', '"b c"', '"q\\""'], ['"d"', '"A"']),
+    ({"type": "string", "enum": ["a", 1, None]}, ['"a"'], ["1", "null"]),
     ({"enum": [1, "x", None, [1, 2], {"k": True}]}, ["1", '"x"', "null", "[1, 2]", '{"k": true}'], ["2", "true"]),
     ({"const": {"a": [1]}}, ['{"a": [1]}'], ['{"a": [2]}', "{}"]),
     ({"type": ["integer", "null"]}, ["-3", "null", "0"], ["1.5", '"1"', "01"]),
@@ -194,7 +195,8 @@ def _schemas():
         return st.one_of(
             st.builds(lambda item, b: {"type": "array", "items": item, **b}, children,
                       _bounded("minItems", "maxItems", 3)),
-            st.builds(lambda items, rest, lo: {"type": "array", "prefixItems": items, "items": rest, "minItems": lo},
+            st.builds(lambda items, rest, lo: {"type": "array", "prefixItems": items, "items": rest,
+                                               "minItems": min(lo, len(items)) if rest is False else lo},
                       st.lists(children, min_size=1, max_size=3), st.just(False) | children, st.integers(0, 2)),
             _object_schema(children),
             children.map(lambda v: {"type": "object", "additionalProperties": v}),

@@ -114,6 +114,7 @@ class _Builder:
         self.rules: dict[str, str] = {}
         self.taken = set(taken)
         self.refs: dict[tuple[int, str], str] = {}
+        self.prefix = "tool"  # names the rules of $ref targets
 
     def new(self, hint: str) -> str:
         name = base = rule_name(hint)
@@ -141,14 +142,14 @@ class _Builder:
         if "const" in schema:
             return self.values([schema["const"]])
         if isinstance(schema.get("enum"), list) and schema["enum"]:
-            return self.values(schema["enum"])
+            return self.values([v for v in schema["enum"] if _has_type(v, schema.get("type"))])
         for key in ("anyOf", "oneOf"):
             subs = schema.get(key)
             if isinstance(subs, list) and subs:
                 base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "description", "title")}
                 alts = [self.schema(_merge(base, s) if isinstance(s, Mapping) else s, f"{hint}-{i}", root)
                         for i, s in enumerate(subs)]
-                return self.alternatives(alts, hint)
+                return self.alternatives(alts)
         if isinstance(schema.get("allOf"), list):
             merged = {k: v for k, v in schema.items() if k != "allOf"}
             for sub in schema["allOf"]:
@@ -161,7 +162,7 @@ class _Builder:
             if not kinds:
                 return "value"
             alts = [self.typed(k, schema, f"{hint}-{k}", root) for k in dict.fromkeys(kinds)]
-            return self.alternatives(alts, hint)
+            return self.alternatives(alts)
         if kind in _JSON_TYPES:
             return self.typed(kind, schema, hint, root)
         if "properties" in schema or "additionalProperties" in schema or "required" in schema:
@@ -182,7 +183,7 @@ class _Builder:
             return "value"
         return alts[0] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
 
-    def alternatives(self, alts: list[str], hint: str) -> str:
+    def alternatives(self, alts: list[str]) -> str:
         alts = list(dict.fromkeys(alts))
         if "value" in alts:
             return "value"
@@ -284,7 +285,27 @@ class _Builder:
             body = f"({body})?" if len(alts) == 1 else body + "?"
         return f'"{{" {body} "}}"'
 
-    prefix = "tool"
+
+def _has_type(value: Any, kind: Any) -> bool:
+    """Is ``value`` of the JSON schema type(s) ``kind`` (None: any)?"""
+    if kind is None:
+        return True
+    kinds = kind if isinstance(kind, list) else [kind]
+    if value is None:
+        actual = {"null"}
+    elif isinstance(value, bool):
+        actual = {"boolean"}
+    elif isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        actual = {"integer", "number"}
+    elif isinstance(value, float):
+        actual = {"number"}
+    elif isinstance(value, str):
+        actual = {"string"}
+    elif isinstance(value, list):
+        actual = {"array"}
+    else:
+        actual = {"object"}
+    return bool(actual & set(kinds))
 
 
 def _constraining(schema: Mapping[str, Any]) -> bool:

@@ -119,6 +119,7 @@ FENCED = '```json\n{\n  "name": "calculate",\n  "arguments": {\n    "expression"
     ('```json\n{"city": "Paris"}\n```', "fenced_json", [("get_weather", {"city": "Paris"})]),  # bare arguments
     ('TOOL: calculate ARGS: {"expression": "1+1"}', "text_protocol", [("calculate", {"expression": "1+1"})]),
     ("TOOL: calculate ARGS: {oops", "text_protocol", []),
+    ('{"name": "calculate", "arguments": {"expression": "x"…: oops"}}', "invalid_json", []),
     ("It is 508.", None, []),
     ('The result is {"total": 508}.', None, []),
     ("```python\nprint(17 * 24)\n```", None, []),

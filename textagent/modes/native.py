@@ -42,6 +42,8 @@ __all__ = ["NativeMode", "content_calls", "chat_backend"]
 _FENCE = re.compile(r"(`{3,}|~{3,})[^\n]*\n(.*?)(?:\1|\Z)", re.S)
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
 _MAX_SCANS = 64  # `{` positions tried per content
+# A call written as JSON that does not even decode: {"name": "...", "arguments": ...
+_BROKEN_JSON_CALL = re.compile(r'\{\s*"name"\s*:\s*"[^"\n]+"\s*,\s*"(?:arguments|parameters)"\s*:')
 
 
 def chat_backend(backend: Any) -> Any:
@@ -63,10 +65,10 @@ def chat_backend(backend: Any) -> Any:
 
 # -- call-like content ----------------------------------------------------------------------------
 
-def _json_values(text: str) -> list[tuple[int, Any]]:
-    """JSON objects and arrays in ``text`` (outermost only), with their start offsets."""
+def _json_values(text: str) -> list[Any]:
+    """JSON objects and arrays in ``text`` (outermost only)."""
     decoder = json.JSONDecoder()
-    found: list[tuple[int, Any]] = []
+    found: list[Any] = []
     pos = scans = 0
     while scans < _MAX_SCANS:
         starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i != -1]
@@ -79,7 +81,7 @@ def _json_values(text: str) -> list[tuple[int, Any]]:
         except (ValueError, RecursionError):
             pos = i + 1
             continue
-        found.append((i, value))
+        found.append(value)
         pos = end
     return found
 
@@ -116,11 +118,12 @@ def content_calls(content: str, tools: Any) -> tuple[str | None, list[tuple[str,
     """What in ``content`` looks like a tool call: ``(kind, [(name, arguments), ...])``.
 
     Kinds: ``"tool_call_tag"`` (JSON in ``<tool_call>`` tags), ``"fenced_json"`` (in a code
-    fence), ``"json"`` (bare in the text), ``"text_protocol"`` (``TOOL:`` lines); ``(None, [])``
-    when nothing does.
+    fence), ``"json"`` (bare in the text), ``"text_protocol"`` (``TOOL:`` lines),
+    ``"invalid_json"`` (``{"name": ..., "arguments": ...`` that does not decode; no calls);
+    ``(None, [])`` when nothing does.
     """
     def json_calls(pieces: list[str]) -> list[tuple[str, Any]]:
-        return [c for piece in pieces for _, value in _json_values(piece) for c in _as_calls(value, tools)]
+        return [c for piece in pieces for value in _json_values(piece) for c in _as_calls(value, tools)]
 
     calls = json_calls([m.group(1) for m in _TAG.finditer(content)])
     if calls:
@@ -137,6 +140,8 @@ def content_calls(content: str, tools: Any) -> tuple[str | None, list[tuple[str,
         calls = json_calls(pieces)
         if calls:
             return kind, calls
+    if _BROKEN_JSON_CALL.search(content):
+        return "invalid_json", []
     return None, []
 
 
