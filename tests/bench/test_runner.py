@@ -265,3 +265,23 @@ def test_mixed_order_takes_the_kinds_in_turn():
     assert sorted(t.id for t in mixed) == sorted(t.id for t in SUITE)
     kinds = {t.kind for t in SUITE}
     assert {t.kind for t in mixed[: len(kinds)]} == kinds
+
+
+def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
+    from textagent.agent import Result, Step
+    from textagent.backends.base import Usage
+
+    class NativeAgent:
+        def __init__(self, *a, **kw):
+            pass
+
+        def run(self, task):
+            step = Step(1, '{"name": "calculate", "arguments": {"expression": "hello"}}')
+            step.details = {"native": "content", "decode_failure": "json",
+                            "content_calls": [{"name": "calculate", "arguments": {"expression": "hello"}}]}
+            return Result('{"name": "calculate", "arguments": {"expression": "hello"}}', "answer", [step], Usage(), 0.1)
+
+    monkeypatch.setattr(R, "Agent", NativeAgent)
+    record = R.run_episode(BY_ID["notool-greeting"], "native", object())
+    assert record["attempted"] == ["calculate"] and not record["success"]
+    assert record["failure"] == "call_not_needed"

@@ -325,6 +325,10 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
         attempted: list[str] = []
         for s in result.steps:
             names = [c.name for c in s.calls] or [o.name for o in s.outcomes]
+            details = getattr(s, "details", None) or {}
+            if not names and details.get("decode_failure") and not details.get("fallback"):
+                # native: a call written into content is still a call the model tried to make
+                names = [str(c.get("name")) for c in details.get("content_calls") or [] if isinstance(c, dict)]
             attempted.extend(names)
         answered = result.stop_reason == "answer"
         answer, stop_reason = result.answer, result.stop_reason
