@@ -128,6 +128,7 @@ class Agent:
         self.tool_timeout, self.reply_tokens, self.strict = tool_timeout, reply_tokens, strict
         self.format = get_format(chat_format)
         self.system_prompt = system_prompt if system_prompt is not None else prompts.system_prompt(self.tools)
+        self.system_prompt_given = system_prompt is not None  # native mode writes its own otherwise
         if example == "auto":
             example = getattr(self.tools, "example", None)
             self.example = prompts.example_turns(self.tools, example)

@@ -88,8 +88,9 @@ def test_the_conversation_starts_with_a_native_example_and_the_task():
     tools = [m for m in messages if m["role"] == "tool"]
     assert assistant and len(tools) == len(demo.DEMO_EXAMPLE.calls)
     assert tools[0]["tool_call_id"] == assistant[0]["tool_calls"][0]["id"]
-    _, backend = run([msg("done")], example=None)
+    _, backend = run([msg("done")], example=None, system_prompt="Be brief.")
     assert [m["role"] for m in backend.requests[0]["messages"]] == ["system", "user"]
+    assert backend.requests[0]["messages"][0]["content"] == "Be brief."
 
 
 def test_several_calls_in_one_reply_and_missing_ids():

@@ -173,7 +173,7 @@ class NativeMode:
         self.example = _example_messages(agent)
 
     def start(self, agent: "Agent", task: str) -> None:
-        system = prompts.template("native_system.txt").substitute()
+        system = agent.system_prompt if agent.system_prompt_given else prompts.template("native_system.txt").substitute()
         agent.messages = [{"role": "system", "content": system}, *self.example,
                           {"role": "user", "content": prompts.task(task)}]
         agent.prompt = ""
