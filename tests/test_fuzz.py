@@ -36,7 +36,7 @@ def test_a_planted_crash_is_reported_with_a_small_reproducer(monkeypatch, tmp_pa
     real = fuzz.parse_reply
 
     def buggy(text, tools=None, **kw):
-        if "{[" in text:
+        if "ARGS: {" in text:
             raise KeyError("planted")
         return real(text, tools, **kw)
 
@@ -44,10 +44,10 @@ def test_a_planted_crash_is_reported_with_a_small_reproducer(monkeypatch, tmp_pa
     (tmp_path / "r.txt").write_text('TOOL: f ARGS: {"a": [1, 2]}\nsome prose around it\n')
     campaign = fuzz.run_campaign(examples=400, seed=3, corpus_dirs=[tmp_path], adversarial=False)
     assert not campaign.ok
-    assert all("KeyError" in f.message and "{[" in f.reproducer for f in campaign.failures)
+    assert all("KeyError" in f.message and "ARGS: {" in f.reproducer for f in campaign.failures)
     # hypothesis shrinks its example; the mutation phase's delta debugging shrinks to the culprit
-    assert all(len(f.reproducer) <= 60 for f in campaign.failures)
-    assert any(f.reproducer == "{[" for f in campaign.failures if f.source == "mutation")
+    assert all(len(f.reproducer) <= 80 for f in campaign.failures)
+    assert any(f.reproducer == "ARGS: {" for f in campaign.failures if f.source == "mutation")
 
 
 def test_check_accepts_parse_errors_with_positions_inside():
