@@ -285,3 +285,13 @@ def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
     record = R.run_episode(BY_ID["notool-greeting"], "native", object())
     assert record["attempted"] == ["calculate"] and not record["success"]
     assert record["failure"] == "call_not_needed"
+
+
+def test_sigterm_ends_the_run_like_ctrl_c():
+    import signal as _signal
+
+    with cli._sigterm_as_interrupt():
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), _signal.SIGTERM)
+            time.sleep(1)
+    assert _signal.getsignal(_signal.SIGTERM) is not None

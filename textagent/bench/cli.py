@@ -10,12 +10,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import os
 import platform
 import shlex
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -212,8 +215,9 @@ def run(args: argparse.Namespace) -> int:
         _write_meta(out, meta)
         _say(f"textagent bench: {len(tasks)} tasks x {len(modes)} modes ({', '.join(modes)}) x {args.repeat} "
              f"on {len(endpoints)} endpoint(s), {len(workers)} at once; results in {out}/")
-        outcome = run_bench(tasks, modes, out, workers=workers, backend_for=factory, settings=settings,
-                            repeat=args.repeat, progress=not args.no_progress)
+        with _sigterm_as_interrupt():
+            outcome = run_bench(tasks, modes, out, workers=workers, backend_for=factory, settings=settings,
+                                repeat=args.repeat, progress=not args.no_progress)
         if outcome.skipped:
             _say(f"textagent bench: resumed; {outcome.skipped} episodes were already done")
         meta["finished"] = None if outcome.interrupted else _now()
@@ -249,6 +253,23 @@ def _check_suite(args: argparse.Namespace) -> int:
             print(f"{task.id}: FAILED ({record['failure']}): {why}{' / ' + record['error'] if record['error'] else ''}")
     print(f"{len(tasks) - bad}/{len(tasks)} tasks: reference replies pass their checks")
     return 1 if bad else 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM ends the run like Ctrl-C: finished episodes kept, report written, server stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _server_model(url: str) -> str:
