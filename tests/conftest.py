@@ -43,3 +43,11 @@ def smollm_server():
     server = _start("smollm2", ctx_size=4096)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def own_smollm_server():
+    """A SmolLM2 llama-server of the test's own, for tests that kill it."""
+    server = _start("smollm2", ctx_size=2048)
+    yield server
+    server.stop()

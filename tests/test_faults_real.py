@@ -22,10 +22,8 @@ def smol_agent(server, **kw):
                  strict=True, reply_tokens=48, temperature=0.0, seed=0, **kw)
 
 
-def test_server_killed_between_steps_ends_the_run_with_the_trace_intact(tmp_path):
-    from conftest import _start  # the same start-or-skip rules as the shared fixtures
-
-    server = _start("smollm2", ctx_size=2048)
+def test_server_killed_between_steps_ends_the_run_with_the_trace_intact(own_smollm_server, tmp_path):
+    server = own_smollm_server
     pid = server.process.pid
     try:
         def kill_after_first(step):
