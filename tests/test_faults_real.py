@@ -84,3 +84,30 @@ def test_hostile_tool_output_on_the_real_server(qwen_server):
     # Whatever the model does next, only calls it writes itself run.
     ran = [o.name for s in result.steps for o in s.outcomes]
     assert ran.count("toggle_light") == sum(c.name == "toggle_light" for s in result.steps for c in s.calls)
+
+
+def test_llama_server_accepts_grammars_generated_from_random_schemas(smollm_server):
+    """The fuzz campaign's random schemas, sent to the real grammar parser (it answers 400 on a bad one)."""
+    import requests
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from textagent.gbnf import reply_grammar
+    from textagent.testing import json_schemas
+    from textagent.tools import Tool
+
+    def accepted(grammar):
+        r = requests.post(smollm_server.url + "/completion", timeout=120,
+                          json={"prompt": "Reply:", "grammar": grammar, "n_predict": 1, "temperature": 0})
+        return r.status_code == 200
+
+    assert not accepted('root ::= "a" [\\q]')  # a broken grammar is refused
+
+    @settings(max_examples=6, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.lists(json_schemas(), min_size=1, max_size=3))
+    def sends(schemas):
+        tools = [Tool(f"tool_{i}", "fuzzed", schema) for i, schema in enumerate(schemas)]
+        assert accepted(reply_grammar(tools)), schemas
+
+    sends()
