@@ -129,3 +129,101 @@ def test_smollm2_token_budget_stops_at_once(smollm_server):
     result = agent.run(SEEDS["paris"])
     assert result.stop_reason == "token_budget"
     assert len(result.steps) < 50
+
+
+# -- modes (issue 5): constrained, native, early stop --------------------------------------------
+
+def mode_agent(server, mode, **kw):
+    kw.setdefault("max_steps", 6)
+    kw.setdefault("reply_tokens", 128)
+    return make_agent(server, mode=mode, **kw)
+
+
+def test_constrained_replies_parse_on_every_seed(qwen_server, tmp_path):
+    replies = []
+    for name, task in SEEDS.items():
+        demo.reset_lights()
+        demo.toggle_light("kitchen", True)
+        result = mode_agent(qwen_server, "constrained", trace=tmp_path / f"{name}.jsonl").run(task)
+        assert result.stop_reason in STOP_REASONS and result.mode == "constrained"
+        assert load_trace(tmp_path / f"{name}.jsonl").complete
+        replies += [(name, s.raw, s.reply is not None) for s in result.steps]
+    unparsed = [(name, raw) for name, raw, ok in replies if not ok]
+    print(f"\nconstrained: {len(replies) - len(unparsed)}/{len(replies)} replies parsed")
+    assert replies and not unparsed
+
+
+def test_generated_grammars_are_valid_for_llama_server(qwen_server):
+    import requests
+    from hypothesis import given, settings
+
+    from test_gbnf import FEATURES, tool_sets
+    from textagent.gbnf import reply_grammar, schema_grammar
+
+    def accepted(grammar):
+        r = requests.post(qwen_server.url + "/completion", timeout=120,
+                          json={"prompt": "Reply:", "grammar": grammar, "n_predict": 1, "temperature": 0})
+        return r.status_code == 200
+
+    assert not accepted('root ::= "a" [\\q]')  # the server does reject bad grammars
+    assert accepted(reply_grammar(demo.demo_tools()))
+    assert accepted(reply_grammar(demo.demo_tools(), max_thoughts=0, max_calls=1))
+    for schema, _, _ in FEATURES:
+        assert accepted(schema_grammar(schema)), schema
+
+    @settings(max_examples=8, derandomize=True, database=None, deadline=None)
+    @given(tool_sets())
+    def random_tool_sets(tools):
+        assert accepted(reply_grammar(tools)), [t.parameters for t in tools.values()]
+
+    random_tool_sets()
+
+
+def test_native_mode_on_the_seeds_ends_cleanly_and_records_decode_failures(qwen_server, tmp_path):
+    summary = {}
+    for name, task in SEEDS.items():
+        demo.reset_lights()
+        demo.toggle_light("kitchen", True)
+        path = tmp_path / f"{name}.jsonl"
+        result = mode_agent(qwen_server, "native", trace=path).run(task)
+        assert result.stop_reason in STOP_REASONS and result.mode == "native"
+        trace = load_trace(path)
+        assert trace.complete and trace.start["mode"] == "native" and len(trace.steps) == len(result.steps) >= 1
+        assert trace.result["stop_reason"] == result.stop_reason
+        for step in trace.steps:
+            assert step["details"]["native"] in ("tool_calls", "content")
+            if step["details"]["native"] == "tool_calls":
+                assert step["details"]["tool_calls"] and len(step["outcomes"]) == len(step["calls"])
+            if "decode_failure" in step["details"]:
+                assert step["details"]["native"] == "content" and not step["outcomes"]
+        summary[name] = (result.stop_reason, [s.details["native"] for s in result.steps], result.decode_failures)
+    print(f"\nnative: {summary}")
+
+
+def test_native_fallback_runs_the_calls_native_mode_missed(qwen_server):
+    result = mode_agent(qwen_server, "native+fallback").run(SEEDS["paris"])
+    assert result.stop_reason in STOP_REASONS
+    for step in result.steps:
+        if step.details.get("fallback"):
+            assert step.details["decode_failure"] and step.outcomes
+    print(f"\nnative+fallback: {result.stop_reason} {[(s.details.get('native'), s.details.get('fallback'), [o.name for o in s.outcomes]) for s in result.steps]}")
+
+
+def test_early_stop_against_the_non_streaming_run(qwen_server, tmp_path):
+    plain = mode_agent(qwen_server, "text").run(SEEDS["tokyo"])
+    path = tmp_path / "early.jsonl"
+    streamed = mode_agent(qwen_server, "text", stream=True, trace=path).run(SEEDS["tokyo"])
+    assert streamed.stop_reason in STOP_REASONS
+    # Same first reply up to the first complete call; never more completion tokens for it.
+    first_plain, first_streamed = plain.steps[0], streamed.steps[0]
+    assert first_plain.raw.startswith(first_streamed.raw)
+    assert first_streamed.usage.completion_tokens <= first_plain.usage.completion_tokens
+    early = [s for s in streamed.steps if "early_stop" in s.details]
+    for step in early:
+        assert step.finish_reason == "early_stop" and step.raw.endswith("\n") and step.calls
+    trace = load_trace(path)
+    assert trace.complete and trace.result["early_stops"] == len(early)
+    saved = first_plain.usage.completion_tokens - first_streamed.usage.completion_tokens
+    print(f"\nearly stop: {len(early)} of {len(streamed.steps)} replies closed early; first reply "
+          f"{first_streamed.usage.completion_tokens} vs {first_plain.usage.completion_tokens} completion tokens "
+          f"(saved {saved}); run {streamed.usage.completion_tokens} vs {plain.usage.completion_tokens}")
