@@ -108,8 +108,9 @@ class Agent:
     completion tokens); ``max_seconds`` wall time; ``max_format_errors`` unusable replies in
     a row. ``reply_tokens`` caps one reply.
 
-    ``example`` is the worked exchange shown before the task: "auto" (the tool set's own, else
-    one built from its first tool), a tools.Example, or None for none.
+    ``example`` is the worked exchange shown before the task: "auto" (the tool set's own
+    examples, else one built from a tool of the set), a tools.Example or a sequence of them,
+    or None for none.
     """
 
     def __init__(self, backend: Backend, tools: Iterable[Any] | Mapping[str, Any] = (), *,
@@ -130,12 +131,12 @@ class Agent:
         self.system_prompt = system_prompt if system_prompt is not None else prompts.system_prompt(self.tools)
         self.system_prompt_given = system_prompt is not None  # native mode writes its own otherwise
         if example == "auto":
-            example = getattr(self.tools, "example", None)
-            self.example = prompts.example_turns(self.tools, example)
-            self.example_source = _example_source(self.tools, example, placeholder=True)
-        else:
-            self.example = prompts.example_turns(self.tools, example) if example is not None else []
-            self.example_source = _example_source(self.tools, example, placeholder=False)
+            example = getattr(self.tools, "examples", None) or None
+        elif example is None or (not hasattr(example, "calls") and not list(example)):
+            example = ()   # no examples at all (None here means "none", not "a placeholder")
+        # (task, [(tool, args, result)], answer) for each example; modes write them their own way
+        self.example_source = prompts.worked_examples(self.tools, example)
+        self.example = prompts.example_turns(self.tools, example)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
         self.mode = get_mode(mode)
         self.mode.setup(self)
@@ -220,21 +221,6 @@ class Agent:
             return self.tool_timeout
         left = max(0.01, self.max_seconds - (time.monotonic() - self.started))
         return left if self.tool_timeout is None else min(self.tool_timeout, left)
-
-
-def _example_source(tools: ToolSet, example: Any, *, placeholder: bool) -> tuple[str, list, str] | None:
-    """The worked example as (task, [(tool, args, result)], answer), for modes that write it
-    their own way (native); the same exchange prompts.example_turns writes as text."""
-    if example is not None:
-        return example.task, [tuple(c) for c in example.calls], example.answer
-    tool_list = list(tools.values())
-    if not placeholder or not tool_list:
-        return None
-    chosen = max(tool_list, key=lambda t: bool((t.parameters or {}).get("required")))
-    fields = {"name": chosen.name}
-    return (prompts.template("example_task.txt").substitute(fields),
-            [(chosen.name, prompts.example_args(chosen), prompts.template("example_result.txt").substitute(fields))],
-            prompts.template("example_answer.txt").substitute(fields))
 
 
 def _needs_prompt(completion: Completion) -> bool:

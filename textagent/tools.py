@@ -834,7 +834,10 @@ class Example:
     """A worked exchange shown to the model before its task (one-shot prompting).
 
     ``calls`` are ``(tool name, args, result text)`` in order; each becomes a TOOL line and the
-    OBSERVATION that answers it. Small models copy a concrete exchange far better than a rule.
+    OBSERVATION that answers it (a result starting with "ERROR:" is shown as a failed call).
+    No calls: a question answered directly. Small models copy a concrete exchange far better
+    than a rule, and copy its words too: give each example a task unlike the others and an
+    answer that restates its own results.
     """
 
     task: str
@@ -847,13 +850,17 @@ class ToolSet(Mapping[str, Tool]):
 
     ``ToolSet([tool_a, plain_function, ...])`` or ``ToolSet({"name": fn_or_tool})``; plain
     callables are wrapped with Tool.from_function. Duplicate names are an error. ``example``
-    is the worked exchange the agent shows the model (else one is built from the first tool).
+    is the worked exchange the agent shows the model, or several in the order shown (else
+    one is built from a tool of the set); ``examples`` holds them as a tuple.
     """
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = (), *,
-                 example: Example | None = None) -> None:
+                 example: Example | Iterable[Example] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
-        self.example = example
+        examples = () if example is None else (example,) if isinstance(example, Example) else tuple(example)
+        if not all(isinstance(e, Example) for e in examples):
+            raise TypeError("example must be a tools.Example or a sequence of them")
+        self.examples: tuple[Example, ...] = examples
         if tools is None:
             return
         if isinstance(tools, Tool) or (callable(tools) and not isinstance(tools, (Mapping, Iterable))):
@@ -871,10 +878,14 @@ class ToolSet(Mapping[str, Tool]):
             if item.name in self._tools:
                 raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
             self._tools[item.name] = item
-        if example is not None:
-            unknown = [name for name, _, _ in example.calls if name not in self._tools]
-            if unknown:
-                raise ValueError(f"the example calls tools that are not in this set: {', '.join(unknown)}")
+        unknown = sorted({name for e in examples for name, _, _ in e.calls if name not in self._tools})
+        if unknown:
+            raise ValueError(f"the example calls tools that are not in this set: {', '.join(unknown)}")
+
+    @property
+    def example(self) -> Example | None:
+        """The first worked example, or None."""
+        return self.examples[0] if self.examples else None
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]

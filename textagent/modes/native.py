@@ -310,17 +310,17 @@ def _arguments_text(raw: Any, call: ToolCall) -> str:
 
 
 def _example_messages(agent: "Agent") -> list[dict[str, Any]]:
-    """The agent's one-shot example as native turns: tool_calls, tool results, the answer."""
-    example = agent.example_source
-    if example is None:
-        return []
-    task_text, calls, answer = example
-    turns: list[dict[str, Any]] = [{"role": "user", "content": prompts.task(task_text)}]
-    for i, (name, args, result) in enumerate(calls):
-        call_id = f"call_example_{i + 1}"
-        turns.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": call_id, "type": "function",
-             "function": {"name": name, "arguments": json.dumps(dict(args), ensure_ascii=False)}}]})
-        turns.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": result})
-    turns.append({"role": "assistant", "content": answer})
+    """The agent's worked examples as native turns: tool_calls, tool results, the answer."""
+    turns: list[dict[str, Any]] = []
+    n = 0
+    for task_text, calls, answer in agent.example_source:
+        turns.append({"role": "user", "content": prompts.task(task_text)})
+        for name, args, result in calls:
+            n += 1
+            call_id = f"call_example_{n}"
+            turns.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(dict(args), ensure_ascii=False)}}]})
+            turns.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": result})
+        turns.append({"role": "assistant", "content": answer})
     return turns

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import _schema
 
-__all__ = ["template", "system_prompt", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task"]
+__all__ = ["template", "system_prompt", "worked_examples", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task"]
 
 
 @cache
@@ -19,24 +19,24 @@ def template(name: str) -> Template:
 
 
 def describe_tool(tool: Any) -> str:
-    """One entry of the tool list: name, description and an argument signature."""
+    """One entry of the tool list: a call signature, the description, a line per documented
+    parameter. The signature reads like a function's (``is_prime(n: integer)``), not like a
+    JSON object: small models copy a JSON-looking ``{"n": integer}`` verbatim as arguments."""
     params = tool.parameters or {}
     props: dict[str, Any] = params.get("properties", {})
     required = set(params.get("required", []))
     fields = []
     notes = []
     for key, schema in props.items():
-        label = _schema.type_label(schema)
+        field = f"{key}: {_schema.type_label(schema)}"
         if key not in required:
-            label += f" (optional, default {json.dumps(schema['default'])})" if "default" in schema else " (optional)"
-        fields.append(f'"{key}": {label}')
+            field += f" = {json.dumps(schema['default'], ensure_ascii=False)}" if "default" in schema else " (optional)"
+        fields.append(field)
         if schema.get("description"):
-            notes.append(f"{key}: {schema['description']}")
-    signature = "{" + ", ".join(fields) + "}"
-    if notes:
-        signature += "  -- " + "; ".join(notes)
+            notes.append(template("tool_param.txt").substitute(name=key, description=" ".join(schema["description"].split())))
     description = " ".join((tool.description or "").split()) or "(no description)"
-    return template("tool.txt").substitute(name=tool.name, description=description, signature=signature)
+    text = template("tool.txt").substitute(name=tool.name, params=", ".join(fields), description=description)
+    return "\n".join([text, *notes])
 
 
 def example_args(tool: Any) -> dict[str, Any]:
@@ -56,28 +56,35 @@ def system_prompt(tools: Any) -> str:
     return template("system.txt").substitute(tools=listing)
 
 
-def example_turns(tools: Any, example: Any = None) -> list[dict[str, str]]:
-    """The one-shot example as conversation turns: the task, each TOOL line answered by its
-    OBSERVATION, then the ANSWER. ``example`` is a tools.Example; without one, a placeholder
-    exchange is built from a tool of the set."""
-    from ..protocol import ToolCall, render_call
-
+def worked_examples(tools: Any, example: Any = None) -> list[tuple[str, list[tuple[str, dict[str, Any], str]], str]]:
+    """The worked examples as ``(task, [(tool, args, result)], answer)``: ``example`` is a
+    tools.Example or a sequence of them; None builds one placeholder exchange from a tool of
+    the set (none for an empty set)."""
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
     if example is None:
         if not tool_list:
             return []
         chosen = _example_tool(tool_list, None)
         fields = {"name": chosen.name}
-        task_text = template("example_task.txt").substitute(fields)
-        calls = [(chosen.name, example_args(chosen), template("example_result.txt").substitute(fields))]
-        answer = template("example_answer.txt").substitute(fields)
-    else:
-        task_text, calls, answer = example.task, list(example.calls), example.answer
-    turns = [{"role": "user", "content": task(task_text)}]
-    for name, args, result in calls:
-        turns.append({"role": "assistant", "content": render_call(ToolCall(name, dict(args)))})
-        turns.append({"role": "user", "content": observation(name, result)})
-    turns.append({"role": "assistant", "content": "ANSWER: " + answer})
+        return [(template("example_task.txt").substitute(fields),
+                 [(chosen.name, example_args(chosen), template("example_result.txt").substitute(fields))],
+                 template("example_answer.txt").substitute(fields))]
+    examples = [example] if hasattr(example, "calls") else list(example)
+    return [(e.task, [(name, dict(args), result) for name, args, result in e.calls], e.answer) for e in examples]
+
+
+def example_turns(tools: Any, example: Any = None) -> list[dict[str, str]]:
+    """The worked examples as conversation turns: each task, each TOOL line answered by its
+    OBSERVATION (a result starting with "ERROR:" as a failed call), then the ANSWER."""
+    from ..protocol import ToolCall, render_call
+
+    turns: list[dict[str, str]] = []
+    for task_text, calls, answer in worked_examples(tools, example):
+        turns.append({"role": "user", "content": task(task_text)})
+        for name, args, result in calls:
+            turns.append({"role": "assistant", "content": render_call(ToolCall(name, dict(args)))})
+            turns.append({"role": "user", "content": observation(name, result, failed=result.startswith("ERROR:"))})
+        turns.append({"role": "assistant", "content": "ANSWER: " + answer})
     return turns
 
 
