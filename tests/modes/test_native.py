@@ -86,7 +86,7 @@ def test_the_conversation_starts_with_a_native_example_and_the_task():
     assert messages[-1] == {"role": "user", "content": "THE TASK"}
     assistant = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
     tools = [m for m in messages if m["role"] == "tool"]
-    assert assistant and len(tools) == len(demo.DEMO_EXAMPLE.calls)
+    assert assistant and len(tools) == sum(len(e.calls) for e in demo.DEMO_EXAMPLES)
     assert tools[0]["tool_call_id"] == assistant[0]["tool_calls"][0]["id"]
     _, backend = run([msg("done")], example=None, system_prompt="Be brief.")
     assert [m["role"] for m in backend.requests[0]["messages"]] == ["system", "user"]
@@ -250,3 +250,12 @@ def test_cli_run_native_against_the_chat_endpoint(fake_server, capsys):
     assert "native decode failure" in err
     assert fake_server.bodies(CHAT)[0]["tools"]
     assert ChatAsTextBackend  # the CLI builds one for --mode native
+
+
+def test_sampling_options_and_the_server_slot_are_forwarded():
+    _, backend = run([msg("done")], temperature=0.0, seed=7, id_slot=1, n_probs=3)
+    request = backend.requests[0]
+    assert (request["temperature"], request["seed"], request["id_slot"]) == (0.0, 7, 1)
+    assert "n_probs" not in request      # completion-only options stay out of the chat request
+    _, backend = run([msg("done")])
+    assert "id_slot" not in backend.requests[0]

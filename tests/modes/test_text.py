@@ -202,3 +202,43 @@ def test_step_details_are_json_in_the_trace(tmp_path):
     Agent(ScriptedBackend(["ANSWER: x"]), demo.demo_tools(), trace=path).run("q")
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[1]["details"] == {} and lines[-1]["decode_failures"] == 0
+
+
+# -- repeated calls --------------------------------------------------------------------------------
+
+def test_a_call_repeated_with_the_same_result_is_pointed_out():
+    calc = 'TOOL: calculate ARGS: {"expression": "2 + 2"}'
+    backend = ScriptedBackend([calc, calc, "TOOL: calculate ARGS: {\"expression\": \"2 + 3\"}", "ANSWER: 4"])
+    result = Agent(backend, demo.demo_tools()).run("add")
+    assert result.ok
+    first, second, third = (s.observations[0] for s in result.steps[:3])
+    assert "You already made this exact call" not in first
+    assert second.startswith("OBSERVATION (calculate): 4\n") and "You already made this exact call" in second
+    assert "You already made this exact call" not in third   # other arguments
+    assert result.steps[1].details["repeated_calls"] == 1 and "repeated_calls" not in result.steps[2].details
+
+
+def test_a_retry_that_gets_another_result_is_not_a_repeat():
+    state = {"n": 0}
+
+    def quote(symbol: str) -> str:
+        """A flaky quote service."""
+        state["n"] += 1
+        if state["n"] == 1:
+            raise ConnectionError("busy, retry")
+        return "42"
+
+    call = 'TOOL: quote ARGS: {"symbol": "X"}'
+    result = Agent(ScriptedBackend([call, call, call, "ANSWER: 42"]), [quote]).run("price?")
+    observations = [s.observations[0] for s in result.steps[:3]]
+    assert "ConnectionError" in observations[0]
+    assert "You already made" not in observations[1]          # busy, then 42: a real retry
+    assert "You already made" in observations[2]              # 42 again
+
+
+def test_repeats_are_counted_per_run():
+    calc = 'TOOL: calculate ARGS: {"expression": "2 + 2"}'
+    agent = Agent(ScriptedBackend([calc, "ANSWER: 4", calc, "ANSWER: 4"]), demo.demo_tools())
+    agent.run("first")
+    second = agent.run("second")
+    assert "You already made" not in second.steps[0].observations[0]

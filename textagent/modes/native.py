@@ -179,7 +179,9 @@ class NativeMode:
         agent.prompt = ""
 
     def query(self, agent: "Agent", step: "Step", max_tokens: int) -> Completion:
-        options = {k: agent.backend_options[k] for k in ("temperature", "seed") if k in agent.backend_options}
+        # id_slot: llama-server's chat endpoint takes it too; pinning keeps the slot's KV cache warm
+        options = {k: agent.backend_options[k] for k in ("temperature", "seed", "id_slot")
+                   if agent.backend_options.get(k) is not None}
         return self.chat.chat([dict(m) for m in agent.messages], tools=self.tools_json or None,
                               tool_choice=self.tool_choice, max_tokens=max_tokens, **options)
 

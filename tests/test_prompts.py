@@ -1,0 +1,92 @@
+"""The model-facing text: tool listings, worked examples, observations, every template."""
+from __future__ import annotations
+
+from importlib import resources
+from typing import Literal
+
+import pytest
+
+from textagent import prompts
+from textagent.protocol import parse_reply
+from textagent.toolkits import demo
+from textagent.tools import Example, ToolSet, tool
+
+
+@tool
+def book(restaurant: str, people: int, time: Literal["18:00", "19:00"], outdoor: bool = False) -> str:
+    """Book a table.
+
+    Args:
+        restaurant: Name of the restaurant.
+        people: Number of guests.
+    """
+    return "ok"
+
+
+def test_a_tool_is_listed_with_one_line_per_parameter_and_nothing_that_looks_like_a_call():
+    text = prompts.describe_tool(book)
+    assert text.splitlines() == [
+        "- book: Book a table.",
+        "    restaurant (string): Name of the restaurant.",
+        "    people (integer): Number of guests.",
+        '    time ("18:00" or "19:00")',
+        "    outdoor (boolean, optional, default false)",
+    ]
+    # a model copying the listing must not produce a JSON object or a call with type names in it
+    assert "{" not in text and "book(" not in text
+
+
+def test_the_system_prompt_lists_every_tool_and_states_the_protocol():
+    text = prompts.system_prompt(demo.demo_tools())
+    for name in demo.demo_tools():
+        assert f"- {name}: " in text
+    assert "TOOL: <tool name> ARGS: <JSON object of arguments>" in text and "ANSWER:" in text
+
+
+def test_worked_examples_become_turns_in_order():
+    direct = Example("Say hi", (), "hi")
+    failing = Example("Price?", (("book", {"restaurant": "A", "people": 2, "time": "18:00"}, "ERROR: busy"),
+                                 ("book", {"restaurant": "A", "people": 2, "time": "18:00"}, "ok")), "Booked.")
+    turns = prompts.example_turns(ToolSet([book]), [direct, failing])
+    assert [t["role"] for t in turns] == ["user", "assistant"] + ["user"] + ["assistant", "user"] * 2 + ["assistant"]
+    assert turns[1]["content"] == "ANSWER: hi"
+    assert turns[3]["content"] == 'TOOL: book ARGS: {"restaurant": "A", "people": 2, "time": "18:00"}'
+    assert "The call failed" in turns[4]["content"]          # an ERROR result reads as a failed call
+    assert turns[6]["content"] == "OBSERVATION (book): ok"
+    # every TOOL line of an example parses to the call it shows
+    for t in turns:
+        if t["role"] == "assistant" and t["content"].startswith("TOOL:"):
+            assert parse_reply(t["content"], ToolSet([book])).calls[0].name == "book"
+
+
+def test_without_examples_a_placeholder_exchange_uses_a_tool_that_takes_arguments():
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    (task, calls, answer), = prompts.worked_examples(ToolSet([ping, book]))
+    assert calls[0][0] == "book" and set(calls[0][1]) == {"restaurant", "people", "time"}
+    assert prompts.worked_examples(ToolSet([])) == []
+
+
+def test_every_demo_and_bench_example_call_binds_to_its_tool():
+    """An example the model copies must itself be a valid call (values may differ from the demo data)."""
+    from textagent.bench.tools import EXAMPLES, TOOL_BUILDERS, Env
+
+    env = Env()
+    for example in (*demo.DEMO_EXAMPLES, *EXAMPLES):
+        for name, args, result in example.calls:
+            assert TOOL_BUILDERS[name](env).bind(dict(args)) == args, (example.task, name)
+            assert isinstance(result, str)
+        assert example.answer and "\n" not in example.answer
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in resources.files(prompts).iterdir() if p.name.endswith(".txt")))
+def test_every_template_is_used(name):
+    import pathlib
+
+    root = pathlib.Path(prompts.__file__).resolve().parent.parent
+    stem = name
+    sources = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    assert f'"{stem}"' in sources, f"{name} is never loaded"
