@@ -197,7 +197,7 @@ def test_every_prompt_extends_the_previous_prompt_and_reply(fmt):
 def test_messages_are_passed_for_chat_backends():
     _, backend = run(['TOOL: calculate ARGS: {"expression": "2+2"}', "ANSWER: 4"], task="add")
     messages = backend.calls[1]["messages"]
-    example = 1 + 2 * len(demo.DEMO_EXAMPLE.calls) + 1  # the one-shot turns
+    example = sum(1 + 2 * len(e.calls) + 1 for e in demo.DEMO_EXAMPLES)  # the worked examples' turns
     assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * (example // 2) + [
         "user", "assistant", "user"]
     assert messages[-3]["content"] == "add" and messages[-1]["content"] == "OBSERVATION (calculate): 4"
@@ -206,10 +206,11 @@ def test_messages_are_passed_for_chat_backends():
 def test_the_one_shot_example_comes_before_the_task_and_can_be_turned_off():
     _, backend = run(["ANSWER: x"], task="THE TASK")
     prompt = backend.prompts[0]
-    assert prompt.index('TOOL: calculate ARGS: {"expression": "(3 + 4) * 12"}') < prompt.index("THE TASK")
-    assert "OBSERVATION (calculate): 84" in prompt
+    assert prompt.index('TOOL: calculate ARGS: {"expression": "3200 * 2.5 / 100"}') < prompt.index("THE TASK")
+    assert "OBSERVATION (calculate): 80" in prompt
+    assert prompt.index("opposite of 'hot'?") < prompt.index("ANSWER: The opposite") < prompt.index("THE TASK")
     _, backend = run(["ANSWER: x"], task="THE TASK", example=None)
-    assert "(3 + 4) * 12" not in backend.prompts[0]
+    assert "3200 * 2.5 / 100" not in backend.prompts[0] and "opposite" not in backend.prompts[0]
 
 
 def test_a_tool_set_without_an_example_gets_one_built_from_its_tools():

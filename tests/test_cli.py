@@ -143,7 +143,7 @@ def test_tools_option_loads_demo_names_and_module_functions(server, capsys):
                          "--tools", "calculate,textagent.toolkits.demo:multiply", "q")
     assert code == 0
     prompt = server.bodies("/completion")[0]["prompt"]
-    assert "TOOL: multiply" in prompt and "TOOL: calculate" in prompt and "get_weather" not in prompt
+    assert "- multiply: " in prompt and "- calculate: " in prompt and "get_weather" not in prompt
 
 
 def test_unknown_tool_option_is_a_clear_error(capsys):

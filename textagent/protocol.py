@@ -208,7 +208,8 @@ ERROR_CLASSES: tuple[ErrorClass, ...] = (
     ),
     ErrorClass(
         "unbalanced_braces", "the braces of the arguments do not balance",
-        "Close every `{` with `}` (and every `[` with `]`), and add nothing after the closing brace.",
+        "Close every `{` with `}` (and every `[` with `]`), and add nothing after the closing brace; "
+        "for several calls, write one TOOL line per call.",
         ('TOOL: search ARGS: {"q": "cats"', 'TOOL: search ARGS: {"q": {"lang": "en"}',
          'TOOL: search ARGS: {"q": "cats"}}', 'TOOL: search ARGS: {"q": ["a", "b"]}]',
          'TOOL: search({"q": "cats"})}', 'TOOL: search({"q": "cats"}]', 'TOOL: search ARGS: {"q": "x"} {',

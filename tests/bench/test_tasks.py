@@ -218,8 +218,13 @@ def test_demo_tools_keep_their_descriptions():
     for name in tools:
         original = getattr(demo, name)
         assert tools[name].description == original.description and tools[name].parameters == original.parameters
-    assert tools.example is demo.DEMO_EXAMPLE
-    assert make_toolset(["get_weather"], Env()).example is None
+    # the demo's examples that fit (all calls within the set), after the direct-answer one
+    assert tools.examples[0] is demo.DEMO_EXAMPLES[0] and not tools.examples[0].calls
+    assert demo.DEMO_EXAMPLES[1] in tools.examples
+    assert all({c[0] for c in e.calls} <= set(tools) for e in tools.examples)
+    full = make_toolset(["calculate", "get_time", "get_weather", "multiply", "toggle_light"], Env())
+    assert full.examples == demo.DEMO_EXAMPLES
+    assert make_toolset(["search_web"], Env()).examples == ()   # nothing fits: the agent builds a placeholder
 
 
 def test_stock_tool_fails_once_per_episode():

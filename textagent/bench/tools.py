@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from ..toolkits import demo
-from ..tools import Tool, ToolSet
+from ..tools import Example, Tool, ToolSet
 
-__all__ = ["Env", "FROZEN_NOW", "TOOL_BUILDERS", "make_toolset", "known_tools", "STOCKS", "RATES"]
+__all__ = ["Env", "FROZEN_NOW", "TOOL_BUILDERS", "EXAMPLES", "pick_examples", "make_toolset", "known_tools", "STOCKS", "RATES"]
 
 # The bench clock: Saturday 14 June 2025, 12:00 UTC (Paris 14:00, Tokyo 21:00, New York 08:00).
 FROZEN_NOW = _dt.datetime(2025, 6, 14, 12, 0, 0, tzinfo=_dt.timezone.utc)
@@ -199,7 +199,7 @@ def booking_code(restaurant: str, people: int, time: str) -> str:
 def _book_table(env: Env) -> Tool:
     def book_table(restaurant: str, people: int, time: Literal["18:00", "19:00", "20:00", "21:00"],
                    outdoor: bool = False) -> dict[str, Any]:
-        """Book a restaurant table, e.g. {"restaurant": "Chez Marie", "people": 2, "time": "19:00"}; returns a confirmation code.
+        """Book a restaurant table, e.g. {"restaurant": "Da Paolo", "people": 2, "time": "19:00"}; returns a confirmation code.
 
         Args:
             restaurant: Name of the restaurant.
@@ -262,7 +262,7 @@ def _set_thermostat(env: Env) -> Tool:
 
 def _is_prime(env: Env) -> Tool:
     def is_prime(n: int) -> bool:
-        """Whether a whole number is prime, e.g. 97 -> true.
+        """Whether a whole number is prime, e.g. 13 -> true.
 
         Args:
             n: The number to test.
@@ -514,6 +514,81 @@ def check_tool_names(names: Iterable[str]) -> list[str]:
     return [n for n in names if n not in TOOL_BUILDERS and ":" not in n]
 
 
+# Worked examples for the bench tools, shown like the demo's (see toolkits.demo.DEMO_EXAMPLES).
+# Their values differ from every task of the shipped suite: they show the form of a call and
+# of an answer, never a task's answer.
+EXAMPLES: tuple[Example, ...] = (
+    Example("Is 221 a prime number?", (("is_prime", {"n": 221}, "false"),), "No, 221 is not a prime number."),
+    Example("How many words are in 'to be or not to be'?",
+            (("word_count", {"text": "to be or not to be"}, "6"),), "'to be or not to be' has 6 words."),
+    Example("Write 'drawer' backwards.", (("reverse_text", {"text": "drawer"}, "reward"),),
+            "'drawer' backwards is 'reward'."),
+    Example("Which city is the capital of Egypt?", (("capital_of", {"country": "Egypt"}, "Cairo"),),
+            "The capital of Egypt is Cairo."),
+    Example("How many people live in Berlin?",
+            (("get_population", {"city": "Berlin"}, '{"city": "Berlin", "population": 3800000}'),),
+            "Berlin has 3800000 inhabitants."),
+    Example("What does one UMBRELLA share cost?",
+            (("get_stock_price", {"symbol": "UMBRELLA"}, "ERROR: ConnectionError: quote service busy, please retry the same call"),
+             ("get_stock_price", {"symbol": "UMBRELLA"}, '{"symbol": "UMBRELLA", "price_usd": 310.2}')),
+            "One UMBRELLA share costs 310.20 USD."),
+    Example("Convert 40 GBP to USD.",
+            (("convert_currency", {"amount": 40, "from_currency": "GBP", "to_currency": "USD"},
+              '{"amount": 40, "from": "GBP", "to": "USD", "result": 60}'),), "40 GBP is 60 USD."),
+    Example("How many kilograms are 10 pounds?",
+            (("convert_units", {"value": 10, "from_unit": "lb", "to_unit": "kg"},
+              '{"value": 10, "from_unit": "lb", "to_unit": "kg", "result": 4.54}'),), "10 pounds are 4.54 kg."),
+    Example("Book a table for 3 at Luigi's at 6 pm.",
+            (("book_table", {"restaurant": "Luigi's", "people": 3, "time": "18:00"},
+              '{"restaurant": "Luigi\'s", "people": 3, "time": "18:00", "outdoor": false, "confirmation": "L-3-1800"}'),),
+            "Your table for 3 at Luigi's at 18:00 is booked; the confirmation code is L-3-1800."),
+    Example("What will the weather be in London over the next 2 days?",
+            (("get_forecast", {"city": "London", "days": 2},
+              '{"city": "London", "unit": "C", "daily_temps": [14, 16], "condition": "rain"}'),),
+            "London, next 2 days: 14 °C and 16 °C, with rain."),
+    Example("Set the office thermostat to 19 degrees in cool mode.",
+            (("set_thermostat", {"room": "office", "temperature": 19, "mode": "cool"}, "office thermostat set to 19 C (cool)"),),
+            "The office thermostat is set to 19 °C in cool mode."),
+    Example("According to its manual, how long does the Z5 camera's battery last?",
+            (("read_manual", {"product": "Z5"},
+              "Z5 camera manual. Key specifications: battery life 3 hours; weight 410 g.\n\nSection 1. Safety notes..."),),
+            "According to its manual, the Z5 camera's battery lasts 3 hours."),
+    Example("How many orders has customer C-2002 placed?",
+            (("list_orders", {"customer_id": "C-2002"},
+              '[{"order": "O-310", "date": "2025-05-02", "total_eur": 12.5, "items": 1}, '
+              '{"order": "O-122", "date": "2025-01-20", "total_eur": 40.0, "items": 2}]'),),
+            "Customer C-2002 has placed 2 orders."),
+    Example("How many warnings did the search service log today?",
+            (("read_log", {"service": "search"}, "SUMMARY search: 2 errors, 11 warnings today\n2025-06-14T00:00:00 INFO search ..."),),
+            "The search service logged 11 warnings today."),
+    Example("What is 13 times 7?", (("multiply", {"a": 13, "b": 7}, "91"),), "13 times 7 is 91."),
+)
+
+# Examples shown at most: the demo's that fit the set, then EXAMPLES for tools not yet shown.
+MAX_TOOL_EXAMPLES = 3   # (the demo tool set shows all of the demo's)
+
+
+def pick_examples(names: Iterable[str]) -> tuple[Example, ...]:
+    """The worked examples for a set of tool names: the demo's question answered without
+    tools, the demo's examples whose every tool is in the set (all of them for the demo's own
+    tools, so the bench sees what ``textagent run`` shows), then bench examples covering the
+    most tools not shown yet. None when no example fits."""
+    names = set(names)
+    fits = [e for e in (*demo.DEMO_EXAMPLES, *EXAMPLES) if e.calls and {c[0] for c in e.calls} <= names]
+    chosen = [e for e in fits if e in demo.DEMO_EXAMPLES]
+    shown = {c[0] for e in chosen for c in e.calls}
+    pool = [e for e in fits if e not in chosen]
+    while pool and len(chosen) < MAX_TOOL_EXAMPLES:
+        best = max(pool, key=lambda e: len({c[0] for c in e.calls} - shown))
+        if not {c[0] for c in best.calls} - shown:
+            break
+        chosen.append(best)
+        shown |= {c[0] for c in best.calls}
+        pool.remove(best)
+    direct = [e for e in demo.DEMO_EXAMPLES if not e.calls]
+    return (*direct, *chosen) if chosen else ()
+
+
 def make_toolset(names: Iterable[str], env: Env) -> ToolSet:
     """A fresh ToolSet of these tools bound to ``env``; the demo's worked example when it fits."""
     tools = []
@@ -524,10 +599,7 @@ def make_toolset(names: Iterable[str], env: Env) -> ToolSet:
             tools.append(_external(name))
         else:
             raise ValueError(f"unknown bench tool {name!r}; known: {', '.join(TOOL_BUILDERS)} (or module:function)")
-    example = demo.DEMO_EXAMPLE
-    if not all(call[0] in {t.name for t in tools} for call in example.calls):
-        example = None
-    return ToolSet(tools, example=example)
+    return ToolSet(tools, example=pick_examples({t.name for t in tools}))
 
 
 def describe(name: str) -> str:

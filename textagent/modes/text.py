@@ -11,6 +11,7 @@ honour ``stop``.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -93,9 +94,10 @@ class TextMode:
     name = "text"
 
     def setup(self, agent: "Agent") -> None:
-        pass
+        self._seen: set[tuple[str, str, str]] = set()
 
     def start(self, agent: "Agent", task: str) -> None:
+        self._seen = set()   # (tool, args, output) of this run's calls
         agent.messages = [{"role": "system", "content": agent.system_prompt}, *agent.example,
                           {"role": "user", "content": prompts.task(task)}]
         agent.prompt = agent.format.render(agent.messages)
@@ -136,7 +138,17 @@ class TextMode:
 
     # -- writing the conversation ---------------------------------------------------------------
     def observe(self, agent: "Agent", step: "Step") -> None:
-        observations = [prompts.observation(o.name, o.output, failed=o.error in RETRYABLE) for o in step.outcomes]
+        observations = []
+        for o in step.outcomes:
+            text = prompts.observation(o.name, o.output, failed=o.error in RETRYABLE)
+            key = (o.name, json.dumps(o.args, sort_keys=True, default=str), o.output)
+            if key in self._seen:
+                # Small models loop on a call; saying so breaks most loops (an error that
+                # says "retry" is not repeated: the result then differs).
+                text += "\n" + prompts.template("repeated_call.txt").substitute()
+                step.details["repeated_calls"] = step.details.get("repeated_calls", 0) + 1
+            self._seen.add(key)
+            observations.append(text)
         self._append(agent, step, _kept(step), observations)
 
     def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:

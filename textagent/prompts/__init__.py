@@ -19,24 +19,23 @@ def template(name: str) -> Template:
 
 
 def describe_tool(tool: Any) -> str:
-    """One entry of the tool list: a call signature, the description, a line per documented
-    parameter. The signature reads like a function's (``is_prime(n: integer)``), not like a
-    JSON object: small models copy a JSON-looking ``{"n": integer}`` verbatim as arguments."""
+    """One entry of the tool list: the name and description, then a line per parameter with
+    its type. Nothing here looks like a call: small models copy a listing such as
+    ``{"n": integer}`` or ``is_prime(n: integer)`` into their TOOL lines verbatim."""
     params = tool.parameters or {}
     props: dict[str, Any] = params.get("properties", {})
     required = set(params.get("required", []))
-    fields = []
-    notes = []
+    lines = []
     for key, schema in props.items():
-        field = f"{key}: {_schema.type_label(schema)}"
+        kind = _schema.type_label(schema).replace("|", " or ")
         if key not in required:
-            field += f" = {json.dumps(schema['default'], ensure_ascii=False)}" if "default" in schema else " (optional)"
-        fields.append(field)
-        if schema.get("description"):
-            notes.append(template("tool_param.txt").substitute(name=key, description=" ".join(schema["description"].split())))
+            kind += f", optional, default {json.dumps(schema['default'], ensure_ascii=False)}" if "default" in schema \
+                else ", optional"
+        description = " ".join(str(schema.get("description") or "").split())
+        lines.append(template("tool_param.txt").substitute(name=key, type=kind, description=description).rstrip(": "))
     description = " ".join((tool.description or "").split()) or "(no description)"
-    text = template("tool.txt").substitute(name=tool.name, params=", ".join(fields), description=description)
-    return "\n".join([text, *notes])
+    text = template("tool.txt").substitute(name=tool.name, description=description)
+    return "\n".join([text, *lines])
 
 
 def example_args(tool: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from ..tools import Example, ToolSet, tool
 
-__all__ = ["calculate", "get_time", "get_weather", "multiply", "toggle_light", "demo_tools", "DEMO_EXAMPLE",
+__all__ = ["calculate", "get_time", "get_weather", "multiply", "toggle_light", "demo_tools", "DEMO_EXAMPLES",
            "lights", "reset_lights", "WEATHER", "ROOMS",
            "MAX_EXPRESSION_CHARS", "MAX_NESTING", "MAX_DIGITS"]
 
@@ -355,7 +355,7 @@ def get_weather(city: Annotated[str, {"examples": ["Paris"]}]) -> dict[str, Any]
 
 @tool
 def multiply(a: float, b: float) -> int | float:
-    """Multiply two numbers, e.g. {"a": 25, "b": 10} -> 250.
+    """Multiply two numbers, e.g. {"a": 6, "b": 7} -> 42.
 
     Args:
         a: First number.
@@ -407,14 +407,53 @@ def toggle_light(room: Annotated[str, {"examples": ["kitchen"]}], on: bool) -> s
     return f"{key} light is now {state}" + ("" if before != on else " (it already was)")
 
 
-# The worked exchange the model sees first: two chained calls, each waiting for its result.
-DEMO_EXAMPLE = Example(
-    task="What is (3 + 4) * 12, then minus 20?",
-    calls=(("calculate", {"expression": "(3 + 4) * 12"}, "84"), ("calculate", {"expression": "84 - 20"}, "64")),
-    answer="(3 + 4) * 12 = 84, minus 20 is 64.",
+# The worked exchanges the model sees before its task. Each teaches one habit, with values
+# unlike any real question: a question answered without tools; a calculation written as an
+# expression; the steps a question asks for, one call each; one call per item asked about; a
+# lookup answered at once. Answers restate the results they rest on. The model copies the
+# examples nearest its question, and the last one most: a lookup followed by a calculation or
+# a light switch nobody asked for was copied into plain weather questions, so the last example
+# is a plain lookup and the chain is spelled out in its question.
+DEMO_EXAMPLES = (
+    Example(
+        task="What is the opposite of 'hot'?",
+        calls=(),
+        answer="The opposite of 'hot' is 'cold'.",
+    ),
+    Example(
+        task="What is 2.5% of 3200?",
+        calls=(("calculate", {"expression": "3200 * 2.5 / 100"}, "80"),),
+        answer="2.5% of 3200 is 80.",
+    ),
+    Example(
+        task="Get the weather in Oslo, add 5 to the temperature, then switch off the office light.",
+        calls=(("get_weather", {"city": "Oslo"}, '{"city": "Oslo", "temp_c": 9, "condition": "cloudy", "rain": false}'),
+               ("calculate", {"expression": "9 + 5"}, "14"),
+               ("toggle_light", {"room": "office", "on": False}, "office light is now off")),
+        answer="Oslo is cloudy at 9 °C; 9 + 5 = 14; the office light is now off.",
+    ),
+    Example(
+        task="What time is it in Sydney and in New York?",
+        calls=(("get_time", {"timezone": "Australia/Sydney"},
+                '{"timezone": "Australia/Sydney", "now": "2025-01-10T08:30:00+11:00", "weekday": "Friday"}'),
+               ("get_time", {"timezone": "America/New_York"},
+                '{"timezone": "America/New_York", "now": "2025-01-09T16:30:00-05:00", "weekday": "Thursday"}')),
+        answer="It is 08:30 on Friday in Sydney and 16:30 on Thursday in New York.",
+    ),
+    Example(
+        task="Switch on the bathroom light and the hallway light.",
+        calls=(("toggle_light", {"room": "bathroom", "on": True}, "bathroom light is now on"),
+               ("toggle_light", {"room": "hallway", "on": True}, "hallway light is now on")),
+        answer="The bathroom and hallway lights are now on.",
+    ),
+    Example(
+        task="Is it sunny in Madrid right now?",
+        calls=(("get_weather", {"city": "Madrid"}, '{"city": "Madrid", "temp_c": 27, "condition": "sunny", "rain": false}'),),
+        answer="Yes, it is sunny in Madrid, at 27 °C.",
+    ),
 )
 
 
 def demo_tools() -> ToolSet:
     """A fresh ToolSet with every demo tool (the lights' state is shared module state)."""
-    return ToolSet([calculate, get_time, get_weather, multiply, toggle_light], example=DEMO_EXAMPLE)
+    return ToolSet([calculate, get_time, get_weather, multiply, toggle_light], example=DEMO_EXAMPLES)
