@@ -409,8 +409,8 @@ def toggle_light(room: Annotated[str, {"examples": ["kitchen"]}], on: bool) -> s
 
 # The worked exchanges the model sees before its task. Each teaches one habit, with values
 # unlike any real question: a question answered without tools; a calculation written as an
-# expression; the steps a question asks for, one call each; one call per item asked about; a
-# lookup answered at once. Answers restate the results they rest on. The model copies the
+# expression; the steps a question asks for, one call each; every value looked up before it
+# is computed with; one call per item asked about; a lookup answered at once. Answers restate the results they rest on. The model copies the
 # examples nearest its question, and the last one most: a lookup followed by a calculation or
 # a light switch nobody asked for was copied into plain weather questions, so the last example
 # is a plain lookup and the chain is spelled out in its question.
@@ -426,11 +426,18 @@ DEMO_EXAMPLES = (
         answer="2.5% of 3200 is 80.",
     ),
     Example(
-        task="Get the weather in Oslo, add 5 to the temperature, then switch off the office light.",
-        calls=(("get_weather", {"city": "Oslo"}, '{"city": "Oslo", "temp_c": 9, "condition": "cloudy", "rain": false}'),
-               ("calculate", {"expression": "9 + 5"}, "14"),
+        task="Get the weather in Dublin, add 5 to the temperature, then switch off the office light.",
+        calls=(("get_weather", {"city": "Dublin"}, '{"city": "Dublin", "temp_c": 12, "condition": "rain", "rain": true}'),
+               ("calculate", {"expression": "12 + 5"}, "17"),
                ("toggle_light", {"room": "office", "on": False}, "office light is now off")),
-        answer="Oslo is cloudy at 9 °C; 9 + 5 = 14; the office light is now off.",
+        answer="Dublin has rain at 12 °C; 12 + 5 = 17; the office light is now off.",
+    ),
+    Example(
+        task="What is the average temperature of Rome and Oslo right now?",
+        calls=(("get_weather", {"city": "Rome"}, '{"city": "Rome", "temp_c": 24, "condition": "sunny", "rain": false}'),
+               ("get_weather", {"city": "Oslo"}, '{"city": "Oslo", "temp_c": 9, "condition": "cloudy", "rain": false}'),
+               ("calculate", {"expression": "(24 + 9) / 2"}, "16.5")),
+        answer="Rome is at 24 °C and Oslo at 9 °C; their average is 16.5 °C.",
     ),
     Example(
         task="What time is it in Sydney and in New York?",
