@@ -591,6 +591,40 @@ class TestToolSet:
         assert ts.closest("zzzz") is None
         assert ts.closest("x" * 10_000) is None
 
+    def test_arguments_the_tool_does_not_take_are_ignored_when_the_rest_is_valid(self):
+        ts = ToolSet([get_forecast])
+        out = ts.execute(Call("get_forecast", {"city": "Paris", "confirmation": "X-1", "temp": 3}))
+        assert out.ok and out.error is None and out.ignored == ("confirmation", "temp")
+        assert out.args == {"city": "Paris"}        # what ran
+        assert out.output.endswith("\n(ignored `confirmation`, `temp`: not an argument of get_forecast)")
+        # a misspelt required argument is still an error, with the suggestion
+        bad = ts.execute(Call("get_forecast", {"cty": "Paris"}))
+        assert not bad.ok and bad.error == "bad_arguments" and "did you mean `city`" in bad.output
+        # the rest is invalid too: the whole original error is reported, nothing runs
+        worse = ts.execute(Call("get_forecast", {"city": "Paris", "days": "x", "extra": 1}))
+        assert not worse.ok and "unexpected argument `extra`" in worse.output and "`days`" in worse.output
+        assert worse.ignored == ()
+
+    def test_extra_arguments_can_be_refused(self):
+        out = ToolSet([get_forecast], extra_args="error").execute(Call("get_forecast", {"city": "Paris", "x": 1}))
+        assert not out.ok and out.error == "bad_arguments" and "unexpected argument `x`" in out.output
+        with pytest.raises(ValueError, match="extra_args"):
+            ToolSet([get_forecast], extra_args="drop")
+
+    def test_several_worked_examples(self):
+        from textagent.tools import Example
+
+        one = Example("q1", (("get_forecast", {"city": "Paris"}, "ok"),), "a1")
+        direct = Example("q2", (), "a2")
+        ts = ToolSet([get_forecast], example=[direct, one])
+        assert ts.examples == (direct, one) and ts.example is direct
+        assert ToolSet([get_forecast], example=one).examples == (one,)
+        assert ToolSet([get_forecast]).examples == () and ToolSet([get_forecast]).example is None
+        with pytest.raises(ValueError, match="not in this set: nope"):
+            ToolSet([get_forecast], example=[one, Example("q", (("nope", {}, "r"),), "a")])
+        with pytest.raises(TypeError, match="Example"):
+            ToolSet([get_forecast], example=["not an example"])
+
     def test_execute_ok(self):
         out = ToolSet([get_forecast]).execute(Call("get_forecast", {"city": "Paris"}))
         assert out == ToolOutcome("get_forecast", {"city": "Paris"}, True,

@@ -37,7 +37,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 from jsonschema import Draft202012Validator
@@ -758,7 +758,8 @@ def truncate(text: str, limit: int | None) -> str:
 @dataclass(frozen=True)
 class ToolOutcome:
     """One executed call. ``output`` is what the model sees; ``error`` is the failure kind or None:
-    "unknown_tool" | "bad_arguments" | "tool_error" | "timeout"."""
+    "unknown_tool" | "bad_arguments" | "tool_error" | "timeout". ``ignored``: argument names
+    the call carried that are not parameters of the tool and were left out (see ToolSet)."""
 
     name: str
     args: dict[str, Any] | str
@@ -766,6 +767,7 @@ class ToolOutcome:
     output: str
     error: str | None = None
     seconds: float = 0.0
+    ignored: tuple[str, ...] = ()
 
 
 def _exc_text(exc: BaseException) -> str:
@@ -852,10 +854,20 @@ class ToolSet(Mapping[str, Tool]):
     callables are wrapped with Tool.from_function. Duplicate names are an error. ``example``
     is the worked exchange the agent shows the model, or several in the order shown (else
     one is built from a tool of the set); ``examples`` holds them as a tuple.
+
+    ``extra_args``: what execute() does with a call that names arguments the tool does not
+    have, when the rest of the call is valid: "ignore" (default) runs it without them and says
+    so in the output, as pydantic ignores unknown fields; "error" refuses the call. Small
+    models add fields of the result they expect (`"confirmation": "..."` to a booking) and
+    then repeat the refused call word for word.
     """
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = (), *,
-                 example: Example | Iterable[Example] | None = None) -> None:
+                 example: Example | Iterable[Example] | None = None,
+                 extra_args: Literal["ignore", "error"] = "ignore") -> None:
+        if extra_args not in ("ignore", "error"):
+            raise ValueError(f'extra_args must be "ignore" or "error", not {extra_args!r}')
+        self.extra_args = extra_args
         self._tools: dict[str, Tool] = {}
         examples = () if example is None else (example,) if isinstance(example, Example) else tuple(example)
         if not all(isinstance(e, Example) for e in examples):
@@ -908,6 +920,17 @@ class ToolSet(Mapping[str, Tool]):
             return None
         return _suggest(name, self._tools)
 
+    def _known_part(self, tool: Tool, args: Any) -> dict[str, Any] | None:
+        """``args`` without the names ``tool`` does not take, when extra_args="ignore" and
+        there are such names; else None."""
+        if self.extra_args != "ignore" or not isinstance(args, Mapping):
+            return None
+        known = set((tool.parameters or {}).get("properties") or {})
+        if (tool.parameters or {}).get("additionalProperties", False) is not False and not known:
+            return None
+        kept = {k: v for k, v in args.items() if k in known}
+        return kept if len(kept) < len(args) else None
+
     def execute(self, call: Any, *, timeout: float | None = 30, limit: int | None = 4000) -> ToolOutcome:
         """Run one call (anything with ``.name`` and ``.args``). Never raises for model mistakes
         or tool failures: they become a ToolOutcome with ``ok=False`` and an ``ERROR: ...`` output."""
@@ -921,8 +944,12 @@ class ToolSet(Mapping[str, Tool]):
         name = raw_name if isinstance(raw_name, str) and len(raw_name) <= 128 and raw_name.isprintable() \
             else _show(raw_name, 60)
 
+        ignored: tuple[str, ...] = ()
+
         def done(ok: bool, output: str, error: str | None, args: Any = raw_args) -> ToolOutcome:
-            return ToolOutcome(name, args, ok, truncate(output, limit), error, time.perf_counter() - started)
+            if ignored:
+                output += "\n" + f"(ignored {', '.join(f'`{_show(k, 40)}`' for k in ignored)}: not an argument of {found.name})"
+            return ToolOutcome(name, args, ok, truncate(output, limit), error, time.perf_counter() - started, ignored)
 
         found = self._tools.get(raw_name) if isinstance(raw_name, str) else None
         if found is None:
@@ -934,7 +961,17 @@ class ToolSet(Mapping[str, Tool]):
             text += f" Valid tools: {valid}."
             return done(False, text, "unknown_tool")
         try:
-            bound = found.bind(raw_args)
+            try:
+                bound = found.bind(raw_args)
+            except ToolArgumentError as first:
+                known = self._known_part(found, raw_args)
+                if known is None:
+                    raise
+                try:
+                    bound = found.bind(known)
+                except ToolArgumentError:
+                    raise first from None   # the rest is not valid either: report everything
+                ignored = tuple(k for k in raw_args if k not in known)
         except ToolArgumentError as exc:
             return done(False, f"{_exc_text(exc).rstrip('.')}. Usage: {found.signature()}", "bad_arguments")
         except RecursionError:
