@@ -167,6 +167,21 @@ def test_baseline_is_the_seed_loop():
     assert result.steps[0].outcomes[0].error == "bad_arguments"
 
 
+def test_baseline_sends_the_agents_prompt_with_every_worked_example():
+    """The baseline differs from text mode in the loop only: same system prompt, same examples."""
+    from textagent import Agent
+
+    tools = make_toolset(["calculate", "get_time", "get_weather", "multiply", "toggle_light"], Env())
+    assert len(tools.examples) > 1
+    base = ScriptedBackend(["ANSWER: x"])
+    R.run_baseline(base, tools, "q", chat_format="chatml")
+    agent = ScriptedBackend(["ANSWER: x"])
+    Agent(agent, tools, chat_format="chatml").run("q")
+    assert base.prompts[0] == agent.prompts[0]
+    for example in tools.examples:
+        assert example.task in base.prompts[0] and example.answer in base.prompts[0]
+
+
 def test_mode_availability(monkeypatch):
     ok, missing = R.mode_availability(["text", "baseline", "bogus"])
     assert ok == ["text", "baseline"] and "unknown mode" in missing["bogus"]
