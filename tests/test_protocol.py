@@ -384,7 +384,7 @@ def test_error_fields_and_feedback():
     fb = err.feedback()
     assert "line 2, column 35" in fb.lower()
     assert 'TOOL: get_weather ARGS: {"city": "text"}' in fb  # the closest real tool, its required parameter
-    assert "ANSWER:" in fb   # the way out when no tool is needed
+    assert "ANSWER:" not in fb   # no way out offered: small models took it instead of fixing the call
     assert err.excerpt.split("\n")[0] in fb
     assert "Put text values in double quotes" in fb
     # no tools known: an example with the name the model tried
@@ -495,6 +495,21 @@ def test_shortcut_and_grammar_agree(case):
         slow = parse_reply(text)
     assert fast == slow
     assert fast.calls == [call]
+
+
+@pytest.mark.parametrize("text,name", [
+    ("tool:__  args:{}", "__"),              # `__` right after the colon is the name, not emphasis
+    ("TOOL:__init ARGS: {}", "__init"),      # ... and so is the start of a name
+    ("TOOL: __ ARGS: {}", "__"),
+    ("__TOOL:__ get ARGS: {}", "get"),       # emphasis around the keyword
+    ("**TOOL:**get ARGS: {}", "get"),
+    ('**TOOL:** get **ARGS:** {"a": 1}', "get"),
+])
+def test_emphasis_after_the_tool_colon_is_read_the_same_way_by_both_paths(text, name):
+    fast = parse_reply(text)
+    with grammar_only():
+        assert parse_reply(text) == fast
+    assert [c.name for c in fast.calls] == [name]
 
 
 @PROPERTY

@@ -685,6 +685,9 @@ _PARSER = _parser()
 # ---------------------------------------------------------------------------------------------
 
 _EMPH = r"(?:\*\*|__)"
+# Emphasis closing the `TOOL:` keyword (`**TOOL:** name`); never the start of a name (`TOOL:__init`)
+# and never the name itself (`TOOL:__  ARGS: {}` calls `__`). grammars/reply.lark's KW_COLON agrees.
+_COLON_EMPH = r"(?:\*\*|__(?![A-Za-z0-9_.-])(?![ \t]*" + _EMPH + r"?args" + _EMPH + r"?[ \t]*:))"
 # Decoration before a keyword: indentation, quote markers, one list marker.
 _DECOR = r"[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?"
 _LINE_RE = re.compile(
@@ -703,12 +706,12 @@ _FENCE_RE = re.compile(r"[ \t]*(?:>[ \t]*)*(?:`{3,}|~{3,})")
 # The grammar accepts these lines with the same result (a property test checks it); this path
 # only saves time on the common case. Anything json.loads rejects goes to the grammar.
 _FAST_RE = re.compile(
-    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t]+"
+    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t]+"
     + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t]*(\{.*\})\Z",
     re.I,
 )
 _FAST_MULTI_RE = re.compile(
-    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t\r\n]+"
+    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t\r\n]+"
     + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t\r\n]*(\{.*\})\Z",
     re.I | re.S,
 )
@@ -716,7 +719,7 @@ _FAST_MULTI_RE = re.compile(
 _FAST_PATH = True
 # Enough of a call head to find where its arguments start (the grammar does the real parse).
 _HEAD_RE = re.compile(
-    _EMPH + r"?tool" + _EMPH + r"?[ \t]*(?::" + _EMPH + r"?)?[ \t]*"
+    _EMPH + r"?tool" + _EMPH + r"?[ \t]*(?::" + _COLON_EMPH + r"?)?[ \t]*"
     + r"(?P<name>`[^`]*`|\"[^\"]*\"|'[^']*'|" + NAME_PATTERN + r")?[ \t]*"
     + r"(?:(?P<args>" + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?)|(?P<paren>\())?",
     re.I,
