@@ -213,6 +213,14 @@ def test_the_one_shot_example_comes_before_the_task_and_can_be_turned_off():
     assert "3200 * 2.5 / 100" not in backend.prompts[0] and "opposite" not in backend.prompts[0]
 
 
+def test_examples_may_be_given_as_any_iterable_and_are_read_once():
+    examples = (e for e in demo.DEMO_EXAMPLES[:2])   # a generator: consumed by one pass
+    _, backend = run(["ANSWER: x"], task="THE TASK", example=examples)
+    prompt = backend.prompts[0]
+    assert demo.DEMO_EXAMPLES[0].task in prompt and demo.DEMO_EXAMPLES[1].task in prompt
+    assert demo.DEMO_EXAMPLES[2].task not in prompt
+
+
 def test_a_tool_set_without_an_example_gets_one_built_from_its_tools():
     @tool
     def lookup(word: str) -> str:

@@ -130,10 +130,10 @@ class Agent:
         self.format = get_format(chat_format)
         self.system_prompt = system_prompt if system_prompt is not None else prompts.system_prompt(self.tools)
         self.system_prompt_given = system_prompt is not None  # native mode writes its own otherwise
-        if example == "auto":
-            example = getattr(self.tools, "examples", None) or None
-        elif example is None or (not hasattr(example, "calls") and not list(example)):
-            example = ()   # no examples at all (None here means "none", not "a placeholder")
+        if isinstance(example, str) and example == "auto":
+            example = self.tools.examples or None   # None: prompts builds a placeholder
+        else:   # None here means no examples at all
+            example = () if example is None else (example,) if hasattr(example, "calls") else tuple(example)
         # (task, [(tool, args, result)], answer) for each example; modes write them their own way
         self.example_source = prompts.worked_examples(self.tools, example)
         self.example = prompts.example_turns(self.tools, example)
