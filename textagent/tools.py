@@ -586,7 +586,7 @@ class Tool:
                                     f"not {_json_type_of(args)}")
         _check_shape(args)
         if self._accepts is not None and self.parameters.get("additionalProperties") is not False:
-            extra = [k for k in args if k not in self._accepts]
+            extra = self.unexpected(args)
             if extra:
                 known = sorted(self._accepts)
                 hint = _suggest(extra[0], known)
@@ -605,6 +605,17 @@ class Tool:
             text = "; ".join(shown) + (f"; and {more} more" if more else "")
             raise ToolArgumentError(text)
         return self._coerce(args)
+
+    def unexpected(self, args: Mapping[str, Any]) -> list[str]:
+        """The names in ``args`` that this tool does not take (bind() refuses them): outside
+        ``properties`` when the schema is closed, else outside the function's parameters."""
+        if self.parameters.get("additionalProperties") is False:
+            known: Iterable[str] = self.parameters.get("properties") or {}
+        elif self._accepts is not None:
+            known = self._accepts
+        else:
+            return []
+        return [k for k in args if k not in known]
 
     # -- internals ----------------------------------------------------------------------------
     def _renamed(self, name: str, description: str | None = None) -> "Tool":
@@ -925,11 +936,8 @@ class ToolSet(Mapping[str, Tool]):
         there are such names; else None."""
         if self.extra_args != "ignore" or not isinstance(args, Mapping):
             return None
-        known = set((tool.parameters or {}).get("properties") or {})
-        if (tool.parameters or {}).get("additionalProperties", False) is not False and not known:
-            return None
-        kept = {k: v for k, v in args.items() if k in known}
-        return kept if len(kept) < len(args) else None
+        extra = set(tool.unexpected(args))
+        return {k: v for k, v in args.items() if k not in extra} if extra else None
 
     def execute(self, call: Any, *, timeout: float | None = 30, limit: int | None = 4000) -> ToolOutcome:
         """Run one call (anything with ``.name`` and ``.args``). Never raises for model mistakes
