@@ -32,7 +32,8 @@ def describe_tool(tool: Any) -> str:
             kind += f", optional, default {json.dumps(schema['default'], ensure_ascii=False)}" if "default" in schema \
                 else ", optional"
         description = " ".join(str(schema.get("description") or "").split())
-        lines.append(template("tool_param.txt").substitute(name=key, type=kind, description=description).rstrip(": "))
+        line = template("tool_param.txt").substitute(name=key, type=kind, description=description)
+        lines.append(line if description else line.rstrip().removesuffix(":"))
     description = " ".join((tool.description or "").split()) or "(no description)"
     text = template("tool.txt").substitute(name=tool.name, description=description)
     return "\n".join([text, *lines])
