@@ -197,19 +197,20 @@ def test_every_prompt_extends_the_previous_prompt_and_reply(fmt):
 def test_messages_are_passed_for_chat_backends():
     _, backend = run(['TOOL: calculate ARGS: {"expression": "2+2"}', "ANSWER: 4"], task="add")
     messages = backend.calls[1]["messages"]
-    example = sum(1 + 2 * len(e.calls) + 1 for e in demo.DEMO_EXAMPLES)  # the worked examples' turns
+    example = sum(1 + 2 * len(e.calls) + 1 for e in demo.demo_tools().examples_for("add"))  # their turns
     assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * (example // 2) + [
         "user", "assistant", "user"]
     assert messages[-3]["content"] == "add" and messages[-1]["content"] == "OBSERVATION (calculate): 4"
 
 
 def test_the_one_shot_example_comes_before_the_task_and_can_be_turned_off():
-    _, backend = run(["ANSWER: x"], task="THE TASK")
+    task = "THE TASK: what is 4% of 50?"
+    _, backend = run(["ANSWER: x"], task=task)
     prompt = backend.prompts[0]
-    assert prompt.index('TOOL: calculate ARGS: {"expression": "3200 * 2.5 / 100"}') < prompt.index("THE TASK")
+    assert prompt.index('TOOL: calculate ARGS: {"expression": "3200 * 2.5 / 100"}') < prompt.index(task)
     assert "OBSERVATION (calculate): 80" in prompt
-    assert prompt.index("opposite of 'hot'?") < prompt.index("ANSWER: The opposite") < prompt.index("THE TASK")
-    _, backend = run(["ANSWER: x"], task="THE TASK", example=None)
+    assert prompt.index("opposite of 'hot'?") < prompt.index("ANSWER: The opposite") < prompt.index(task)
+    _, backend = run(["ANSWER: x"], task=task, example=None)
     assert "3200 * 2.5 / 100" not in backend.prompts[0] and "opposite" not in backend.prompts[0]
 
 
@@ -219,6 +220,22 @@ def test_examples_may_be_given_as_any_iterable_and_are_read_once():
     prompt = backend.prompts[0]
     assert demo.DEMO_EXAMPLES[0].task in prompt and demo.DEMO_EXAMPLES[1].task in prompt
     assert demo.DEMO_EXAMPLES[2].task not in prompt
+
+
+def test_a_tool_set_with_max_examples_shows_each_task_the_examples_most_like_it():
+    from textagent.tools import ToolSet
+
+    pool = demo.DEMO_EXAMPLES
+    tools = ToolSet([demo.calculate, demo.get_time, demo.get_weather, demo.multiply, demo.toggle_light],
+                    example=pool, max_examples=1)
+    direct = [e for e in pool if not e.calls]
+    agent = Agent(ScriptedBackend(["ANSWER: x", "ANSWER: y"]), tools)
+    for task, nearest in (("What time is it in Lima?", "What time is it in London?"),
+                          ("Turn off the kitchen light.", "Turn off the living room light.")):
+        agent.run(task)
+        shown = [e.task for e in pool if e.task in agent.prompt]
+        assert shown == [e.task for e in direct] + [nearest], task
+        assert agent.prompt.index(nearest) < agent.prompt.index(task)
 
 
 def test_a_tool_set_without_an_example_gets_one_built_from_its_tools():

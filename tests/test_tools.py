@@ -625,6 +625,31 @@ class TestToolSet:
         with pytest.raises(TypeError, match="Example"):
             ToolSet([get_forecast], example=["not an example"])
 
+    def test_max_examples_shows_the_examples_most_like_the_task_closest_last(self):
+        from textagent.tools import Example
+
+        def ex(q):
+            return Example(q, (("get_forecast", {"city": "X"}, "ok"),), "a")
+
+        direct = Example("What is the opposite of hot?", (), "cold")
+        paris, rain, days, snow = (ex("What is the forecast for Paris?"), ex("Will it rain in Oslo tomorrow?"),
+                                   ex("Give me three days of forecast for Rome."), ex("Is snow expected in Oslo?"))
+        ts = ToolSet([get_forecast], example=[paris, direct, rain, days, snow], max_examples=2)
+        # call-less examples always come first; then the two closest, the closest last
+        assert ts.examples_for("Is snow expected in Oslo on Sunday?") == (direct, rain, snow)
+        # rare words decide: "forecast" is in two examples, "Rome" and "days" only in one
+        assert ts.examples_for("The forecast for Rome for the next days") == (direct, paris, days)
+        # nothing in common: the first ones in the order given
+        assert ts.examples_for("zzz") == (direct, rain, paris)
+        # a pool no larger than max_examples, or no limit: every example in its own order
+        assert ToolSet([get_forecast], example=[paris, direct, rain], max_examples=2).examples_for("x") == (
+            paris, direct, rain)
+        assert ToolSet([get_forecast], example=[paris, rain, days]).examples_for("x") == (paris, rain, days)
+        assert ToolSet([get_forecast], example=[paris, direct], max_examples=0).examples_for("forecast") == (direct,)
+        for bad in (-1, 1.5, True, "3"):
+            with pytest.raises(ValueError, match="max_examples"):
+                ToolSet([get_forecast], max_examples=bad)
+
     def test_execute_ok(self):
         out = ToolSet([get_forecast]).execute(Call("get_forecast", {"city": "Paris"}))
         assert out == ToolOutcome("get_forecast", {"city": "Paris"}, True,

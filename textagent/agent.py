@@ -130,21 +130,27 @@ class Agent:
         self.format = get_format(chat_format)
         self.system_prompt = system_prompt if system_prompt is not None else prompts.system_prompt(self.tools)
         self.system_prompt_given = system_prompt is not None  # native mode writes its own otherwise
-        if isinstance(example, str) and example == "auto":
+        self.auto_examples = isinstance(example, str) and example == "auto"
+        if self.auto_examples:
             example = self.tools.examples or None   # None: prompts builds a placeholder
         else:   # None here means no examples at all
             example = () if example is None else (example,) if hasattr(example, "calls") else tuple(example)
-        # (task, [(tool, args, result)], answer) for each example; modes write them their own way
-        self.example_source = prompts.worked_examples(self.tools, example)
-        self.example = prompts.example_turns(self.tools, example)
+        self._show_examples(example)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
         self.mode = get_mode(mode)
         self.mode.setup(self)
         self.messages: list[dict[str, Any]] = []
         self.prompt = ""
 
+    def _show_examples(self, example: Any) -> None:
+        # (task, [(tool, args, result)], answer) for each example; modes write them their own way
+        self.example_source = prompts.worked_examples(self.tools, example)
+        self.example = prompts.example_turns(self.tools, example)
+
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:
+        if self.auto_examples and self.tools.max_examples is not None:
+            self._show_examples(self.tools.examples_for(task) or None)
         self.mode.start(self, task)
         self.steps: list[Step] = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0

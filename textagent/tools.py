@@ -858,6 +858,19 @@ class Example:
     answer: str
 
 
+# Words that say nothing about which example fits a question ("What is it ... right now?").
+# "and" stays: it marks a question about several things.
+_STOPWORDS = frozenset("""a an the is are was were be it its this that there these those of in on at to for
+from by with or but not no do does did can could will would should what what's which who whom whose
+how when where why me my i you your we our us please tell give get right now just then""".split())
+
+
+def _words(text: str) -> set[str]:
+    words = set(re.findall(r"[a-z0-9']+", text.lower().replace("’", "'"))) - _STOPWORDS
+    # "lights" is "light", "temperatures" is "temperature" (not "class" or "its")
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words}
+
+
 class ToolSet(Mapping[str, Tool]):
     """An immutable name -> Tool mapping that executes model calls safely.
 
@@ -865,6 +878,13 @@ class ToolSet(Mapping[str, Tool]):
     callables are wrapped with Tool.from_function. Duplicate names are an error. ``example``
     is the worked exchange the agent shows the model, or several in the order shown (else
     one is built from a tool of the set); ``examples`` holds them as a tuple.
+
+    ``max_examples``: show at most this many examples that call tools, chosen per task: the
+    ones whose questions share the most words with it (rare words count more), the closest
+    last, where the model looks. Examples without calls are always shown: they teach when
+    not to call, and no question resembles them. None (default) shows every example. A large
+    pool then costs no prompt: the model sees the exchanges its question resembles, not a
+    list of unrelated ones whose numbers it would copy.
 
     ``extra_args``: what execute() does with a call that names arguments the tool does not
     have, when the rest of the call is valid: "ignore" (default) runs it without them and says
@@ -874,11 +894,14 @@ class ToolSet(Mapping[str, Tool]):
     """
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = (), *,
-                 example: Example | Iterable[Example] | None = None,
+                 example: Example | Iterable[Example] | None = None, max_examples: int | None = None,
                  extra_args: Literal["ignore", "error"] = "ignore") -> None:
         if extra_args not in ("ignore", "error"):
             raise ValueError(f'extra_args must be "ignore" or "error", not {extra_args!r}')
-        self.extra_args = extra_args
+        if max_examples is not None and (isinstance(max_examples, bool) or not isinstance(max_examples, int)
+                                         or max_examples < 0):
+            raise ValueError(f"max_examples must be None or a whole number >= 0, not {max_examples!r}")
+        self.extra_args, self.max_examples = extra_args, max_examples
         self._tools: dict[str, Tool] = {}
         examples = () if example is None else (example,) if isinstance(example, Example) else tuple(example)
         if not all(isinstance(e, Example) for e in examples):
@@ -909,6 +932,22 @@ class ToolSet(Mapping[str, Tool]):
     def example(self) -> Example | None:
         """The first worked example, or None."""
         return self.examples[0] if self.examples else None
+
+    def examples_for(self, task: str) -> tuple[Example, ...]:
+        """The examples to show before ``task`` (see ``max_examples``)."""
+        calling = [e for e in self.examples if e.calls]
+        if self.max_examples is None or len(calling) <= self.max_examples:
+            return self.examples
+        words = [_words(e.task) for e in calling]
+        # Weighted Jaccard, each word weighted by its rarity in the pool ("what", "the" say
+        # little): a short example that is all about the question beats a long one that
+        # merely contains it.
+        df = collections.Counter(w for ws in words for w in ws)
+        weight = {w: 1 + math.log((1 + len(calling)) / (1 + df[w])) for w in set(df) | _words(task)}
+        wanted = _words(task)
+        score = [sum(weight[w] for w in ws & wanted) / (sum(weight[w] for w in ws | wanted) or 1) for ws in words]
+        ranked = sorted(range(len(calling)), key=lambda i: -score[i])[:self.max_examples]   # stable: ties by order
+        return (*(e for e in self.examples if not e.calls), *(calling[i] for i in reversed(ranked)))
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]

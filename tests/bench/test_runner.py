@@ -178,7 +178,7 @@ def test_baseline_sends_the_agents_prompt_with_every_worked_example():
     agent = ScriptedBackend(["ANSWER: x"])
     Agent(agent, tools, chat_format="chatml").run("q")
     assert base.prompts[0] == agent.prompts[0]
-    for example in tools.examples:
+    for example in tools.examples_for("q"):
         assert example.task in base.prompts[0] and example.answer in base.prompts[0]
 
 

@@ -86,7 +86,9 @@ def test_the_conversation_starts_with_a_native_example_and_the_task():
     assert messages[-1] == {"role": "user", "content": "THE TASK"}
     assistant = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
     tools = [m for m in messages if m["role"] == "tool"]
-    assert assistant and len(tools) == sum(len(e.calls) for e in demo.DEMO_EXAMPLES)
+    shown = demo.demo_tools().examples_for("THE TASK")   # the examples most like the task
+    assert assistant and len(tools) == sum(len(e.calls) for e in shown)
+    assert [m["content"] for m in messages if m["role"] == "user"][:-1] == [e.task for e in shown]
     assert tools[0]["tool_call_id"] == assistant[0]["tool_calls"][0]["id"]
     _, backend = run([msg("done")], example=None, system_prompt="Be brief.")
     assert [m["role"] for m in backend.requests[0]["messages"]] == ["system", "user"]

@@ -213,7 +213,8 @@ def run_baseline(backend: Any, tools: Any, task: str, *, chat_format: str | Chat
     without a match is the answer (after ``ANSWER:`` if present); arguments that are not JSON
     end the run (``format_errors``)."""
     fmt = get_format(chat_format)
-    example = prompts.example_turns(tools, getattr(tools, "examples", None) or None)
+    shown = tools.examples_for(task) if hasattr(tools, "examples_for") else getattr(tools, "examples", None)
+    example = prompts.example_turns(tools, shown or None)
     messages = [{"role": "system", "content": prompts.system_prompt(tools)}, *example,
                 {"role": "user", "content": prompts.task(task)}]
     prompt = fmt.render(messages)

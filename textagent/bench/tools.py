@@ -564,29 +564,20 @@ EXAMPLES: tuple[Example, ...] = (
     Example("What is 13 times 7?", (("multiply", {"a": 13, "b": 7}, "91"),), "13 times 7 is 91."),
 )
 
-# Examples shown at most: the demo's that fit the set, then EXAMPLES for tools not yet shown.
-MAX_TOOL_EXAMPLES = 3   # (the demo tool set shows all of the demo's)
-
-
 def pick_examples(names: Iterable[str]) -> tuple[Example, ...]:
-    """The worked examples for a set of tool names: the demo's question answered without
-    tools, the demo's examples whose every tool is in the set (all of them for the demo's own
-    tools, so the bench sees what ``textagent run`` shows), then bench examples covering the
-    most tools not shown yet. None when no example fits."""
+    """The worked examples a set of tools can show: the demo's and the bench's whose every
+    tool is in the set, with the demo's answered without tools first; empty when no example
+    calls a tool of the set. The agent shows the ones most like each question
+    (ToolSet.max_examples = demo.MAX_EXAMPLES)."""
     names = set(names)
-    fits = [e for e in (*demo.DEMO_EXAMPLES, *EXAMPLES) if e.calls and {c[0] for c in e.calls} <= names]
-    chosen = [e for e in fits if e in demo.DEMO_EXAMPLES]
-    shown = {c[0] for e in chosen for c in e.calls}
-    pool = [e for e in fits if e not in chosen]
-    while pool and len(chosen) < MAX_TOOL_EXAMPLES:
-        best = max(pool, key=lambda e: len({c[0] for c in e.calls} - shown))
-        if not {c[0] for c in best.calls} - shown:
-            break
-        chosen.append(best)
-        shown |= {c[0] for c in best.calls}
-        pool.remove(best)
+    demo_tools = set(demo.demo_tools())
+    fits = [e for e in demo.DEMO_EXAMPLES if e.calls and {c[0] for c in e.calls} <= names]
+    # A set holding the demo's tools shows what `textagent run` shows; bench examples join for
+    # the other tools ("13 times 7" with multiply was copied into "17 times 24, then add 100").
+    fits += [e for e in EXAMPLES if {c[0] for c in e.calls} <= names
+             and (not demo_tools <= names or {c[0] for c in e.calls} - demo_tools)]
     direct = [e for e in demo.DEMO_EXAMPLES if not e.calls]
-    return (*direct, *chosen) if chosen else ()
+    return (*direct, *fits) if fits else ()
 
 
 def make_toolset(names: Iterable[str], env: Env) -> ToolSet:
@@ -599,7 +590,7 @@ def make_toolset(names: Iterable[str], env: Env) -> ToolSet:
             tools.append(_external(name))
         else:
             raise ValueError(f"unknown bench tool {name!r}; known: {', '.join(TOOL_BUILDERS)} (or module:function)")
-    return ToolSet(tools, example=pick_examples({t.name for t in tools}))
+    return ToolSet(tools, example=pick_examples({t.name for t in tools}), max_examples=demo.MAX_EXAMPLES)
 
 
 def describe(name: str) -> str:

@@ -170,9 +170,9 @@ class NativeMode:
     def setup(self, agent: "Agent") -> None:
         self.chat = chat_backend(agent.backend)
         self.tools_json = agent.tools.to_openai()
-        self.example = _example_messages(agent)
 
     def start(self, agent: "Agent", task: str) -> None:
+        self.example = _example_messages(agent)   # here: the examples shown may depend on the task
         system = agent.system_prompt if agent.system_prompt_given else prompts.template("native_system.txt").substitute()
         agent.messages = [{"role": "system", "content": system}, *self.example,
                           {"role": "user", "content": prompts.task(task)}]

@@ -407,18 +407,23 @@ def toggle_light(room: Annotated[str, {"examples": ["kitchen"]}], on: bool) -> s
     return f"{key} light is now {state}" + ("" if before != on else " (it already was)")
 
 
-# The worked exchanges the model sees before its task. Each teaches one habit, with values
-# unlike any real question: a question answered without tools; a calculation written as an
-# expression; the steps a question asks for, one call each; every value looked up before it
-# is computed with; one call per item asked about; a lookup answered at once. Answers restate the results they rest on. The model copies the
-# examples nearest its question, and the last one most: a lookup followed by a calculation or
-# a light switch nobody asked for was copied into plain weather questions, so the last example
-# is a plain lookup and the chain is spelled out in its question.
+# The worked exchanges the model may see before its task; demo_tools() shows the call-less ones
+# and the MAX_EXAMPLES most like the question, the closest last (ToolSet.max_examples). Each
+# teaches one habit, with values unlike any real question: a question answered without tools;
+# a calculation written as an expression; the steps a question asks for, one call each; every
+# value looked up before it is computed with; one call per item asked about; an action done
+# only when its condition holds; a lookup answered at once. Answers restate the results they
+# rest on. The model copies the examples nearest its question, and the last one most.
 DEMO_EXAMPLES = (
     Example(
         task="What is the opposite of 'hot'?",
         calls=(),
         answer="The opposite of 'hot' is 'cold'.",
+    ),
+    Example(
+        task="Who wrote Romeo and Juliet?",
+        calls=(),
+        answer="William Shakespeare wrote Romeo and Juliet.",
     ),
     Example(
         task="What is 2.5% of 3200?",
@@ -454,6 +459,33 @@ DEMO_EXAMPLES = (
         answer="The bathroom and hallway lights are now on.",
     ),
     Example(
+        task="Turn off the living room light.",
+        calls=(("toggle_light", {"room": "living room", "on": False}, "living room light is now off"),),
+        answer="The living room light is now off.",
+    ),
+    Example(
+        task="What time is it in London?",
+        calls=(("get_time", {"timezone": "Europe/London"},
+                '{"timezone": "Europe/London", "now": "2025-01-09T21:30:00+00:00", "weekday": "Thursday"}'),),
+        answer="It is 21:30 on Thursday in London.",
+    ),
+    Example(
+        task="Check the weather in Vienna. If it is snowing there, switch on the bathroom light.",
+        calls=(("get_weather", {"city": "Vienna"}, '{"city": "Vienna", "temp_c": -3, "condition": "snow", "rain": false}'),
+               ("toggle_light", {"room": "bathroom", "on": True}, "bathroom light is now on")),
+        answer="It is snowing in Vienna at -3 °C, so the bathroom light is now on.",
+    ),
+    Example(
+        task="Look up the weather in Athens; if it is raining, turn on the hallway light, otherwise do nothing.",
+        calls=(("get_weather", {"city": "Athens"}, '{"city": "Athens", "temp_c": 30, "condition": "sunny", "rain": false}'),),
+        answer="Athens is sunny at 30 °C, not raining, so I left the hallway light as it was.",
+    ),
+    Example(
+        task="What's the weather like in Prague?",
+        calls=(("get_weather", {"city": "Prague"}, '{"city": "Prague", "temp_c": 11, "condition": "cloudy", "rain": false}'),),
+        answer="Prague is cloudy, at 11 °C.",
+    ),
+    Example(
         task="Is it sunny in Madrid right now?",
         calls=(("get_weather", {"city": "Madrid"}, '{"city": "Madrid", "temp_c": 27, "condition": "sunny", "rain": false}'),),
         answer="Yes, it is sunny in Madrid, at 27 °C.",
@@ -461,6 +493,11 @@ DEMO_EXAMPLES = (
 )
 
 
+# Tool-using examples shown per question: the ones most like it (ToolSet.max_examples).
+MAX_EXAMPLES = 5
+
+
 def demo_tools() -> ToolSet:
     """A fresh ToolSet with every demo tool (the lights' state is shared module state)."""
-    return ToolSet([calculate, get_time, get_weather, multiply, toggle_light], example=DEMO_EXAMPLES)
+    return ToolSet([calculate, get_time, get_weather, multiply, toggle_light], example=DEMO_EXAMPLES,
+                   max_examples=MAX_EXAMPLES)
