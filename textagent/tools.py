@@ -858,17 +858,8 @@ class Example:
     answer: str
 
 
-# Words that say nothing about which example fits a question ("What is it ... right now?").
-# "and" stays: it marks a question about several things.
-_STOPWORDS = frozenset("""a an the is are was were be it its this that there these those of in on at to for
-from by with or but not no do does did can could will would should what what's which who whom whose
-how when where why me my i you your we our us please tell give get right now just then""".split())
-
-
 def _words(text: str) -> set[str]:
-    words = set(re.findall(r"[a-z0-9']+", text.lower().replace("’", "'"))) - _STOPWORDS
-    # "lights" is "light", "temperatures" is "temperature" (not "class" or "its")
-    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words}
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 class ToolSet(Mapping[str, Tool]):

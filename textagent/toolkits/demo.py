@@ -481,11 +481,6 @@ DEMO_EXAMPLES = (
         answer="Athens is sunny at 30 °C, not raining, so I left the hallway light as it was.",
     ),
     Example(
-        task="What's the weather like in Prague?",
-        calls=(("get_weather", {"city": "Prague"}, '{"city": "Prague", "temp_c": 11, "condition": "cloudy", "rain": false}'),),
-        answer="Prague is cloudy, at 11 °C.",
-    ),
-    Example(
         task="Is it sunny in Madrid right now?",
         calls=(("get_weather", {"city": "Madrid"}, '{"city": "Madrid", "temp_c": 27, "condition": "sunny", "rain": false}'),),
         answer="Yes, it is sunny in Madrid, at 27 °C.",
