@@ -357,3 +357,41 @@ def test_tool_output_with_protocol_lines_is_quoted_and_never_parsed():
     assert err.value.label == "no_call_or_answer"
     assert "\n  | TOOL: toggle_light" in backend.prompts[1] and "\nANSWER: hacked" not in backend.prompts[1]
     assert prompts.quote_output("one line") == "one line"
+
+
+# -- answers with numbers no tool returned ------------------------------------------------------
+
+def test_an_answer_with_a_made_up_number_is_sent_back_once():
+    result, backend = run([
+        'TOOL: get_weather ARGS: {"city": "Lisbon"}',
+        "ANSWER: Lisbon is at 22 °C and London at 27 °C.",
+        'TOOL: get_weather ARGS: {"city": "London"}',
+        "ANSWER: London is warmer.",
+    ], "Which city is warmer right now, Lisbon or London?", tools={"get_weather": _weather})
+    assert result.ok and result.answer == "London is warmer."
+    bounced = result.steps[1]
+    assert bounced.details["unsupported_numbers"] == ["27"] and result.unsupported_answers == 1
+    assert bounced.observations[0].startswith("Your ANSWER gives 27, but no OBSERVATION shows that.")
+    assert backend.prompts[2].endswith(bounced.observations[0] + "<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_a_second_unsupported_answer_is_taken_as_it_is():
+    result, _ = run([
+        'TOOL: get_weather ARGS: {"city": "Lisbon"}',
+        "ANSWER: London is at 27 °C.",
+        "ANSWER: London is at 27 °C, I am sure.",
+    ], "Lisbon or London?", tools={"get_weather": _weather})
+    assert result.ok and result.answer == "London is at 27 °C, I am sure." and result.unsupported_answers == 1
+
+
+def test_numbers_are_not_checked_without_a_tool_call_or_when_turned_off():
+    result, _ = run(["ANSWER: The Second World War ended in 1945."], "When did the war end?", tools={"get_weather": _weather})
+    assert result.ok and len(result.steps) == 1
+    result, _ = run(['TOOL: get_weather ARGS: {"city": "Lisbon"}', "ANSWER: 27 °C."], "Lisbon?",
+                    tools={"get_weather": _weather}, check_numbers=False)
+    assert result.ok and result.answer == "27 °C." and result.unsupported_answers == 0
+
+
+def _weather(city: str) -> str:
+    """The temperature of a city."""
+    return f'{{"city": "{city}", "temp_c": {22 if city == "Lisbon" else 14}}}'

@@ -92,6 +92,22 @@ def test_run_answers_and_prints_steps(server, capsys, tmp_path):
     assert len(trace.read_text().splitlines()) == 5
 
 
+def test_run_sends_back_an_answer_with_unsupported_numbers_unless_told_not_to(server, capsys):
+    for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408, plus 100 is 509",
+                 'TOOL: calculate ARGS: {"expression": "408 + 100"}', "ANSWER: 508"):
+        server.json("/completion", completion(text))
+    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "--json",
+                             "What's 17 times 24, then add 100?")
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "508"
+    assert "step 2: answer sent back: no tool result holds 509" in err
+    assert "Your ANSWER gives 509" in server.bodies("/completion")[2]["prompt"]
+    for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408, plus 100 is 509"):
+        server.json("/completion", completion(text))
+    code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json",
+                           "--no-check-numbers", "What's 17 times 24, then add 100?")
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "408, plus 100 is 509"
+
+
 @pytest.mark.parametrize("reason, argv, replies", [
     ("max_steps", ["--max-steps", "2"], ["TOOL: get_time"] * 2),
     ("format_errors", [], ["TOOL:"] * 3),

@@ -14,6 +14,7 @@ from typing import IO, Any
 from . import prompts
 from .backends.base import Backend, Completion, Usage
 from .errors import BackendError
+from .grounding import unsupported_numbers
 from .modes import FormatError, Mode, get_mode
 from .protocol import ParseError, Reply, ToolCall
 from .templates import CHATML, ChatFormat, get_format
@@ -78,6 +79,11 @@ class Result:
         return sum("decode_failure" in s.details for s in self.steps)
 
     @property
+    def unsupported_answers(self) -> int:
+        """Answers sent back because they stated numbers no tool result held (check_numbers)."""
+        return sum("unsupported_numbers" in s.details for s in self.steps)
+
+    @property
     def early_stops(self) -> int:
         """Text modes with streaming: replies whose stream was closed after a complete call."""
         return sum("early_stop" in s.details for s in self.steps)
@@ -111,6 +117,10 @@ class Agent:
     ``example`` is the worked exchange shown before the task: "auto" (the tool set's own
     examples, else one built from a tool of the set), a tools.Example or a sequence of them,
     or None for none.
+
+    ``check_numbers``: a final answer that states numbers found neither in the task nor in any
+    tool result is sent back once, as an observation naming them, when the run called a tool
+    (textagent.grounding): small models fill in values they skipped looking up.
     """
 
     def __init__(self, backend: Backend, tools: Iterable[Any] | Mapping[str, Any] = (), *,
@@ -118,6 +128,7 @@ class Agent:
                  max_seconds: float | None = None, max_format_errors: int = 3, observation_limit: int = 4000,
                  tool_timeout: float | None = 30, reply_tokens: int = 512, chat_format: str | ChatFormat = CHATML,
                  system_prompt: str | None = None, example: Any = "auto", strict: bool = False,
+                 check_numbers: bool = True,
                  on_step: Callable[[Step], None] | None = None, trace: str | Path | IO[str] | None = None,
                  **backend_options: Any):
         if max_steps < 1:
@@ -127,6 +138,7 @@ class Agent:
         self.max_steps, self.max_tokens, self.max_seconds = max_steps, max_tokens, max_seconds
         self.max_format_errors, self.observation_limit = max_format_errors, observation_limit
         self.tool_timeout, self.reply_tokens, self.strict = tool_timeout, reply_tokens, strict
+        self.check_numbers, self.task = check_numbers, ""
         self.format = get_format(chat_format)
         self.system_prompt = system_prompt if system_prompt is not None else prompts.system_prompt(self.tools)
         self.system_prompt_given = system_prompt is not None  # native mode writes its own otherwise
@@ -149,6 +161,7 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:
+        self.task = task
         if self.auto_examples and self.tools.max_examples is not None:
             self._show_examples(self.tools.examples_for(task) or None)
         self.mode.start(self, task)
@@ -199,8 +212,14 @@ class Agent:
             return step
         self.bad_in_a_row = 0
         if step.reply.is_final:
+            answer = step.reply.answer if step.reply.answer is not None else step.reply.thought.strip()
+            unsupported = self._unsupported(answer)
+            if unsupported:
+                step.details["unsupported_numbers"] = unsupported
+                self.mode.reject(self, step, prompts.unsupported_answer(unsupported))
+                return step
             self.mode.answer(self, step)
-            raise _Stop("answer", step.reply.answer if step.reply.answer is not None else step.reply.thought.strip())
+            raise _Stop("answer", answer)
         for call in step.reply.calls:
             self._check_limits(before_model=False)
             step.outcomes.append(self.mode.execute(self, step, call))
@@ -208,6 +227,15 @@ class Agent:
         return step
 
     # -- pieces -----------------------------------------------------------------------------
+    def _unsupported(self, answer: str) -> list[str]:
+        """The answer's numbers that neither the task nor a tool result holds, when the answer
+        is to be sent back: ``check_numbers`` is on, the run called a tool (an answer from the
+        model's own knowledge is not second-guessed) and no answer was sent back before."""
+        outputs = [o.output for s in self.steps for o in s.outcomes]
+        if not self.check_numbers or not outputs or any("unsupported_numbers" in s.details for s in self.steps):
+            return []
+        return unsupported_numbers(answer, [self.task, *outputs])
+
     def _reply_budget(self) -> int:
         if self.max_tokens is None:
             return self.reply_tokens

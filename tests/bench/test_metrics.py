@@ -54,13 +54,13 @@ W = 'TOOL: get_weather ARGS: {"city": "%s"}'
     ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."], None),
     ("notool-capital-france", [W % "Paris", "ANSWER: Paris"], "call_not_needed"),
     ("single-weather-berlin", ["Let me look it up.\nOBSERVATION: Berlin is 20 °C", "x"], "hallucinated_observation"),
-    ("single-weather-berlin", [W % "Berlin", W % "Berlin", "ANSWER: 3 degrees"], "loop"),
+    ("single-weather-berlin", [W % "Berlin", W % "Berlin", "ANSWER: 3 degrees", "ANSWER: 3 degrees"], "loop"),
     ("single-weather-berlin", ['TOOL: get_weather ARGS: {"city": "Berlin"'] * 3, "unparseable"),
     ("single-weather-berlin", [W % "Paris", W % "London"], "budget"),
     ("single-calc-mul", ["ANSWER: 408"], "no_call"),
-    ("distract-divide", ['TOOL: search_web ARGS: {"query": "48/6"}', "ANSWER: 8"], "wrong_tool"),
+    ("distract-divide", ['TOOL: search_web ARGS: {"query": "48/6"}', "ANSWER: 8", "ANSWER: 8"], "wrong_tool"),
     ("single-weather-lisbon", [W % "Paris", "ANSWER: rain in Lisbon"], "invalid_args"),
-    ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 40 °C."], "wrong_answer"),
+    ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 40 °C.", "ANSWER: It is 40 °C."], "wrong_answer"),
     ("single-weather-berlin", [], "backend_error"),
 ])
 def test_each_failure_class(task_id, replies, expected):
@@ -176,3 +176,9 @@ def test_usage_from_a_scripted_completion_reaches_the_record():
                          chat_format="chatml")
     assert record["usage"]["prompt_tokens"] == 1400 and record["usage"]["completion_tokens"] == 24
     assert parse_task({"id": "x", "question": "q", "tools": [], "check": {"type": "answered"}}).checks
+
+
+def test_answers_sent_back_for_unsupported_numbers_are_counted():
+    record = episode("single-weather-berlin", [W % "Berlin", "ANSWER: It is 40 °C.", "ANSWER: It is 4 °C."])
+    assert record["success"] and record["unsupported_answers"] == 1
+    assert episode("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."])["unsupported_answers"] == 0

@@ -120,6 +120,8 @@ def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
         "unrescued_decode_failures": sum(decode_failure(s, mode) and not (s.get("details") or {}).get("fallback")
                                          for s in steps),
         "tool_errors": sum(1 for s in steps for o in s.get("outcomes") or [] if not o.get("ok")),
+        # answers sent back for numbers no tool result held (Agent check_numbers)
+        "unsupported_answers": sum(1 for s in steps if (s.get("details") or {}).get("unsupported_numbers")),
         "loop": loop,
         "hallucinated": hallucinated,
     }

@@ -9,7 +9,8 @@ from typing import Any
 
 from .. import _schema
 
-__all__ = ["template", "system_prompt", "worked_examples", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task"]
+__all__ = ["template", "system_prompt", "worked_examples", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
+           "unsupported_answer"]
 
 
 @cache
@@ -101,6 +102,12 @@ def quote_output(output: str) -> str:
 def observation(name: str, output: str, *, failed: bool = False) -> str:
     return template("observation_error.txt" if failed else "observation.txt").substitute(
         name=name, output=quote_output(output))
+
+
+def unsupported_answer(numbers: list[str]) -> str:
+    """Sent back instead of accepting an answer whose numbers no tool result holds."""
+    listed = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
+    return template("unsupported_answer.txt").substitute(numbers=listed)
 
 
 def feedback(text: str) -> str:
