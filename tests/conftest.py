@@ -3,10 +3,17 @@ model is missing; with TEXTAGENT_REQUIRE_SERVER=1 (set by .ci/run) a missing pie
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
 from textagent.errors import LocalServerError
+
+if str(Path(__file__).resolve().parent) not in sys.path:   # test helpers: httpfake, gbnfkit
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from httpfake import FakeServer, closed_port_url  # noqa: E402
 
 REQUIRE_SERVER = os.environ.get("TEXTAGENT_REQUIRE_SERVER") == "1"
 
@@ -51,3 +58,19 @@ def own_smollm_server():
     server = _start("smollm2", ctx_size=2048)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def fake_server():
+    """A scripted HTTP server on 127.0.0.1 (see tests/httpfake.py); stopped after the test."""
+    server = FakeServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def dead_url() -> str:
+    """A URL where nothing listens: connecting is refused."""
+    return closed_port_url()
