@@ -516,6 +516,32 @@ class HTTPBackend:
                 retries=retries,
             ) from exc
 
+    def _answer_object(self, data: Any, path: str, url: str, retries: int) -> Mapping[str, Any]:
+        """A JSON answer that must be an object; an object holding an error is the server's error."""
+        if not isinstance(data, Mapping):
+            raise BackendResponseError(
+                f"{self.api_name} server at {self.url} answered {path} with {type(data).__name__}, not an object",
+                url=url,
+                retries=retries,
+            )
+        if data.get("error"):
+            raise self._stream_error(data, url, retries)
+        return data
+
+    def _answer_text(self, data: Mapping[str, Any], key: str, path: str, url: str, retries: int,
+                     where: str = "") -> str:
+        """The reply text at ``data[key]``; missing, it is a server of another kind (wrong --api)."""
+        text = data.get(key)
+        if not isinstance(text, str):
+            raise BackendResponseError(
+                f"{self.api_name} server at {self.url} answered {path} without a '{key}' string{where} "
+                f"(keys: {sorted(data)[:12]}); is it a{'n' if self.api_name[0] in 'AEIOU' else ''} {self.api_name} "
+                "server? (choose the matching --api)",
+                url=url,
+                retries=retries,
+            )
+        return text
+
     def _stream_error(self, payload: Any, url: str, retries: int) -> BackendHTTPError:
         error = payload.get("error", payload) if isinstance(payload, Mapping) else payload
         code = error.get("code") if isinstance(error, Mapping) else None

@@ -152,23 +152,9 @@ class LlamaCppBackend(HTTPBackend):
     def _completion(
         self, data: Any, text: str | None, url: str, retries: int, started: float
     ) -> Completion:
-        if not isinstance(data, Mapping):
-            raise BackendResponseError(
-                f"llama.cpp server at {self.url} answered /completion with {type(data).__name__}, not an object",
-                url=url,
-                retries=retries,
-            )
-        if data.get("error"):
-            raise self._stream_error(data, url, retries)
+        data = self._answer_object(data, "/completion", url, retries)
         if text is None:
-            text = data.get("content")
-            if not isinstance(text, str):
-                raise BackendResponseError(
-                    f"llama.cpp server at {self.url} answered /completion without a 'content' string "
-                    f"(keys: {sorted(data)[:12]}); is it a llama.cpp server? (choose the matching --api)",
-                    url=url,
-                    retries=retries,
-                )
+            text = self._answer_text(data, "content", "/completion", url, retries)
         timings = llama_timings(data.get("timings"))
         timings["wall_ms"] = (time.perf_counter() - started) * 1000
         finish = _finish_reason(data)

@@ -165,23 +165,9 @@ class OllamaBackend(HTTPBackend):
         return self._completion(data, None, url, retries, started)
 
     def _completion(self, data: Any, text: str | None, url: str, retries: int, started: float) -> Completion:
-        if not isinstance(data, Mapping):
-            raise BackendResponseError(
-                f"Ollama server at {self.url} answered /api/generate with {type(data).__name__}, not an object",
-                url=url,
-                retries=retries,
-            )
-        if data.get("error"):
-            raise self._stream_error(data, url, retries)
+        data = self._answer_object(data, "/api/generate", url, retries)
         if text is None:
-            text = data.get("response")
-            if not isinstance(text, str):
-                raise BackendResponseError(
-                    f"Ollama server at {self.url} answered /api/generate without a 'response' string "
-                    f"(keys: {sorted(data)[:12]}); is it an Ollama server? (choose the matching --api)",
-                    url=url,
-                    retries=retries,
-                )
+            text = self._answer_text(data, "response", "/api/generate", url, retries)
         reason = data.get("done_reason")
         timings = _timings(data)
         timings["wall_ms"] = (time.perf_counter() - started) * 1000

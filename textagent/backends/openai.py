@@ -141,15 +141,7 @@ class _OpenAIBase(HTTPBackend):
         return ((backend_default or on_text is not None) if stream is None else bool(stream)), on_text
 
     def _first_choice(self, data: Any, url: str, retries: int) -> Mapping[str, Any]:
-        if not isinstance(data, Mapping):
-            raise BackendResponseError(
-                f"{self.api_name} server at {self.url} answered {self.endpoint} with "
-                f"{type(data).__name__}, not an object",
-                url=url,
-                retries=retries,
-            )
-        if data.get("error"):
-            raise self._stream_error(data, url, retries)
+        data = self._answer_object(data, self.endpoint, url, retries)
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
             raise BackendResponseError(
@@ -286,13 +278,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
             return self._read_stream(resp, url, retries, started, on_text)
         data = self._read_json(resp, url, retries)
         choice = self._first_choice(data, url, retries)
-        text = choice.get("text")
-        if not isinstance(text, str):
-            raise BackendResponseError(
-                f"{self.api_name} server at {self.url} answered /completions without a 'text' string in choices[0]",
-                url=url,
-                retries=retries,
-            )
+        text = self._answer_text(choice, "text", "/completions", url, retries, where=" in choices[0]")
         stop_reason = choice.get("stop_reason")
         return Completion(
             text=text,
