@@ -542,6 +542,32 @@ class HTTPBackend:
             )
         return text
 
+    def _stream_piece(self, item: Any, key: str, unit: str, url: str, retries: int) -> str:
+        """The text ``item[key]`` of one stream event or line ("" when absent); ``unit`` names
+        the item in the error ("stream event", "stream line")."""
+        if not isinstance(item, Mapping):
+            raise BackendResponseError(
+                f"{self.api_name} server at {self.url} sent a {unit} that is not an object: {item!r:.200}",
+                url=url,
+                retries=retries,
+            )
+        piece = item.get(key, "")
+        if not isinstance(piece, str):
+            raise BackendResponseError(
+                f"{self.api_name} server at {self.url} sent a {unit} whose '{key}' is not a string",
+                url=url,
+                retries=retries,
+            )
+        return piece
+
+    def _cut_off(self, what: str, url: str, retries: int) -> BackendResponseError:
+        """A stream that ended before its final event."""
+        return BackendResponseError(
+            f"{self.api_name} server at {self.url} sent {what}: stream cut off (did the server crash or restart?)",
+            url=url,
+            retries=retries,
+        )
+
     def _stream_error(self, payload: Any, url: str, retries: int) -> BackendHTTPError:
         error = payload.get("error", payload) if isinstance(payload, Mapping) else payload
         code = error.get("code") if isinstance(error, Mapping) else None

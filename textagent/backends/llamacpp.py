@@ -184,20 +184,8 @@ class LlamaCppBackend(HTTPBackend):
             for event in events:
                 if event is DONE:
                     continue
-                if not isinstance(event, Mapping):
-                    raise BackendResponseError(
-                        f"llama.cpp server at {self.url} sent a stream event that is not an object: {event!r:.200}",
-                        url=url,
-                        retries=retries,
-                    )
+                chunk = self._stream_piece(event, "content", "stream event", url, retries)
                 seen += 1
-                chunk = event.get("content", "")
-                if not isinstance(chunk, str):
-                    raise BackendResponseError(
-                        f"llama.cpp server at {self.url} sent a stream event whose 'content' is not a string",
-                        url=url,
-                        retries=retries,
-                    )
                 text += chunk
                 if isinstance(event.get("timings"), Mapping):
                     last_timings = event["timings"]
@@ -212,11 +200,7 @@ class LlamaCppBackend(HTTPBackend):
             what = "an empty stream"
         else:
             what = f"a stream that ended after {seen} events without the final one (stop: true)"
-        raise BackendResponseError(
-            f"llama.cpp server at {self.url} sent {what}: stream cut off (did the server crash or restart?)",
-            url=url,
-            retries=retries,
-        )
+        raise self._cut_off(what, url, retries)
 
     @staticmethod
     def _early_stop(

@@ -192,20 +192,8 @@ class OllamaBackend(HTTPBackend):
         lines = self._iter_ndjson(resp, url, retries)
         try:
             for obj in lines:
-                if not isinstance(obj, Mapping):
-                    raise BackendResponseError(
-                        f"Ollama server at {self.url} sent a stream line that is not an object: {obj!r:.200}",
-                        url=url,
-                        retries=retries,
-                    )
+                piece = self._stream_piece(obj, "response", "stream line", url, retries)
                 seen += 1
-                piece = obj.get("response", "")
-                if not isinstance(piece, str):
-                    raise BackendResponseError(
-                        f"Ollama server at {self.url} sent a stream line whose 'response' is not a string",
-                        url=url,
-                        retries=retries,
-                    )
                 text += piece
                 if obj.get("done"):
                     return self._completion(obj, text, url, retries, started)
@@ -220,8 +208,4 @@ class OllamaBackend(HTTPBackend):
             lines.close()
             resp.close()
         what = "an empty stream" if not seen else f"a stream that ended after {seen} lines without \"done\": true"
-        raise BackendResponseError(
-            f"Ollama server at {self.url} sent {what}: stream cut off (did the server crash or restart?)",
-            url=url,
-            retries=retries,
-        )
+        raise self._cut_off(what, url, retries)

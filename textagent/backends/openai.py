@@ -218,12 +218,7 @@ class _OpenAIBase(HTTPBackend):
             resp.close()
         if not done and finish is None:
             what = "an empty stream" if not seen else f"a stream that ended after {seen} events without [DONE]"
-            raise BackendResponseError(
-                f"{self.api_name} server at {self.url} sent {what}: stream cut off "
-                "(did the server crash or restart?)",
-                url=url,
-                retries=retries,
-            )
+            raise self._cut_off(what, url, retries)
         return Completion(
             text=text,
             finish_reason=finish,
