@@ -216,7 +216,8 @@ class Agent:
             unsupported = self._unsupported(answer)
             if unsupported:
                 step.details["unsupported_numbers"] = unsupported
-                self.mode.reject(self, step, prompts.unsupported_answer(unsupported))
+                native = self.mode.name.startswith("native")
+                self.mode.reject(self, step, prompts.unsupported_answer(unsupported, native=native))
                 return step
             self.mode.answer(self, step)
             raise _Stop("answer", answer)

@@ -261,3 +261,13 @@ def test_sampling_options_and_the_server_slot_are_forwarded():
     assert "n_probs" not in request      # completion-only options stay out of the chat request
     _, backend = run([msg("done")])
     assert "id_slot" not in backend.requests[0]
+
+
+def test_an_answer_with_a_number_no_tool_returned_is_sent_back_once_in_native_mode_too():
+    result, backend = run([msg("", [call("calculate", '{"expression": "17 * 24"}', "c1")]),
+                           msg("408 plus 100 is 509."), msg("408 plus 100 is 508, I mean.")])
+    assert result.ok and result.answer == "408 plus 100 is 508, I mean." and result.unsupported_answers == 1
+    third = backend.requests[2]["messages"]
+    assert third[-2] == {"role": "assistant", "content": "408 plus 100 is 509."}
+    assert third[-1] == {"role": "user", "content": "Your answer gives 509, but no tool result shows that. Call the "
+                         "tool for each value you have not looked up yet, then answer from the results."}

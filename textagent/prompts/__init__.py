@@ -104,10 +104,12 @@ def observation(name: str, output: str, *, failed: bool = False) -> str:
         name=name, output=quote_output(output))
 
 
-def unsupported_answer(numbers: list[str]) -> str:
-    """Sent back instead of accepting an answer whose numbers no tool result holds."""
+def unsupported_answer(numbers: list[str], *, native: bool = False) -> str:
+    """Sent back instead of accepting an answer whose numbers no tool result holds (native
+    mode's wording has no ANSWER/OBSERVATION lines to refer to)."""
     listed = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
-    return template("unsupported_answer.txt").substitute(numbers=listed)
+    name = "native_unsupported_answer.txt" if native else "unsupported_answer.txt"
+    return template(name).substitute(numbers=listed)
 
 
 def feedback(text: str) -> str:
