@@ -116,7 +116,8 @@ class Agent:
 
     ``example`` is the worked exchange shown before the task: "auto" (the tool set's own
     examples, else one built from a tool of the set), a tools.Example or a sequence of them,
-    or None for none.
+    or None for none. With "auto" and a ToolSet that has ``max_examples``, run() shows each
+    task the examples ToolSet.examples_for(task) picks.
 
     ``check_numbers``: a final answer that states numbers found neither in the task nor in any
     tool result is sent back once, as an observation naming them, when the run called a tool
