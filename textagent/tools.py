@@ -933,9 +933,9 @@ class ToolSet(Mapping[str, Tool]):
         # Weighted Jaccard, each word weighted by its rarity in the pool ("what", "the" say
         # little): a short example that is all about the question beats a long one that
         # merely contains it.
-        df = collections.Counter(w for ws in words for w in ws)
-        weight = {w: 1 + math.log((1 + len(calling)) / (1 + df[w])) for w in set(df) | _words(task)}
         wanted = _words(task)
+        df = collections.Counter(w for ws in words for w in ws)
+        weight = {w: 1 + math.log((1 + len(calling)) / (1 + df[w])) for w in set(df) | wanted}
         score = [sum(weight[w] for w in ws & wanted) / (sum(weight[w] for w in ws | wanted) or 1) for ws in words]
         ranked = sorted(range(len(calling)), key=lambda i: -score[i])[:self.max_examples]   # stable: ties by order
         return (*(e for e in self.examples if not e.calls), *(calling[i] for i in reversed(ranked)))
