@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 __all__ = ["numbers_in", "unsupported_numbers"]
 
-# A number: digits with an optional decimal part; "3,800,000" and "3 800 000" style groups are
+# A number: digits with an optional decimal part; "3,800,000"-style comma groups are
 # one number. A sign or letter before it is not part of it ("C-1001" holds 1001, "-2" is 2):
 # signs are compared away, since "-2 °C" and "2 degrees below zero" state the same value.
 _NUMBER = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|(?<![\d.])\d+(?:\.\d+)?")
@@ -25,30 +25,19 @@ def numbers_in(text: str) -> list[str]:
     return [m.group().replace(",", "") for m in _NUMBER.finditer(text)]
 
 
-def _value(number: str) -> Decimal | None:
-    try:
-        return Decimal(number)
-    except InvalidOperation:   # pragma: no cover - the pattern only matches decimals
-        return None
-
-
 def unsupported_numbers(answer: str, sources: Iterable[str]) -> list[str]:
     """The numbers of ``answer`` (in order, each once) that no source text contains, where a
     source number rounded to the answer's decimal places counts (a result of 3.9473 supports
     "3.9" and "3.95"; 14 supports "14.0")."""
-    known: set[Decimal] = set()
-    for text in sources:
-        for number in numbers_in(text):
-            value = _value(number)
-            if value is not None:
-                known.add(value)
+    # _NUMBER only matches plain decimals, so Decimal() always parses them and the exponent
+    # is an int.
+    known = {Decimal(number) for text in sources for number in numbers_in(text)}
     missing: list[str] = []
     for number in numbers_in(answer):
-        value = _value(number)
-        if value is None or number in missing:
+        if number in missing:
             continue
-        places = value.as_tuple().exponent
-        quantum = Decimal(1).scaleb(places if isinstance(places, int) else 0)
+        value = Decimal(number)
+        quantum = Decimal(1).scaleb(value.as_tuple().exponent)
         if value in known or any(k.quantize(quantum) == value for k in known if _roundable(k, quantum)):
             continue
         missing.append(number)
