@@ -196,7 +196,13 @@ def test_time_bound(monkeypatch):
     ("2 +", ValueError, "invalid expression"),
     ("", ValueError, "empty expression"),
     ("   ", ValueError, "empty expression"),
-    ("x + 1", ValueError, "unknown name `x`"),
+    ("x + 1", ValueError, "unknown name `x`: calculate takes numbers, not names"),
+    ("10 * GLOBEX", ValueError, "unknown name `GLOBEX`: .* look that value up with a tool first"),
+    # words that do not even parse are named too, each once, rather than "invalid syntax"
+    ("Paris population / Lisbon population", ValueError,
+     "unknown name `Paris`, `population`, `Lisbon`: calculate takes numbers"),
+    ("price of GLOBEX * 10", ValueError, "unknown name `price`, `of`, `GLOBEX`"),
+    ("sqrt(16) apples", ValueError, "unknown name `apples`"),
     ("sqrt", ValueError, "is a function"),
     ("foo(2)", ValueError, "unknown function `foo`"),
     ("__import__('os').system('echo hi')", ValueError, "unknown function"),
@@ -284,6 +290,24 @@ def test_get_time_default_utc(frozen_clock):
 def test_get_time_zones(frozen_clock, zone, label, now):
     result = get_time(zone)
     assert (result["timezone"], result["now"]) == (label, now)
+
+
+@pytest.mark.parametrize("zone, label", [
+    ("Tokyo", "Asia/Tokyo"),
+    ("new york", "America/New_York"),
+    ("Europe/Tokyo", "Asia/Tokyo"),          # the city decides when the region is wrong
+    ("America/Paris", "Europe/Paris"),
+])
+def test_get_time_city_names(frozen_clock, zone, label):
+    assert get_time(zone)["timezone"] == label
+
+
+def test_get_time_suggests_a_close_name():
+    with pytest.raises(ValueError, match='did you mean "Europe/Paris"'):
+        get_time("Europe/Pariss")
+    with pytest.raises(ValueError) as info:
+        get_time("Mars/Base")
+    assert "did you mean" not in str(info.value)
 
 
 def test_get_time_real_clock():

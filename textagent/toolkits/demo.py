@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import difflib
 import functools
 import math
 import operator
@@ -153,7 +154,7 @@ class _Evaluator:
                 return _CONSTANTS[node.id]
             if node.id in _FUNCTIONS:
                 raise ValueError(f"`{node.id}` is a function: write {node.id}(x)")
-            raise ValueError(f"unknown name `{node.id}`; only {_ALLOWED} are allowed")
+            raise ValueError(_not_numbers([node.id]))
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Tuple):
@@ -215,6 +216,9 @@ def calculate(expression: Annotated[str, {"examples": ["17 * 24 + sqrt(144)"]}])
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as err:
+        words = _unknown_words(text)
+        if words:   # "price * 10 shares": the words are the problem, not the grammar
+            raise ValueError(_not_numbers(words)) from None
         raise ValueError(f"invalid expression {_clip(expression)}: {err.msg}; only {_ALLOWED} are allowed") from None
     except (RecursionError, MemoryError):
         raise ValueError("expression too complex to parse; split the calculation into steps") from None
@@ -228,6 +232,22 @@ def calculate(expression: Annotated[str, {"examples": ["17 * 24 + sqrt(144)"]}])
     except RecursionError:
         raise ValueError("expression too complex; split the calculation into steps") from None
     return _tidy(result)
+
+
+_WORD_RE = re.compile(r"[^\W\d]\w*")
+
+
+def _unknown_words(text: str) -> list[str]:
+    """Words in an expression that are neither functions nor constants, in order, once each."""
+    return list(dict.fromkeys(w for w in _WORD_RE.findall(text) if w not in _FUNCTIONS and w not in _CONSTANTS))
+
+
+def _not_numbers(words: list[str]) -> str:
+    # Small models put the name of a value they have not looked up into the expression
+    # ("10 * GLOBEX"); say what to do instead of only what is allowed.
+    shown = ", ".join(f"`{w[:30]}`" for w in words[:4]) + (", …" if len(words) > 4 else "")
+    return (f"unknown name {shown}: calculate takes numbers, not names. If a name stands for a value, "
+            f"look that value up with a tool first, then write its number here. Allowed: {_ALLOWED}")
 
 
 def _clip(text: str, limit: int = 60) -> str:
@@ -279,7 +299,10 @@ def _resolve_zone(name: str) -> tuple[str, _dt.tzinfo]:
             delta = _dt.timedelta(hours=hours, minutes=minutes) * (-1 if m.group(1) == "-" else 1)
             return f"UTC{m.group(1)}{hours:02d}:{minutes:02d}", _dt.timezone(delta)
     full, cities = _zone_index()
-    key = full.get(text.lower()) or cities.get(text.lower().replace(" ", "_"))
+    lowered = text.lower().replace(" ", "_")
+    # "Tokyo" and, with the wrong region, "Europe/Tokyo" both mean Asia/Tokyo; the result's label
+    # shows the zone actually used.
+    key = full.get(lowered) or cities.get(lowered) or cities.get(lowered.rsplit("/", 1)[-1])
     if key is None and not full and 0 < len(text) <= 64 and ".." not in text and not text.startswith("/"):
         key = text   # a tz database we could not list may still know it
     if key is not None:
@@ -288,7 +311,9 @@ def _resolve_zone(name: str) -> tuple[str, _dt.tzinfo]:
         except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
             pass
     shown = text if len(text) <= 40 else text[:40] + "…"
-    raise ValueError(f"unknown time zone {shown!r}; use an IANA name such as \"UTC\", \"Europe/Paris\", "
+    close = difflib.get_close_matches(lowered, full, n=1, cutoff=0.8) if len(text) <= 64 else []
+    hint = f'did you mean "{full[close[0]]}"? Otherwise use' if close else "use"
+    raise ValueError(f"unknown time zone {shown!r}; {hint} an IANA name such as \"UTC\", \"Europe/Paris\", "
                      "\"America/New_York\" or \"Asia/Tokyo\", or an offset like \"UTC+02:00\"")
 
 
