@@ -641,14 +641,30 @@ class TestToolSet:
         assert ts.examples_for("The forecast for Rome for the next days") == (direct, paris, days)
         # nothing in common: the first ones in the order given
         assert ts.examples_for("zzz") == (direct, rain, paris)
-        # a pool no larger than max_examples, or no limit: every example in its own order
-        assert ToolSet([get_forecast], example=[paris, direct, rain], max_examples=2).examples_for("x") == (
-            paris, direct, rain)
-        assert ToolSet([get_forecast], example=[paris, rain, days]).examples_for("x") == (paris, rain, days)
+        # a pool no larger than max_examples is ordered the same way; no limit: the order given
+        assert ToolSet([get_forecast], example=[paris, direct, rain], max_examples=2).examples_for(
+            "Rain in Oslo?") == (direct, paris, rain)
+        assert ToolSet([get_forecast], example=[paris, rain, days]).examples_for("Rain in Oslo?") == (paris, rain, days)
         assert ToolSet([get_forecast], example=[paris, direct], max_examples=0).examples_for("forecast") == (direct,)
         for bad in (-1, 1.5, True, "3"):
             with pytest.raises(ValueError, match="max_examples"):
                 ToolSet([get_forecast], max_examples=bad)
+
+    def test_examples_answered_directly_come_last_when_closest(self):
+        from textagent.tools import Example
+
+        def ex(q):
+            return Example(q, (("get_forecast", {"city": "X"}, "ok"),), "a")
+
+        hot, hello = Example("What is the opposite of hot?", (), "cold"), Example("Good morning!", (), "Hi!")
+        paris, rain = ex("What is the forecast for Paris?"), ex("Will it rain in Oslo tomorrow?")
+        ts = ToolSet([get_forecast], example=[hot, paris, hello, rain], max_examples=1)
+        # a knowledge question nearest a direct answer: the tool example first, the closest last
+        assert ts.examples_for("What is the opposite of tall?") == (paris, hello, hot)
+        # a lookup: direct answers first, in their order, as before
+        assert ts.examples_for("Will it rain in Rome tomorrow?") == (hot, hello, rain)
+        # a tie is not closer: direct answers stay first
+        assert ts.examples_for("zzz") == (hot, hello, paris)
 
     def test_execute_ok(self):
         out = ToolSet([get_forecast]).execute(Call("get_forecast", {"city": "Paris"}))

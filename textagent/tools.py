@@ -873,9 +873,10 @@ class ToolSet(Mapping[str, Tool]):
     ``max_examples``: show at most this many examples that call tools, chosen per task: the
     ones whose questions share the most words with it (rare words count more), the closest
     last, where the model looks. Examples without calls are always shown: they teach when
-    not to call, and no question resembles them. None (default) shows every example. A large
-    pool then costs no prompt: the model sees the exchanges its question resembles, not a
-    list of unrelated ones whose numbers it would copy.
+    not to call. They come first, unless one of them is closer to the task than every tool
+    example: then they come last. None (default) shows every example in the given order. A
+    large pool then costs no prompt: the model sees the exchanges its question resembles, not
+    a list of unrelated ones whose numbers it would copy.
 
     ``extra_args``: what execute() does with a call that names arguments the tool does not
     have, when the rest of the call is valid: "ignore" (default) runs it without them and says
@@ -926,19 +927,27 @@ class ToolSet(Mapping[str, Tool]):
 
     def examples_for(self, task: str) -> tuple[Example, ...]:
         """The examples to show before ``task`` (see ``max_examples``)."""
-        calling = [e for e in self.examples if e.calls]
-        if self.max_examples is None or len(calling) <= self.max_examples:
+        if self.max_examples is None:
             return self.examples
-        words = [_words(e.task) for e in calling]
+        pool = self.examples
+        words = [_words(e.task) for e in pool]
         # Weighted Jaccard, each word weighted by its rarity in the pool ("what", "the" say
         # little): a short example that is all about the question beats a long one that
         # merely contains it.
         wanted = _words(task)
         df = collections.Counter(w for ws in words for w in ws)
-        weight = {w: 1 + math.log((1 + len(calling)) / (1 + df[w])) for w in set(df) | wanted}
+        weight = {w: 1 + math.log((1 + len(pool)) / (1 + df[w])) for w in set(df) | wanted}
         score = [sum(weight[w] for w in ws & wanted) / (sum(weight[w] for w in ws | wanted) or 1) for ws in words]
-        ranked = sorted(range(len(calling)), key=lambda i: -score[i])[:self.max_examples]   # stable: ties by order
-        return (*(e for e in self.examples if not e.calls), *(calling[i] for i in reversed(ranked)))
+        calling = [i for i, e in enumerate(pool) if e.calls]
+        direct = [i for i, e in enumerate(pool) if not e.calls]
+        ranked = sorted(calling, key=lambda i: -score[i])[:self.max_examples]   # stable: ties by order
+        chosen = [pool[i] for i in reversed(ranked)]
+        # The closest example goes last, where the model looks; when that is one answered
+        # without tools ("What is the chemical symbol for gold?" is nearer "What is the
+        # opposite of 'hot'?" than any lookup), the direct answers follow the tool examples.
+        if direct and max(score[i] for i in direct) > max((score[i] for i in ranked), default=0):
+            return (*chosen, *(pool[i] for i in sorted(direct, key=lambda i: score[i])))
+        return (*(pool[i] for i in direct), *chosen)
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]

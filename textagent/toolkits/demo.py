@@ -451,6 +451,11 @@ DEMO_EXAMPLES = (
         answer="William Shakespeare wrote Romeo and Juliet.",
     ),
     Example(
+        task="Good morning!",
+        calls=(),
+        answer="Good morning! How can I help you today?",
+    ),
+    Example(
         task="What is 2.5% of 3200?",
         calls=(("calculate", {"expression": "3200 * 2.5 / 100"}, "80"),),
         answer="2.5% of 3200 is 80.",
