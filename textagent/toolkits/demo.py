@@ -483,10 +483,11 @@ DEMO_EXAMPLES = (
         answer="It is 08:30 on Friday in Sydney and 16:30 on Thursday in New York.",
     ),
     Example(
-        task="Switch on the bathroom light and the hallway light.",
+        task="Switch on the lights in the bathroom, the office and the hallway.",
         calls=(("toggle_light", {"room": "bathroom", "on": True}, "bathroom light is now on"),
+               ("toggle_light", {"room": "office", "on": True}, "office light is now on"),
                ("toggle_light", {"room": "hallway", "on": True}, "hallway light is now on")),
-        answer="The bathroom and hallway lights are now on.",
+        answer="The bathroom, office and hallway lights are now on.",
     ),
     Example(
         task="Turn off the living room light.",
@@ -509,6 +510,11 @@ DEMO_EXAMPLES = (
         task="Look up the weather in Athens; if it is raining, turn on the hallway light, otherwise do nothing.",
         calls=(("get_weather", {"city": "Athens"}, '{"city": "Athens", "temp_c": 30, "condition": "sunny", "rain": false}'),),
         answer="Athens is sunny at 30 °C, not raining, so I left the hallway light as it was.",
+    ),
+    Example(
+        task="Should I bring an umbrella in Dublin today?",
+        calls=(("get_weather", {"city": "Dublin"}, '{"city": "Dublin", "temp_c": 12, "condition": "rain", "rain": true}'),),
+        answer="Yes, bring an umbrella: it is raining in Dublin, at 12 °C.",
     ),
     Example(
         task="Is it sunny in Madrid right now?",
