@@ -517,6 +517,11 @@ DEMO_EXAMPLES = (
         answer="Yes, bring an umbrella: it is raining in Dublin, at 12 °C.",
     ),
     Example(
+        task="What's the weather like in Prague right now?",
+        calls=(("get_weather", {"city": "Prague"}, '{"city": "Prague", "temp_c": 7, "condition": "cloudy", "rain": false}'),),
+        answer="It is cloudy in Prague, at 7 °C.",
+    ),
+    Example(
         task="Is it sunny in Madrid right now?",
         calls=(("get_weather", {"city": "Madrid"}, '{"city": "Madrid", "temp_c": 27, "condition": "sunny", "rain": false}'),),
         answer="Yes, it is sunny in Madrid, at 27 °C.",
