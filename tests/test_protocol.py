@@ -255,6 +255,24 @@ def test_code_fences_are_wrappers():
     assert parse_reply("```\nANSWER: 42\n```\n```\ncode\n```").answer == "42\n```\ncode\n```"
 
 
+@pytest.mark.parametrize("text, args", [
+    ('TOOL: calculate ARGS: {"expression": "sqrt(2025)"}.', {"expression": "sqrt(2025)"}),
+    ('TOOL: calculate ARGS: {"expression": "1"} ;', {"expression": "1"}),
+    ('TOOL: calculate ARGS: {\n  "expression": "1"\n}.', {"expression": "1"}),
+    ('TOOL: calculate(expression="2 + 2").', {"expression": "2 + 2"}),
+])
+def test_a_full_stop_after_the_arguments_ends_the_sentence(text, args):
+    # a model writing the call as a sentence ends it with a full stop: not a comment
+    assert parse_reply(text).calls == [ToolCall("calculate", args)]
+
+
+@pytest.mark.parametrize("text", ['TOOL: f ARGS: {"a": 1}..', 'TOOL: f ARGS: {"a": 1}. Then', 'TOOL: f ARGS: {"a": 1}:'])
+def test_more_than_a_full_stop_after_the_arguments_is_still_trailing_text(text):
+    with pytest.raises(ParseError) as info:
+        parse_reply(text)
+    assert info.value.label == "trailing_text"
+
+
 def test_self_written_observation_truncates():
     text = 'TOOL: f ARGS: {"a": 1}\nOBSERVATION: 17\nTOOL: g ARGS: {}\nANSWER: 17'
     reply = parse_reply(text)

@@ -776,6 +776,9 @@ def _classify(line: str) -> _Line:
     return _Line(kind, col, m.end(), m.start("kw"), upper, open_emph)
 
 
+_END_STOP_RE = re.compile(r"([})])[ \t]*[.;]$")
+
+
 def _unwrap(line: str, info: _Line) -> str:
     """The line without trailing whitespace and without a wrapper closed at its end: the inline
     code backtick of `` `TOOL: x` `` or the emphasis of ``**TOOL: x ARGS: {}**``."""
@@ -1077,7 +1080,9 @@ class _Reader:
         return nxt
 
     def parse_call(self, segs: _Segments) -> ToolCall:
-        text = segs.text()
+        # A full stop or semicolon after the closing brace or parenthesis ends the sentence the
+        # call was written as ("...ARGS: {"expression": "sqrt(2025)"}."); it is not a comment.
+        text = _END_STOP_RE.sub(r"\1", segs.text())
         _TLS.text = text
         try:
             syn = _PARSER.parse(text)
