@@ -666,6 +666,24 @@ class TestToolSet:
         # a tie is not closer: direct answers stay first
         assert ts.examples_for("zzz") == (hot, hello, paris)
 
+    def test_an_enum_value_in_another_case_is_the_listed_value(self):
+        ts = ToolSet([get_forecast])
+        out = ts.execute(Call("get_forecast", {"city": "Paris", "unit": "F"}))
+        assert out.ok and out.output == '{"city": "Paris", "days": 3, "unit": "f"}'
+        assert ts.execute(Call("get_forecast", {"city": "Paris", "unit": " C "})).ok
+
+        @tool
+        def pick(mode: Optional[Literal["fast", "Fast", "slow"]] = None) -> str:
+            """Pick."""
+            return str(mode)
+
+        picks = ToolSet([pick])
+        assert picks.execute(Call("pick", {"mode": "SLOW"})).output == "slow"      # Optional[Literal]: anyOf
+        assert picks.execute(Call("pick", {"mode": "Fast"})).output == "Fast"      # listed as written
+        ambiguous = picks.execute(Call("pick", {"mode": "FAST"}))                   # two candidates: no guess
+        assert not ambiguous.ok and "is not one of" in ambiguous.output
+        assert not ts.execute(Call("get_forecast", {"city": "Paris", "unit": "kelvin"})).ok
+
     def test_execute_ok(self):
         out = ToolSet([get_forecast]).execute(Call("get_forecast", {"city": "Paris"}))
         assert out == ToolOutcome("get_forecast", {"city": "Paris"}, True,

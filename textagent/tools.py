@@ -593,6 +593,7 @@ class Tool:
                 raise ToolArgumentError(f"unexpected argument `{_show(extra[0], 40)}`"
                                         + (f" (did you mean `{hint}`?)" if hint else "")
                                         + f"; valid arguments: {', '.join(known) if known else '(none)'}")
+        args = self._fold_case(args)
         try:
             errors = list(self._validator.iter_errors(args))
             messages = _error_messages(sorted(errors, key=lambda e: (
@@ -663,6 +664,21 @@ class Tool:
                 pass
         return {target: text}
 
+    def _fold_case(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A string that matches one allowed value of its parameter but for case or surrounding
+        spaces becomes that value ("F" for an enum of "c", "f"): there is nothing to guess."""
+        for key, value in args.items():
+            schema = self.properties.get(key)
+            if not isinstance(value, str) or not isinstance(schema, Mapping):
+                continue
+            members = [m for m in _enum_members(schema) if isinstance(m, str)]
+            if not members or value in members:
+                continue
+            same = [m for m in members if m.casefold() == value.strip().casefold()]
+            if len(same) == 1:
+                args[key] = same[0]
+        return args
+
     def _coerce(self, args: dict[str, Any]) -> dict[str, Any]:
         props = self.properties
         for key, value in args.items():
@@ -677,6 +693,15 @@ class Tool:
                 except (ValueError, TypeError) as err:
                     raise ToolArgumentError(f"`{key}`: {err}") from None
         return args
+
+
+def _enum_members(schema: Mapping[str, Any]) -> list[Any]:
+    """The allowed values of a schema with an enum (directly, or in one of its anyOf/oneOf)."""
+    members = list(schema.get("enum") or [])
+    for sub in [*schema.get("anyOf", []), *schema.get("oneOf", [])]:
+        if isinstance(sub, Mapping):
+            members += list(sub.get("enum") or [])
+    return members
 
 
 def _accepts_null(schema: Mapping[str, Any]) -> bool:
