@@ -667,8 +667,9 @@ class Tool:
     def _fold_case(self, args: dict[str, Any]) -> dict[str, Any]:
         """A string that matches one allowed value of its parameter but for case or surrounding
         spaces becomes that value ("F" for an enum of "c", "f"): there is nothing to guess."""
+        props = self.properties   # a fresh copy per access: take it once
         for key, value in args.items():
-            schema = self.properties.get(key)
+            schema = props.get(key)
             if not isinstance(value, str) or not isinstance(schema, Mapping):
                 continue
             members = [m for m in _enum_members(schema) if isinstance(m, str)]

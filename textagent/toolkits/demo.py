@@ -302,7 +302,7 @@ def _resolve_zone(name: str) -> tuple[str, _dt.tzinfo]:
     lowered = text.lower().replace(" ", "_")
     # "Tokyo" and, with the wrong region, "Europe/Tokyo" both mean Asia/Tokyo; the result's label
     # shows the zone actually used.
-    key = full.get(lowered) or cities.get(lowered) or cities.get(lowered.rsplit("/", 1)[-1])
+    key = full.get(lowered) or cities.get(lowered.rsplit("/", 1)[-1])
     if key is None and not full and 0 < len(text) <= 64 and ".." not in text and not text.startswith("/"):
         key = text   # a tz database we could not list may still know it
     if key is not None:
