@@ -364,24 +364,24 @@ def test_tool_output_with_protocol_lines_is_quoted_and_never_parsed():
 def test_an_answer_with_a_made_up_number_is_sent_back_once():
     result, backend = run([
         'TOOL: get_weather ARGS: {"city": "Lisbon"}',
-        "ANSWER: Lisbon is at 22 °C and London at 27 °C.",
+        "ANSWER: Lisbon is at 22 °C, 5 degrees warmer than London at 27 °C.",
         'TOOL: get_weather ARGS: {"city": "London"}',
         "ANSWER: London is warmer.",
-    ], "Which city is warmer right now, Lisbon or London?", tools={"get_weather": _weather})
+    ], "How much warmer is it in Lisbon than in London?", tools={"get_weather": _weather}, check_items=False)
     assert result.ok and result.answer == "London is warmer."
     bounced = result.steps[1]
-    assert bounced.details["unsupported_numbers"] == ["27"] and result.unsupported_answers == 1
-    assert bounced.observations[0].startswith("Your ANSWER gives 27, but no OBSERVATION shows that.")
+    assert bounced.details["unsupported_numbers"] == ["5", "27"] and result.unsupported_answers == 1
+    assert bounced.observations[0].startswith("Your ANSWER gives 5 and 27, but no OBSERVATION shows that.")
     assert backend.prompts[2].endswith(bounced.observations[0] + "<|im_end|>\n<|im_start|>assistant\n")
 
 
 def test_a_second_unsupported_answer_is_taken_as_it_is():
     result, _ = run([
         'TOOL: get_weather ARGS: {"city": "Lisbon"}',
-        "ANSWER: London is at 27 °C.",
-        "ANSWER: London is at 27 °C, I am sure.",
-    ], "Lisbon or London?", tools={"get_weather": _weather})
-    assert result.ok and result.answer == "London is at 27 °C, I am sure." and result.unsupported_answers == 1
+        "ANSWER: Lisbon is at 27 °C.",
+        "ANSWER: Lisbon is at 27 °C, I am sure.",
+    ], "How warm is Lisbon?", tools={"get_weather": _weather})
+    assert result.ok and result.answer == "Lisbon is at 27 °C, I am sure." and result.unsupported_answers == 1
 
 
 def test_numbers_are_not_checked_without_a_tool_call_or_when_turned_off():
@@ -390,6 +390,42 @@ def test_numbers_are_not_checked_without_a_tool_call_or_when_turned_off():
     result, _ = run(['TOOL: get_weather ARGS: {"city": "Lisbon"}', "ANSWER: 27 °C."], "Lisbon?",
                     tools={"get_weather": _weather}, check_numbers=False)
     assert result.ok and result.answer == "27 °C." and result.unsupported_answers == 0
+
+
+# -- answers about listed items no call covered -------------------------------------------------
+
+def test_an_answer_about_a_listed_item_nobody_looked_up_is_sent_back_once_naming_the_tool():
+    result, backend = run([
+        'TOOL: get_weather ARGS: {"city": "Lisbon"}',
+        "ANSWER: Lisbon is at 22 °C and London at 22 °C.",
+        'TOOL: get_weather ARGS: {"city": "London"}',
+        "ANSWER: Lisbon is warmer: 22 °C against 14 °C.",
+    ], "Which city is warmer right now, Lisbon or London?", tools={"get_weather": _weather})
+    assert result.ok and result.answer == "Lisbon is warmer: 22 °C against 14 °C."
+    bounced = result.steps[1]
+    assert bounced.details["unlooked_items"] == ["London"] and result.unlooked_answers == 1
+    assert result.unsupported_answers == 0
+    assert bounced.observations == ["Your ANSWER speaks of London, but no OBSERVATION covers it: no tool was "
+                                    "called for it. Call get_weather for London, then write the ANSWER from the results."]
+    assert backend.prompts[2].endswith(bounced.observations[0] + "<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_items_and_numbers_are_each_sent_back_once_then_the_answer_is_taken():
+    result, _ = run([
+        'TOOL: get_weather ARGS: {"city": "Lisbon"}',
+        "ANSWER: London is at 27 °C.",       # London: no call
+        "ANSWER: London is at 27 °C.",       # 27: no result
+        "ANSWER: London is at 27 °C, I am sure.",
+    ], "Lisbon or London?", tools={"get_weather": _weather})
+    assert result.ok and result.answer == "London is at 27 °C, I am sure."
+    assert [sorted(s.details) for s in result.steps[1:3]] == [["unlooked_items"], ["unsupported_numbers"]]
+    assert result.unlooked_answers == 1 and result.unsupported_answers == 1
+
+
+def test_items_are_not_checked_when_turned_off():
+    result, _ = run(['TOOL: get_weather ARGS: {"city": "Lisbon"}', "ANSWER: London is colder, at 14 °C."],
+                    "Lisbon or London?", tools={"get_weather": _weather}, check_items=False, check_numbers=False)
+    assert result.ok and len(result.steps) == 2 and result.unlooked_answers == 0
 
 
 def _weather(city: str) -> str:

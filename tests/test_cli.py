@@ -108,6 +108,22 @@ def test_run_sends_back_an_answer_with_unsupported_numbers_unless_told_not_to(se
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "408, plus 100 is 509"
 
 
+def test_run_sends_back_an_answer_about_a_listed_item_no_call_covered_unless_told_not_to(server, capsys):
+    for text in ('TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: Paris and Tokyo are sunny.",
+                 'TOOL: get_weather ARGS: {"city": "Tokyo"}', "ANSWER: Both are sunny."):
+        server.json("/completion", completion(text))
+    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "--json",
+                             "Is it sunny in Paris and in Tokyo?")
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "Both are sunny."
+    assert "step 2: answer sent back: no call covered Tokyo" in err
+    assert "Call get_weather for Tokyo" in server.bodies("/completion")[2]["prompt"]
+    for text in ('TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: Paris and Tokyo are sunny."):
+        server.json("/completion", completion(text))
+    code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json",
+                           "--no-check-items", "Is it sunny in Paris and in Tokyo?")
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "Paris and Tokyo are sunny."
+
+
 @pytest.mark.parametrize("reason, argv, replies", [
     ("max_steps", ["--max-steps", "2"], ["TOOL: get_time"] * 2),
     ("format_errors", [], ["TOOL:"] * 3),

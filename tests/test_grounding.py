@@ -1,10 +1,10 @@
-"""textagent.grounding: which numbers of an answer nothing in the run supports."""
+"""textagent.grounding: which numbers and listed items of an answer nothing in the run supports."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, strategies as st
 
-from textagent.grounding import numbers_in, unsupported_numbers
+from textagent.grounding import numbers_in, unlooked_items, unsupported_numbers
 
 
 @pytest.mark.parametrize("text, numbers", [
@@ -51,3 +51,61 @@ def test_no_sources_support_nothing():
 def test_every_number_of_the_sources_is_supported(values):
     text = " and ".join(str(v) for v in values)
     assert unsupported_numbers(text, [text]) == []
+
+
+# -- items listed beside a looked-up one ----------------------------------------------------
+
+LIGHTS = "Turn off the lights in the living room, the hallway and the bathroom."
+
+
+@pytest.mark.parametrize("task, answer, calls, outputs, items", [
+    # after the first item of a list, the rest answered without a call; followed item by item
+    (LIGHTS, "The hallway light is now off, the bathroom light is now off, and the living room light is now off.",
+     [("toggle_light", {"room": "living room", "on": False})], ["living room light is now off"],
+     [("hallway", "toggle_light"), ("bathroom", "toggle_light")]),
+    # the value's last path part is what the task names; "in" leads into the item
+    ("What time is it right now in Paris and in Tokyo?", "It is 14:00 in Paris and 14:00 in Tokyo.",
+     [("get_time", {"timezone": "Europe/Paris"})], ['{"timezone": "Europe/Paris", "now": "14:00"}'],
+     [("Tokyo", "get_time")]),
+    # the item before the value ("than"), and a run of capitalised words
+    ("How many degrees warmer is Sydney than Berlin right now?", "Sydney is 4 °C warmer than Berlin.",
+     [("get_weather", {"city": "Berlin"})], ['{"city": "Berlin", "temp_c": 4}'], [("Sydney", "get_weather")]),
+    ("Weather in Paris and New York?", "Paris is sunny and New York rainy.",
+     [("get_weather", {"city": "Paris"})], ['{"city": "Paris"}'], [("New York", "get_weather")]),
+    ("Which city is warmer right now, Lisbon or London?", "London, at 27 °C.",
+     [("get_weather", {"city": "Lisbon"})], ['{"city": "Lisbon", "temp_c": 22}'], [("London", "get_weather")]),
+])
+def test_listed_items_the_answer_names_without_a_call_are_found(task, answer, calls, outputs, items):
+    assert unlooked_items(task, answer, calls, outputs) == items
+
+
+@pytest.mark.parametrize("task, answer, calls, outputs", [
+    # every item called, or covered by a result
+    ("Weather in Paris and in Tokyo?", "Sunny in both.", [("get_weather", {"city": "paris"}),
+                                                          ("get_weather", {"city": "Tokyo"})], ["sunny", "sunny"]),
+    ("Weather in Paris and in Tokyo?", "Paris 18, Tokyo 25.", [("get_weather", {"city": "Paris"})],
+     ['[{"city": "Paris", "temp_c": 18}, {"city": "Tokyo", "temp_c": 25}]']),
+    # the answer does not speak of the other item
+    ("Weather in Paris and in Tokyo?", "Paris is sunny.", [("get_weather", {"city": "Paris"})], ["sunny"]),
+    # a comma alone makes no list; no list at all
+    ("What is the temperature in Berlin, in Celsius?", "4 degrees Celsius in Berlin.",
+     [("get_weather", {"city": "Berlin"})], ['{"temp_c": 4}']),
+    ("What is the weather in Paris?", "Sunny in Paris, not in Tokyo.", [("get_weather", {"city": "Paris"})], ["sunny"]),
+    # a capitalised value is not listed beside a lower-case word, nor the other way round
+    ("Is it raining in Athens and should I take an umbrella?", "No rain in Athens; you should not.",
+     [("get_weather", {"city": "Athens"})], ['{"rain": false}']),
+    ("Turn off the kitchen light and tell me the time in Paris", "Kitchen off; I cannot tell Paris time.",
+     [("toggle_light", {"room": "kitchen", "on": False})], ["kitchen light is now off"]),
+    # no call, or arguments that are not strings
+    ("Paris and Tokyo?", "Tokyo.", [], []),
+    ("Multiply 3 and 4", "12 and 4", [("multiply", {"a": 3, "b": 4})], ["12"]),
+])
+def test_nothing_is_found_when_the_items_are_covered_or_not_listed(task, answer, calls, outputs):
+    assert unlooked_items(task, answer, calls, outputs) == []
+
+
+def test_items_come_once_in_the_task_order_with_the_tool_of_their_neighbour():
+    task = "Turn off the bathroom and the hallway light, and get the weather in Rome and Oslo."
+    calls = [("get_weather", {"city": "Rome"}), ("toggle_light", {"room": "hallway", "on": False})]
+    answer = "Bathroom, bathroom and hallway are off; Oslo is cold and Rome warm."
+    assert unlooked_items(task, answer, calls, ["off", "warm"]) == [("bathroom", "toggle_light"), ("Oslo", "get_weather")]

@@ -14,7 +14,7 @@ from typing import IO, Any
 from . import prompts
 from .backends.base import Backend, Completion, Usage
 from .errors import BackendError
-from .grounding import unsupported_numbers
+from .grounding import unlooked_items, unsupported_numbers
 from .modes import FormatError, Mode, get_mode
 from .protocol import ParseError, Reply, ToolCall
 from .templates import CHATML, ChatFormat, get_format
@@ -84,6 +84,11 @@ class Result:
         return sum("unsupported_numbers" in s.details for s in self.steps)
 
     @property
+    def unlooked_answers(self) -> int:
+        """Answers sent back because they spoke of listed items no call covered (check_items)."""
+        return sum("unlooked_items" in s.details for s in self.steps)
+
+    @property
     def early_stops(self) -> int:
         """Text modes with streaming: replies whose stream was closed after a complete call."""
         return sum("early_stop" in s.details for s in self.steps)
@@ -122,6 +127,9 @@ class Agent:
     ``check_numbers``: a final answer that states numbers found neither in the task nor in any
     tool result is sent back once, as an observation naming them, when the run called a tool
     (textagent.grounding): small models fill in values they skipped looking up.
+    ``check_items``: likewise, an answer that speaks of an item the task lists beside one the
+    run called a tool for ("in Paris and in Tokyo" after get_time for Paris), which no call and
+    no tool result covers, is sent back once, naming the item and the tool.
     """
 
     def __init__(self, backend: Backend, tools: Iterable[Any] | Mapping[str, Any] = (), *,
@@ -129,7 +137,7 @@ class Agent:
                  max_seconds: float | None = None, max_format_errors: int = 3, observation_limit: int = 4000,
                  tool_timeout: float | None = 30, reply_tokens: int = 512, chat_format: str | ChatFormat = CHATML,
                  system_prompt: str | None = None, example: Any = "auto", strict: bool = False,
-                 check_numbers: bool = True,
+                 check_numbers: bool = True, check_items: bool = True,
                  on_step: Callable[[Step], None] | None = None, trace: str | Path | IO[str] | None = None,
                  **backend_options: Any):
         if max_steps < 1:
@@ -139,7 +147,7 @@ class Agent:
         self.max_steps, self.max_tokens, self.max_seconds = max_steps, max_tokens, max_seconds
         self.max_format_errors, self.observation_limit = max_format_errors, observation_limit
         self.tool_timeout, self.reply_tokens, self.strict = tool_timeout, reply_tokens, strict
-        self.check_numbers, self.task = check_numbers, ""
+        self.check_numbers, self.check_items, self.task = check_numbers, check_items, ""
         self.format = get_format(chat_format)
         self.system_prompt = system_prompt if system_prompt is not None else prompts.system_prompt(self.tools)
         self.system_prompt_given = system_prompt is not None  # native mode writes its own otherwise
@@ -214,10 +222,15 @@ class Agent:
         self.bad_in_a_row = 0
         if step.reply.is_final:
             answer = step.reply.answer if step.reply.answer is not None else step.reply.thought.strip()
+            native = self.mode.name.startswith("native")
+            unlooked = self._unlooked(answer)
+            if unlooked:
+                step.details["unlooked_items"] = [item for item, _ in unlooked]
+                self.mode.reject(self, step, prompts.unlooked_answer(unlooked, native=native))
+                return step
             unsupported = self._unsupported(answer)
             if unsupported:
                 step.details["unsupported_numbers"] = unsupported
-                native = self.mode.name.startswith("native")
                 self.mode.reject(self, step, prompts.unsupported_answer(unsupported, native=native))
                 return step
             self.mode.answer(self, step)
@@ -237,6 +250,16 @@ class Agent:
         if not self.check_numbers or not outputs or any("unsupported_numbers" in s.details for s in self.steps):
             return []
         return unsupported_numbers(answer, [self.task, *outputs])
+
+    def _unlooked(self, answer: str) -> list[tuple[str, str]]:
+        """The listed items the answer speaks of that no call covered, with the tool to call,
+        when the answer is to be sent back: ``check_items`` is on and none was sent back for
+        this before."""
+        outcomes = [o for s in self.steps for o in s.outcomes]
+        if not self.check_items or not outcomes or any("unlooked_items" in s.details for s in self.steps):
+            return []
+        calls = [(o.name, o.args) for o in outcomes if isinstance(o.args, Mapping)]
+        return unlooked_items(self.task, answer, calls, [o.output for o in outcomes])
 
     def _reply_budget(self) -> int:
         if self.max_tokens is None:

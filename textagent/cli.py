@@ -113,7 +113,10 @@ def _print_step(step: Any) -> None:
     elif step.details.get("decode_failure"):
         _say(f"  step {step.index}: native decode failure: the content holds a call "
              f"({step.details['decode_failure']}) the server did not return as tool_calls")
-    if step.details.get("unsupported_numbers"):
+    if step.details.get("unlooked_items"):
+        _say(f"  step {step.index}: answer sent back: no call covered "
+             f"{', '.join(step.details['unlooked_items'])}")
+    elif step.details.get("unsupported_numbers"):
         _say(f"  step {step.index}: answer sent back: no tool result holds "
              f"{', '.join(step.details['unsupported_numbers'])}")
     elif not step.outcomes:
@@ -186,7 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             options["stream"] = True
         agent = Agent(backend, tools, mode=args.mode, max_steps=args.max_steps, max_tokens=args.max_tokens,
                       max_seconds=args.max_seconds, chat_format=_resolve_format(format_name, backend),
-                      check_numbers=args.check_numbers, on_step=_print_step if args.verbose else None, trace=args.trace, **options)
+                      check_numbers=args.check_numbers, check_items=args.check_items,
+                      on_step=_print_step if args.verbose else None, trace=args.trace, **options)
         result = agent.run(args.question)
     finally:
         for item in reversed(stack):
@@ -289,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-seconds", type=float, help="wall-time budget for the whole run")
     r.add_argument("--check-numbers", action=argparse.BooleanOptionalAction, default=True,
                    help="send back, once, an answer stating numbers that no tool result holds (default: on)")
+    r.add_argument("--check-items", action=argparse.BooleanOptionalAction, default=True,
+                   help="send back, once, an answer speaking of an item the question lists beside a looked-up "
+                        "one, when no call covered it (default: on)")
     r.add_argument("--temperature", type=float, default=0.0)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")

@@ -1,18 +1,26 @@
-"""Numbers in a final answer that nothing in the run supports.
+"""Final answers that state what nothing in the run looked up.
 
 Small models answer with values they never looked up: a temperature copied from a worked
 example, the second city of "Lisbon or London?" made up after the first lookup, a count from
-the example's answer. A number that appears neither in the task nor in any tool result is the
-visible trace of that. The Agent sends such an answer back once (``check_numbers``), so the
-model can make the calls it skipped; a second answer is taken as it is.
+the example's answer. Two visible traces of that are checked here:
+
+* a number that appears neither in the task nor in any tool result (``unsupported_numbers``);
+* an item the task lists beside one the run called a tool for ("in Paris and in Tokyo", "the
+  living room, the hallway and the bathroom", "Sydney than Berlin"), which the answer speaks
+  of although no call and no tool result covers it (``unlooked_items``): the model made the
+  first call and answered for the rest.
+
+The Agent sends such an answer back once per check (``check_numbers``), so the model can make
+the calls it skipped; a later answer is taken as it is.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
+from typing import Any
 
-__all__ = ["numbers_in", "unsupported_numbers"]
+__all__ = ["numbers_in", "unlooked_items", "unsupported_numbers"]
 
 # A number: digits with an optional decimal part; "3,800,000"-style comma groups are
 # one number. A sign or letter before it is not part of it ("C-1001" holds 1001, "-2" is 2):
@@ -48,3 +56,112 @@ def _roundable(value: Decimal, quantum: Decimal) -> bool:
     # quantize() refuses results with more digits than the context allows; such values
     # cannot equal a number written in an answer anyway.
     return value.adjusted() - quantum.adjusted() < 28
+
+
+# -- items listed beside a looked-up one ----------------------------------------------------
+
+# What joins the items of a list in a question: "A, B and C", "A or B", "A than B", "A vs B".
+_JOIN = re.compile(r"(\s*[,;&]\s*(?:(?:and|or)\s+)?|\s+(?:and|or|than|vs\.?|versus)\s+)", re.I)
+_WORD = re.compile(r"[^\W\d_][\w'-]*")
+# Words that lead into an item without being part of it ("in the hallway", "for Rome").
+_LEAD = frozenset("the a an in at for of on to from about with is it its also".split())
+
+
+def unlooked_items(task: str, answer: str, calls: Sequence[tuple[str, Mapping[str, Any]]],
+                   outputs: Iterable[str]) -> list[tuple[str, str]]:
+    """The items ``task`` lists beside a string argument of one of ``calls`` (``(tool name,
+    arguments)`` pairs) that ``answer`` names although no call argument and no tool result
+    mentions them, each once, in the task's order, with the tool called for its neighbour:
+    ``[("Tokyo", "get_time")]`` for "in Paris and in Tokyo" after get_time("Europe/Paris").
+
+    An item is the word run next to the join: a run of capitalised words beside a capitalised
+    value ("New York"), the rest of a short segment beside a lower-case one ("the bathroom");
+    lists are followed item by item ("the living room, the hallway and the bathroom")."""
+    parts = _JOIN.split(task)
+    segments = [[m.group() for m in _WORD.finditer(part)] for part in parts[::2]]
+    # joins[k] joins segments k and k+1; True where it is a word ("and", "or", "than"):
+    # a comma alone makes no list ("in Berlin, in Celsius"), one that a word closes does.
+    worded = [bool(re.search(r"[^\W\d_]", join)) for join in parts[1::2]]
+    if len(segments) < 2:
+        return []
+    values: dict[str, str] = {}   # lower-cased value (and its last path part) -> tool name
+    for name, args in calls:
+        for value in (args.values() if isinstance(args, Mapping) else ()):
+            if isinstance(value, str) and value.strip():
+                for form in {value, value.replace("_", " ").rsplit("/", 1)[-1]}:
+                    values.setdefault(" ".join(form.lower().split()), name)
+    seen_text = " ".join([*(" ".join(str(v) for v in a.values()) for _, a in calls if isinstance(a, Mapping)),
+                          *outputs]).lower()
+    found: list[tuple[str, str]] = []
+    for i, words in enumerate(segments):
+        for value, tool in values.items():
+            size = len(value.split())
+            head, tail = _stripped(words), words
+            if _joined(tail[-size:]) == value and tail:
+                _follow(segments, worded, i, +1, tail[-size:], tool, found)
+            if _joined(head[:size]) == value and head:
+                _follow(segments, worded, i, -1, head[:size], tool, found)
+    listed = []
+    for item, tool in found:
+        key = item.lower()
+        if key in values or any(key == i.lower() for i, _ in listed):
+            continue
+        if _mentions(seen_text, key) or not _mentions(answer.lower(), key):
+            continue
+        listed.append((item, tool))
+    order = {s: n for n, s in enumerate(" ".join(w for seg in segments for w in seg).lower().split())}
+    return sorted(listed, key=lambda it: order.get(it[0].lower().split()[0], 0))
+
+
+def _joined(words: Sequence[str]) -> str:
+    return " ".join(words).lower()
+
+
+def _stripped(words: Sequence[str]) -> list[str]:
+    start = 0
+    while start < len(words) and words[start].lower() in _LEAD:
+        start += 1
+    return list(words[start:])
+
+
+def _follow(segments: list[list[str]], worded: list[bool], index: int, direction: int,
+            value_words: Sequence[str], tool: str, found: list[tuple[str, str]]) -> None:
+    """Collect the items listed after (+1) or before (-1) segment ``index``, whose edge holds
+    the called value: the neighbouring segment's edge item, and on through the segments that
+    are nothing but an item."""
+    capital = value_words[0][:1].isupper()
+    index += direction
+    while 0 <= index < len(segments):
+        join = min(index, index - direction)
+        if not any(worded[join:]):   # "A, B and C": a word closes the list
+            return
+        words = _stripped(segments[index]) if direction > 0 else list(segments[index])
+        if capital:
+            run = _capital_run(words if direction > 0 else words[::-1])
+            item = run if direction > 0 else run[::-1]
+            whole = len(item) == len(words)
+        else:   # a lower-case item: a short segment, after its lead words ("the hallway")
+            leads = [n for n, w in enumerate(words) if w.lower() in _LEAD]
+            item = words if direction > 0 or not leads else words[leads[-1] + 1:]
+            whole = item is words
+            if not 0 < len(item) <= 3 or any(w[:1].isupper() for w in item):
+                return
+        if not item:
+            return
+        found.append((" ".join(item), tool))
+        if not whole:
+            return
+        index += direction
+
+
+def _capital_run(words: Sequence[str]) -> list[str]:
+    run = []
+    for word in words:
+        if not word[:1].isupper():
+            break
+        run.append(word)
+    return run
+
+
+def _mentions(text: str, item: str) -> bool:
+    return re.search(r"(?<![\w])" + re.escape(item) + r"(?![\w])", text) is not None

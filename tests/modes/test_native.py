@@ -52,9 +52,10 @@ class FakeChat:
 
 
 def run(messages, mode="native", **kw):
+    task = kw.pop("task", "What's 17 times 24, then add 100?")
     backend = FakeChat(messages)
     agent = Agent(backend, demo.demo_tools(), mode=mode, **kw)
-    return agent.run(kw.pop("task", "What's 17 times 24, then add 100?")), backend
+    return agent.run(task), backend
 
 
 # -- the happy path ----------------------------------------------------------------------------
@@ -271,3 +272,13 @@ def test_an_answer_with_a_number_no_tool_returned_is_sent_back_once_in_native_mo
     assert third[-2] == {"role": "assistant", "content": "408 plus 100 is 509."}
     assert third[-1] == {"role": "user", "content": "Your answer gives 509, but no tool result shows that. Call the "
                          "tool for each value you have not looked up yet, then answer from the results."}
+
+
+def test_an_answer_about_a_listed_item_no_call_covered_is_sent_back_in_native_words():
+    result, backend = run([msg("", [call("get_weather", '{"city": "Paris"}', "c1")]),
+                           msg("Paris and Tokyo are sunny."), msg("Paris is sunny; Tokyo I did not look up.")],
+                          task="Weather in Paris and in Tokyo?")
+    assert result.ok and result.unlooked_answers == 1
+    assert backend.requests[2]["messages"][-1] == {
+        "role": "user", "content": "Your answer speaks of Tokyo, but no tool result covers it: no tool was called "
+                                   "for it. Call get_weather for Tokyo, then answer from the results."}

@@ -122,6 +122,8 @@ def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
         "tool_errors": sum(1 for s in steps for o in s.get("outcomes") or [] if not o.get("ok")),
         # answers sent back for numbers no tool result held (Agent check_numbers)
         "unsupported_answers": sum(1 for s in steps if (s.get("details") or {}).get("unsupported_numbers")),
+        # answers sent back for listed items no call covered (Agent check_items)
+        "unlooked_answers": sum(1 for s in steps if (s.get("details") or {}).get("unlooked_items")),
         "loop": loop,
         "hallucinated": hallucinated,
     }

@@ -107,9 +107,24 @@ def observation(name: str, output: str, *, failed: bool = False) -> str:
 def unsupported_answer(numbers: list[str], *, native: bool = False) -> str:
     """Sent back instead of accepting an answer whose numbers no tool result holds (native
     mode's wording has no ANSWER/OBSERVATION lines to refer to)."""
-    listed = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
     name = "native_unsupported_answer.txt" if native else "unsupported_answer.txt"
-    return template(name).substitute(numbers=listed)
+    return template(name).substitute(numbers=_listed(numbers))
+
+
+def unlooked_answer(items: list[tuple[str, str]], *, native: bool = False) -> str:
+    """Sent back instead of accepting an answer that speaks of listed items no call covered:
+    ``items`` are (item, tool to call) pairs, as grounding.unlooked_items returns them."""
+    by_tool: dict[str, list[str]] = {}
+    for item, tool in items:
+        by_tool.setdefault(tool, []).append(item)
+    calls = _listed([f"{tool} for " + " and for ".join(names) for tool, names in by_tool.items()])
+    name = "native_unlooked_answer.txt" if native else "unlooked_answer.txt"
+    return template(name).substitute(items=_listed([item for item, _ in items]),
+                                     them="it" if len(items) == 1 else "them", calls=calls)
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def feedback(text: str) -> str:
