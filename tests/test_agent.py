@@ -405,8 +405,11 @@ def test_an_answer_about_a_listed_item_nobody_looked_up_is_sent_back_once_naming
     bounced = result.steps[1]
     assert bounced.details["unlooked_items"] == ["London"] and result.unlooked_answers == 1
     assert result.unsupported_answers == 0
-    assert bounced.observations == ["Your ANSWER speaks of London, but no OBSERVATION covers it: no tool was "
-                                    "called for it. Call get_weather for London, then write the ANSWER from the results."]
+    assert bounced.observations == [
+        "Your ANSWER speaks of London, but no OBSERVATION covers it: no tool was called for it. Make this call now:\n"
+        'TOOL: get_weather ARGS: {"city": "London"}\n'
+        "Then write the ANSWER to the whole question from all the results: "
+        "Which city is warmer right now, Lisbon or London?"]
     assert backend.prompts[2].endswith(bounced.observations[0] + "<|im_end|>\n<|im_start|>assistant\n")
 
 

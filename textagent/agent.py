@@ -14,7 +14,7 @@ from typing import IO, Any
 from . import prompts
 from .backends.base import Backend, Completion, Usage
 from .errors import BackendError
-from .grounding import unlooked_items, unsupported_numbers
+from .grounding import Unlooked, unlooked_items, unsupported_numbers
 from .modes import FormatError, Mode, get_mode
 from .protocol import ParseError, Reply, ToolCall
 from .templates import CHATML, ChatFormat, get_format
@@ -225,8 +225,8 @@ class Agent:
             native = self.mode.name.startswith("native")
             unlooked = self._unlooked(answer)
             if unlooked:
-                step.details["unlooked_items"] = [item for item, _ in unlooked]
-                self.mode.reject(self, step, prompts.unlooked_answer(unlooked, native=native))
+                step.details["unlooked_items"] = [u.item for u in unlooked]
+                self.mode.reject(self, step, prompts.unlooked_answer(unlooked, self.task, native=native))
                 return step
             unsupported = self._unsupported(answer)
             if unsupported:
@@ -251,8 +251,8 @@ class Agent:
             return []
         return unsupported_numbers(answer, [self.task, *outputs])
 
-    def _unlooked(self, answer: str) -> list[tuple[str, str]]:
-        """The listed items the answer speaks of that no call covered, with the tool to call,
+    def _unlooked(self, answer: str) -> list[Unlooked]:
+        """The listed items the answer speaks of that no call covered, with the call to make,
         when the answer is to be sent back: ``check_items`` is on and none was sent back for
         this before."""
         outcomes = [o for s in self.steps for o in s.outcomes]

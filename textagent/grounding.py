@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["numbers_in", "unlooked_items", "unsupported_numbers"]
+__all__ = ["Unlooked", "numbers_in", "unlooked_items", "unsupported_numbers"]
 
 # A number: digits with an optional decimal part; "3,800,000"-style comma groups are
 # one number. A sign or letter before it is not part of it ("C-1001" holds 1001, "-2" is 2):
@@ -67,12 +68,34 @@ _WORD = re.compile(r"[^\W\d_][\w'-]*")
 _LEAD = frozenset("the a an in at for of on to from about with is it its also".split())
 
 
+@dataclass(frozen=True)
+class Unlooked:
+    """A listed item an answer spoke of without a call covering it, and the call to make for
+    it: the neighbour's call with the item in the neighbour's place."""
+    item: str
+    tool: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class _Source:
+    tool: str
+    args: Mapping[str, Any]
+    key: str
+    prefix: str | None   # "Europe/" when the task names only the value's last path part
+
+    def call_for(self, item: str) -> dict[str, Any]:
+        value = item if self.prefix is None else self.prefix + item.replace(" ", "_")
+        return {**self.args, self.key: value}
+
+
 def unlooked_items(task: str, answer: str, calls: Sequence[tuple[str, Mapping[str, Any]]],
-                   outputs: Iterable[str]) -> list[tuple[str, str]]:
+                   outputs: Iterable[str]) -> list[Unlooked]:
     """The items ``task`` lists beside a string argument of one of ``calls`` (``(tool name,
     arguments)`` pairs) that ``answer`` names although no call argument and no tool result
-    mentions them, each once, in the task's order, with the tool called for its neighbour:
-    ``[("Tokyo", "get_time")]`` for "in Paris and in Tokyo" after get_time("Europe/Paris").
+    mentions them, each once, in the task's order, with the call to make for each: for "in
+    Paris and in Tokyo" after get_time("Europe/Paris"), ``Unlooked("Tokyo", "get_time",
+    {"timezone": "Europe/Tokyo"})``.
 
     An item is the word run next to the join: a run of capitalised words beside a capitalised
     value ("New York"), the rest of a short segment beside a lower-case one ("the bathroom");
@@ -84,33 +107,35 @@ def unlooked_items(task: str, answer: str, calls: Sequence[tuple[str, Mapping[st
     worded = [bool(re.search(r"[^\W\d_]", join)) for join in parts[1::2]]
     if len(segments) < 2:
         return []
-    values: dict[str, str] = {}   # lower-cased value (and its last path part) -> tool name
+    values: dict[str, _Source] = {}   # lower-cased value, or its last path part -> its call
     for name, args in calls:
-        for value in (args.values() if isinstance(args, Mapping) else ()):
-            if isinstance(value, str) and value.strip():
-                for form in {value, value.replace("_", " ").rsplit("/", 1)[-1]}:
-                    values.setdefault(" ".join(form.lower().split()), name)
-    seen_text = " ".join([*(" ".join(str(v) for v in a.values()) for _, a in calls if isinstance(a, Mapping)),
-                          *outputs]).lower()
-    found: list[tuple[str, str]] = []
+        for key, value in args.items():
+            if not isinstance(value, str) or not value.strip():
+                continue
+            head, _, last = value.rpartition("/")
+            forms = [(value, None)] + ([(last.replace("_", " "), head + "/")] if head and last.strip() else [])
+            for form, prefix in forms:
+                values.setdefault(" ".join(form.lower().split()), _Source(name, args, key, prefix))
+    seen_text = " ".join([*(" ".join(str(v) for v in a.values()) for _, a in calls), *outputs]).lower()
+    found: list[tuple[str, _Source]] = []
     for i, words in enumerate(segments):
-        for value, tool in values.items():
+        for value, source in values.items():
             size = len(value.split())
-            head, tail = _stripped(words), words
-            if _joined(tail[-size:]) == value and tail:
-                _follow(segments, worded, i, +1, tail[-size:], tool, found)
-            if _joined(head[:size]) == value and head:
-                _follow(segments, worded, i, -1, head[:size], tool, found)
-    listed = []
-    for item, tool in found:
+            head = _stripped(words)
+            if words and _joined(words[-size:]) == value:
+                _follow(segments, worded, i, +1, words[-size:], source, found)
+            if head and _joined(head[:size]) == value:
+                _follow(segments, worded, i, -1, head[:size], source, found)
+    listed: list[Unlooked] = []
+    for item, source in found:
         key = item.lower()
-        if key in values or any(key == i.lower() for i, _ in listed):
+        if key in values or any(key == u.item.lower() for u in listed):
             continue
         if _mentions(seen_text, key) or not _mentions(answer.lower(), key):
             continue
-        listed.append((item, tool))
+        listed.append(Unlooked(item, source.tool, source.call_for(item)))
     order = {s: n for n, s in enumerate(" ".join(w for seg in segments for w in seg).lower().split())}
-    return sorted(listed, key=lambda it: order.get(it[0].lower().split()[0], 0))
+    return sorted(listed, key=lambda u: order.get(u.item.lower().split()[0], 0))
 
 
 def _joined(words: Sequence[str]) -> str:
@@ -125,7 +150,7 @@ def _stripped(words: Sequence[str]) -> list[str]:
 
 
 def _follow(segments: list[list[str]], worded: list[bool], index: int, direction: int,
-            value_words: Sequence[str], tool: str, found: list[tuple[str, str]]) -> None:
+            value_words: Sequence[str], source: _Source, found: list[tuple[str, _Source]]) -> None:
     """Collect the items listed after (+1) or before (-1) segment ``index``, whose edge holds
     the called value: the neighbouring segment's edge item, and on through the segments that
     are nothing but an item."""
@@ -148,7 +173,7 @@ def _follow(segments: list[list[str]], worded: list[bool], index: int, direction
                 return
         if not item:
             return
-        found.append((" ".join(item), tool))
+        found.append((" ".join(item), source))
         if not whole:
             return
         index += direction

@@ -281,4 +281,5 @@ def test_an_answer_about_a_listed_item_no_call_covered_is_sent_back_in_native_wo
     assert result.ok and result.unlooked_answers == 1
     assert backend.requests[2]["messages"][-1] == {
         "role": "user", "content": "Your answer speaks of Tokyo, but no tool result covers it: no tool was called "
-                                   "for it. Call get_weather for Tokyo, then answer from the results."}
+                                   'for it. Make this call now: get_weather with {"city": "Tokyo"}. Then answer the '
+                                   "whole question from all the results: Weather in Paris and in Tokyo?"}

@@ -242,3 +242,18 @@ def test_repeats_are_counted_per_run():
     agent.run("first")
     second = agent.run("second")
     assert "You already made" not in second.steps[0].observations[0]
+
+
+def test_a_failing_call_repeated_names_the_other_tools():
+    bad = 'TOOL: calculate ARGS: {"expression": "10 * GLOBEX"}'
+    backend = ScriptedBackend([bad, bad, "ANSWER: I cannot tell."])
+    result = Agent(backend, demo.demo_tools()).run("How much do 10 shares of GLOBEX cost?")
+    first, second = (s.observations[0] for s in result.steps[:2])
+    assert "You already made this exact call" not in first
+    assert second.endswith("\nYou already made this exact call and got this same error. Do not repeat it: change "
+                           "the arguments, or first call get_time, get_weather, multiply or toggle_light to get "
+                           "what this call needs.")
+    assert result.steps[1].details["repeated_calls"] == 1
+    alone = Agent(ScriptedBackend([bad, bad, "ANSWER: no"]), {"calculate": demo.calculate}).run("10 * GLOBEX?")
+    assert alone.steps[1].observations[0].endswith("same error. Do not repeat it: change the arguments, or write "
+                                                   "the ANSWER.")

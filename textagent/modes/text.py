@@ -145,7 +145,7 @@ class TextMode:
             if key in self._seen:
                 # Small models loop on a call; saying so breaks most loops (an error that
                 # says "retry" is not repeated: the result then differs).
-                text += "\n" + prompts.template("repeated_call.txt").substitute()
+                text += "\n" + prompts.repeated_call(o, agent.tools)
                 step.details["repeated_calls"] = step.details.get("repeated_calls", 0) + 1
             self._seen.add(key)
             observations.append(text)

@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
+from collections.abc import Iterable
 from string import Template
 from typing import Any
 
 from .. import _schema
 
 __all__ = ["template", "system_prompt", "worked_examples", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
-           "unsupported_answer"]
+           "unsupported_answer", "unlooked_answer", "repeated_call"]
 
 
 @cache
@@ -111,20 +112,36 @@ def unsupported_answer(numbers: list[str], *, native: bool = False) -> str:
     return template(name).substitute(numbers=_listed(numbers))
 
 
-def unlooked_answer(items: list[tuple[str, str]], *, native: bool = False) -> str:
+def repeated_call(outcome: Any, tools: Iterable[str]) -> str:
+    """Appended to the observation of a call the model already made with the same result. A
+    failing call repeated names the other tools: small models loop on a call that needs a value
+    another tool gives ("10 * GLOBEX" with a price tool at hand)."""
+    if outcome.ok:
+        return template("repeated_call.txt").substitute()
+    others = [name for name in tools if name != outcome.name]
+    if not others:
+        return template("repeated_error_alone.txt").substitute()
+    return template("repeated_error.txt").substitute(others=_listed(others, "or"))
+
+
+def unlooked_answer(items: list[Any], task: str, *, native: bool = False) -> str:
     """Sent back instead of accepting an answer that speaks of listed items no call covered:
-    ``items`` are (item, tool to call) pairs, as grounding.unlooked_items returns them."""
-    by_tool: dict[str, list[str]] = {}
-    for item, tool in items:
-        by_tool.setdefault(tool, []).append(item)
-    calls = _listed([f"{tool} for " + " and for ".join(names) for tool, names in by_tool.items()])
+    ``items`` are grounding.Unlooked, each with the call to make; the task is restated, since
+    a model that made the missing call tends to answer about its last result only."""
+    from ..protocol import ToolCall, render_call
+
+    if native:
+        calls = _listed([f"{u.tool} with {json.dumps(dict(u.args), ensure_ascii=False)}" for u in items])
+    else:
+        calls = "\n".join(render_call(ToolCall(u.tool, dict(u.args))) for u in items)
+    one = len(items) == 1
     name = "native_unlooked_answer.txt" if native else "unlooked_answer.txt"
-    return template(name).substitute(items=_listed([item for item, _ in items]),
-                                     them="it" if len(items) == 1 else "them", calls=calls)
+    return template(name).substitute(items=_listed([u.item for u in items]), them="it" if one else "them",
+                                     these="this call" if one else "these calls", calls=calls, task=task)
 
 
-def _listed(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+def _listed(words: list[str], last: str = "and") -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last} " + words[-1]
 
 
 def feedback(text: str) -> str:
