@@ -406,11 +406,28 @@ def test_an_answer_about_a_listed_item_nobody_looked_up_is_sent_back_once_naming
     assert bounced.details["unlooked_items"] == ["London"] and result.unlooked_answers == 1
     assert result.unsupported_answers == 0
     assert bounced.observations == [
-        "Your ANSWER speaks of London, but no OBSERVATION covers it: no tool was called for it. Make this call now:\n"
-        'TOOL: get_weather ARGS: {"city": "London"}\n'
-        "Then write the ANSWER to the whole question from all the results: "
-        "Which city is warmer right now, Lisbon or London?"]
+        "Your ANSWER speaks of London, but no OBSERVATION covers it: no tool was called for it. Call get_weather "
+        'with {"city": "London"}, then write the ANSWER from the results.']
     assert backend.prompts[2].endswith(bounced.observations[0] + "<|im_end|>\n<|im_start|>assistant\n")
+    # the result of the missing call comes with a reminder naming every item
+    assert result.steps[2].observations == [
+        'OBSERVATION (get_weather): {"city": "London", "temp_c": 14}',
+        "That was the last missing call. Now write the ANSWER from all the results, for Lisbon and London."]
+
+
+def test_the_reminder_comes_once_every_item_sent_back_for_was_called():
+    lights = "Turn off the lights in the living room, the hallway and the bathroom."
+    off = 'TOOL: toggle_light ARGS: {"room": "%s", "on": false}'
+    result, _ = run([off % "living room", "ANSWER: The hallway and the bathroom light are off too.",
+                     off % "hallway", off % "kitchen", off % "bathroom", off % "bathroom", "ANSWER: All three are off."],
+                    lights)
+    assert result.ok and result.steps[1].details["unlooked_items"] == ["hallway", "bathroom"]
+    assert result.steps[1].observations[0].endswith(
+        'Call toggle_light with {"room": "hallway", "on": false} and toggle_light with {"room": "bathroom", '
+        '"on": false}, then write the ANSWER from the results.')
+    assert [len(s.observations) for s in result.steps[2:6]] == [1, 1, 2, 1]
+    assert "reminder" in result.steps[4].details
+    assert result.steps[4].observations[1].endswith("for living room, hallway and bathroom.")
 
 
 def test_items_and_numbers_are_each_sent_back_once_then_the_answer_is_taken():

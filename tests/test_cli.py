@@ -116,7 +116,7 @@ def test_run_sends_back_an_answer_about_a_listed_item_no_call_covered_unless_tol
                              "Is it sunny in Paris and in Tokyo?")
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "Both are sunny."
     assert "step 2: answer sent back: no call covered Tokyo" in err
-    assert 'now:\nTOOL: get_weather ARGS: {"city": "Tokyo"}\nThen' in server.bodies("/completion")[2]["prompt"]
+    assert 'Call get_weather with {"city": "Tokyo"}, then' in server.bodies("/completion")[2]["prompt"]
     for text in ('TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: Paris and Tokyo are sunny."):
         server.json("/completion", completion(text))
     code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json",

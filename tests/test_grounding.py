@@ -62,25 +62,25 @@ LIGHTS = "Turn off the lights in the living room, the hallway and the bathroom."
     # after the first item of a list, the rest answered without a call; followed item by item
     (LIGHTS, "The hallway light is now off, the bathroom light is now off, and the living room light is now off.",
      [("toggle_light", {"room": "living room", "on": False})], ["living room light is now off"],
-     [Unlooked("hallway", "toggle_light", {"room": "hallway", "on": False}),
-      Unlooked("bathroom", "toggle_light", {"room": "bathroom", "on": False})]),
+     [Unlooked("hallway", "toggle_light", {"room": "hallway", "on": False}, "living room"),
+      Unlooked("bathroom", "toggle_light", {"room": "bathroom", "on": False}, "living room")]),
     # the value's last path part is what the task names; "in" leads into the item
     ("What time is it right now in Paris and in Tokyo?", "It is 14:00 in Paris and 14:00 in Tokyo.",
      [("get_time", {"timezone": "Europe/Paris"})], ['{"timezone": "Europe/Paris", "now": "14:00"}'],
-     [Unlooked("Tokyo", "get_time", {"timezone": "Europe/Tokyo"})]),
+     [Unlooked("Tokyo", "get_time", {"timezone": "Europe/Tokyo"}, "Paris")]),
     # a path part in the task: the call keeps the path, with "_" for spaces
     ("Time in New York and in Los Angeles?", "9:00 and 6:00.", [("get_time", {"timezone": "America/New_York"})],
      ["09:00"], []),
     ("Time in New York and in Los Angeles?", "New York 9:00, Los Angeles 6:00.",
      [("get_time", {"timezone": "America/New_York"})], ["09:00"],
-     [Unlooked("Los Angeles", "get_time", {"timezone": "America/Los_Angeles"})]),
+     [Unlooked("Los Angeles", "get_time", {"timezone": "America/Los_Angeles"}, "New York")]),
     # the item before the value ("than"), and a run of capitalised words
     ("How many degrees warmer is Sydney than Berlin right now?", "Sydney is 4 °C warmer than Berlin.",
-     [("get_weather", {"city": "Berlin"})], ['{"city": "Berlin", "temp_c": 4}'], [Unlooked("Sydney", "get_weather", {"city": "Sydney"})]),
+     [("get_weather", {"city": "Berlin"})], ['{"city": "Berlin", "temp_c": 4}'], [Unlooked("Sydney", "get_weather", {"city": "Sydney"}, "Berlin")]),
     ("Weather in Paris and New York?", "Paris is sunny and New York rainy.",
-     [("get_weather", {"city": "Paris"})], ['{"city": "Paris"}'], [Unlooked("New York", "get_weather", {"city": "New York"})]),
+     [("get_weather", {"city": "Paris"})], ['{"city": "Paris"}'], [Unlooked("New York", "get_weather", {"city": "New York"}, "Paris")]),
     ("Which city is warmer right now, Lisbon or London?", "London, at 27 °C.",
-     [("get_weather", {"city": "Lisbon"})], ['{"city": "Lisbon", "temp_c": 22}'], [Unlooked("London", "get_weather", {"city": "London"})]),
+     [("get_weather", {"city": "Lisbon"})], ['{"city": "Lisbon", "temp_c": 22}'], [Unlooked("London", "get_weather", {"city": "London"}, "Lisbon")]),
 ])
 def test_listed_items_the_answer_names_without_a_call_are_found(task, answer, calls, outputs, items):
     assert unlooked_items(task, answer, calls, outputs) == items
@@ -116,5 +116,5 @@ def test_items_come_once_in_the_task_order_with_the_call_of_their_neighbour():
     calls = [("get_weather", {"city": "Rome"}), ("toggle_light", {"room": "hallway", "on": False})]
     answer = "Bathroom, bathroom and hallway are off; Oslo is cold and Rome warm."
     assert unlooked_items(task, answer, calls, ["off", "warm"]) == [
-        Unlooked("bathroom", "toggle_light", {"room": "bathroom", "on": False}),
-        Unlooked("Oslo", "get_weather", {"city": "Oslo"})]
+        Unlooked("bathroom", "toggle_light", {"room": "bathroom", "on": False}, "hallway"),
+        Unlooked("Oslo", "get_weather", {"city": "Oslo"}, "Rome")]

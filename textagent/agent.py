@@ -175,6 +175,9 @@ class Agent:
             self._show_examples(self.tools.examples_for(task) or None)
         self.mode.start(self, task)
         self.steps: list[Step] = []
+        # items an answer was sent back for; those not yet called
+        self.unlooked: list[Unlooked] = []
+        self.uncalled: list[Unlooked] = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
         error: BaseException | None = None
         with TraceWriter(self.trace) as trace:
@@ -226,7 +229,8 @@ class Agent:
             unlooked = self._unlooked(answer)
             if unlooked:
                 step.details["unlooked_items"] = [u.item for u in unlooked]
-                self.mode.reject(self, step, prompts.unlooked_answer(unlooked, self.task, native=native))
+                self.unlooked = self.uncalled = unlooked
+                self.mode.reject(self, step, prompts.unlooked_answer(unlooked, native=native))
                 return step
             unsupported = self._unsupported(answer)
             if unsupported:
@@ -238,6 +242,8 @@ class Agent:
         for call in step.reply.calls:
             self._check_limits(before_model=False)
             step.outcomes.append(self.mode.execute(self, step, call))
+        if self.uncalled:
+            self._remind(step)
         self.mode.observe(self, step)
         return step
 
@@ -260,6 +266,17 @@ class Agent:
             return []
         calls = [(o.name, o.args) for o in outcomes if isinstance(o.args, Mapping)]
         return unlooked_items(self.task, answer, calls, [o.output for o in outcomes])
+
+    def _remind(self, step: Step) -> None:
+        """Once the calls an answer was sent back for are made, the last result is followed by a
+        reminder to answer for every item (``step.details["reminder"]``)."""
+        made = [(o.name, v.lower()) for o in step.outcomes if o.ok and isinstance(o.args, Mapping)
+                for v in o.args.values() if isinstance(v, str)]
+        self.uncalled = [u for u in self.uncalled
+                         if not any(name == u.tool and u.item.lower() in value for name, value in made)]
+        if not self.uncalled:
+            step.details["reminder"] = prompts.items_called(self.unlooked, self.task,
+                                                            native=self.mode.name.startswith("native"))
 
     def _reply_budget(self) -> int:
         if self.max_tokens is None:

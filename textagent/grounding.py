@@ -71,10 +71,12 @@ _LEAD = frozenset("the a an in at for of on to from about with is it its also".s
 @dataclass(frozen=True)
 class Unlooked:
     """A listed item an answer spoke of without a call covering it, and the call to make for
-    it: the neighbour's call with the item in the neighbour's place."""
+    it: the neighbour's call with the item in the neighbour's place. ``beside`` is the item,
+    as the task writes it, whose call was made ("Paris" beside "Tokyo")."""
     item: str
     tool: str
     args: Mapping[str, Any]
+    beside: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def unlooked_items(task: str, answer: str, calls: Sequence[tuple[str, Mapping[st
             for form, prefix in forms:
                 values.setdefault(" ".join(form.lower().split()), _Source(name, args, key, prefix))
     seen_text = " ".join([*(" ".join(str(v) for v in a.values()) for _, a in calls), *outputs]).lower()
-    found: list[tuple[str, _Source]] = []
+    found: list[tuple[str, _Source, str]] = []
     for i, words in enumerate(segments):
         for value, source in values.items():
             size = len(value.split())
@@ -127,13 +129,13 @@ def unlooked_items(task: str, answer: str, calls: Sequence[tuple[str, Mapping[st
             if head and _joined(head[:size]) == value:
                 _follow(segments, worded, i, -1, head[:size], source, found)
     listed: list[Unlooked] = []
-    for item, source in found:
+    for item, source, beside in found:
         key = item.lower()
         if key in values or any(key == u.item.lower() for u in listed):
             continue
         if _mentions(seen_text, key) or not _mentions(answer.lower(), key):
             continue
-        listed.append(Unlooked(item, source.tool, source.call_for(item)))
+        listed.append(Unlooked(item, source.tool, source.call_for(item), beside))
     order = {s: n for n, s in enumerate(" ".join(w for seg in segments for w in seg).lower().split())}
     return sorted(listed, key=lambda u: order.get(u.item.lower().split()[0], 0))
 
@@ -150,7 +152,7 @@ def _stripped(words: Sequence[str]) -> list[str]:
 
 
 def _follow(segments: list[list[str]], worded: list[bool], index: int, direction: int,
-            value_words: Sequence[str], source: _Source, found: list[tuple[str, _Source]]) -> None:
+            value_words: Sequence[str], source: _Source, found: list[tuple[str, _Source, str]]) -> None:
     """Collect the items listed after (+1) or before (-1) segment ``index``, whose edge holds
     the called value: the neighbouring segment's edge item, and on through the segments that
     are nothing but an item."""
@@ -173,7 +175,7 @@ def _follow(segments: list[list[str]], worded: list[bool], index: int, direction
                 return
         if not item:
             return
-        found.append((" ".join(item), source))
+        found.append((" ".join(item), source, " ".join(value_words)))
         if not whole:
             return
         index += direction

@@ -276,10 +276,13 @@ def test_an_answer_with_a_number_no_tool_returned_is_sent_back_once_in_native_mo
 
 def test_an_answer_about_a_listed_item_no_call_covered_is_sent_back_in_native_words():
     result, backend = run([msg("", [call("get_weather", '{"city": "Paris"}', "c1")]),
-                           msg("Paris and Tokyo are sunny."), msg("Paris is sunny; Tokyo I did not look up.")],
-                          task="Weather in Paris and in Tokyo?")
-    assert result.ok and result.unlooked_answers == 1
+                           msg("Paris and Tokyo are sunny."), msg("", [call("get_weather", '{"city": "Tokyo"}', "c2")]),
+                           msg("Paris has rain, Tokyo clouds.")], task="Weather in Paris and in Tokyo?")
+    assert result.ok and result.unlooked_answers == 1 and result.answer == "Paris has rain, Tokyo clouds."
+    assert backend.requests[3]["messages"][-1] == {
+        "role": "user", "content": "That was the last missing call. Now answer from all the results, for Paris "
+                                   "and Tokyo."}
+    assert backend.requests[3]["messages"][-2]["role"] == "tool"
     assert backend.requests[2]["messages"][-1] == {
         "role": "user", "content": "Your answer speaks of Tokyo, but no tool result covers it: no tool was called "
-                                   'for it. Make this call now: get_weather with {"city": "Tokyo"}. Then answer the '
-                                   "whole question from all the results: Weather in Paris and in Tokyo?"}
+                                   'for it. Call get_weather with {"city": "Tokyo"}, then answer from the results.'}

@@ -257,3 +257,14 @@ def test_a_failing_call_repeated_names_the_other_tools():
     alone = Agent(ScriptedBackend([bad, bad, "ANSWER: no"]), {"calculate": demo.calculate}).run("10 * GLOBEX?")
     assert alone.steps[1].observations[0].endswith("same error. Do not repeat it: change the arguments, or write "
                                                    "the ANSWER.")
+
+
+def test_a_successful_call_made_again_is_pointed_out_even_when_its_result_changed():
+    on = 'TOOL: toggle_light ARGS: {"room": "hallway", "on": true}'
+    result = Agent(ScriptedBackend([on, on, "ANSWER: on"]), demo.demo_tools()).run("hallway light on")
+    first, second = (s.observations[0] for s in result.steps[:2])
+    assert "You already made" not in first
+    assert first == "OBSERVATION (toggle_light): hallway light is now on"
+    assert second == ("OBSERVATION (toggle_light): hallway light is now on (it already was)\nYou already made this "
+                      "exact call before. Do not repeat it: use the results, change the arguments, or write the ANSWER.")
+    assert result.steps[1].details["repeated_calls"] == 1

@@ -265,6 +265,9 @@ class NativeMode:
             agent.messages.append({"role": "tool", "tool_call_id": ids[i] if i < len(ids) else f"call_{i + 1}",
                                    "name": outcome.name, "content": text})
             observations.append(text)
+        if step.details.get("reminder"):
+            agent.messages.append({"role": "user", "content": step.details["reminder"]})
+            observations.append(step.details["reminder"])
         step.observations = observations
 
     def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:

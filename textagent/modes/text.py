@@ -95,9 +95,11 @@ class TextMode:
 
     def setup(self, agent: "Agent") -> None:
         self._seen: set[tuple[str, str, str]] = set()
+        self._done: set[tuple[str, str]] = set()
 
     def start(self, agent: "Agent", task: str) -> None:
         self._seen = set()   # (tool, args, output) of this run's calls
+        self._done = set()   # (tool, args) of its successful calls
         agent.messages = [{"role": "system", "content": agent.system_prompt}, *agent.example,
                           {"role": "user", "content": prompts.task(task)}]
         agent.prompt = agent.format.render(agent.messages)
@@ -141,14 +143,19 @@ class TextMode:
         observations = []
         for o in step.outcomes:
             text = prompts.observation(o.name, o.output, failed=o.error in RETRYABLE)
-            key = (o.name, json.dumps(o.args, sort_keys=True, default=str), o.output)
-            if key in self._seen:
-                # Small models loop on a call; saying so breaks most loops (an error that
-                # says "retry" is not repeated: the result then differs).
-                text += "\n" + prompts.repeated_call(o, agent.tools)
+            call = (o.name, json.dumps(o.args, sort_keys=True, default=str))
+            if (*call, o.output) in self._seen or (o.ok and call in self._done):
+                # Small models loop on a call; saying so breaks most loops. A call that failed
+                # and then gets another result is not a repeat (an error that says "retry");
+                # one that succeeded before is, whatever it returns now ("it already was").
+                text += "\n" + prompts.repeated_call(o, agent.tools, same=(*call, o.output) in self._seen)
                 step.details["repeated_calls"] = step.details.get("repeated_calls", 0) + 1
-            self._seen.add(key)
+            self._seen.add((*call, o.output))
+            if o.ok:
+                self._done.add(call)
             observations.append(text)
+        if step.details.get("reminder"):
+            observations.append(step.details["reminder"])
         self._append(agent, step, _kept(step), observations)
 
     def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from .. import _schema
 
 __all__ = ["template", "system_prompt", "worked_examples", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
-           "unsupported_answer", "unlooked_answer", "repeated_call"]
+           "unsupported_answer", "unlooked_answer", "items_called", "repeated_call"]
 
 
 @cache
@@ -112,32 +112,37 @@ def unsupported_answer(numbers: list[str], *, native: bool = False) -> str:
     return template(name).substitute(numbers=_listed(numbers))
 
 
-def repeated_call(outcome: Any, tools: Iterable[str]) -> str:
-    """Appended to the observation of a call the model already made with the same result. A
-    failing call repeated names the other tools: small models loop on a call that needs a value
-    another tool gives ("10 * GLOBEX" with a price tool at hand)."""
+def repeated_call(outcome: Any, tools: Iterable[str], *, same: bool = True) -> str:
+    """Appended to the observation of a call the model already made: with the same result, or
+    (``same=False``) successfully before. A failing call repeated names the other tools: small
+    models loop on a call that needs a value another tool gives ("10 * GLOBEX" with a price
+    tool at hand)."""
     if outcome.ok:
-        return template("repeated_call.txt").substitute()
+        return template("repeated_call.txt" if same else "repeated_call_again.txt").substitute()
     others = [name for name in tools if name != outcome.name]
     if not others:
         return template("repeated_error_alone.txt").substitute()
     return template("repeated_error.txt").substitute(others=_listed(others, "or"))
 
 
-def unlooked_answer(items: list[Any], task: str, *, native: bool = False) -> str:
+def unlooked_answer(items: list[Any], *, native: bool = False) -> str:
     """Sent back instead of accepting an answer that speaks of listed items no call covered:
-    ``items`` are grounding.Unlooked, each with the call to make; the task is restated, since
-    a model that made the missing call tends to answer about its last result only."""
-    from ..protocol import ToolCall, render_call
-
-    if native:
-        calls = _listed([f"{u.tool} with {json.dumps(dict(u.args), ensure_ascii=False)}" for u in items])
-    else:
-        calls = "\n".join(render_call(ToolCall(u.tool, dict(u.args))) for u in items)
-    one = len(items) == 1
+    ``items`` are grounding.Unlooked, each with the call to make."""
+    calls = _listed([f"{u.tool} with {json.dumps(dict(u.args), ensure_ascii=False)}" for u in items])
     name = "native_unlooked_answer.txt" if native else "unlooked_answer.txt"
-    return template(name).substitute(items=_listed([u.item for u in items]), them="it" if one else "them",
-                                     these="this call" if one else "these calls", calls=calls, task=task)
+    return template(name).substitute(items=_listed([u.item for u in items]),
+                                     them="it" if len(items) == 1 else "them", calls=calls)
+
+
+def items_called(items: list[Any], task: str, *, native: bool = False) -> str:
+    """Follows the result of the last call an answer was sent back for, naming every item of
+    the list in the task's order: a model answers about its latest result only."""
+    names: list[str] = []
+    for name in [name for u in items for name in (u.beside, u.item) if name]:
+        if name.lower() not in (n.lower() for n in names):
+            names.append(name)
+    names.sort(key=lambda n: task.lower().find(n.lower()))
+    return template("native_items_called.txt" if native else "items_called.txt").substitute(all=_listed(names))
 
 
 def _listed(words: list[str], last: str = "and") -> str:
