@@ -11,7 +11,7 @@ from textagent.backends.scripted import ScriptedBackend
 from textagent.errors import BackendConnectionError
 from textagent.templates import CHATML, PLAIN
 from textagent.toolkits import demo
-from textagent.tools import tool
+from textagent.tools import Example, tool
 from textagent.trace import load_trace
 
 
@@ -384,6 +384,18 @@ def test_a_second_unsupported_answer_is_taken_as_it_is():
     assert result.ok and result.answer == "Lisbon is at 27 °C, I am sure." and result.unsupported_answers == 1
 
 
+def test_a_number_copied_from_a_worked_example_is_named_as_such():
+    oslo = Example("How warm is Oslo?", (("get_weather", {"city": "Oslo"}, '{"city": "Oslo", "temp_c": 9}'),),
+                   "Oslo is at 9 °C.")
+    result, _ = run(['TOOL: get_weather ARGS: {"city": "Berlin"}', "ANSWER: Berlin is at 14 °C, Oslo at 9 °C, 2 apart.",
+                     "ANSWER: Berlin is at 14 °C."], "How warm is Berlin?", tools={"get_weather": _weather},
+                    example=oslo)
+    assert result.ok and result.steps[1].details["unsupported_numbers"] == ["9", "2"]
+    assert result.steps[1].observations == [
+        "Your ANSWER gives 9 and 2, but no OBSERVATION shows that: 9 comes from the worked examples, not from this "
+        "task. Call the tool for each value you have not looked up yet, then write the ANSWER from the results."]
+
+
 def test_numbers_are_not_checked_without_a_tool_call_or_when_turned_off():
     result, _ = run(["ANSWER: The Second World War ended in 1945."], "When did the war end?", tools={"get_weather": _weather})
     assert result.ok and len(result.steps) == 1
@@ -412,7 +424,8 @@ def test_an_answer_about_a_listed_item_nobody_looked_up_is_sent_back_once_naming
     # the result of the missing call comes with a reminder naming every item
     assert result.steps[2].observations == [
         'OBSERVATION (get_weather): {"city": "London", "temp_c": 14}',
-        "That was the last missing call. Now write the ANSWER from all the results, for Lisbon and London."]
+        "That was the last missing call: Lisbon and London both have their results above. Now write the "
+        "ANSWER from them."]
 
 
 def test_the_reminder_comes_once_every_item_sent_back_for_was_called():
@@ -427,7 +440,8 @@ def test_the_reminder_comes_once_every_item_sent_back_for_was_called():
         '"on": false}, then write the ANSWER from the results.')
     assert [len(s.observations) for s in result.steps[2:6]] == [1, 1, 2, 1]
     assert "reminder" in result.steps[4].details
-    assert result.steps[4].observations[1].endswith("for living room, hallway and bathroom.")
+    assert result.steps[4].observations[1] == ("That was the last missing call: living room, hallway and bathroom "
+                                               "all have their results above. Now write the ANSWER from them.")
 
 
 def test_items_and_numbers_are_each_sent_back_once_then_the_answer_is_taken():

@@ -90,3 +90,25 @@ def test_every_template_is_used(name):
     stem = name
     sources = "\n".join(p.read_text() for p in root.rglob("*.py"))
     assert f'"{stem}"' in sources, f"{name} is never loaded"
+
+
+def test_answer_send_backs_in_both_wordings():
+    from textagent.grounding import Unlooked
+
+    assert prompts.unsupported_answer(["27", "9"], copied=["9"], native=True) == (
+        "Your answer gives 27 and 9, but no tool result shows that: 9 comes from the worked examples, not from this "
+        "task. Call the tool for each value you have not looked up yet, then answer from the results.")
+    assert "12 and 9 come from the worked examples" in prompts.unsupported_answer(["12", "9"], copied=["12", "9"])
+    items = [Unlooked("hallway", "toggle_light", {"room": "hallway", "on": False}, "living room"),
+             Unlooked("bathroom", "toggle_light", {"room": "bathroom", "on": False}, "living room")]
+    task = "Turn off the lights in the living room, the hallway and the bathroom."
+    assert prompts.unlooked_answer(items) == (
+        "Your ANSWER speaks of hallway and bathroom, but no OBSERVATION covers them: no tool was called for them. "
+        'Call toggle_light with {"room": "hallway", "on": false} and toggle_light with {"room": "bathroom", '
+        '"on": false}, then write the ANSWER from the results.')
+    # every item once, in the task's order, whatever order the items came in
+    assert "call: living room, hallway and bathroom all have" in prompts.items_called(items[::-1], task)
+    assert prompts.items_called(items, task, native=True) == (
+        "That was the last missing call: living room, hallway and bathroom all have their results above. Now "
+        "answer from them.")
+    assert "call: living room and hallway both have their results above" in prompts.items_called(items[:1], task)

@@ -5,6 +5,7 @@ reply is read, how the conversation is written) lives in textagent/modes; this l
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -235,7 +236,8 @@ class Agent:
             unsupported = self._unsupported(answer)
             if unsupported:
                 step.details["unsupported_numbers"] = unsupported
-                self.mode.reject(self, step, prompts.unsupported_answer(unsupported, native=native))
+                copied = self._from_examples(unsupported)
+                self.mode.reject(self, step, prompts.unsupported_answer(unsupported, copied=copied, native=native))
                 return step
             self.mode.answer(self, step)
             raise _Stop("answer", answer)
@@ -266,6 +268,12 @@ class Agent:
             return []
         calls = [(o.name, o.args) for o in outcomes if isinstance(o.args, Mapping)]
         return unlooked_items(self.task, answer, calls, [o.output for o in outcomes])
+
+    def _from_examples(self, numbers: list[str]) -> list[str]:
+        """Those of ``numbers`` the worked examples shown hold (arguments, results, answers)."""
+        shown = [json.dumps(args) + " " + result for _, calls, _ in self.example_source for _, args, result in calls]
+        shown += [answer for _, _, answer in self.example_source]
+        return [n for n in numbers if not unsupported_numbers(n, shown)]
 
     def _remind(self, step: Step) -> None:
         """Once the calls an answer was sent back for are made, the last result is followed by a

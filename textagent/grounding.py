@@ -76,7 +76,7 @@ class Unlooked:
     item: str
     tool: str
     args: Mapping[str, Any]
-    beside: str = ""
+    beside: str
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ def test_load_user_file_with_header_and_blank_lines(tmp_path):
     ("{not json", "tasks.jsonl:1: not valid JSON"),
     ({**GOOD, "tools": ["nope"]}, "unknown tools nope"),
     ({**GOOD, "check": {"type": "vibes"}}, "each check needs a \"type\""),
-    ({**GOOD, "check": {"type": "numeric"}}, "needs 'value' or 'values'"),
+    ({**GOOD, "check": {"type": "numeric"}}, "needs 'value', 'values' or 'only'"),
     ({**GOOD, "check": {"type": "regex", "pattern": "("}}, "bad regex"),
     ({**GOOD, "check": {"type": "calls", "calls": [{}]}}, "a call spec needs"),
     ({**GOOD, "max_steps": 0}, "'max_steps' must be a positive integer"),
@@ -115,6 +115,16 @@ def check(spec, outcome):
 ])
 def test_numbers_in_text(text, numbers):
     assert T.numbers_in(text) == numbers
+
+
+def test_numeric_checker_only_allows_the_listed_numbers():
+    only = {"type": "numeric", "only": [22, 11, 16.5]}
+    assert check(only, out("Lisbon (22 °C) is warmer than London (11 °C).")).ok
+    assert check(only, out("Lisbon is warmer.")).ok                    # no number at all
+    result = check(only, out("Lisbon is at 11 °C and London at 27 °C; their average is 19 °C."))
+    assert not result.ok and result.detail == "numbers [27.0, 19.0] are none of [22, 11, 16.5]"
+    both = check({"type": "numeric", "value": 22, "only": [22, 11]}, out("London is at 11 °C."))
+    assert not both.ok and both.detail == "missing [22] in numbers [11.0]"
 
 
 def test_numeric_checker_with_tolerance_and_several_values():

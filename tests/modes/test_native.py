@@ -280,8 +280,8 @@ def test_an_answer_about_a_listed_item_no_call_covered_is_sent_back_in_native_wo
                            msg("Paris has rain, Tokyo clouds.")], task="Weather in Paris and in Tokyo?")
     assert result.ok and result.unlooked_answers == 1 and result.answer == "Paris has rain, Tokyo clouds."
     assert backend.requests[3]["messages"][-1] == {
-        "role": "user", "content": "That was the last missing call. Now answer from all the results, for Paris "
-                                   "and Tokyo."}
+        "role": "user", "content": "That was the last missing call: Paris and Tokyo both have their results "
+                                   "above. Now answer from them."}
     assert backend.requests[3]["messages"][-2]["role"] == "tool"
     assert backend.requests[2]["messages"][-1] == {
         "role": "user", "content": "Your answer speaks of Tokyo, but no tool result covers it: no tool was called "

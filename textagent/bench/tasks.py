@@ -25,7 +25,8 @@ Checkers (strings compare case-insensitively):
 =============  =================================================================================
 ``exact``      ``value``: the answer equals it, ignoring case, surrounding quotes/punctuation
 ``numeric``    ``value`` (or ``values``: all of them) appears as a number in the answer, within
-               ``tol`` (absolute, default 1e-6) or ``rel`` (relative)
+               ``tol`` (absolute, default 1e-6) or ``rel`` (relative); ``only``: every number
+               the answer states is one of these (a comparison with a made-up value fails)
 ``contains``   ``all`` / ``any`` / ``none``: substrings of the answer (``value`` = one ``all``)
 ``regex``      ``pattern`` searches the answer (case-insensitive)
 ``calls``      ``calls``: each spec is matched by a distinct successful call: ``name`` (or
@@ -118,8 +119,8 @@ def _validate_check(check: Any, where: str) -> dict[str, Any]:
     for key in need:
         if key not in check:
             raise TaskFileError(f"{where}: a {kind!r} check needs {key!r}")
-    if kind == "numeric" and "value" not in check and "values" not in check:
-        raise TaskFileError(f"{where}: a 'numeric' check needs 'value' or 'values'")
+    if kind == "numeric" and not any(k in check for k in ("value", "values", "only")):
+        raise TaskFileError(f"{where}: a 'numeric' check needs 'value', 'values' or 'only'")
     if kind == "contains" and not any(k in check for k in ("value", "all", "any", "none")):
         raise TaskFileError(f"{where}: a 'contains' check needs 'value', 'all', 'any' or 'none'")
     if kind == "regex":
@@ -307,11 +308,16 @@ def run_check(check: Mapping[str, Any], out: Outcome) -> CheckResult:
         want = _norm(check["value"]).strip(strip)
         return CheckResult(kind, got == want, f"expected {want!r}, got {got[:80]!r}")
     if kind == "numeric":
-        wanted = check.get("values") or [check["value"]]
+        wanted = check.get("values") or ([check["value"]] if "value" in check else [])
         tol, rel = float(check.get("tol", 1e-6)), float(check.get("rel", 0.0))
         found = numbers_in(answer)
         missing = [w for w in wanted if not any(_close(float(w), f, tol, rel) for f in found)]
-        return CheckResult(kind, not missing, f"missing {missing} in numbers {found[:8]}" if missing else "")
+        problems = [f"missing {missing} in numbers {found[:8]}"] if missing else []
+        if "only" in check:
+            allowed = [float(v) for v in check["only"]]
+            stray = [f for f in found if not any(_close(a, f, tol, rel) for a in allowed)]
+            problems += [f"numbers {stray[:8]} are none of {check['only']}"] if stray else []
+        return CheckResult(kind, not problems, "; ".join(problems))
     if kind == "contains":
         need_all = list(check.get("all", [])) + ([check["value"]] if "value" in check else [])
         need_any = list(check.get("any", []))

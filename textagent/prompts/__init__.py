@@ -105,9 +105,14 @@ def observation(name: str, output: str, *, failed: bool = False) -> str:
         name=name, output=quote_output(output))
 
 
-def unsupported_answer(numbers: list[str], *, native: bool = False) -> str:
+def unsupported_answer(numbers: list[str], *, copied: list[str] = (), native: bool = False) -> str:
     """Sent back instead of accepting an answer whose numbers no tool result holds (native
-    mode's wording has no ANSWER/OBSERVATION lines to refer to)."""
+    mode's wording has no ANSWER/OBSERVATION lines to refer to); ``copied`` are those of them
+    the worked examples hold, which the model took from there."""
+    if copied:
+        name = "native_unsupported_copied.txt" if native else "unsupported_copied.txt"
+        return template(name).substitute(numbers=_listed(numbers), copied=_listed(list(copied)),
+                                         come="comes" if len(copied) == 1 else "come")
     name = "native_unsupported_answer.txt" if native else "unsupported_answer.txt"
     return template(name).substitute(numbers=_listed(numbers))
 
@@ -138,11 +143,14 @@ def items_called(items: list[Any], task: str, *, native: bool = False) -> str:
     """Follows the result of the last call an answer was sent back for, naming every item of
     the list in the task's order: a model answers about its latest result only."""
     names: list[str] = []
-    for name in [name for u in items for name in (u.beside, u.item) if name]:
+    for name in [name for u in items for name in (u.beside, u.item)]:
         if name.lower() not in (n.lower() for n in names):
             names.append(name)
     names.sort(key=lambda n: task.lower().find(n.lower()))
-    return template("native_items_called.txt" if native else "items_called.txt").substitute(all=_listed(names))
+    # an item and the one beside it: always two names or more
+    have = "both have" if len(names) == 2 else "all have"
+    return template("native_items_called.txt" if native else "items_called.txt").substitute(all=_listed(names),
+                                                                                            have=have)
 
 
 def _listed(words: list[str], last: str = "and") -> str:
