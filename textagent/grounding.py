@@ -10,8 +10,8 @@ the example's answer. Two visible traces of that are checked here:
   of although no call and no tool result covers it (``unlooked_items``): the model made the
   first call and answered for the rest.
 
-The Agent sends such an answer back once per check (``check_numbers``), so the model can make
-the calls it skipped; a later answer is taken as it is.
+The Agent sends such an answer back once per check (``check_numbers``, ``check_items``), so
+the model can make the calls it skipped; a later answer is taken as it is.
 """
 from __future__ import annotations
 
@@ -121,9 +121,9 @@ def unlooked_items(task: str, answer: str, calls: Sequence[tuple[str, Mapping[st
     seen_text = " ".join([*(" ".join(str(v) for v in a.values()) for _, a in calls), *outputs]).lower()
     found: list[tuple[str, _Source, str]] = []
     for i, words in enumerate(segments):
+        head = _stripped(words)
         for value, source in values.items():
             size = len(value.split())
-            head = _stripped(words)
             if words and _joined(words[-size:]) == value:
                 _follow(segments, worded, i, +1, words[-size:], source, found)
             if head and _joined(head[:size]) == value:
