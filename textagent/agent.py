@@ -130,7 +130,8 @@ class Agent:
     (textagent.grounding): small models fill in values they skipped looking up.
     ``check_items``: likewise, an answer that speaks of an item the task lists beside one the
     run called a tool for ("in Paris and in Tokyo" after get_time for Paris), which no call and
-    no tool result covers, is sent back once, naming the item and the tool.
+    no tool result covers, is sent back once with the calls to make; once they are made, their
+    last result is followed by a reminder that every item has its result.
     """
 
     def __init__(self, backend: Backend, tools: Iterable[Any] | Mapping[str, Any] = (), *,
@@ -271,7 +272,8 @@ class Agent:
 
     def _from_examples(self, numbers: list[str]) -> list[str]:
         """Those of ``numbers`` the worked examples shown hold (arguments, results, answers)."""
-        shown = [json.dumps(args) + " " + result for _, calls, _ in self.example_source for _, args, result in calls]
+        shown = [json.dumps(args, default=str) + " " + result
+                 for _, calls, _ in self.example_source for _, args, result in calls]
         shown += [answer for _, _, answer in self.example_source]
         return [n for n in numbers if not unsupported_numbers(n, shown)]
 

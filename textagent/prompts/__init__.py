@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
-from collections.abc import Iterable
 from string import Template
 from typing import Any
 
@@ -105,7 +105,7 @@ def observation(name: str, output: str, *, failed: bool = False) -> str:
         name=name, output=quote_output(output))
 
 
-def unsupported_answer(numbers: list[str], *, copied: list[str] = (), native: bool = False) -> str:
+def unsupported_answer(numbers: list[str], *, copied: Sequence[str] = (), native: bool = False) -> str:
     """Sent back instead of accepting an answer whose numbers no tool result holds (native
     mode's wording has no ANSWER/OBSERVATION lines to refer to); ``copied`` are those of them
     the worked examples hold, which the model took from there."""
