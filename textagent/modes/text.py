@@ -144,11 +144,12 @@ class TextMode:
         for o in step.outcomes:
             text = prompts.observation(o.name, o.output, failed=o.error in RETRYABLE)
             call = (o.name, json.dumps(o.args, sort_keys=True, default=str))
-            if (*call, o.output) in self._seen or (o.ok and call in self._done):
+            same = (*call, o.output) in self._seen
+            if same or (o.ok and call in self._done):
                 # Small models loop on a call; saying so breaks most loops. A call that failed
                 # and then gets another result is not a repeat (an error that says "retry");
                 # one that succeeded before is, whatever it returns now ("it already was").
-                text += "\n" + prompts.repeated_call(o, agent.tools, same=(*call, o.output) in self._seen)
+                text += "\n" + prompts.repeated_call(o, agent.tools, same=same)
                 step.details["repeated_calls"] = step.details.get("repeated_calls", 0) + 1
             self._seen.add((*call, o.output))
             if o.ok:
