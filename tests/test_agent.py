@@ -465,3 +465,12 @@ def test_items_are_not_checked_when_turned_off():
 def _weather(city: str) -> str:
     """The temperature of a city."""
     return f'{{"city": "{city}", "temp_c": {22 if city == "Lisbon" else 14}}}'
+
+
+def test_an_empty_task_is_refused_before_anything_is_sent():
+    backend = ScriptedBackend(["ANSWER: hi"])
+    agent = Agent(backend, demo.demo_tools())
+    for task in ("", "  \n "):
+        with pytest.raises(ValueError, match="non-empty question"):
+            agent.run(task)
+    assert backend.prompts == []

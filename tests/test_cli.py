@@ -185,6 +185,46 @@ def test_unknown_tool_option_is_a_clear_error(capsys):
     assert code == 1 and "cannot load" in err
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["run", "--timeout", "0", "q"], "argument --timeout: must be greater than 0"),
+    (["run", "--max-steps", "0", "q"], "argument --max-steps: must be greater than 0"),
+    (["run", "--max-seconds", "nan", "q"], "argument --max-seconds: must be greater than 0"),
+    (["run", "--max-steps", "two", "q"], "argument --max-steps: 'two' is not a whole number"),
+])
+def test_bad_numbers_are_one_line_usage_errors(capsys, argv, says):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--endpoint", closed_port_url(), *argv[1:]])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and says in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["parse", "/nonexistent/file.txt"], "cannot read /nonexistent/file.txt: No such file or directory"),
+    (["run", "--trace", "/nonexistent/dir/t.jsonl", "q"], "--trace /nonexistent/dir/t.jsonl: cannot write it"),
+    (["run", "--tools", "os:sep", "q"], "--tools os:sep: not a usable tool (a tool needs a callable, got str)"),
+    (["run", "--tools", ":f", "q"], "--tools :f: cannot load it"),
+    (["run", "  ", ], "the question is empty"),
+])
+def test_user_mistakes_are_one_line_errors_before_anything_is_sent(server, capsys, argv, says):
+    if argv[0] == "run":
+        argv = ["run", "--endpoint", server.url, "--chat-format", "chatml", *argv[1:]]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 1 and err.startswith("textagent: ")
+    assert says in err and len(err.strip().splitlines()) == 1
+    assert server.requests == []
+
+
+def test_version_comes_from_the_package_metadata(capsys):
+    from importlib.metadata import version
+
+    import textagent
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"textagent {version('textagent')}" == f"textagent {textagent.__version__}"
+
+
 def test_models_list(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TEXTAGENT_CACHE", str(tmp_path))
     code, out, _ = run_cli(capsys, "models")

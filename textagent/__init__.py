@@ -13,7 +13,25 @@ from .templates import ChatFormat
 from .tools import Tool, ToolOutcome, ToolSet, tool
 from .trace import Trace, load_trace, load_traces
 
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    """The installed distribution's version; in a source tree that is not installed, pyproject's."""
+    from importlib import metadata
+    try:
+        return metadata.version("textagent")
+    except metadata.PackageNotFoundError:
+        import re
+        from pathlib import Path
+        try:
+            text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+        except OSError:
+            return "0+unknown"
+        found = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
+        return found.group(1) if found else "0+unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     # the loop

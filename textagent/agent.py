@@ -172,6 +172,8 @@ class Agent:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError(f"the task must be a non-empty question, got {task!r:.80}")
         self.task = task
         if self.auto_examples and self.tools.max_examples is not None:
             self._show_examples(self.tools.examples_for(task) or None)

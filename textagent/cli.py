@@ -10,7 +10,7 @@ import importlib
 import json
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import BackendError, TextagentError
@@ -48,8 +48,11 @@ def cmd_parse(args: argparse.Namespace) -> int:
     from .protocol import ParseError, parse_reply
 
     if args.file and args.file != "-":
-        with open(args.file, encoding="utf-8", errors="replace") as f:
-            text = f.read()
+        try:
+            with open(args.file, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError as exc:
+            raise TextagentError(f"cannot read {args.file}: {exc.strerror or exc}") from None
     else:
         text = sys.stdin.read()
     tools = _load_tools(args.tools) if args.tools else None
@@ -85,9 +88,12 @@ def _load_tools(spec: str | None):
             module_name, _, attr = item.partition(":")
             try:
                 obj = getattr(importlib.import_module(module_name), attr)
-            except (ImportError, AttributeError) as exc:
+            except (ImportError, AttributeError, ValueError) as exc:
                 raise TextagentError(f"--tools {item}: cannot load it ({exc})") from exc
-            chosen.append(obj if isinstance(obj, Tool) else Tool.from_function(obj))
+            try:
+                chosen.append(obj if isinstance(obj, Tool) else Tool.from_function(obj))
+            except (TypeError, ValueError) as exc:
+                raise TextagentError(f"--tools {item}: not a usable tool ({exc})") from None
         elif item in demo:
             chosen.append(demo[item])
         else:
@@ -175,9 +181,23 @@ def _resolve_format(name: str, backend: Any):
     return get_format(name)
 
 
+def _check_trace_path(path: str | None) -> None:
+    """Refuse a trace file that cannot be opened before any server is started or asked."""
+    if path is None:
+        return
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise TextagentError(f"--trace {path}: cannot write it ({exc.strerror or exc})") from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .agent import Agent
 
+    if not args.question.strip():
+        raise TextagentError("the question is empty; give the question to ask as the argument of `run`")
+    _check_trace_path(args.trace)
     stack: list[Any] = []
     try:
         tools = _load_tools(args.tools)
@@ -255,8 +275,25 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(kind: type) -> Callable[[str], Any]:
+    """An argparse type: a number of ``kind`` greater than zero (a one-line usage error otherwise)."""
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be greater than 0 (got {text})")
+        return value
+    convert.__name__ = f"positive {kind.__name__}"
+    return convert
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.")
+    parser.add_argument("--version", action="version", version=f"textagent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("parse", help="parse a model reply and print JSON", description=PARSE_HELP,
@@ -288,9 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(native+fallback also reads calls the model wrote as text)")
     r.add_argument("--grammar-field", help="constrained mode on --api completions/chat: the request field that "
                                            "takes the grammar (llama.cpp: grammar; vLLM: guided_grammar)")
-    r.add_argument("--max-steps", type=int, default=10)
-    r.add_argument("--max-tokens", type=int, help="token budget for the whole run")
-    r.add_argument("--max-seconds", type=float, help="wall-time budget for the whole run")
+    r.add_argument("--max-steps", type=_positive(int), default=10)
+    r.add_argument("--max-tokens", type=_positive(int), help="token budget for the whole run")
+    r.add_argument("--max-seconds", type=_positive(float), help="wall-time budget for the whole run")
     r.add_argument("--check-numbers", action=argparse.BooleanOptionalAction, default=True,
                    help="send back, once, an answer stating numbers that no tool result holds (default: on)")
     r.add_argument("--check-items", action=argparse.BooleanOptionalAction, default=True,
@@ -298,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "one, when no call covered it (default: on)")
     r.add_argument("--temperature", type=float, default=0.0)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
+    r.add_argument("--timeout", type=_positive(float), default=300, help="read timeout of one request, seconds")
     r.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False, help="stream tokens")
     r.add_argument("--trace", help="append a JSONL trace of the run to this file")
     r.add_argument("--json", action="store_true", help="print one JSON line with answer, stop_reason, steps, usage")
@@ -311,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "JSON schema, or one ANSWER line.")
     g.add_argument("--tools", default="demo", help="comma-separated demo tools and/or module:function (default: all demo tools)")
     g.add_argument("--max-thoughts", type=int, default=3, help="thought lines allowed before the calls (default 3)")
-    g.add_argument("--max-calls", type=int, help="call lines allowed in one reply (default: no limit)")
+    g.add_argument("--max-calls", type=_positive(int), help="call lines allowed in one reply (default: no limit)")
     g.set_defaults(func=cmd_grammar)
 
     s = sub.add_parser("serve", help="run the embedded llama-server in the foreground",
@@ -319,8 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "fetching it on first use; `textagent run` reuses it. Ctrl-C stops it.")
     s.add_argument("--model", help="qwen2.5-coder-0.5b (default), smollm2, or a path to any .gguf file")
     s.add_argument("--port", type=int, help="port (default: a free one)")
-    s.add_argument("--ctx-size", type=int, default=8192, help="context per slot")
-    s.add_argument("--parallel", "-np", type=int, default=1, help="slots (concurrent requests)")
+    s.add_argument("--ctx-size", type=_positive(int), default=8192, help="context per slot")
+    s.add_argument("--parallel", "-np", type=_positive(int), default=1, help="slots (concurrent requests)")
     s.set_defaults(func=cmd_serve)
 
     m = sub.add_parser("models", help="list or fetch the embedded models")
