@@ -474,3 +474,39 @@ def test_an_empty_task_is_refused_before_anything_is_sent():
         with pytest.raises(ValueError, match="non-empty question"):
             agent.run(task)
     assert backend.prompts == []
+
+
+def test_unknown_options_are_refused_naming_the_valid_ones():
+    from textagent.backends import LlamaCppBackend, OllamaBackend
+
+    with pytest.raises(TypeError, match=r"unknown option 'max_step' \(did you mean 'max_steps'\?\)") as err:
+        Agent(LlamaCppBackend("http://127.0.0.1:9"), demo.demo_tools(), max_step=1)
+    assert "Agent options: mode, max_steps," in str(err.value)
+    assert "LlamaCppBackend takes: grammar, id_slot, on_text, seed, stream, temperature" in str(err.value)
+    with pytest.raises(TypeError, match="unknown option 'id_slot'.*OllamaBackend takes: on_text, seed, stream"):
+        Agent(OllamaBackend("http://127.0.0.1:9", model="m"), demo.demo_tools(), id_slot=0)
+    with pytest.raises(TypeError, match="unknown option 'messages'"):
+        Agent(ScriptedBackend([]), demo.demo_tools(), messages=[])
+    Agent(LlamaCppBackend("http://127.0.0.1:9"), demo.demo_tools(), temperature=0.2, seed=1, id_slot=0, stream=True)
+
+
+def test_a_backend_declares_the_request_options_it_takes():
+    class Plain:   # declares nothing: the options textagent's backends take are allowed
+        def complete(self, prompt, *, stop, max_tokens, **options):
+            self.options = options
+            from textagent.backends import Completion
+            return Completion("ANSWER: ok")
+
+    class Sampling(Plain):
+        request_options = {"temperature", "top_k"}
+
+    plain = Plain()
+    Agent(plain, demo.demo_tools(), temperature=0.1, id_slot=1).run("q")
+    assert plain.options["id_slot"] == 1
+    with pytest.raises(TypeError, match="unknown option 'top_k'"):
+        Agent(Plain(), demo.demo_tools(), top_k=1)
+    sampling = Sampling()
+    Agent(sampling, demo.demo_tools(), top_k=1).run("q")
+    assert sampling.options["top_k"] == 1
+    with pytest.raises(TypeError, match="unknown option 'seed'.*Sampling takes: temperature, top_k"):
+        Agent(Sampling(), demo.demo_tools(), seed=1)

@@ -5,6 +5,8 @@ reply is read, how the conversation is written) lives in textagent/modes; this l
 """
 from __future__ import annotations
 
+import difflib
+import inspect
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import prompts
-from .backends.base import Backend, Completion, Usage
+from .backends.base import REQUEST_OPTIONS, Backend, Completion, Usage
 from .errors import BackendError
 from .grounding import Unlooked, unlooked_items, unsupported_numbers
 from .modes import FormatError, Mode, get_mode
@@ -144,6 +146,7 @@ class Agent:
                  **backend_options: Any):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
+        _check_options(backend, backend_options)
         self.backend = backend
         self.tools = tools if isinstance(tools, ToolSet) else ToolSet(tools)
         self.max_steps, self.max_tokens, self.max_seconds = max_steps, max_tokens, max_seconds
@@ -323,3 +326,19 @@ def _spent(completion: Completion, prompt: str) -> int:
         prompt_cost = len(prompt) // 4
     completion_cost = u.completion_tokens if u.completion_tokens is not None else len(completion.text) // 4 + 1
     return prompt_cost + completion_cost
+
+
+def _check_options(backend: Any, options: Mapping[str, Any]) -> None:
+    """Refuse options neither Agent nor the backend takes (``max_step=1`` would else be sent on
+    as a request option and ignored): a TypeError naming the valid ones and the closest."""
+    accepted = getattr(backend, "request_options", None)
+    accepted = REQUEST_OPTIONS if accepted is None else frozenset(accepted)
+    unknown = [k for k in options if k not in accepted or k == "messages"]
+    if not unknown:
+        return
+    own = [p.name for p in inspect.signature(Agent.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    close = difflib.get_close_matches(unknown[0], [*own, *accepted], n=1)
+    raise TypeError(f"Agent() got an unknown option {unknown[0]!r}"
+                    + (f" (did you mean {close[0]!r}?)" if close else "")
+                    + f". Agent options: {', '.join(own)}; request options {type(backend).__name__} takes: "
+                    + (", ".join(sorted(accepted)) or "(none)"))

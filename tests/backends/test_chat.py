@@ -209,3 +209,13 @@ def test_timeout_malformed_empty(fake_server):
         b.complete("p", stop=[], max_tokens=5, messages=MESSAGES)
     with pytest.raises(BackendResponseError, match="empty"):
         b.complete("p", stop=[], max_tokens=5, messages=MESSAGES)
+
+
+def test_the_server_slot_is_forwarded_as_it_is_to_llamacpp(fake_server):
+    fake_server.json(PATH, REPLY)
+    fake_server.json(PATH, REPLY)
+    chat = backend(fake_server)
+    assert "id_slot" in chat.request_options
+    chat.complete("p", stop=[], max_tokens=8, messages=MESSAGES, id_slot=2)
+    chat.complete("p", stop=[], max_tokens=8, messages=MESSAGES)
+    assert fake_server.requests[0].json["id_slot"] == 2 and "id_slot" not in fake_server.requests[1].json

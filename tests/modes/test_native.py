@@ -256,10 +256,10 @@ def test_cli_run_native_against_the_chat_endpoint(fake_server, capsys):
 
 
 def test_sampling_options_and_the_server_slot_are_forwarded():
-    _, backend = run([msg("done")], temperature=0.0, seed=7, id_slot=1, n_probs=3)
+    _, backend = run([msg("done")], temperature=0.0, seed=7, id_slot=1, stream=True)
     request = backend.requests[0]
     assert (request["temperature"], request["seed"], request["id_slot"]) == (0.0, 7, 1)
-    assert "n_probs" not in request      # completion-only options stay out of the chat request
+    assert "stream" not in request      # completion-only options stay out of the chat request
     _, backend = run([msg("done")])
     assert "id_slot" not in backend.requests[0]
 

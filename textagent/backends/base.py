@@ -4,7 +4,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Backend", "Completion", "Usage"]
+__all__ = ["Backend", "Completion", "Usage", "REQUEST_OPTIONS"]
+
+# The request options of textagent's backends, between them (each lists its own in
+# ``request_options``): what Agent(..., **options) passes through to a backend that lists none.
+REQUEST_OPTIONS = frozenset({"temperature", "seed", "stream", "on_text", "id_slot", "grammar"})
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -78,6 +82,11 @@ class Backend(Protocol):
     for backends that talk to chat endpoints), ``grammar`` (GBNF), ``temperature``, ``seed``
     and backend-specific keys. A backend ignores options it does not understand, except
     that one which cannot honour ``grammar`` must raise ModeNotSupported.
+
+    A backend may list the options a caller may pass through ``Agent(..., **options)`` in a
+    ``request_options`` attribute (``messages`` is always passed by the agent, not listed);
+    Agent refuses any other. Without it, REQUEST_OPTIONS (what textagent's backends take
+    between them) are allowed.
     """
 
     def complete(self, prompt: str, *, stop: list[str], max_tokens: int, **options: Any) -> Completion: ...

@@ -66,6 +66,9 @@ class ChatAsTextBackend(_OpenAIBase):
     ``tool_calls``) and whose ``text`` is its content (or ""). It does not stream.
     """
 
+    # what Agent(..., **options) may pass to complete() (see Backend)
+    request_options = frozenset({"temperature", "seed", "stream", "on_text", "id_slot", "grammar"})
+
     endpoint = "/chat/completions"
 
     def _piece(self, choice: Mapping[str, Any]) -> Any:
@@ -79,6 +82,8 @@ class ChatAsTextBackend(_OpenAIBase):
         stream, on_text = self._want_stream(self.stream, options)
         payload = self._base_payload(stop=stop, max_tokens=max_tokens, options=options)
         payload["messages"] = messages
+        if options.get("id_slot") is not None:   # llama.cpp's chat endpoint pins the slot too
+            payload["id_slot"] = options["id_slot"]
         self._stream_flags(payload, stream)
         payload.update(self.params)
         started = time.perf_counter()

@@ -80,6 +80,9 @@ class LlamaCppBackend(HTTPBackend):
     fields merged into every request body (e.g. ``{"top_k": 1, "repeat_penalty": 1.0}``).
     """
 
+    # what Agent(..., **options) may pass to complete() (see Backend)
+    request_options = frozenset({"temperature", "seed", "stream", "on_text", "id_slot", "grammar"})
+
     api_name = "llama.cpp"
     default_url = "http://127.0.0.1:8080"
 

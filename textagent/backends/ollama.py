@@ -74,6 +74,9 @@ class OllamaBackend(HTTPBackend):
     ``grammar`` option raises ModeNotSupported.
     """
 
+    # what Agent(..., **options) may pass to complete() (see Backend)
+    request_options = frozenset({"temperature", "seed", "stream", "on_text"})
+
     api_name = "Ollama"
     default_url = DEFAULT_OLLAMA_URL
 

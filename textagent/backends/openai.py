@@ -258,6 +258,9 @@ class OpenAICompletionsBackend(_OpenAIBase):
     for servers that reject it). ``params`` are extra fields merged into every request body.
     """
 
+    # what Agent(..., **options) may pass to complete() (see Backend)
+    request_options = frozenset({"temperature", "seed", "stream", "on_text", "grammar"})
+
     endpoint = "/completions"
 
     def complete(self, prompt: str, *, stop: Sequence[str], max_tokens: int, **options: Any) -> Completion:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import ScriptExhausted
-from .base import Completion, Usage
+from .base import REQUEST_OPTIONS, Completion, Usage
 
 __all__ = ["ScriptedBackend"]
 
@@ -23,6 +23,8 @@ class ScriptedBackend:
     Stop sequences are honoured like a real server would (the text is cut before the first
     one) unless ``honour_stop=False``, which simulates a server that ignores ``stop``.
     """
+
+    request_options = REQUEST_OPTIONS   # it stands in for any of textagent's backends
 
     def __init__(self, replies: Iterable[Reply], *, honour_stop: bool = True):
         self.replies: list[Reply] = list(replies)
