@@ -875,3 +875,53 @@ def test_protocol_toolcall_is_accepted():
     protocol = pytest.importorskip("textagent.protocol")
     out = ToolSet([get_forecast]).execute(protocol.ToolCall("get_forecast", {"city": "Oslo"}))
     assert out.ok and '"Oslo"' in out.output
+
+
+# --------------------------------------------------------------------------------------------
+# async def tools
+# --------------------------------------------------------------------------------------------
+
+@tool
+async def fetch_price(item: str) -> dict:
+    """Price of an item."""
+    import asyncio
+
+    await asyncio.sleep(0.01)
+    return {"item": item, "price": 3}
+
+
+@tool
+async def broken_fetch(item: str) -> str:
+    """Always fails."""
+    raise LookupError(f"no {item}")
+
+
+@pytest.mark.parametrize("timeout", [None, 5])
+def test_async_tools_are_awaited(timeout):
+    tools = ToolSet([fetch_price, broken_fetch])
+    out = tools.execute(Call("fetch_price", {"item": "tea"}), timeout=timeout)
+    assert out.ok and json.loads(out.output) == {"item": "tea", "price": 3}
+    failed = tools.execute(Call("broken_fetch", {"item": "tea"}), timeout=timeout)
+    assert not failed.ok and failed.output == "ERROR: LookupError: no tea"
+
+
+@pytest.mark.parametrize("timeout", [None, 5])
+def test_async_tools_are_awaited_when_an_event_loop_runs_in_the_calling_thread(timeout):
+    import asyncio
+
+    from textagent.agent import Agent
+    from textagent.backends.scripted import ScriptedBackend
+
+    async def main():   # e.g. a notebook or a web handler calling the (synchronous) agent
+        tools = ToolSet([fetch_price, broken_fetch])
+        direct = tools.execute(Call("fetch_price", {"item": "tea"}), timeout=timeout)
+        failed = tools.execute(Call("broken_fetch", {"item": "tea"}), timeout=timeout)
+        backend = ScriptedBackend(['TOOL: fetch_price ARGS: {"item": "milk"}', "ANSWER: 3"])
+        result = Agent(backend, tools, tool_timeout=timeout).run("What does milk cost?")
+        return direct, failed, result, backend
+
+    direct, failed, result, backend = asyncio.run(main())
+    assert direct.ok and json.loads(direct.output)["price"] == 3
+    assert failed.output == "ERROR: LookupError: no tea"
+    assert result.ok and result.steps[0].outcomes[0].output == '{"item": "milk", "price": 3}'
+    assert "coroutine" not in backend.prompts[1]

@@ -21,6 +21,7 @@ text written for the model, never an exception in the caller.
 """
 from __future__ import annotations
 
+import asyncio
 import collections.abc
 import contextvars
 import copy
@@ -847,6 +848,38 @@ class _Worker:
             self._idle.put(self)
 
 
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _settle(result: Any) -> Any:
+    """The value of a tool's result: an ``async def`` tool's coroutine (any awaitable) is run to
+    its end on an event loop of its own. When a loop is already running in this thread (the
+    agent was called from async code), that loop is blocked by this very call, so the
+    awaitable runs in a helper thread with its own loop."""
+    if not inspect.isawaitable(result):
+        return result
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(result))
+    box: list[Any] = [None, None]
+    ctx = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            box[0] = ctx.run(asyncio.run, _awaited(result))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            box[1] = exc
+
+    thread = threading.Thread(target=run, name="textagent-async-tool", daemon=True)
+    thread.start()
+    thread.join()
+    if box[1] is not None:
+        raise box[1]
+    return box[0]
+
+
 def _run_with_timeout(fn: Callable[[], Any], timeout: float | None) -> tuple[Any, BaseException | None, bool]:
     """(result, exception, timed_out). With a timeout the call runs in a daemon worker thread
     that is abandoned (not killed: Python cannot) when it does not finish in time."""
@@ -1053,7 +1086,7 @@ class ToolSet(Mapping[str, Tool]):
         except Exception as exc:  # noqa: BLE001 - odd args must not crash the caller
             return done(False, f"ERROR: ToolArgumentError: could not read the arguments ({type(exc).__name__}: "
                                f"{_show(str(exc), 200)}). Usage: {found.signature()}", "bad_arguments")
-        result, exc, timed_out = _run_with_timeout(lambda: found(**bound), timeout)
+        result, exc, timed_out = _run_with_timeout(lambda: _settle(found(**bound)), timeout)
         if timed_out:
             return done(False, f"ERROR: TimeoutError: `{found.name}` did not finish within {timeout:g} s and was "
                                "abandoned; try simpler arguments or another approach", "timeout", bound)
