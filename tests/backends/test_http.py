@@ -409,3 +409,47 @@ def test_openai_usage():
     # llama.cpp's extra timings
     assert openai_usage({"prompt_tokens": 10, "completion_tokens": 3}, {"prompt_n": 4, "cache_n": 6}) == Usage(10, 4, 6, 3)
     assert openai_usage({"prompt_tokens": True, "completion_tokens": -1}) == Usage()
+
+
+# -- deeply nested JSON (#16 item 3) -----------------------------------------------------------
+_DEEP = "[" * 100_000
+
+
+def _deep_agent(fake_server, api):
+    from textagent import Agent
+    from textagent.backends.chat import ChatAsTextBackend
+    from textagent.backends.llamacpp import LlamaCppBackend
+    from textagent.backends.ollama import OllamaBackend
+    from textagent.backends.openai import OpenAICompletionsBackend
+
+    if api == "llamacpp":
+        fake_server.add("/completion", body=_DEEP)
+        backend, options = LlamaCppBackend(fake_server.url, backoff=0), {}
+    elif api == "llamacpp-stream":
+        fake_server.sse("/completion", ["data: " + _DEEP + "\n\n"])
+        backend, options = LlamaCppBackend(fake_server.url, backoff=0), {"stream": True}
+    elif api == "completions":
+        fake_server.add("/v1/completions", body=_DEEP)
+        backend, options = OpenAICompletionsBackend(fake_server.url, model="m", backoff=0), {}
+    elif api == "ollama":
+        fake_server.ndjson("/api/generate", [_DEEP + "\n"])
+        backend, options = OllamaBackend(fake_server.url, model="m", backoff=0), {"stream": True}
+    else:
+        fake_server.add("/v1/chat/completions", body=_DEEP)
+        backend, options = ChatAsTextBackend(fake_server.url, model="m", backoff=0), {}
+    return Agent(backend, [], max_steps=2, **options)
+
+
+@pytest.mark.parametrize("api", ["llamacpp", "llamacpp-stream", "completions", "ollama", "chat"])
+def test_deeply_nested_json_from_the_server_is_a_backend_error(fake_server, api):
+    result = _deep_agent(fake_server, api).run("hi")
+    assert result.stop_reason == "backend_error", result
+    assert isinstance(result.error, BackendResponseError)
+    assert "nest" in str(result.error)
+
+
+def test_deeply_nested_error_body_still_gives_the_http_error(fake_server):
+    fake_server.add("/x", status=500, body=_DEEP)
+    with pytest.raises(BackendHTTPError) as info:
+        get_json(make(fake_server.url))
+    assert info.value.status == 500

@@ -286,3 +286,15 @@ def test_an_answer_about_a_listed_item_no_call_covered_is_sent_back_in_native_wo
     assert backend.requests[2]["messages"][-1] == {
         "role": "user", "content": "Your answer speaks of Tokyo, but no tool result covers it: no tool was called "
                                    'for it. Call get_weather with {"city": "Tokyo"}, then answer from the results.'}
+
+
+def test_deeply_nested_tool_call_arguments_are_a_call_error_not_a_crash():
+    # json.loads raises RecursionError on `[` x 10^5 (#16 item 3)
+    deep = "[" * 100_000
+    result, _ = run([msg(tool_calls=[call("calculate", deep)]), msg("done")])
+    outcome = result.steps[0].outcomes[0]
+    assert not outcome.ok and "nested too deeply" in outcome.output
+    assert result.stop_reason == "answer"
+    result, _ = run([msg(content=json.dumps({"name": "calculate", "arguments": deep})), msg("done")],
+                    mode="native+fallback")
+    assert result.stop_reason == "answer"

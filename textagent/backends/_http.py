@@ -349,7 +349,7 @@ class HTTPBackend:
         server_message = None
         try:
             server_message = server_error_message(json.loads(body))
-        except ValueError:
+        except (ValueError, RecursionError):
             if body.strip() and "<html" not in body[:200].lower():
                 server_message = body.strip()
         message = f"{self.api_name} server at {self.url} answered HTTP {status}"
@@ -437,6 +437,15 @@ class HTTPBackend:
             retries=retries,
         )
 
+    def _too_deep(self, what: str, url: str, retries: int) -> BackendResponseError:
+        """JSON nested deeper than Python's decoder can go (``[`` x 10^5): json raises
+        RecursionError, which must not escape the backend."""
+        return BackendResponseError(
+            f"{self.api_name} server at {self.url} sent JSON for {what} that is nested too deeply to read",
+            url=url,
+            retries=retries,
+        )
+
     def _read_json(self, resp: requests.Response, url: str, retries: int) -> Any:
         """The whole body as JSON (bounded); BackendResponseError if empty or malformed."""
         try:
@@ -451,6 +460,8 @@ class HTTPBackend:
             )
         try:
             return json.loads(body.decode("utf-8"))
+        except RecursionError as exc:
+            raise self._too_deep(_path(url), url, retries) from exc
         except (ValueError, UnicodeDecodeError) as exc:
             raise BackendResponseError(
                 f"{self.api_name} server at {self.url} sent malformed JSON for {_path(url)}: "
@@ -501,6 +512,8 @@ class HTTPBackend:
     def _stream_event_json(self, data: str, url: str, retries: int, *, partial: bool) -> Any:
         try:
             return json.loads(data)
+        except RecursionError as exc:
+            raise self._too_deep("a stream event", url, retries) from exc
         except ValueError as exc:
             if partial:
                 raise BackendResponseError(

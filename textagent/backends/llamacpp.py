@@ -232,7 +232,7 @@ class LlamaCppBackend(HTTPBackend):
         body = raw.decode("utf-8", errors="replace").strip()
         try:
             data = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return body
         return data if isinstance(data, dict) else body
 
@@ -367,7 +367,7 @@ class LlamaCppBackend(HTTPBackend):
 def _health_message(body: str) -> str | None:
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return body.strip()[:200] or None
     message = server_error_message(data)
     if message is None and isinstance(data, Mapping) and isinstance(data.get("status"), str):

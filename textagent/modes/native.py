@@ -152,7 +152,7 @@ def _as_text(calls: list[tuple[str, Any]]) -> str:
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         lines.append(render_call(ToolCall(name, args if isinstance(args, (dict, str)) else json.dumps(args))))
     return "\n".join(lines)
@@ -299,6 +299,8 @@ def _read_tool_call(raw: Any) -> tuple[str, dict | str, str | None]:
         return name, json.dumps(arguments), f"got {type(arguments).__name__}"
     try:
         value = json.loads(arguments)
+    except RecursionError:
+        return name, arguments, "invalid JSON: nested too deeply"
     except ValueError as err:
         return name, arguments, f"invalid JSON: {err}"
     if not isinstance(value, dict):
