@@ -178,6 +178,15 @@ def test_tools_option_loads_demo_names_and_module_functions(server, capsys):
     assert "- multiply: " in prompt and "- calculate: " in prompt and "get_weather" not in prompt
 
 
+def test_tools_option_keeps_the_demo_examples_of_the_chosen_tools(server, capsys):
+    server.json("/completion", completion("ANSWER: 36"))
+    code, _, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml",
+                         "--tools", "calculate,get_weather", "What is 3% of 1200?")
+    prompt = server.bodies("/completion")[0]["prompt"]
+    assert code == 0 and "What is 2.5% of 3200?" in prompt and "Good morning!" in prompt
+    assert "get_time" not in prompt and "toggle_light" not in prompt
+
+
 def test_unknown_tool_option_is_a_clear_error(capsys):
     code, _, err = run_cli(capsys, "run", "--endpoint", "http://127.0.0.1:9", "--tools", "teleport", "q")
     assert code == 1 and "unknown tool 'teleport'" in err and "calculate" in err

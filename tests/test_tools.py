@@ -925,3 +925,53 @@ def test_async_tools_are_awaited_when_an_event_loop_runs_in_the_calling_thread(t
     assert failed.output == "ERROR: LookupError: no tea"
     assert result.ok and result.steps[0].outcomes[0].output == '{"item": "milk", "price": 3}'
     assert "coroutine" not in backend.prompts[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Adding tools to a ToolSet keeps its examples
+# --------------------------------------------------------------------------------------------
+
+def _demo():
+    from textagent.toolkits import demo
+
+    return demo
+
+
+def test_adding_tools_to_a_toolset_keeps_its_examples_and_settings():
+    demo = _demo()
+    base = demo.demo_tools()
+    for grown in (base.with_tools(get_forecast), base + [get_forecast], base + get_forecast, [get_forecast] + base,
+                  ToolSet([base, get_forecast]), base + ToolSet([get_forecast])):
+        assert set(grown) == {*base, "get_forecast"}
+        assert grown.examples == demo.DEMO_EXAMPLES and grown.max_examples == demo.MAX_EXAMPLES
+    assert list(base) == list(demo.demo_tools())          # the original is unchanged
+    strict = ToolSet([get_forecast], extra_args="error").with_tools(fetch_price)
+    assert strict.extra_args == "error" and set(strict) == {"get_forecast", "fetch_price"}
+    with pytest.raises(ValueError, match="two tools are named 'calculate'"):
+        base + [demo.calculate]
+
+
+def test_tool_names_where_tools_are_expected_get_a_clear_error():
+    demo = _demo()
+    with pytest.raises(TypeError, match=r"got the tool name 'calculate': pass the ToolSet itself or "
+                                        r"toolset.values\(\).*toolset \+ \[f\]"):
+        ToolSet([*demo.demo_tools(), get_forecast])
+    from textagent.agent import Agent
+    from textagent.backends.scripted import ScriptedBackend
+
+    with pytest.raises(TypeError, match="got the tool name 'calculate'"):
+        Agent(ScriptedBackend([]), [*demo.demo_tools(), get_forecast])
+    agent = Agent(ScriptedBackend([]), [demo.demo_tools(), get_forecast])   # a ToolSet inside a list is fine
+    assert agent.tools.examples == demo.DEMO_EXAMPLES and "get_forecast" in agent.tools
+
+
+def test_select_keeps_the_examples_that_use_only_the_selected_tools():
+    demo = _demo()
+    chosen = demo.demo_tools().select("calculate", "get_weather")
+    assert list(chosen) == ["calculate", "get_weather"] and chosen.max_examples == demo.MAX_EXAMPLES
+    used = [{name for name, _, _ in e.calls} for e in chosen.examples]
+    assert {"calculate"} in used and {"calculate", "get_weather"} in used and set() in used
+    assert all(u <= {"calculate", "get_weather"} for u in used)
+    assert len(chosen.examples) == 3 + 1 + 1 + 4     # direct answers, 2.5% of 3200, Rome/Oslo, 4 weather
+    with pytest.raises(KeyError, match="no tool named 'teleport'"):
+        demo.demo_tools().select("teleport")

@@ -73,14 +73,15 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _load_tools(spec: str | None):
-    """Comma-separated demo tool names and/or ``module:function`` references."""
+    """Comma-separated demo tool names and/or ``module:function`` references. The demo's
+    examples whose calls use only the chosen demo tools are kept."""
     from .toolkits.demo import demo_tools
     from .tools import Tool, ToolSet
 
     demo = demo_tools()
     if not spec or spec == "demo":
         return demo
-    chosen = []
+    chosen, names = [], []
     for item in (s.strip() for s in spec.split(",")):
         if not item:
             continue
@@ -95,11 +96,14 @@ def _load_tools(spec: str | None):
             except (TypeError, ValueError) as exc:
                 raise TextagentError(f"--tools {item}: not a usable tool ({exc})") from None
         elif item in demo:
-            chosen.append(demo[item])
+            names.append(item)
         else:
             raise TextagentError(f"--tools: unknown tool {item!r}; demo tools are {', '.join(demo)}, "
                                  "or give module:function")
-    return ToolSet(chosen)
+    try:
+        return demo.select(*names).with_tools(*chosen) if names else ToolSet(chosen)
+    except ValueError as exc:   # two tools of the same name
+        raise TextagentError(f"--tools {spec}: {exc}") from None
 
 
 def _say(message: str) -> None:

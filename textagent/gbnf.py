@@ -332,9 +332,9 @@ _STATIC_NAMES = ("root", "calls", "call", "thought", "answer", "answer-first", "
 
 
 def _tools(tools: Any) -> list[Any]:
-    if isinstance(tools, Mapping):
-        return list(tools.values())
-    return list(tools)
+    from .tools import ToolSet
+
+    return list((tools if isinstance(tools, ToolSet) else ToolSet(tools)).values())
 
 
 def schema_grammar(schema: Mapping[str, Any], *, name: str = "json") -> str:

@@ -925,7 +925,9 @@ class ToolSet(Mapping[str, Tool]):
     """An immutable name -> Tool mapping that executes model calls safely.
 
     ``ToolSet([tool_a, plain_function, ...])`` or ``ToolSet({"name": fn_or_tool})``; plain
-    callables are wrapped with Tool.from_function. Duplicate names are an error. ``example``
+    callables are wrapped with Tool.from_function. Duplicate names are an error. A ToolSet in
+    the list brings its tools and examples: ``toolset.with_tools(f)``, ``toolset + [f]`` and
+    ``toolset.select("a", "b")`` make new sets that keep the examples that still apply. ``example``
     is the worked exchange the agent shows the model, or several in the order shown (else
     one is built from a tool of the set); ``examples`` holds them as a tuple.
 
@@ -960,17 +962,29 @@ class ToolSet(Mapping[str, Tool]):
         self.examples: tuple[Example, ...] = examples
         if tools is None:
             return
-        if isinstance(tools, Tool) or (callable(tools) and not isinstance(tools, (Mapping, Iterable))):
+        if isinstance(tools, (Tool, ToolSet)) or (callable(tools) and not isinstance(tools, (Mapping, Iterable))):
             tools = [tools]
+        items: list[Tool] = []
         if isinstance(tools, Mapping):
-            items = []
             for key, value in tools.items():
                 if isinstance(value, Tool):
                     items.append(value if value.name == key else value._renamed(key))
                 else:
                     items.append(Tool.from_function(value, name=key))
         else:
-            items = [t if isinstance(t, Tool) else Tool.from_function(t) for t in tools]
+            for item in tools:
+                if isinstance(item, ToolSet):   # its tools, examples and max_examples come along
+                    items.extend(item.values())
+                    examples += tuple(e for e in item.examples if e not in examples)
+                    if self.max_examples is None:
+                        self.max_examples = item.max_examples
+                elif isinstance(item, str):
+                    raise TypeError(f"got the tool name {item!r}: pass the ToolSet itself or toolset.values() "
+                                    "(iterating a ToolSet gives its tool names), and add tools with "
+                                    "toolset.with_tools(f) or toolset + [f], which keep its examples")
+                else:
+                    items.append(item if isinstance(item, Tool) else Tool.from_function(item))
+        self.examples = examples
         for item in items:
             if item.name in self._tools:
                 raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
@@ -978,6 +992,36 @@ class ToolSet(Mapping[str, Tool]):
         unknown = sorted({name for e in examples for name, _, _ in e.calls if name not in self._tools})
         if unknown:
             raise ValueError(f"the example calls tools that are not in this set: {', '.join(unknown)}")
+
+    def with_tools(self, *tools: Tool | Callable[..., Any] | "ToolSet") -> "ToolSet":
+        """A new ToolSet: these tools (Tools, functions, or ToolSets, whose examples come too)
+        added to this set's, with this set's examples, ``max_examples`` and ``extra_args``.
+        ``toolset + [f, g]`` is the same."""
+        return ToolSet([self, *tools], max_examples=self.max_examples, extra_args=self.extra_args)
+
+    def select(self, *names: str) -> "ToolSet":
+        """A new ToolSet of the named tools only, in the order given, keeping the examples whose
+        calls use only those tools (the ones answered without tools among them)."""
+        missing = [n for n in names if n not in self._tools]
+        if missing:
+            raise KeyError(f"no tool named {missing[0]!r} in this set; it has {', '.join(self._tools)}")
+        kept = tuple(e for e in self.examples if all(name in names for name, _, _ in e.calls))
+        return ToolSet([self._tools[n] for n in dict.fromkeys(names)], example=kept,
+                       max_examples=self.max_examples, extra_args=self.extra_args)
+
+    def __add__(self, other: Any) -> "ToolSet":
+        if isinstance(other, (Tool, ToolSet)) or (callable(other) and not isinstance(other, Iterable)):
+            return self.with_tools(other)
+        if isinstance(other, Mapping):
+            return self.with_tools(ToolSet(other))
+        if isinstance(other, Iterable) and not isinstance(other, str):
+            return self.with_tools(*other)
+        return NotImplemented
+
+    def __radd__(self, other: Any) -> "ToolSet":
+        if isinstance(other, Iterable) and not isinstance(other, (str, Mapping)):   # [f] + toolset
+            return ToolSet([*other, self], max_examples=self.max_examples, extra_args=self.extra_args)
+        return NotImplemented
 
     @property
     def example(self) -> Example | None:
