@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +254,25 @@ def test_bench_and_fuzz_are_subcommands(capsys):
     assert "examples: " in out and "failures: 0" in out
     assert main(["bench", "--help"]) == 0
     assert "textagent bench" in capsys.readouterr().out
+
+
+def test_parse_of_a_lone_surrogate_prints_valid_json_from_a_real_process():
+    # #16 item 2: "\ud83d" in JSON arguments decodes to a lone surrogate, which UTF-8 cannot hold
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.run([sys.executable, "-m", "textagent", "parse"],
+                          input='TOOL: calculate ARGS: {"expression": "\\ud83d"}\n', capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "\\ud83d" in proc.stdout
+    assert json.loads(proc.stdout)["calls"] == [{"name": "calculate", "args": {"expression": "\ud83d"}}]
+
+
+def test_run_with_trace_survives_a_lone_surrogate_in_the_arguments(server, capsys, tmp_path):
+    server.json("/completion", completion('TOOL: calculate ARGS: {"expression": "\\ud83d"}'))
+    server.json("/completion", completion("ANSWER: none"))
+    trace = tmp_path / "trace.jsonl"
+    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json",
+                             "--trace", str(trace), "q")
+    assert code == 0, err
+    step = json.loads(trace.read_bytes().decode("utf-8").splitlines()[1])
+    assert step["calls"][0]["args"] == {"expression": "\ud83d"}

@@ -37,3 +37,71 @@ def test_empty_file_is_an_error(tmp_path):
     path.write_text("")
     with pytest.raises(ValueError, match="no trace records"):
         load_trace(path)
+
+
+def _run(path, task, replies):
+    from textagent import Agent, ScriptedBackend
+    from textagent.toolkits.demo import demo_tools
+
+    return Agent(ScriptedBackend(replies), demo_tools(), trace=path, check_numbers=False).run(task)
+
+
+def test_a_run_after_a_crash_mid_record_starts_on_a_fresh_line_and_is_not_merged(tmp_path):
+    # #16 item 4: the first run crashed while writing a record; the next run appends to the file
+    path = tmp_path / "t.jsonl"
+    _run(path, "first", ['TOOL: calculate ARGS: {"expression": "1+1"}', "ANSWER: 2"])
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text[: text.rindex('{"type": "result"') + 25], encoding="utf-8")   # cut the result line
+    _run(path, "second", ['TOOL: calculate ARGS: {"expression": "2+2"}', "ANSWER: 4"])
+    for line in path.read_text(encoding="utf-8").splitlines()[-4:]:
+        json.loads(line)   # the new run's records are whole lines
+    runs = load_traces(path)
+    assert [r.start["task"] for r in runs] == ["first", "second"]
+    assert [len(r.steps) for r in runs] == [2, 2]
+    assert not runs[0].complete and runs[1].complete and runs[1].result["answer"] == "4"
+
+
+def test_load_traces_does_not_merge_runs_glued_by_an_older_writer(tmp_path):
+    # a file where the next run's start record was appended onto the half-written line
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"type": "start", "task": "one"}\n{"type": "step", "step": 1}\n{"type": "st'
+                    '{"type": "start", "task": "two"}\n{"type": "step", "step": 1}\n'
+                    '{"type": "result", "answer": "x"}\n', encoding="utf-8")
+    runs = load_traces(path)
+    assert [r.start["task"] for r in runs] == ["one", "two"]
+    assert [len(r.steps) for r in runs] == [1, 1]
+    # a broken line ends the run it was in even when no start record can be recovered from it
+    path.write_text('{"type": "start", "task": "one"}\n{"type": "st\n{"type": "step", "step": 1}\n',
+                    encoding="utf-8")
+    runs = load_traces(path)
+    assert len(runs) == 2 and runs[0].steps == [] and runs[1].start is None and len(runs[1].steps) == 1
+
+
+def test_trace_lines_are_strict_json(tmp_path):
+    # #16 item 5: NaN / Infinity arguments are written as strings, never as bare NaN tokens
+    path = tmp_path / "t.jsonl"
+    _run(path, "nan", ["TOOL: calculate ARGS: {expression: NaN, x: -Infinity, y: Infinity}", "ANSWER: none"])
+
+    def strict(token):
+        raise ValueError(f"not strict JSON: {token}")
+
+    records = [json.loads(line, parse_constant=strict) for line in path.read_text(encoding="utf-8").splitlines()]
+    step = records[1]
+    assert step["calls"][0]["args"] == {"expression": "NaN", "x": "-Infinity", "y": "Infinity"}
+
+
+def test_lone_surrogates_are_escaped_in_traces(tmp_path):
+    # #16 item 2: "\ud83d" in JSON arguments is a lone surrogate: UTF-8 cannot hold it
+    path = tmp_path / "t.jsonl"
+    _run(path, "s", ['TOOL: calculate ARGS: {"expression": "\\ud83d"}', "ANSWER: none"])
+    raw = path.read_bytes().decode("utf-8")   # strict UTF-8
+    assert "\\ud83d" in raw
+    step = load_traces(path)[0].steps[0]
+    assert step["calls"][0]["args"] == {"expression": "\ud83d"}   # read back exactly
+
+
+def test_lone_surrogates_in_an_open_file_target(tmp_path):
+    path = tmp_path / "f.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        TraceWriter(f).write({"type": "start", "task": "a\udc80b é"})
+    assert json.loads(path.read_text(encoding="utf-8"))["task"] == "a\udc80b é"

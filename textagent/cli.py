@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -41,7 +40,9 @@ See PROTOCOL.md for the full specification.
 
 
 def _print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, default=str))
+    from .trace import json_line   # strict JSON; a lone surrogate as its \\u escape
+
+    print(json_line(data))
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
