@@ -1,0 +1,1 @@
+"""The Berkeley Function Calling Leaderboard (BFCL): its data and a reimplementation of its AST checker."""
