@@ -14,7 +14,9 @@
 
 A ``Tool`` carries a name, a description (what the model reads), a JSON schema of its
 arguments (``parameters``) and the function. Schemas come from type hints and the docstring
-(``Tool.from_function``) or from an OpenAI function definition (``Tool.from_openai``).
+(``Tool.from_function``; dataclasses, TypedDicts, Enums, dates and pydantic models included,
+and the JSON arguments are turned back into them before the call) or from an OpenAI function
+definition (``Tool.from_openai``).
 Arguments are validated with jsonschema (Draft 2020-12) before the function runs; every
 problem the model can cause becomes a ``ToolOutcome`` with ``ok=False`` and an ``ERROR: ...``
 text written for the model, never an exception in the caller.
@@ -25,6 +27,8 @@ import asyncio
 import collections.abc
 import contextvars
 import copy
+import dataclasses
+import datetime
 import difflib
 import enum
 import inspect
@@ -32,6 +36,7 @@ import json
 import math
 import queue
 import re
+import sys
 import threading
 import time
 import types
@@ -220,6 +225,8 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
         return {"type": "null"}
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
+    if origin in _KEY_MARKS:   # TypedDict's Required[...] / NotRequired[...]
+        return schema_for_type(args[0], where=where)
     if origin is typing.Annotated:
         schema = schema_for_type(args[0], where=where)
         for meta in args[1:]:
@@ -248,6 +255,14 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
         return subs[0] if len(subs) == 1 else {"anyOf": subs}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum_schema([m.value for m in hint])
+    if isinstance(hint, type) and hint in _DATE_FORMATS:
+        return {"type": "string", "format": _DATE_FORMATS[hint]}
+    if _pydantic_model(hint):
+        import pydantic
+
+        return pydantic.TypeAdapter(hint).json_schema()
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint)):
+        return _record_schema(hint, where)
     if hint in _JSON_TYPES:
         return {"type": _JSON_TYPES[hint]}
     if isinstance(hint, type) and issubclass(hint, str):
@@ -280,24 +295,156 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
                 schema["additionalProperties"] = value
         return schema
     raise TypeError(f"{where}: cannot derive a JSON schema from type {hint!r}; use str, int, float, bool, "
-                    "Literal, Optional, list[...], dict[str, ...] or give the schema explicitly "
+                    "Literal, an Enum, Optional, list[...], dict[str, ...], datetime.date/datetime/time, a "
+                    "dataclass, a TypedDict or a pydantic model, or give the schema explicitly "
                     "(Tool(name, description, parameters, fn) or Tool.from_openai)")
 
 
-def _enum_converter(hint: Any) -> Callable[[Any], Any] | None:
-    """A converter from JSON value to the Enum member, when the hint is an Enum (maybe Optional)."""
+_KEY_MARKS = {getattr(typing, n) for n in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, n)}
+_DATE_FORMATS = {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time"}
+_local = threading.local()   # .building: the dataclasses/TypedDicts being read (recursion guard)
+
+
+def _building() -> list[Any]:
+    if not hasattr(_local, "building"):
+        _local.building = []
+    return _local.building
+
+
+def _pydantic_model(hint: Any) -> bool:
+    """A pydantic model class (pydantic is looked for only where it is already imported: a
+    model class cannot exist otherwise, so it is never a dependency)."""
+    pydantic = sys.modules.get("pydantic")
+    base = getattr(pydantic, "BaseModel", None)
+    return base is not None and isinstance(hint, type) and issubclass(hint, base)
+
+
+def _record_schema(cls: type, where: str) -> dict[str, Any]:
+    """An object schema for a dataclass or TypedDict: a property per field, the fields without
+    a default required (a TypedDict: its required keys), no other keys."""
+    if cls in _building():
+        raise TypeError(f"{where}: {cls.__name__} refers to itself; recursive types need a pydantic model "
+                        "or an explicit schema")
+    _building().append(cls)
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        if dataclasses.is_dataclass(cls):
+            for f in dataclasses.fields(cls):
+                if not f.init:
+                    continue
+                schema = schema_for_type(hints.get(f.name, Any), where=f"{where}, field `{f.name}`")
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    required.append(f.name)
+                elif f.default is not dataclasses.MISSING and _jsonable(_plain(f.default)):
+                    schema["default"] = _plain(f.default)
+                properties[f.name] = schema
+        else:
+            for name, hint in hints.items():
+                properties[name] = schema_for_type(hint, where=f"{where}, key `{name}`")
+            # the Required/NotRequired marks themselves: __required_keys__ misses them when the
+            # annotations are strings (``from __future__ import annotations``)
+            marked = {k: typing.get_origin(h) for k, h in hints.items()}
+            required = [k for k in hints if marked[k] is getattr(typing, "Required", None)
+                        or (marked[k] is not getattr(typing, "NotRequired", None)
+                            and k in getattr(cls, "__required_keys__", hints))]
+    finally:
+        _building().pop()
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    out["additionalProperties"] = False
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A default as JSON carries it: an Enum member's value, a date's ISO text."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    return value
+
+
+def _hoist_defs(schema: Any, defs: dict[str, Any]) -> None:
+    """Move ``$defs`` found anywhere in ``schema`` (pydantic puts them beside each model's
+    schema) into ``defs``, which become the parameters' own: ``#/$defs/...`` refs resolve there."""
+    if isinstance(schema, dict):
+        defs.update(schema.pop("$defs", {}))
+        for value in schema.values():
+            _hoist_defs(value, defs)
+    elif isinstance(schema, list):
+        for value in schema:
+            _hoist_defs(value, defs)
+
+
+_DATE_EXAMPLES = {"date": "2026-01-31", "date-time": "2026-01-31T09:30:00", "time": "09:30:00"}
+
+
+def _iso(kind: type) -> Callable[[Any], Any]:
+    """Reads an ISO 8601 date, date-time or time (a trailing Z is UTC)."""
+    def convert(value: Any) -> Any:
+        if not isinstance(value, str):
+            raise TypeError(f"expected an ISO 8601 {_DATE_FORMATS[kind]} string, got {_json_type_of(value)}")
+        text = value.strip()
+        if text[-1:] in ("Z", "z"):
+            text = text[:-1] + "+00:00"
+        try:
+            return kind.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"{_short_repr(value)} is not an ISO 8601 {_DATE_FORMATS[kind]} like "
+                             f"\"{_DATE_EXAMPLES[_DATE_FORMATS[kind]]}\"") from None
+    return convert
+
+
+# The formats jsonschema checks, with date, date-time and time read as the converters read them
+# (ISO 8601 as Python reads it: "2026-01-31T09:30" too), whichever optional checkers are installed.
+_FORMATS = jsonschema.FormatChecker()
+for _kind, _name in _DATE_FORMATS.items():
+    _FORMATS.checks(_name, raises=(ValueError, TypeError))(
+        lambda value, read=_iso(_kind): not isinstance(value, str) or read(value) is not None)
+
+
+def _converter(hint: Any) -> Callable[[Any], Any] | None:
+    """A converter from the JSON value to what the hint asks for (an Enum member, a date, a
+    dataclass, a TypedDict, a pydantic model, or lists, dicts and Optionals of them), or None
+    when the JSON value is already right."""
     origin = typing.get_origin(hint)
-    if origin is typing.Annotated:
-        return _enum_converter(typing.get_args(hint)[0])
+    args = typing.get_args(hint)
+    if origin is typing.Annotated or origin in _KEY_MARKS:
+        return _converter(args[0])
     if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
-        members = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(members) == 1:
-            inner = _enum_converter(members[0])
-            if inner is not None:
-                return lambda v: None if v is None else inner(v)
-        return None
+        members = [a for a in args if a is not type(None)]
+        inner = _converter(members[0]) if len(members) == 1 else None
+        return None if inner is None else (lambda v: None if v is None else inner(v))
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return hint
+    if isinstance(hint, type) and hint in _DATE_FORMATS:
+        return _iso(hint)
+    if _pydantic_model(hint):
+        import pydantic
+
+        return pydantic.TypeAdapter(hint).validate_python
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint)):
+        if hint in _building():
+            return None
+        _building().append(hint)
+        try:
+            fields = {k: c for k, h in typing.get_type_hints(hint, include_extras=True).items()
+                      if (c := _converter(h)) is not None}
+        finally:
+            _building().pop()
+        make = hint if dataclasses.is_dataclass(hint) else dict
+        return lambda v: make(**{k: fields[k](x) if k in fields else x for k, x in v.items()})
+    container = origin or hint
+    if container in (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable) \
+            and args:
+        item = _converter(args[0])
+        return None if item is None else (lambda v: [item(x) for x in v])
+    if container in (dict, collections.abc.Mapping, collections.abc.MutableMapping) and len(args) == 2:
+        value = _converter(args[1])
+        return None if value is None else (lambda v: {k: value(x) for k, x in v.items()})
     return None
 
 
@@ -367,6 +514,9 @@ def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
         elif kind == "enum":
             choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in err.validator_value)
             add(f"{prefix}{_short_repr(err.instance)} is not one of {choices}")
+        elif kind == "format" and err.validator_value in _DATE_EXAMPLES:
+            add(f"{prefix}{_short_repr(err.instance)} is not an ISO 8601 {err.validator_value} like "
+                f"\"{_DATE_EXAMPLES[err.validator_value]}\"")
         elif kind in ("anyOf", "oneOf") and err.context:
             best = jsonschema.exceptions.best_match(err.context)
             inner = _error_messages([best])
@@ -452,7 +602,7 @@ class Tool:
             raise ValueError(f"tool {self.name}: invalid JSON schema for parameters: {err.message}") from None
         object.__setattr__(self, "parameters", params)
         object.__setattr__(self, "_validator",
-                           Draft202012Validator(params, format_checker=Draft202012Validator.FORMAT_CHECKER))
+                           Draft202012Validator(params, format_checker=_FORMATS))
         object.__setattr__(self, "_accepts", _accepted_names(self.fn))
 
     # -- construction -------------------------------------------------------------------------
@@ -485,6 +635,7 @@ class Tool:
         properties: dict[str, Any] = {}
         required: list[str] = []
         converters: dict[str, Callable[[Any], Any]] = {}
+        defs: dict[str, Any] = {}
         open_keys = False
         for pname, param in signature.parameters.items():
             if param.kind is param.VAR_KEYWORD:
@@ -498,16 +649,17 @@ class Tool:
             schema = schema_for_type(hint, where=f"tool {tool_name}, parameter `{pname}`")
             if pname in doc_params and "description" not in schema:
                 schema["description"] = doc_params[pname]
+            _hoist_defs(schema, defs)
             if param.default is param.empty:
                 required.append(pname)
             else:
-                default = param.default.value if isinstance(param.default, enum.Enum) else param.default
+                default = _plain(param.default)
                 if default is None and schema and not _accepts_null(schema):
                     schema = _nullable(schema)     # `x: list = None` means "list or nothing"
                 if _jsonable(default):
                     schema["default"] = json.loads(json.dumps(default))   # tuples -> lists
             properties[pname] = schema
-            conv = _enum_converter(hint)
+            conv = _converter(hint)
             if conv is not None:
                 converters[pname] = conv
         parameters: dict[str, Any] = {"type": "object", "properties": properties}
@@ -515,6 +667,8 @@ class Tool:
             parameters["required"] = required
         if not open_keys:
             parameters["additionalProperties"] = False
+        if defs:
+            parameters["$defs"] = defs
         made = cls(tool_name, doc_description if description is None else description, parameters, fn)
         object.__setattr__(made, "_converters", converters)
         return made
