@@ -25,6 +25,13 @@ def test_public_surface_is_exactly_all():
         assert getattr(textagent, name) is not None
 
 
+def test_the_package_is_marked_typed_and_exports_example():
+    assert (Path(textagent.__file__).parent / "py.typed").is_file()
+    from textagent.tools import Example
+
+    assert textagent.Example is Example and "Example" in textagent.__all__
+
+
 @pytest.mark.slow
 def test_wheel_installs_into_a_fresh_venv_and_finds_the_grammar(tmp_path):
     dist = tmp_path / "dist"
@@ -47,3 +54,4 @@ def test_wheel_installs_into_a_fresh_venv_and_finds_the_grammar(tmp_path):
     where = subprocess.run([str(python), "-c", "import textagent, pathlib; print(pathlib.Path(textagent.__file__).parent)"],
                            capture_output=True, text=True, cwd=tmp_path, env=env)
     assert (Path(where.stdout.strip()) / "grammars" / "reply.lark").is_file()
+    assert (Path(where.stdout.strip()) / "py.typed").is_file()     # type checkers read the hints

@@ -10,7 +10,7 @@ from .errors import (BackendConnectionError, BackendError, BackendHTTPError, Bac
                      LocalServerError, ModeNotSupported, ScriptExhausted, TextagentError, ToolArgumentError)
 from .protocol import ParseError, Reply, ToolCall, parse_reply, render_call
 from .templates import ChatFormat
-from .tools import Tool, ToolOutcome, ToolSet, tool
+from .tools import Example, Tool, ToolOutcome, ToolSet, tool
 from .trace import Trace, load_trace, load_traces
 
 
@@ -39,7 +39,7 @@ __all__ = [
     # the protocol
     "parse_reply", "render_call", "Reply", "ToolCall", "ParseError",
     # tools
-    "tool", "Tool", "ToolSet", "ToolOutcome",
+    "tool", "Tool", "ToolSet", "ToolOutcome", "Example",
     # backends
     "Backend", "Completion", "Usage", "ScriptedBackend", "LlamaCppBackend", "OpenAICompletionsBackend",
     "ChatAsTextBackend", "OllamaBackend", "ChatFormat",
