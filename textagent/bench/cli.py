@@ -58,7 +58,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--api-key", help="bearer token for OpenAI-compatible endpoints")
     p.add_argument("--chat-format", default="server", choices=["server", "chatml", "llama3", "gemma", "plain"],
                    help="prompt format for completion endpoints (default: the model's own, from llama.cpp)")
-    p.add_argument("--tasks", help="task file (JSONL; default: the shipped suite)")
+    p.add_argument("--tasks", help="task file (JSONL; default: the shipped suite), or bfcl:CAT[,CAT...] for "
+                                   "BFCL's single-turn categories (simple_python, multiple, parallel, "
+                                   "parallel_multiple, irrelevance, live_*; fetched from PyPI on first use)")
+    p.add_argument("--split", choices=["dev", "test", "all"], default="all",
+                   help="dev: the tasks prompts are tuned on; test: the ones reported (default: all)")
+    p.add_argument("--limit-per-category", type=int, metavar="N",
+                   help="only the first N tasks of each kind / BFCL category (after --split)")
     p.add_argument("--kinds", help="only tasks of these kinds (comma-separated)")
     p.add_argument("--only", help="only these task ids (comma-separated)")
     p.add_argument("--limit", type=int, help="only the first N tasks (after ordering)")
@@ -103,7 +109,26 @@ def _machine() -> dict[str, Any]:
             "python": platform.python_version(), "host": platform.node()}
 
 
+def load_selected(args: argparse.Namespace) -> list[Any]:
+    """The tasks ``--tasks`` names (a file, the shipped suite, or ``bfcl:...``), selected."""
+    from .bfcl.tasks import bfcl_tasks, is_bfcl_spec
+
+    tasks = bfcl_tasks(args.tasks, progress=_say) if is_bfcl_spec(args.tasks) else load_tasks(args.tasks)
+    return _select(tasks, args)
+
+
 def _select(tasks: list[Any], args: argparse.Namespace) -> list[Any]:
+    split = getattr(args, "split", "all")
+    if split != "all":
+        tasks = [t for t in tasks if t.split == split]
+    if getattr(args, "limit_per_category", None) is not None:
+        taken: dict[str, int] = {}
+        kept = []
+        for t in tasks:
+            taken[t.kind] = taken.get(t.kind, 0) + 1
+            if taken[t.kind] <= args.limit_per_category:
+                kept.append(t)
+        tasks = kept
     if args.kinds:
         kinds = {k.strip() for k in args.kinds.split(",") if k.strip()}
         tasks = [t for t in tasks if t.kind in kinds]
@@ -171,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     if not modes:
         _say("textagent bench: no mode can run")
         return 1
-    tasks = _select(load_tasks(args.tasks), args)
+    tasks = load_selected(args)
     if not tasks:
         _say("textagent bench: no tasks selected")
         return 2
@@ -242,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
 def _check_suite(args: argparse.Namespace) -> int:
     from .runner import check_suite
 
-    tasks = _select(load_tasks(args.tasks), args)
+    tasks = load_selected(args)
     bad = 0
     for task, record in check_suite(tasks):
         if record is None:
@@ -298,6 +323,7 @@ def _meta(args: argparse.Namespace, tasks: list[Any], modes: list[str], unavaila
         "machine": _machine(), "model": model, "endpoints": endpoints, "api": args.api,
         "modes": modes, "unavailable": unavailable,
         "tasks_file": args.tasks or str(default_suite_path().name) + " (shipped suite)",
+        "split": getattr(args, "split", "all"), "limit_per_category": getattr(args, "limit_per_category", None),
         "n_tasks": len(tasks), "tasks": [t.id for t in tasks], "repeat": args.repeat,
         "concurrency": args.concurrency, "settings": asdict(settings),
         "planned": len(tasks) * len(modes) * args.repeat, "textagent": __version__,

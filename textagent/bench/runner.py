@@ -37,7 +37,7 @@ from ..tools import ToolOutcome
 from ..trace import TraceWriter
 from .. import prompts
 from .metrics import classify
-from .tasks import Outcome, Task, call_specs, check_task
+from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
 __all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "agent_supports_modes", "mode_availability",
@@ -45,7 +45,9 @@ __all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "agent_supports_modes", "
            "EPISODES_FILE", "Progress", "episode_key", "ReferenceBackend", "check_suite"]
 
 AGENT_MODES = ("text", "constrained", "native", "native+fallback")
-MODES = (*AGENT_MODES, "baseline")
+#: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
+MODES = (*AGENT_MODES, "baseline", "bfcl-prompt")
+NATIVE = ("native", "native+fallback")
 EPISODES_FILE = "episodes.jsonl"
 RECORD_VERSION = 1
 
@@ -88,7 +90,7 @@ def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[l
     for mode in modes:
         if mode not in MODES:
             missing[mode] = f"unknown mode; choose from {', '.join(MODES)}"
-        elif mode in ("text", "baseline"):
+        elif mode in ("text", "baseline", "bfcl-prompt"):
             ok.append(mode)
         elif not agent_supports_modes():
             missing[mode] = "this textagent's Agent has no mode= parameter yet (issue 5 adds it)"
@@ -284,13 +286,13 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
     """Run one task in one mode and return its record (checked and classified)."""
     settings = settings or Settings()
     env = Env(lights=dict(task.setup.get("lights", {})))
-    tools = make_toolset(task.tools, env)
+    tools, name_map, documents = _episode_tools(task, mode, env)
     buffer = io.StringIO()
     options: dict[str, Any] = {"temperature": settings.temperature, "seed": settings.seed + repeat}
     if slot is not None and settings.pin_slots:
         options["id_slot"] = slot
     max_steps = min(task.max_steps, settings.max_steps) if settings.max_steps else task.max_steps
-    recorder = _Recording(backend) if mode in ("text", "baseline") else None
+    recorder = _Recording(backend) if mode in ("text", "baseline", "bfcl-prompt") else None
     started = time.monotonic()
     error_text = None
     try:
@@ -298,6 +300,15 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
             result = run_baseline(recorder, tools, task.question, chat_format=chat_format, max_steps=max_steps,
                                   max_seconds=settings.max_seconds, reply_tokens=settings.reply_tokens,
                                   observation_limit=settings.observation_limit, trace=buffer, **options)
+        elif mode == "bfcl-prompt":
+            from .bfcl.prompt_mode import run_bfcl_prompt
+
+            item = task.bfcl
+            result = run_bfcl_prompt(recorder, tools, item.user_text if item is not None else task.question,
+                                     functions=documents, system=item.system_text if item is not None else "",
+                                     chat_format=chat_format, max_steps=max_steps, max_seconds=settings.max_seconds,
+                                     reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
+                                     trace=buffer, **options)
         else:
             kwargs: dict[str, Any] = {}
             if mode != "text":
@@ -338,11 +349,20 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
             error_text = f"{type(result.error).__name__}: {result.error}"
     else:
         calls, attempted, answered, answer, stop_reason, usage = [], [], False, None, "error", Usage().to_dict()
+    attempted = [name_map.get(n, n) for n in attempted]
     outcome = Outcome(answer=answer, answered=answered, calls=calls, attempted=attempted, state=env.state())
-    success, checks = check_task(task, outcome)
+    bfcl_scores = None
+    if task.bfcl is not None:
+        from .bfcl.score import score_steps
+
+        bfcl_scores = score_steps(task.bfcl, result.steps if result is not None else [], name_map)
+        first = bfcl_scores["first"]
+        success, checks = first["valid"], [CheckResult("bfcl", first["valid"], first["detail"])]
+    else:
+        success, checks = check_task(task, outcome)
     record: dict[str, Any] = {
         "version": RECORD_VERSION,
-        "task": task.id, "kind": task.kind, "mode": mode, "repeat": repeat,
+        "task": task.id, "kind": task.kind, "split": task.split, "mode": mode, "repeat": repeat,
         "success": success, "failure": None,
         "stop_reason": stop_reason, "answer": answer,
         "steps": len(result.steps) if result is not None else 0,
@@ -363,8 +383,29 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
     from .metrics import step_facts
 
     record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
-    record["failure"] = classify(record)
+    if bfcl_scores is not None:
+        record["bfcl"] = bfcl_scores
+        record["failure"] = None if success else ("backend_error" if stop_reason in ("backend_error", "error")
+                                                  else bfcl_scores["first"]["error_type"])
+    else:
+        record["failure"] = classify(record)
     return record
+
+
+def _episode_tools(task: Task, mode: str, env: Env) -> tuple[Any, dict[str, str], list[dict[str, Any]]]:
+    """(tool set, {tool name: name to score it under}, the documents bfcl-prompt shows) for one
+    episode: a BFCL item's functions (renamed for native modes), or the suite's bench tools."""
+    if task.bfcl is not None:
+        from .bfcl.schema import make_tools
+        from .bfcl.tasks import item_documents
+
+        documents = item_documents(task.bfcl)
+        tools, names = make_tools(documents, native=mode in NATIVE)
+        return tools, names, documents
+    from .bfcl.schema import function_docs
+
+    tools = make_toolset(task.tools, env)
+    return tools, {}, function_docs(tools)
 
 
 class ReferenceBackend:
@@ -583,7 +624,8 @@ def _safe(name: str) -> str:
 
 
 def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseException) -> dict[str, Any]:
-    return {"version": RECORD_VERSION, "task": task.id, "kind": task.kind, "mode": mode, "repeat": repeat,
+    return {"version": RECORD_VERSION, "task": task.id, "kind": task.kind, "split": task.split, "mode": mode,
+            "repeat": repeat,
             "success": False, "failure": "backend_error", "stop_reason": "backend_error", "answer": None, "steps": 0,
             "seconds": 0.0, "usage": Usage().to_dict(), "checks": [], "calls": [], "attempted": [],
             "needs_tools": task.needs_tools, "needs_no_tool": task.needs_no_tool,

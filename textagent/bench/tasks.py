@@ -18,7 +18,9 @@ Every other non-blank line is one task::
 ``tools`` are bench tool names (``textagent.bench.tools``) or ``module:function``. ``check`` is
 one checker or a list (all must pass); an episode succeeds when the model gave a final answer
 and every check passes. ``reference`` (optional) is a correct run written in the text protocol:
-the tests replay it to prove every task is solvable and its checks are right.
+the tests replay it to prove every task is solvable and its checks are right. ``split``
+(optional) is ``"dev"`` or ``"test"``: prompts, examples and checks are tuned on dev only, and
+the headline numbers are the test split (``textagent bench --split test``).
 
 Checkers (strings compare case-insensitively):
 
@@ -52,12 +54,13 @@ from typing import Any
 from .tools import check_tool_names
 
 __all__ = ["Task", "TaskFileError", "load_tasks", "default_suite_path", "Outcome", "CheckResult", "check_task",
-           "CHECK_TYPES", "FORMAT_VERSION", "numbers_in"]
+           "CHECK_TYPES", "FORMAT_VERSION", "numbers_in", "SPLITS"]
 
 FORMAT_VERSION = 1
 KINDS = ("single", "chain", "parallel", "bare", "typed", "no_tool", "error_recovery", "long_output", "distractor")
 CHECK_TYPES = ("exact", "numeric", "contains", "regex", "calls", "no_calls", "not_called", "state", "answered")
 DEFAULT_MAX_STEPS = 8
+SPLITS = ("dev", "test")
 
 
 class TaskFileError(ValueError):
@@ -75,6 +78,8 @@ class Task:
     setup: dict[str, Any] = field(default_factory=dict)
     reference: tuple[str, ...] = ()
     notes: str = ""
+    split: str = ""                      # "dev" (tune on it) or "test" (report it); "" = unassigned
+    bfcl: Any = None                     # the BFCL item (bench.bfcl.data.BfclItem) a task was made from
 
     @property
     def needs_tools(self) -> bool:
@@ -103,6 +108,8 @@ class Task:
             out["reference"] = list(self.reference)
         if self.notes:
             out["notes"] = self.notes
+        if self.split:
+            out["split"] = self.split
         return out
 
 
@@ -163,9 +170,12 @@ def parse_task(data: Any, where: str = "task") -> Task:
     reference = data.get("reference", [])
     if not isinstance(reference, list) or not all(isinstance(r, str) for r in reference):
         raise TaskFileError(f"{where}: 'reference' must be a list of replies (strings)")
+    split = data.get("split", "")
+    if split not in SPLITS + ("",):
+        raise TaskFileError(f"{where}: 'split' must be one of {', '.join(SPLITS)}, not {split!r}")
     return Task(id=data["id"], question=str(data["question"]), tools=tuple(tools), checks=checks,
                 kind=str(data.get("kind", "other")), max_steps=max_steps, setup=dict(data.get("setup") or {}),
-                reference=tuple(reference), notes=str(data.get("notes", "")))
+                reference=tuple(reference), notes=str(data.get("notes", "")), split=split)
 
 
 def load_tasks(path: str | Path | None = None) -> list[Task]:

@@ -1,0 +1,193 @@
+"""``bfcl-prompt``: the leaderboard's own Prompt mode, as the external baseline.
+
+BFCL's default system prompt (``DEFAULT_SYSTEM_PROMPT_FORMAT`` =
+``ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&prompt_fmt=plaintext&style=classic``:
+the functions as indented JSON, the answer a Python list ``[f(a=1), g(b="x")]``), the reply
+decoded as BFCL decodes it (``ast`` of the list, keyword arguments only), **no retries**: a reply
+that does not decode is taken as a reply without calls, as BFCL scores it.
+
+On a multi-step task the loop goes on the way BFCL's multi-turn prompting does: the decoded
+calls run, their results come back as one user turn (``[{'role': 'tool', 'name': ..., 'content':
+...}]``), and a reply with no call ends the run as the answer.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import operator
+import time
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import IO, Any
+
+from ...agent import Result, Step
+from ...backends.base import Usage
+from ...errors import BackendError
+from ...protocol import Reply, ToolCall
+from ...templates import ChatFormat, get_format
+from ...trace import TraceWriter
+
+__all__ = ["system_prompt", "decode", "DecodeError", "run_bfcl_prompt"]
+
+
+class DecodeError(ValueError):
+    """The reply is not a Python list of calls (BFCL: the item scores as unparseable)."""
+
+
+def system_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
+    text = resources.files(__package__).joinpath("prompt_system.txt").read_text(encoding="utf-8")
+    return Template(text).substitute(functions=json.dumps(list(functions), indent=4))
+
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.Pow: operator.pow, ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv}
+
+
+def _arith(node: ast.AST) -> Any:
+    """BFCL evaluates a binary operation in an argument (``2**10``); here only on numbers, never code."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _arith(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _arith(node.left), _arith(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 512:
+            raise DecodeError("exponent too large")
+        return _OPS[type(node.op)](left, right)
+    raise DecodeError(f"cannot evaluate {ast.unparse(node)!r}")
+
+
+def _value(node: ast.AST) -> Any:
+    """An argument's value the way BFCL's resolve_ast_by_type reads it."""
+    if isinstance(node, ast.Constant):
+        return "..." if node.value is Ellipsis else node.value
+    if isinstance(node, ast.UnaryOp):
+        return _arith(node)
+    if isinstance(node, ast.List):
+        return [_value(v) for v in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_value(v) for v in node.elts)
+    if isinstance(node, ast.Dict):
+        return {_value(k) if k is not None else None: _value(v) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.BinOp):
+        return _arith(node)
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call):
+        return ast.unparse(node) if not node.keywords else _call(node)
+    if isinstance(node, (ast.Subscript, ast.Attribute, ast.Lambda)):
+        return ast.unparse(node)
+    raise DecodeError(f"unsupported value {type(node).__name__}")
+
+
+def _name(func: ast.AST) -> str:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+    return ".".join(reversed(parts))
+
+
+def _call(node: ast.Call) -> dict[str, Any]:
+    return {_name(node.func): {kw.arg: _value(kw.value) for kw in node.keywords if kw.arg is not None}}
+
+
+def decode(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """BFCL's ``default_decode_ast_prompting``: strip backticks, newlines and spaces at the ends,
+    add the brackets if missing, parse as Python, every element a call. Raises DecodeError."""
+    body = text.strip("`\n ")
+    if not body.startswith("["):
+        body = "[" + body
+    if not body.endswith("]"):
+        body = body + "]"
+    body = body.strip().strip("'")
+    try:
+        tree = ast.parse(body, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        raise DecodeError(f"not a Python list of calls: {exc}") from None
+    elements = [tree.body] if isinstance(tree.body, ast.Call) else getattr(tree.body, "elts", None)
+    if elements is None:
+        raise DecodeError("not a list of calls")
+    calls = []
+    for element in elements:
+        if not isinstance(element, ast.Call):
+            raise DecodeError(f"{ast.unparse(element)[:60]!r} is not a call")
+        try:
+            ((name, args),) = _call(element).items()
+        except RecursionError:
+            raise DecodeError("nested too deeply") from None
+        calls.append((name, args))
+    return calls
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def run_bfcl_prompt(backend: Any, tools: Any, task: str, *, functions: Sequence[Mapping[str, Any]],
+                    chat_format: str | ChatFormat = "chatml", max_steps: int = 8, max_seconds: float | None = None,
+                    reply_tokens: int = 256, observation_limit: int = 4000, tool_timeout: float | None = 30,
+                    system: str = "", trace: str | Path | IO[str] | None = None, **options: Any) -> Result:
+    """Run ``task`` with BFCL's prompt: ``functions`` are the documents shown (BFCL's JSON),
+    ``tools`` the ToolSet that runs the decoded calls; ``system`` an item's own system turn,
+    appended to BFCL's prompt as BFCL does. Steps record ``details["bfcl_decode"]``: "ok",
+    "no_calls" or the decode error."""
+    fmt = get_format(chat_format)
+    prompt_text = system_prompt(functions) + (("\n\n" + system) if system else "")
+    messages: list[dict[str, str]] = [{"role": "system", "content": prompt_text}, {"role": "user", "content": task}]
+    prompt = fmt.render(messages)
+    steps: list[Step] = []
+    usage = Usage()
+    started = time.monotonic()
+    answer, reason, error = None, "max_steps", None
+    with TraceWriter(trace) as writer:
+        writer.start(task=task, tools=list(tools), max_steps=max_steps, chat_format=fmt.name, mode="bfcl-prompt")
+        try:
+            while True:
+                if max_seconds is not None and time.monotonic() - started >= max_seconds:
+                    reason = "time_limit"
+                    break
+                if len(steps) >= max_steps:
+                    reason = "max_steps"
+                    break
+                completion = backend.complete(prompt, stop=list(fmt.stop), max_tokens=reply_tokens,
+                                              messages=[dict(m) for m in messages], **options)
+                usage += completion.usage
+                text = completion.text
+                step = Step(len(steps) + 1, text, usage=completion.usage, timings=dict(completion.timings),
+                            finish_reason=completion.finish_reason, retries=completion.retries)
+                steps.append(step)
+                try:
+                    decoded = decode(text)
+                    step.details["bfcl_decode"] = "ok" if decoded else "no_calls"
+                except DecodeError as exc:
+                    decoded = []
+                    step.details["bfcl_decode"] = str(exc)
+                if not decoded:   # no call, or no decodable call: BFCL takes it as the turn's end
+                    step.reply = Reply(calls=[], answer=text.strip(), thought="")
+                    writer.step(step)
+                    answer, reason = text.strip(), "answer"
+                    break
+                calls = [ToolCall(name, _jsonable(args)) for name, args in decoded]
+                step.reply = Reply(calls=calls, answer=None, thought="")
+                results = []
+                for call in calls:
+                    outcome = tools.execute(call, timeout=tool_timeout, limit=observation_limit)
+                    step.outcomes.append(outcome)
+                    shown = f"{call.name}(" + ", ".join(f"{k}={v!r}" for k, v in call.args.items()) + ")"
+                    results.append({"role": "tool", "name": shown, "content": outcome.output})
+                observation = repr(results)
+                step.observations = [observation]
+                prompt += text + fmt.follow_up(observation)
+                messages += [{"role": "assistant", "content": text}, {"role": "user", "content": observation}]
+                writer.step(step)
+        except BackendError as exc:
+            reason, error = "backend_error", exc
+        result = Result(answer, reason, steps, usage, time.monotonic() - started, error, prompt, mode="bfcl-prompt")
+        writer.result(result)
+    return result

@@ -1,0 +1,91 @@
+"""Score an episode on a BFCL item in three views.
+
+- **first reply** (BFCL's own view): the calls of the model's first reply; a reply that did not
+  parse is ``unparseable``. This is the number comparable with the leaderboard.
+- **with feedback**: the calls of the first reply that parsed, which in the text modes may come
+  after textagent's feedback on a format error. An item right here but not in the first view is
+  *recovered*.
+- **agent**: every call made before the final answer (or the end of the run), the tools returning
+  a neutral result; an agent may spread the calls of a parallel question over several steps.
+  A call repeated word for word counts once.
+
+On the irrelevance categories a reply that did not parse is no call, so it is right, as BFCL
+scores a reply it cannot decode there.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from .checker import Verdict, check_calls
+from .data import BfclItem, language_of
+
+__all__ = ["VIEWS", "step_calls", "score_steps"]
+
+VIEWS = ("first", "feedback", "agent")
+
+Call = tuple[str, dict[str, Any]]
+
+
+def _usable(step: Any) -> bool:
+    """The reply could be read: parsed (text modes), or decoded (bfcl-prompt)."""
+    if step.reply is None:
+        return False
+    decoded = (step.details or {}).get("bfcl_decode")
+    return decoded is None or decoded in ("ok", "no_calls")
+
+
+def step_calls(step: Any, names: Mapping[str, str] | None = None) -> list[Call] | None:
+    """The calls of one step, named as BFCL writes them, with the arguments the tool was given
+    (bound and validated) where it ran them, else as the model wrote them; None when the
+    reply could not be read."""
+    if not _usable(step):
+        return None
+    names = names or {}
+    calls = list(step.reply.calls)
+    outcomes = list(step.outcomes)
+    out: list[Call] = []
+    for i, call in enumerate(calls):
+        args: Any = call.args
+        if i < len(outcomes) and outcomes[i].name == call.name and isinstance(outcomes[i].args, dict):
+            args = outcomes[i].args
+        if isinstance(args, str):   # a bare argument no parameter took
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = {}
+        out.append((names.get(call.name, call.name), dict(args) if isinstance(args, Mapping) else {}))
+    return out
+
+
+def _verdict(item: BfclItem, calls: list[Call] | None) -> Verdict:
+    if calls is None:
+        if "irrelevance" in item.category:
+            return Verdict(True, None, "the reply could not be read: no call")
+        return Verdict(False, "unparseable", "the reply could not be read as calls")
+    return check_calls(item.category, list(item.functions), list(item.ground_truth or []) or None, calls,
+                       language=language_of(item.category))
+
+
+def _canon(call: Call) -> str:
+    return json.dumps([call[0], call[1]], sort_keys=True, default=str)
+
+
+def score_steps(item: BfclItem, steps: Sequence[Any], names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """{"first", "feedback", "agent": verdict dict, "recovered": bool} for an episode's steps."""
+    per_step = [step_calls(s, names) for s in steps]
+    first = _verdict(item, per_step[0]) if per_step else Verdict(False, "unparseable", "no reply")
+    usable = next((c for c in per_step if c is not None), None)
+    feedback = first if not per_step or per_step[0] is not None else _verdict(item, usable)
+    seen: set[str] = set()
+    made: list[Call] = []
+    for calls in per_step:
+        for call in calls or []:
+            if _canon(call) not in seen:
+                seen.add(_canon(call))
+                made.append(call)
+    agent = _verdict(item, made if any(c is not None for c in per_step) else None)
+    return {"first": asdict(first), "feedback": asdict(feedback), "agent": asdict(agent),
+            "recovered": feedback.valid and not first.valid}
