@@ -510,3 +510,21 @@ def test_a_backend_declares_the_request_options_it_takes():
     assert sampling.options["top_k"] == 1
     with pytest.raises(TypeError, match="unknown option 'seed'.*Sampling takes: temperature, top_k"):
         Agent(Sampling(), demo.demo_tools(), seed=1)
+
+
+def test_diagnostics_go_to_the_standard_logging_module(caplog):
+    import logging
+
+    @tool
+    def slow() -> str:
+        """Sleeps."""
+        time.sleep(2)
+        return "late"
+
+    caplog.set_level(logging.INFO, logger="textagent")
+    backend = ScriptedBackend(["TOOL: slow", BackendConnectionError("no server at http://x")])
+    result = Agent(backend, [slow], tool_timeout=0.05).run("q")
+    assert result.stop_reason == "backend_error"
+    by_logger = {(r.name, r.levelname): r.getMessage() for r in caplog.records}
+    assert "abandoned" in by_logger[("textagent.tools", "INFO")]
+    assert "ends with backend_error: no server at http://x" in by_logger[("textagent.agent", "INFO")]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from textagent.cli import EXIT_CODES, main
+from textagent.errors import TextagentError
 from textagent.toolkits import demo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -128,7 +129,7 @@ def test_run_sends_back_an_answer_about_a_listed_item_no_call_covered_unless_tol
 @pytest.mark.parametrize("reason, argv, replies", [
     ("max_steps", ["--max-steps", "2"], ["TOOL: get_time"] * 2),
     ("format_errors", [], ["TOOL:"] * 3),
-    ("token_budget", ["--max-tokens", "25"], ["TOOL: get_time"] * 3),
+    ("token_budget", ["--token-budget", "25"], ["TOOL: get_time"] * 3),
 ])
 def test_each_stop_reason_has_its_exit_code(server, capsys, reason, argv, replies):
     for text in replies:
@@ -137,6 +138,78 @@ def test_each_stop_reason_has_its_exit_code(server, capsys, reason, argv, replie
     assert json.loads(out.strip().splitlines()[-1])["stop_reason"] == reason
     assert code == EXIT_CODES[reason] != 0
     assert f"stopped: {reason}" in err
+
+
+def test_json_output_carries_the_error_of_a_backend_error(capsys):
+    code, out, _ = run_cli(capsys, "run", "--endpoint", closed_port_url(), "--chat-format", "chatml", "--json", "q")
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert code == EXIT_CODES["backend_error"] and summary["stop_reason"] == "backend_error"
+    assert summary["error"]["type"] == "BackendConnectionError" and "no server at" in summary["error"]["message"]
+
+
+def test_reply_tokens_caps_each_reply_and_max_tokens_is_the_deprecated_budget(server, capsys):
+    for _ in range(3):
+        server.json("/completion", completion("TOOL: get_time"))
+    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "plain", "--json",
+                             "--reply-tokens", "7", "--max-tokens", "25", "q")
+    assert code == EXIT_CODES["token_budget"] and json.loads(out.strip().splitlines()[-1])["stop_reason"] == "token_budget"
+    assert "--max-tokens as the run's token budget is deprecated" in err and "--token-budget" in err
+    assert server.bodies("/completion")[0]["n_predict"] == 7
+
+
+def test_model_names_the_remote_model_and_gguf_the_embedded_one(server, capsys, monkeypatch):
+    server.json("/v1/completions", {"choices": [{"text": "ANSWER: ok", "finish_reason": "stop"}]}, repeat=True)
+    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--api", "completions", "--model", "qwen-7b", "q")
+    assert code == 0 and server.bodies("/v1/completions")[-1]["model"] == "qwen-7b" and "deprecated" not in err
+    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--api", "completions", "--model-name", "old", "q")
+    assert code == 0 and server.bodies("/v1/completions")[-1]["model"] == "old"
+    assert "--model-name is deprecated; use --model" in err
+    started = []
+
+    class FakeLocal:
+        def __init__(self, model, **kw):
+            started.append(model)
+
+        def start(self):
+            raise TextagentError("no llama-server here")
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr("textagent.local.LocalServer", FakeLocal)
+    monkeypatch.setattr("textagent.local.running_server", lambda: None)
+    assert run_cli(capsys, "run", "--gguf", "smollm2", "q")[0] == 1 and started == ["smollm2"]
+    code, _, err = run_cli(capsys, "run", "--model", "/m/tiny.gguf", "q")     # the old spelling
+    assert code == 1 and started[-1] == "/m/tiny.gguf"
+    assert "--model without --endpoint naming the embedded server's model is deprecated; use --gguf" in err
+
+
+def test_endpoint_and_api_key_come_from_the_usual_environment_variables(server, capsys, monkeypatch):
+    server.json("/v1/completions", {"choices": [{"text": "ANSWER: ok", "finish_reason": "stop"}]}, repeat=True)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    assert run_cli(capsys, "run", "--api", "completions", "q")[0] == 0
+    assert server.requests[-1].headers["authorization"] == "Bearer sk-from-env"
+    assert run_cli(capsys, "run", "--api", "completions", "--api-key", "sk-flag", "q")[0] == 0
+    assert server.requests[-1].headers["authorization"] == "Bearer sk-flag"       # the flag wins
+    server.json("/completion", completion("ANSWER: ok"))
+    assert run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "q")[0] == 0
+    assert "authorization" not in server.requests[-1].headers    # never sent to llama.cpp
+    server.ndjson("/api/generate", [{"response": "ANSWER: ok", "done": True, "done_reason": "stop"}])
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.port}")
+    assert run_cli(capsys, "run", "--api", "ollama", "--model", "m", "q")[0] == 0
+    assert server.requests[-1].path == "/api/generate" and server.bodies("/api/generate")[-1]["model"] == "m"
+
+
+def test_retries_are_logged_with_verbose_or_log_level(server, capsys):
+    for _ in range(2):
+        server.json("/completion", {"error": "busy"}, status=503)
+        server.json("/completion", completion("ANSWER: ok"))
+    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "q")
+    assert code == 0 and "textagent.backends._http: INFO: POST " in err and "answered HTTP 503; retry 1 of 2" in err
+    code, _, err = run_cli(capsys, "--log-level", "warning", "run", "--endpoint", server.url, "--chat-format",
+                           "chatml", "-v", "q")
+    assert code == 0 and "retry 1 of 2" not in err
 
 
 def test_exit_codes_are_distinct():

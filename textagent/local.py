@@ -10,6 +10,7 @@ import atexit
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -26,6 +27,8 @@ from pathlib import Path
 import requests
 
 from .errors import LocalServerError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["MODELS", "ModelSpec", "cache_dir", "model_path", "fetch_model", "find_server_binary",
            "LocalServer", "running_server", "DEFAULT_MODEL"]
@@ -257,6 +260,7 @@ class LocalServer:
                 raise LocalServerError(f"llama-server crashed while loading the model; last log lines:\n{self.log_tail()}") from None
             # CPUs that advertise AMX inside VMs that do not grant it crash in the repacked AMX
             # kernels (SIGILL); the plain CPU kernels work everywhere.
+            log.warning("llama-server crashed while loading; retrying with --no-repack (log: %s)", self.log_path)
             self.progress("llama-server crashed while loading; retrying with --no-repack")
             self.repack = False
             self._launch()

@@ -33,6 +33,7 @@ import difflib
 import enum
 import inspect
 import json
+import logging
 import math
 import queue
 import re
@@ -53,6 +54,8 @@ from .errors import ToolArgumentError
 
 __all__ = ["Tool", "tool", "ToolSet", "ToolOutcome", "Example", "render_result", "truncate",
            "MAX_ARG_CHARS", "MAX_ARG_DEPTH"]
+
+log = logging.getLogger(__name__)
 
 # Hard limits on what a model may pass as arguments; larger/deeper input is refused with a
 # ToolArgumentError before jsonschema (or the tool) ever sees it.
@@ -1286,9 +1289,11 @@ class ToolSet(Mapping[str, Tool]):
                                f"{_show(str(exc), 200)}). Usage: {found.signature()}", "bad_arguments")
         result, exc, timed_out = _run_with_timeout(lambda: _settle(found(**bound)), timeout)
         if timed_out:
+            log.info("tool %s did not finish within %g s and was abandoned", found.name, timeout)
             return done(False, f"ERROR: TimeoutError: `{found.name}` did not finish within {timeout:g} s and was "
                                "abandoned; try simpler arguments or another approach", "timeout", bound)
         if exc is not None:
+            log.debug("tool %s raised %s", found.name, type(exc).__name__, exc_info=exc)
             return done(False, _exc_text(exc), "tool_error", bound)
         try:
             output = render_result(result)

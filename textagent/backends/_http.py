@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -54,6 +55,8 @@ DEFAULT_RETRIES = 2
 DEFAULT_BACKOFF = 0.25  # seconds; doubles on every retry
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 RETRY_STATUSES = frozenset({502, 503, 504})
+
+log = logging.getLogger(__name__)
 
 _ERROR_BODY_BYTES = 64 * 1024  # how much of an error body we read at most
 _BODY_EXCERPT_CHARS = 2000  # kept in BackendHTTPError.body
@@ -318,6 +321,7 @@ class HTTPBackend:
                 status = resp.status_code
                 if status in RETRY_STATUSES and attempt < max_retries:
                     resp.close()  # nothing of the body was read; the request is safe to repeat
+                    log.info("%s %s answered HTTP %d; retry %d of %d", method, url, status, attempt + 1, max_retries)
                     self._sleep(attempt)
                     attempt += 1
                     continue
@@ -330,6 +334,7 @@ class HTTPBackend:
                 if attempt:
                     message += f" (gave up after {attempt} {'retry' if attempt == 1 else 'retries'})"
                 raise BackendConnectionError(message, url=url, retries=attempt) from failure
+            log.info("%s %s failed (%s); retry %d of %d", method, url, _reason(failure), attempt + 1, max_retries)
             self._sleep(attempt)
             attempt += 1
 

@@ -23,6 +23,7 @@ ChatAsTextBackend. Given a LlamaCppBackend, the mode talks to the same server's 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,8 @@ from ..protocol import ParseError, Reply, ToolCall, parse_reply, render_call
 from ..tools import ToolOutcome
 from .base import FormatError
 from .text import RETRYABLE
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..agent import Agent, Step
@@ -226,6 +229,8 @@ class NativeMode:
             return None
         if not reply.calls:
             return None
+        log.info("step %d: the server returned no tool_calls; %d call(s) read from the content (%s)",
+                 step.index, len(reply.calls), kind)
         step.details["fallback"] = True
         step.details["tool_call_ids"] = [f"call_{step.index}_{i + 1}" for i in range(len(reply.calls))]
         return Reply(reply.calls, None, content, [])
