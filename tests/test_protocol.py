@@ -597,3 +597,20 @@ def test_near_misses_raise_their_label(case):
 @given(answer_texts())
 def test_answer_round_trip(text):
     assert parse_reply(render_answer(text)).answer == text
+
+
+@pytest.mark.parametrize("head,tail", [("TOOL: x ARGS: a=x", ""), ("TOOL: x(a=x", ")")])
+def test_a_long_unquoted_value_continued_after_commas_parses_in_linear_time(head, tail):
+    # #16 item 10: `a=x, y, y, ...` was quadratic (1 MB: 6-10 s, 2 MB: 25 s); the timing bound is loose
+    # on purpose, the benchmark (textagent.bench.parser) has the figures
+    import time
+
+    for n in (3, 666_666):
+        text = head + ", y" * n + tail
+        started = time.perf_counter()
+        call = parse_reply(text).calls[0]
+        elapsed = time.perf_counter() - started
+        assert call.args == {"a": "x" + ", y" * n}
+    assert elapsed < 10, f"2 MB took {elapsed:.1f} s"
+    assert calls(head + ", y, b=2" + tail) == [ToolCall("x", {"a": "x, y", "b": 2})]
+    assert calls(head + ",  y ,z , b = 'q'" + tail) == [ToolCall("x", {"a": "x,  y ,z", "b": "q"})]

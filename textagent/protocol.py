@@ -529,13 +529,27 @@ _TLS = threading.local()  # the call text being parsed (continuation pieces are 
 
 
 def _pairs(children: list, more_type: str) -> dict:
-    """Fold key=value pairs; a continuation piece extends the previous unquoted value."""
+    """Fold key=value pairs; a continuation piece extends the previous unquoted value.
+
+    (The UQ / SH_UQ terminals take the pieces that continue them in already; a piece met here
+    follows a value that is not unquoted, an error, or an unquoted value the lexer ended at a
+    line break. The extended text is cut from the call text once, when the value is complete.)
+    """
     out: dict = {}
     last_key = None
     last_tok: Token | None = None  # the unquoted value token the next piece may extend
+    end: int | None = None         # where the pieces that extend it end
+
+    def extend() -> None:
+        text = getattr(_TLS, "text", None)
+        if text is not None and last_tok is not None and end is not None:
+            out[last_key] = text[last_tok.start_pos:end].rstrip()
+
     for ch in children:
         if isinstance(ch, tuple):
+            extend()
             key, value = ch
+            end = None
             if isinstance(value, Token):  # an unquoted value
                 last_tok = value
                 value = value.value.rstrip()
@@ -549,12 +563,8 @@ def _pairs(children: list, more_type: str) -> dict:
                     "bad_key_value", ch.start_pos,
                     f"`{_clip(ch.value.strip())}` is not a key=value pair (only an unquoted value "
                     "continues after a comma)", ["key=value"])
-            text = getattr(_TLS, "text", None)
-            if text is None:  # pragma: no cover - parse_call always sets it
-                merged = last_tok.value.rstrip() + ", " + ch.value
-            else:
-                merged = text[last_tok.start_pos:ch.end_pos]
-            out[last_key] = merged.rstrip()
+            end = ch.end_pos
+    extend()
     return out
 
 

@@ -188,6 +188,8 @@ def adversarial(quick: bool) -> list[tuple[str, str, bool]]:
         ("1 MB prose line", "word " * (mb // 5), True),
         ("1 MB bare argument", "TOOL: f ARGS: " + "1 + " * (mb // 4) + "1", True),
         ("1 MB key=value value", "TOOL: f ARGS: q=" + "a b " * (mb // 4), True),
+        ("1 MB key=value value continued over 333k commas", "TOOL: f ARGS: a=x" + ", y" * (mb // 3), True),
+        ("1 MB shorthand value continued over 333k commas", "TOOL: f(a=x" + ", y" * (mb // 3) + ")", True),
         ("1 MB shorthand positional", "TOOL: f(" + "a ) " * (mb // 4) + ")", True),
         ("1 MB shorthand with spaces", "TOOL: f(x=a" + " " * mb + "b)", True),
         ("1 MB of ')' and spaces", "TOOL: f(" + ") " * (mb // 2), True),
