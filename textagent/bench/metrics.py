@@ -251,7 +251,9 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
         s.seconds_per_task = sum(float(r.get("seconds") or 0) for r in rs) / len(rs)
         s.tool_errors = sum(f["tool_errors"] for f in facts)
         for r in rs:
-            label = classify(r)   # recomputed: records stay comparable as the taxonomy evolves
+            # recomputed: records stay comparable as the taxonomy evolves; a BFCL item keeps
+            # the checker's label (BFCL's terms)
+            label = r.get("failure") if isinstance(r.get("bfcl"), Mapping) else classify(r)
             if label:
                 s.failures[label] = s.failures.get(label, 0) + 1
             kind = s.by_kind.setdefault(r.get("kind", "other"), [0, 0])

@@ -127,6 +127,11 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     if unavailable:
         out += ["", "Not run: " + "; ".join(f"**{m}**: {why}" for m, why in unavailable.items()) + "."]
     out += ["", _DEFINITIONS, ""]
+    from .bfcl.report import render_bfcl
+
+    bfcl_section = render_bfcl(records, modes)
+    if bfcl_section:
+        out += [bfcl_section, ""]
 
     if chart:
         out += [f"![success and tokens per solved task by mode; failure taxonomy]({chart})", ""]
@@ -185,8 +190,10 @@ _DEFINITIONS = (
 # Chart
 # --------------------------------------------------------------------------------------------
 
-def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path) -> str | None:
-    """Draw report.png; returns None on success, else why it was not drawn."""
+def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
+                records: Sequence[Mapping[str, Any]] = ()) -> str | None:
+    """Draw report.png; returns None on success, else why it was not drawn. With BFCL records,
+    a second row shows the accuracy per BFCL category and mode."""
     try:
         import matplotlib
 
@@ -197,7 +204,16 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path) -> str |
     modes = [m for m, s in summaries.items() if s.episodes]
     if not modes:
         return "report.png was not drawn: no episodes"
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    from .bfcl.report import draw_categories
+
+    has_bfcl = any(isinstance(r.get("bfcl"), Mapping) for r in records)
+    if has_bfcl:
+        fig = plt.figure(figsize=(15, 10.5))
+        grid = fig.add_gridspec(2, 3, height_ratios=[1, 1.15])
+        axes = [fig.add_subplot(grid[0, i]) for i in range(3)]
+        draw_categories(fig.add_subplot(grid[1, :]), records, modes)
+    else:
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     xs = range(len(modes))
     rates = [summaries[m].success_rate * 100 for m in modes]
     low = [max(0.0, r - summaries[m].ci_low * 100) for r, m in zip(rates, modes)]
@@ -221,11 +237,14 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path) -> str |
     ax = axes[2]
     bottom = [0] * len(modes)
     colors = plt.get_cmap("tab10")
-    for i, label in enumerate(FAILURES):
+    from .bfcl.report import ERROR_TITLES
+
+    titles = {**ERROR_TITLES, **FAILURE_TITLES}
+    for i, label in enumerate(dict.fromkeys([*FAILURES, *ERROR_TITLES])):
         counts = [summaries[m].failures.get(label, 0) for m in modes]
         if not any(counts):
             continue
-        ax.bar(xs, counts, bottom=bottom, label=FAILURE_TITLES[label], color=colors(i % 10))
+        ax.bar(xs, counts, bottom=bottom, label=titles[label], color=colors(i % 10))
         bottom = [b + c for b, c in zip(bottom, counts)]
     ax.set_xticks(list(xs), modes)
     ax.set_ylabel("failed episodes")
@@ -246,7 +265,7 @@ def write_report(out_dir: str | Path) -> Path:
     out = Path(out_dir)
     meta, records = load_run(out)
     modes = _modes(meta, records)
-    note = write_chart(summarize(records, modes), out / "report.png")
+    note = write_chart(summarize(records, modes), out / "report.png", records=latest_records(records))
     meta = dict(meta)
     if note:
         meta["chart_note"] = note
