@@ -19,7 +19,7 @@ from textagent.bench.tasks import load_tasks
 from textagent.bench.tools import Env, make_toolset
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from httpfake import FakeServer  # noqa: E402
+from httpfake import FakeServer, closed_port_url  # noqa: E402
 
 SUITE = load_tasks()
 BY_ID = {t.id: t for t in SUITE}
@@ -227,17 +227,18 @@ def test_cli_runs_against_a_llama_cpp_server_and_resumes(tmp_path, capsys):
     out = tmp_path / "run"
     with FakeServer() as srv:
         srv.json("/props", {"total_slots": 1, "model_path": "/m/tiny.gguf"}, repeat=True)
+        srv.json("/health", {"status": "ok"}, repeat=True)
         for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408",
                      'TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408"):
             srv.json("/completion", {"content": text, "stop_type": "eos", "tokens_evaluated": 600,
                                      "tokens_predicted": 12, "timings": {"prompt_n": 50, "cache_n": 550}})
-        argv = ["--modes", "text,baseline,bogus", "--endpoint", srv.url, "--chat-format", "chatml",
+        argv = ["--modes", "text,baseline", "--endpoint", srv.url, "--chat-format", "chatml",
                 "--only", "single-calc-mul", "--concurrency", "3", "--out", str(out), "--no-progress"]
         assert cli.main(argv) == 0
         bodies = srv.bodies("/completion")
         assert len(bodies) == 4 and all(b["id_slot"] == 0 for b in bodies)   # 3 asked, the server has 1 slot
         err = capsys.readouterr().err
-        assert "skipping mode bogus" in err and "has 1 slots" in err
+        assert "has 1 slots" in err
         meta = json.loads((out / "run.json").read_text())
         assert meta["model"] == "tiny.gguf" and meta["modes"] == ["text", "baseline"] and meta["finished"]
         report = (out / "report.md").read_text()
@@ -253,7 +254,8 @@ def test_cli_runs_against_a_llama_cpp_server_and_resumes(tmp_path, capsys):
 def test_cli_usage_errors(tmp_path, capsys):
     assert cli.main([]) == 2
     assert "--out DIR is required" in capsys.readouterr().err
-    assert cli.main(["--out", str(tmp_path), "--modes", "bogus"]) == 1
+    assert cli.main(["--out", str(tmp_path), "--modes", "text,bogus", "--endpoint", "http://127.0.0.1:9"]) == 2
+    assert "unknown mode bogus; choose from text," in capsys.readouterr().err
     bad = tmp_path / "t.jsonl"
     bad.write_text("{nope\n")
     assert cli.main(["--tasks", str(bad), "--out", str(tmp_path), "--endpoint", "http://127.0.0.1:9"]) == 2
@@ -261,6 +263,36 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert cli.main(["--only", "nope", "--out", str(tmp_path), "--endpoint", "http://127.0.0.1:9"]) == 2
     assert cli.main(["--compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert cli.main(["--help"]) == 0
+
+
+def test_cli_refuses_a_dead_endpoint_before_running_any_episode(tmp_path, capsys):
+    with FakeServer() as srv:
+        srv.json("/health", {"error": {"code": 500, "message": "kaput"}}, status=500)
+        argv = ["--modes", "text", "--endpoint", srv.url, "--chat-format", "chatml", "--only", "single-calc-mul",
+                "--out", str(tmp_path / "a"), "--no-progress"]
+        assert cli.main(argv) == 7
+        assert [r.path for r in srv.requests] == ["/health"]
+    err = capsys.readouterr().err
+    assert "is not healthy" in err and "kaput" in err
+    assert cli.main([*argv[:3], closed_port_url(), *argv[4:]]) == 7
+    assert "is not answering" in capsys.readouterr().err
+    assert not (tmp_path / "a" / "episodes.jsonl").exists()
+
+
+def test_cli_runs_on_ollama(tmp_path, capsys, monkeypatch):
+    with FakeServer() as srv:
+        srv.json("/api/version", {"version": "0.5.0"})
+        for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408"):
+            srv.json("/api/generate", {"response": text, "done": True, "done_reason": "stop",
+                                       "prompt_eval_count": 50, "eval_count": 9})
+        monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{srv.port}")
+        argv = ["--modes", "text", "--api", "ollama", "--model", "qwen2.5-coder:0.5b", "--only", "single-calc-mul",
+                "--out", str(tmp_path / "o"), "--no-progress"]
+        assert cli.main(argv) == 0
+        bodies = srv.bodies("/api/generate")
+        assert len(bodies) == 2 and bodies[0]["model"] == "qwen2.5-coder:0.5b" and "id_slot" not in bodies[0]
+    assert cli.main([*argv[:4], *argv[6:]]) == 2
+    assert "--api ollama needs --model" in capsys.readouterr().err
 
 
 def test_cli_check_suite(tmp_path, capsys):

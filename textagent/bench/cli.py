@@ -24,7 +24,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..cli import add_model_options, apply_conventions
 from ..errors import BackendError, TextagentError
+from .health import check_endpoint
 from .metrics import summarize
 from .report import RUN_FILE, compare_runs, metric_rows, write_report
 from .runner import (MODES, BackendFactory, Settings, Slot, load_records, mode_availability, run_bench)
@@ -41,21 +43,20 @@ def _say(message: str) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--modes", default=DEFAULT_MODES,
-                   help=f"comma-separated modes: {', '.join(MODES)} (default: {DEFAULT_MODES}); modes this "
-                        "textagent or endpoint cannot run are skipped with the reason")
+                   help=f"comma-separated modes: {', '.join(MODES)} (default: {DEFAULT_MODES}); an unknown mode "
+                        "is a usage error, modes the endpoint's API cannot run are skipped with the reason")
     p.add_argument("--endpoint", action="append", default=[],
                    help="server URL; repeat to spread episodes over several servers (default: start the "
                         "embedded llama-server with --concurrency slots)")
-    p.add_argument("--api", choices=["llamacpp", "completions", "chat"], default="llamacpp",
-                   help="the endpoints' API for text/baseline modes (default llamacpp)")
-    p.add_argument("--model", help="embedded server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
+    p.add_argument("--api", choices=["llamacpp", "completions", "chat", "ollama"], default="llamacpp",
+                   help="the endpoints' API for text/baseline modes (default llamacpp); the endpoint comes from "
+                        "$OPENAI_BASE_URL (completions, chat) or $OLLAMA_HOST (ollama) when not given")
+    add_model_options(p)
     p.add_argument("--threads", type=int,
                    help="embedded server: CPU threads (on a machine shared with other servers, 1 avoids "
                         "threads waiting on each other)")
     p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                    help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0")
-    p.add_argument("--model-name", help="model name sent to OpenAI-compatible endpoints")
-    p.add_argument("--api-key", help="bearer token for OpenAI-compatible endpoints")
     p.add_argument("--chat-format", default="server", choices=["server", "chatml", "llama3", "gemma", "plain"],
                    help="prompt format for completion endpoints (default: the model's own, from llama.cpp)")
     p.add_argument("--tasks", help="task file (JSONL; default: the shipped suite), or bfcl:CAT[,CAT...] for "
@@ -190,6 +191,14 @@ def run(args: argparse.Namespace) -> int:
         _say("textagent bench: --concurrency and --repeat must be at least 1")
         return 2
     requested = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in requested if m not in MODES]
+    if unknown:
+        _say(f"textagent bench: unknown mode {', '.join(unknown)}; choose from {', '.join(MODES)}")
+        return 2
+    apply_conventions(args)
+    if args.api == "ollama" and not args.model:
+        _say("textagent bench: --api ollama needs --model, the Ollama model name (e.g. qwen2.5-coder:0.5b)")
+        return 2
     modes, unavailable = mode_availability(requested, api=args.api)
     for mode, why in unavailable.items():
         _say(f"textagent bench: skipping mode {mode}: {why}")
@@ -204,23 +213,25 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(reply_tokens=args.reply_tokens, max_steps=args.max_steps, max_seconds=args.max_seconds,
                         temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin)
-    factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model_name,
+    factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model,
                              api_key=args.api_key, timeout=args.timeout)
     server = None
     try:
         endpoints = list(args.endpoint)
-        model = args.model_name or ""
+        for url in endpoints:   # before any episode is sent into a dead one
+            check_endpoint(url, args.api, api_key=args.api_key, on_wait=_say)
+        model = args.model or ""
         if not endpoints:
             from ..local import DEFAULT_MODEL, LocalServer
 
             if args.api != "llamacpp":
                 _say("textagent bench: the embedded server speaks llamacpp; pass --endpoint for other APIs")
                 return 2
-            server = LocalServer(args.model, parallel=args.concurrency, threads=args.threads,
+            server = LocalServer(args.gguf, parallel=args.concurrency, threads=args.threads,
                                  extra_args=args.server_arg, progress=_say)
             server.start()
             endpoints = [server.url]
-            model = (f"{args.model or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}"
+            model = (f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}"
                      + (f", -t {args.threads}" if args.threads else "") + "".join(f" {a}" for a in args.server_arg) + ")")
         workers: list[Slot] = []
         for url in endpoints:

@@ -108,7 +108,7 @@ def make_backend(mode: str, url: str, *, api: str = "llamacpp", model_name: str 
     """The backend a mode needs on ``url``: native modes talk to /v1/chat/completions
     (ChatAsTextBackend.chat), constrained needs llama.cpp's /completion (grammar), text and
     baseline use the endpoint's own API."""
-    from ..backends import ChatAsTextBackend, LlamaCppBackend, OpenAICompletionsBackend
+    from ..backends import ChatAsTextBackend, LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
 
     if mode in ("native", "native+fallback"):
         return ChatAsTextBackend(url, model=model_name, api_key=api_key, timeout=timeout)
@@ -118,7 +118,9 @@ def make_backend(mode: str, url: str, *, api: str = "llamacpp", model_name: str 
         return OpenAICompletionsBackend(url, model=model_name, api_key=api_key, timeout=timeout)
     if api == "chat":
         return ChatAsTextBackend(url, model=model_name, api_key=api_key, timeout=timeout)
-    raise ValueError(f"unknown api {api!r}: llamacpp, completions or chat")
+    if api == "ollama":
+        return OllamaBackend(url, model=model_name, api_key=api_key, timeout=timeout)
+    raise ValueError(f"unknown api {api!r}: llamacpp, completions, chat or ollama")
 
 
 class BackendFactory:
