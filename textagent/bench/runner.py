@@ -476,7 +476,8 @@ def _fmt_seconds(seconds: float) -> str:
 
 
 class Progress:
-    """A one-line progress bar with ETA on stderr (a line every few percent when not a TTY)."""
+    """Episode progress on stderr: a tqdm bar that fits the terminal on a TTY (tqdm is in the
+    ``bench`` extra), else, and without tqdm, a plain line every 5 % (or 30 s) with the ETA."""
 
     def __init__(self, total: int, *, stream: IO[str] | None = None, width: int = 24, enabled: bool = True):
         self.total, self.done, self.ok = total, 0, 0
@@ -487,6 +488,16 @@ class Progress:
         self._last_print = 0.0
         self._last_pct = -1
         self.last = ""
+        self._bar: Any = None
+        if enabled and self.tty:
+            try:
+                from tqdm import tqdm
+            except ImportError:   # without the bench extra: the plain lines
+                self.tty = False
+            else:
+                self._bar = tqdm(total=total, file=self.stream, dynamic_ncols=True, desc="bench", unit="ep",
+                                 smoothing=0.1, bar_format="{desc} {bar} {n}/{total} {percentage:3.0f}% "
+                                                          "[{elapsed}<{remaining}]{postfix}")
 
     def line(self, note: str = "") -> str:
         frac = self.done / self.total if self.total else 1.0
@@ -510,11 +521,11 @@ class Progress:
         note = f"{record.get('mode')} {record.get('task')}: {'ok' if record.get('success') else record.get('failure')}" \
             if record else ""
         self.last = self.line(note)
-        now = time.monotonic()
-        if self.tty:
-            self.stream.write("\r\033[K" + self.last)
-            self.stream.flush()
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"ok {self.ok}" + (f", {note}" if note else ""), refresh=False)
+            self._bar.update(1 if record is not None else 0)
             return
+        now = time.monotonic()
         pct = int(self.done * 20 / self.total) if self.total else 20   # every 5 %
         if record is not None and (pct != self._last_pct or now - self._last_print >= 30 or self.done == self.total):
             self._last_pct, self._last_print = pct, now
@@ -522,9 +533,9 @@ class Progress:
             self.stream.flush()
 
     def close(self) -> None:
-        if self.enabled and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 @dataclass
