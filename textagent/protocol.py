@@ -890,6 +890,12 @@ class _Reader:
         self.lines = lines
         self.tools = tools
         self._specs: dict | None = None
+        # What a reader of a growing reply needs (modes.text.EarlyStop): whether a look-ahead
+        # ran into the end of the text (more text could change what was read), the `{`/`[`
+        # still open there (stack, quoted), and whether a self-written OBSERVATION ended it.
+        self.at_end = False
+        self.open_at_end: tuple[list, bool] | None = None
+        self.observed = False
 
     @property
     def specs(self) -> dict:
@@ -908,10 +914,14 @@ class _Reader:
             if lines[j].strip():
                 return j
             j += 1
+        self.at_end = True
         return None
 
     # ---- the whole reply ----
-    def read(self, strict: bool) -> Reply:
+    def read(self, strict: bool, *, in_answer: bool = False, marks: list | None = None) -> Reply:
+        """The reply. ``in_answer``: the text continues an ANSWER (its lines belong to it until
+        a call line). ``marks`` gets ``(line, in_answer, calls so far, at_end)`` where the loop
+        starts reading each line (and once after the last): the state to go on from there."""
         lines = self.lines
         n = len(lines)
         calls: list[ToolCall] = []
@@ -922,13 +932,19 @@ class _Reader:
         fence_open: int | None = None
         fence_used = False
         answer: _Answer | None = None
+        if in_answer:
+            answer = _Answer(0, "", False)
+            answers.append(answer)
         i = 0
         while i < n:
+            if marks is not None:
+                marks.append((i, answer is not None, len(calls), self.at_end))
             line = lines[i]
             info = _classify(line)
             kind = info.kind
             if kind == "obs":
                 dropped.append(Dropped("observation", i + 1, "\n".join(lines[i:])))
+                self.observed = True
                 break
             if kind == "call":
                 answer = None
@@ -964,6 +980,8 @@ class _Reader:
             else:
                 prose.append(i)
             i += 1
+        if marks is not None and not self.observed:
+            marks.append((n, answer is not None, len(calls), self.at_end))
         if fence_open is not None and fence_used:
             hidden.add(fence_open)
         thought = "\n".join(lines[j] for j in prose if j not in hidden).strip()
@@ -1068,6 +1086,8 @@ class _Reader:
         status = _scan(segs.parts[seg][2], start, stack, seg, gather)
         while gather and status == "ok" and stack:
             if nxt >= len(lines) or _stops_gathering(lines[nxt]):
+                if nxt >= len(lines):
+                    self.at_end, self.open_at_end = True, (stack, quoted)
                 ch, s, off = stack[-1]
                 line, col = segs.where(s, off)
                 raise self.error("unbalanced_braces", line, col,

@@ -4,12 +4,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from textagent import Agent, LlamaCppBackend
 from textagent.backends.base import Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
 from textagent.modes import MODES, EarlyStop, TextMode, get_mode
-from textagent.modes import text as text_mode
 from textagent.modes.text import complete_calls
 from textagent.toolkits import demo
 from textagent.trace import load_trace
@@ -67,23 +68,82 @@ def test_complete_calls(text, complete):
     assert (complete_calls(text, demo.demo_tools()) is not None) is complete
 
 
-def test_early_stop_checks_each_line_break_once(monkeypatch):
-    parses = []
-    real = text_mode.parse_reply
-    monkeypatch.setattr(text_mode, "parse_reply", lambda *a, **k: parses.append(a[0]) or real(*a, **k))
+def _first_complete(text, tools):
+    """Where the early stop must cut ``text``: just after the first line break before which the
+    reply holds complete calls (complete_calls on every prefix: the definition, quadratic)."""
+    nl = text.find("\n")
+    while nl != -1:
+        if complete_calls(text[:nl], tools) is not None:
+            return nl + 1
+        nl = text.find("\n", nl + 1)
+    return None
+
+
+def _watch(text, tools, piece):
+    watcher = EarlyStop(tools)
+    for end in range(piece, len(text) + piece, piece):
+        if watcher(text[:end]):
+            return watcher.cut
+    return None
+
+
+_STOP_CASES = [
+    "Thought: the tool calls here come next.\nI will use a tool.\n" + CALC + "\nOBSERVATION: 1",
+    "TOOL: get_time\n\n\nTOOL: get_time\n\nARGS: {}\nmore\n",
+    "TOOL: calculate ARGS:\n\n```json\n{\n\"expression\": \"1\"\n}\n```\nafter\n",
+    'TOOL: calculate ARGS: {\n"expression":\n"1"}\nok\n',
+    'TOOL: calculate ARGS: {\n"expression": "1"\nTOOL: get_time\nx\n',       # never closed: an error
+    'TOOL: calculate ARGS: {"expression": 17 * 24}\n' + CALC + "\nx\n",      # an error before a call
+    "ANSWER: 1\nARGS: {}\nstill the answer\n" + CALC + "\nx\n",
+    "```\nANSWER: 1\n```\ntool: get_time\n\n> TOOL: get_time ARGS:\n> {\n> }\nx\n",
+    "I use no tools.\n" * 5 + "OBSERVATION: x\n" + CALC + "\n",
+    CALC + "\r\nOBSERVATION\r\n",
+    "TOOL: get_time\n   \n\t\nARGS: {\"timezone\": \"UTC\"}\n\n",
+    'TOOL: calculate(expression="1" \nTOOL: calculate(expression="2")\nx\n',
+]
+
+
+@pytest.mark.parametrize("text", _STOP_CASES)
+@pytest.mark.parametrize("piece", [1, 3, 64])
+def test_early_stop_cuts_where_complete_calls_first_holds(text, piece):
+    tools = demo.demo_tools()
+    assert _watch(text, tools, piece) == _first_complete(text, tools)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from([
+    CALC, "TOOL: get_time", "ARGS:", 'ARGS: {"timezone": "UTC"}', "{", "}", '"expression": "1"', "", "  ",
+    "```", "```json", "ANSWER: 4", "Final answer: 5", "OBSERVATION: 9", "prose with a tool in it", "> TOOL: get_time",
+    "> {", "> }", 'TOOL: calculate ARGS: {"expression": "1"', "TOOL: calculate(expression=1)", "tool: x ARGS: [",
+    "]", "TOOL:", "- **TOOL:** get_time", "TOOL: calculate ARGS: 1 + 1", '"x": [1,', "2]}", "\r"]),
+    max_size=14), st.sampled_from([1, 2, 7, 50]))
+def test_early_stop_agrees_with_complete_calls_on_every_prefix(lines, piece):
+    text = "\n".join(lines) + "\n"
+    tools = demo.demo_tools()
+    assert _watch(text, tools, piece) == _first_complete(text, tools)
+
+
+_LONG_REPLIES = [
+    ("unclosed object", 'TOOL: calculate ARGS: {\n' + '"expression": "1 + 1",\n' * 8000),
+    ("prose naming a tool", "I will use a tool for this.\n" * 7000),
+    ("an answer", "ANSWER: it is\n" + "a long tool answer\n" * 10000),
+    ("calls without arguments", "TOOL: get_time\n" * 12000),
+    ("an error, then calls", "TOOL: calculate ARGS: {1}\n" + CALC + "\n" * 2 + "x\n" * 50000),
+]
+
+
+@pytest.mark.parametrize("name,text", _LONG_REPLIES, ids=[name for name, _ in _LONG_REPLIES])
+def test_early_stop_takes_linear_time(name, text):
+    # #16 item 11: every line break parsed the whole reply again: 190 KB with an open `{` took 28 s.
+    # The bound is loose on purpose (a correctness bound, not a benchmark).
+    import time
+
     watcher = EarlyStop(demo.demo_tools())
-    reply = "Thought: the tool calls here come next.\nI will use a tool.\n" + CALC + "\nOBSERVATION: 1"
-    stopped_at = None
-    for end in range(1, len(reply) + 1):
-        if watcher(reply[:end]):
-            stopped_at = end
-            break
-    assert reply[:stopped_at].endswith(CALC + "\n") and watcher.cut == stopped_at
-    # three line breaks seen, each checked once: a parse of the lines before it (when they hold
-    # "tool"), and two probe parses for the one that holds a call
-    breaks = [i for i, c in enumerate(reply[:stopped_at]) if c == "\n"]
-    assert [p for p in parses if "_" not in p] == [reply[:i] for i in breaks]
-    assert len(parses) == 5
+    started = time.perf_counter()
+    for end in range(4, len(text) + 4, 4):
+        watcher(text[:end])
+        assert time.perf_counter() - started < 10, f"{name}: still at {end} of {len(text)} chars after 10 s"
+    assert watcher.cut is None
 
 
 def test_early_stop_finds_a_break_inside_a_chunk():

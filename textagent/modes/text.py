@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import prompts
 from ..backends.base import Completion
-from ..protocol import ParseError, Reply, ToolCall, parse_reply
+from ..protocol import _QUOTE_PREFIX, ParseError, Reply, ToolCall, _Reader, _scan, _stops_gathering, parse_reply
 from ..tools import ToolOutcome
 from .base import FormatError
 
@@ -66,26 +66,94 @@ class EarlyStop:
     """The ``on_text`` callback of a streamed reply: True (close the stream) once the text holds
     complete calls followed by a line break that cannot extend them.
 
-    Only line breaks are checked, each once, so a reply costs a few parses, not one per token.
-    ``cut`` is where the kept text ends (just after that line break).
+    Only line breaks are checked, each once: at each, the answer is ``complete_calls`` of the
+    text before it, computed incrementally so that a reply costs time linear in its length.
+    What is read and can no longer change (the lines before the last item the parser read that
+    did not look past the end of the text) is not read again: the parse goes on from there, with
+    the state it had (inside an ANSWER or not, the calls so far). A blank line changes nothing.
+    While an object opened in a call is still open at the end, each new line is only scanned
+    for its brackets (as the parser's own gathering would) until it closes. A parse error that
+    no later text can change ends the watching. ``cut`` is where the kept text ends (just after
+    that line break).
     """
 
     def __init__(self, tools: Any = None):
         self.tools = tools
         self.checked = 0
         self.cut: int | None = None
+        self._base = 0                 # text[:_base] (whole lines) is read for good
+        self._in_answer = False        # ... and ends inside an ANSWER
+        self._calls = 0                # ... holding this many calls
+        self._maybe = False            # text[_base:] mentions "tool" (else it holds no call)
+        self._open: tuple[list, bool] | None = None  # an object still open: (stack, quoted)
+        self._never = False            # no later text can make the reply complete
 
     def __call__(self, text: str) -> bool:
         if self.cut is not None:
             return True
         nl = text.find("\n", self.checked)
         while nl != -1:
-            self.checked = nl + 1
-            if complete_calls(text[:nl], self.tools) is not None:
+            start, self.checked = self.checked, nl + 1
+            if not self._never and self._complete(text, start, nl):
                 self.cut = nl + 1
                 return True
             nl = text.find("\n", self.checked)
         return False
+
+    def _complete(self, text: str, start: int, nl: int) -> bool:
+        """``complete_calls(text[:nl]) is not None``, given that it was None at every earlier
+        line break; the new line is ``text[start:nl]``."""
+        line = text[start:nl]
+        if not line.strip():
+            return False   # skipped wherever a look-ahead meets it: nothing changes
+        self._maybe = self._maybe or _MAYBE_CALL.search(line) is not None
+        if self._open is not None:
+            stack, quoted = self._open
+            if not _stops_gathering(line):
+                body = line.rstrip()
+                quote = _QUOTE_PREFIX.match(body) if quoted else None
+                if _scan(body[quote.end():] if quote else body, 0, stack, 0) == "ok" and stack:
+                    return False   # still open: the reply cannot parse yet
+            self._open = None      # closed, or something else happened: read it all again
+        if not self._calls and not self._maybe:
+            return False
+        pending = text[self._base:nl]
+        reader = _Reader(pending, self.tools)
+        marks: list = []
+        try:
+            reply = reader.read(False, in_answer=self._in_answer, marks=marks)
+        except ParseError:
+            if reader.open_at_end is not None:
+                self._open = reader.open_at_end
+            elif not reader.at_end:
+                self._never = True   # an error that more text cannot undo
+            return False
+        if self._calls + len(reply.calls) == 0:
+            if reader.observed:
+                self._never = True   # everything from the OBSERVATION on is dropped
+            self._advance(text, pending, marks, nl)
+            return False
+        if not reader.observed:      # (after an OBSERVATION the probes are dropped too)
+            for probe in _PROBES:
+                try:
+                    again = _Reader(pending + "\n" + probe, self.tools).read(False, in_answer=self._in_answer)
+                except ParseError:
+                    continue   # the probe cannot attach to anything: fine
+                if again.calls != reply.calls:
+                    self._advance(text, pending, marks, nl)
+                    return False
+        return True
+
+    def _advance(self, text: str, pending: str, marks: list, nl: int) -> None:
+        """Move ``_base`` to the last place of ``pending`` the parser reached without having
+        looked past the end of the text."""
+        line, in_answer, calls, _ = [m for m in marks if not m[3]][-1]
+        offset = 0
+        for _ in range(line):
+            offset = pending.find("\n", offset) + 1 or len(pending) + 1
+        self._base += offset
+        self._in_answer, self._calls = in_answer, self._calls + calls
+        self._maybe = _MAYBE_CALL.search(text, self._base, nl) is not None
 
 
 class TextMode:
