@@ -614,3 +614,37 @@ def test_a_long_unquoted_value_continued_after_commas_parses_in_linear_time(head
     assert elapsed < 10, f"2 MB took {elapsed:.1f} s"
     assert calls(head + ", y, b=2" + tail) == [ToolCall("x", {"a": "x, y", "b": 2})]
     assert calls(head + ",  y ,z , b = 'q'" + tail) == [ToolCall("x", {"a": "x,  y ,z", "b": "q"})]
+
+
+@pytest.mark.parametrize("line", ["ANſWER: 42", "Final anſwer: 42", "OBſERVATION: 9", "ＴＯＯＬ: calculate",
+                                  "ＡＮＳＷＥＲ: 42", "ＯＢＳＥＲＶＡＴＩＯＮ: 9", "\u0422OOL: f"])
+def test_keywords_are_ascii_only_lookalikes_are_prose(line):
+    # #16 item 12: U+017F (ſ) case-folds to `s` under re.IGNORECASE; keywords match in ASCII only
+    reply = parse_reply(line)
+    assert reply.calls == [] and reply.answer == line and reply.dropped == []
+
+
+@pytest.mark.parametrize("text", ['TOOL: calculate ARGſ: {"expression": "1"}', "TOOL: calculate\nARGſ: 1",
+                                  'TOOL: calculate(expression="1")\nARGſ: x'])
+def test_args_lookalike_is_not_the_args_keyword(text):
+    for fast in (True, False):   # the json.loads shortcut and the grammar
+        old, protocol._FAST_PATH = protocol._FAST_PATH, fast
+        try:
+            reply = None
+            try:
+                reply = parse_reply(text)
+            except ParseError as err:
+                assert err.label in ("missing_args_keyword", "trailing_text"), err
+        finally:
+            protocol._FAST_PATH = old
+        if reply is not None:   # the look-alike line is prose after a complete call
+            assert all(c.args in ({}, {"expression": "1"}) for c in reply.calls) and "ARGſ" in reply.thought
+
+
+def test_the_grammar_keywords_are_ascii_only():
+    import lark
+
+    parser = lark.Lark(protocol.grammar_text(), parser="lalr", lexer="contextual")
+    parser.parse('tool: f args: {"a": 1}')
+    with pytest.raises(lark.exceptions.UnexpectedInput):
+        parser.parse('tool: f argſ: {"a": 1}')

@@ -695,6 +695,8 @@ _PARSER = _parser()
 # ---------------------------------------------------------------------------------------------
 
 _EMPH = r"(?:\*\*|__)"
+# Keywords (TOOL, ARGS, ANSWER, OBSERVATION) match in any case, in ASCII only (re.A): under
+# re.I alone `ſ` (U+017F) would read as `s` and `K` (U+212A) as `k`. Look-alikes are prose.
 # Emphasis closing the `TOOL:` keyword (`**TOOL:** name`); never the start of a name (`TOOL:__init`)
 # and never the name itself (`TOOL:__  ARGS: {}` calls `__`). grammars/reply.lark's KW_COLON agrees.
 _COLON_EMPH = r"(?:\*\*|__(?![A-Za-z0-9_.-])(?![ \t]*" + _EMPH + r"?args" + _EMPH + r"?[ \t]*:))"
@@ -707,7 +709,7 @@ _LINE_RE = re.compile(
     + r"(?P<word>(?P<tool>tool)|(?P<args>args)|(?P<answer>(?:final[ \t]+)?answer)|(?P<obs>observation))"
     + r"(?!(?!__)[A-Za-z0-9_])(?P<close>" + _EMPH + r")?)"
     + r"[ \t]*(?P<colon>:(?P<close2>" + _EMPH + r")?)?)",
-    re.I,
+    re.I | re.A,
 )
 _QUOTE_PREFIX = re.compile(r"[ \t]*(?:>[ \t]*)+")
 _FENCE_RE = re.compile(r"[ \t]*(?:>[ \t]*)*(?:`{3,}|~{3,})")
@@ -718,12 +720,12 @@ _FENCE_RE = re.compile(r"[ \t]*(?:>[ \t]*)*(?:`{3,}|~{3,})")
 _FAST_RE = re.compile(
     _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t]+"
     + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t]*(\{.*\})\Z",
-    re.I,
+    re.I | re.A,
 )
 _FAST_MULTI_RE = re.compile(
     _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t\r\n]+"
     + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t\r\n]*(\{.*\})\Z",
-    re.I | re.S,
+    re.I | re.S | re.A,
 )
 #: Tests turn the json.loads shortcut off to compare it with the grammar.
 _FAST_PATH = True
@@ -732,7 +734,7 @@ _HEAD_RE = re.compile(
     _EMPH + r"?tool" + _EMPH + r"?[ \t]*(?::" + _COLON_EMPH + r"?)?[ \t]*"
     + r"(?P<name>`[^`]*`|\"[^\"]*\"|'[^']*'|" + NAME_PATTERN + r")?[ \t]*"
     + r"(?:(?P<args>" + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?)|(?P<paren>\())?",
-    re.I,
+    re.I | re.A,
 )
 _SCAN_RE = re.compile(r"[{}\[\]\"']")
 _DQ_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')

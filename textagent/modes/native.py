@@ -137,7 +137,7 @@ def content_calls(content: str, tools: Any) -> tuple[str | None, list[tuple[str,
         reply = None
     if reply is not None and reply.calls:
         return "text_protocol", [(c.name, c.args) for c in reply.calls]
-    if reply is None and re.search(r"^[ \t>*-]*\**tool\**[ \t]*:", content, re.I | re.M):
+    if reply is None and re.search(r"^[ \t>*-]*\**tool\**[ \t]*:", content, re.I | re.M | re.A):
         return "text_protocol", []  # a TOOL line that does not even parse
     for kind, pieces in (("fenced_json", [m.group(2) for m in _FENCE.finditer(content)]), ("json", [content])):
         calls = json_calls(pieces)

@@ -30,7 +30,7 @@ __all__ = ["TextMode", "EarlyStop", "complete_calls"]
 # Failures the model can fix by writing the call again; the observation says so.
 RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
 
-_MAYBE_CALL = re.compile(r"tool", re.I)
+_MAYBE_CALL = re.compile(r"tool", re.I | re.A)   # keywords are ASCII (PROTOCOL.md §1)
 # Lines that would extend a call the reply ends with, if it could be extended: an ARGS line
 # after a call without arguments, an object after `ARGS:` (also on the next line).
 _PROBES = ('ARGS: {"_": 0}', '{"_": 0}')
