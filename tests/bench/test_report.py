@@ -67,6 +67,59 @@ def test_write_report_draws_the_chart(tmp_path):
     assert "![success" in path.read_text()
 
 
+def _outline(text, renderer):
+    """The (possibly slanted) rectangle a text's glyphs occupy, in display coordinates."""
+    import numpy as np
+    from matplotlib.path import Path as MPath
+
+    box = text.get_window_extent(renderer)
+    angle = np.radians(text.get_rotation())
+    if not angle:
+        return MPath([(box.x0, box.y0), (box.x1, box.y0), (box.x1, box.y1), (box.x0, box.y1), (box.x0, box.y0)])
+    # a slanted label: its bounding box is the slanted rectangle's; recover the rectangle
+    w, h, _ = renderer.get_text_width_height_descent(text.get_text(), text.get_fontproperties(), ismath=False)
+    h *= len(text.get_text().splitlines())
+    c, s_ = np.cos(angle), np.sin(angle)
+    # ha="right", rotation_mode="anchor": the top right corner is the highest point, and the
+    # bottom right one, h * sin(angle) to its right, the rightmost
+    anchor = np.array([box.x1 - h * s_, box.y1])
+    corners = [(0, 0), (-w, 0), (-w, -h), (0, -h), (0, 0)]
+    return MPath([anchor + (x * c - y * s_, x * s_ + y * c) for x, y in corners])
+
+
+def test_chart_labels_do_not_overlap(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from textagent.bench.metrics import summarize
+
+    modes = ("text", "constrained", "native", "native+fallback", "baseline", "bfcl-prompt")
+    run = make_run(tmp_path / "run", broken=("bare-is-prime", "single-calc-mul"), modes=modes)
+    _, records = REP.load_run(run)
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    assert REP.write_chart(summarize(records, modes), tmp_path / "c.png", records) is None
+    fig = figures[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes[:3]:
+        shapes = [_outline(t, renderer) for t in ax.get_xticklabels() if t.get_text()]
+        assert len(shapes) == len(modes)
+        assert not any(a.intersects_path(b, filled=True) for i, a in enumerate(shapes) for b in shapes[i + 1:]), \
+            ax.get_title()
+    success = fig.axes[0]
+    percents = [t for t in success.texts if t.get_text().endswith("%")]
+    tops = [max(seg[:, 1].max() for seg in c.get_segments()) for c in success.collections]  # error bar tops
+    top_of = [max(seg[:, 1].max() for seg in success.collections[0].get_segments()
+                  if abs(seg[0, 0] - x) < 0.01) for x in range(len(modes))]
+    assert len(percents) == len(modes) and tops
+    for x, text in enumerate(percents):   # each percentage sits above its error bar
+        assert text.get_position()[1] > top_of[x] and text.get_va() == "bottom"
+    cost = fig.axes[1]
+    labels = [t.get_window_extent(renderer) for t in cost.texts]
+    assert not any(a.overlaps(b) for i, a in enumerate(labels) for b in labels[i + 1:])
+
+
 def test_write_report_without_matplotlib_says_so(tmp_path, monkeypatch):
     run = make_run(tmp_path / "run")
     real_import = builtins.__import__

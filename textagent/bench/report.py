@@ -3,6 +3,7 @@ to their traces), ``report.png`` (when matplotlib is installed), and the diff of
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,15 @@ _DEFINITIONS = (
 # Chart
 # --------------------------------------------------------------------------------------------
 
+def _mode_ticks(ax: Any, xs: range, modes: Sequence[str]) -> None:
+    """Mode names under the bars that do not run together: up to three side by side, long ones
+    broken after ``+``/``-`` ("native+" / "fallback"); more, slanted."""
+    if len(modes) <= 3:
+        ax.set_xticks(list(xs), [re.sub(r"(?<=[+-])", "\n", m) if len(m) > 8 else m for m in modes], fontsize=9)
+    else:
+        ax.set_xticks(list(xs), modes, rotation=30, ha="right", rotation_mode="anchor", fontsize=9)
+
+
 def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
                 records: Sequence[Mapping[str, Any]] = ()) -> str | None:
     """Draw report.png; returns None on success, else why it was not drawn. With BFCL records,
@@ -220,20 +230,23 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
     high = [max(0.0, summaries[m].ci_high * 100 - r) for r, m in zip(rates, modes)]
     ax = axes[0]
     ax.bar(xs, rates, yerr=[low, high], capsize=6, color="#4C72B0")
-    ax.set_xticks(list(xs), modes)
-    ax.set_ylim(0, 100)
+    _mode_ticks(ax, xs, modes)
+    ax.set_ylim(0, 112)                  # room for a percentage above a bar whose interval reaches 100
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("success rate, % (95 % CI)")
     ax.set_title("Success by mode")
-    for x, r in zip(xs, rates):
-        ax.text(x + 0.08, max(r - 6, 1), f"{r:.0f}%", ha="left", color="white" if r > 8 else "black")
+    for x, r, h in zip(xs, rates, high):  # above the error bar, never on it
+        ax.text(x, r + h + 1.5, f"{r:.0f}%", ha="center", va="bottom", fontsize=9)
     ax = axes[1]
     tokens = [summaries[m].tokens_per_solved or 0 for m in modes]
     ax.bar(xs, tokens, color="#55A868")
-    ax.set_xticks(list(xs), modes)
+    _mode_ticks(ax, xs, modes)
+    ax.margins(y=0.15)
     ax.set_ylabel("tokens per solved task")
     ax.set_title("Cost per solved task (computed + generated tokens)")
     for x, t, m in zip(xs, tokens, modes):
-        ax.text(x, t, f"{t:,.0f}" if summaries[m].tokens_per_solved else "none solved", ha="center", va="bottom")
+        ax.text(x, t, f"{t:,.0f}" if summaries[m].tokens_per_solved else "none\nsolved", ha="center",
+                va="bottom", fontsize=8)
     ax = axes[2]
     bottom = [0] * len(modes)
     colors = plt.get_cmap("tab10")
@@ -246,7 +259,7 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
             continue
         ax.bar(xs, counts, bottom=bottom, label=titles[label], color=colors(i % 10))
         bottom = [b + c for b, c in zip(bottom, counts)]
-    ax.set_xticks(list(xs), modes)
+    _mode_ticks(ax, xs, modes)
     ax.set_ylabel("failed episodes")
     from matplotlib.ticker import MaxNLocator
 
