@@ -5,11 +5,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["type_label", "example_value", "example_args"]
+__all__ = ["type_label", "example_value", "example_args", "DATE_FORMATS"]
 
 # string formats of dates and times: (an example value, how it is written)
-_FORMATS = {"date": ("2026-01-31", "YYYY-MM-DD"), "date-time": ("2026-01-31T09:30:00", "YYYY-MM-DDTHH:MM:SS"),
-            "time": ("09:30:00", "HH:MM:SS")}
+DATE_FORMATS = {"date": ("2026-01-31", "YYYY-MM-DD"), "date-time": ("2026-01-31T09:30:00", "YYYY-MM-DDTHH:MM:SS"),
+                "time": ("09:30:00", "HH:MM:SS")}
 
 
 def type_label(schema: Mapping[str, Any]) -> str:
@@ -26,8 +26,8 @@ def type_label(schema: Mapping[str, Any]) -> str:
             return "|".join(type_label(s) for s in schema[key] if isinstance(s, Mapping))
     if kind == "array" and isinstance(schema.get("items"), Mapping):
         return f"list[{type_label(schema['items'])}]"
-    if kind == "string" and schema.get("format") in _FORMATS:
-        return f"{schema['format']} {_FORMATS[schema['format']][1]}"
+    if kind == "string" and schema.get("format") in DATE_FORMATS:
+        return f"{schema['format']} {DATE_FORMATS[schema['format']][1]}"
     if kind == "object" and isinstance(schema.get("properties"), Mapping) and schema["properties"]:
         keys = [str(k) for k in schema["properties"]]
         return "object with keys " + (", ".join(keys[:-1]) + " and " if len(keys) > 1 else "") + keys[-1]
@@ -45,8 +45,8 @@ def example_value(schema: Mapping[str, Any]) -> Any:
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
-    if kind == "string" and schema.get("format") in _FORMATS:
-        return _FORMATS[schema["format"]][0]
+    if kind == "string" and schema.get("format") in DATE_FORMATS:
+        return DATE_FORMATS[schema["format"]][0]
     if kind == "object" and isinstance(schema.get("properties"), Mapping):
         return example_args(schema)
     return {"string": "text", "integer": 3, "number": 2.5, "boolean": True, "array": [], "object": {},

@@ -49,7 +49,7 @@ from typing import Any, Literal
 import jsonschema
 from jsonschema import Draft202012Validator
 
-from ._schema import example_value, type_label
+from ._schema import DATE_FORMATS, example_value, type_label
 from .errors import ToolArgumentError
 
 __all__ = ["Tool", "tool", "ToolSet", "ToolOutcome", "Example", "render_result", "truncate",
@@ -258,8 +258,8 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
         return subs[0] if len(subs) == 1 else {"anyOf": subs}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum_schema([m.value for m in hint])
-    if isinstance(hint, type) and hint in _DATE_FORMATS:
-        return {"type": "string", "format": _DATE_FORMATS[hint]}
+    if isinstance(hint, type) and hint in _DATE_TYPES:
+        return {"type": "string", "format": _DATE_TYPES[hint]}
     if _pydantic_model(hint):
         import pydantic
 
@@ -304,7 +304,7 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
 
 
 _KEY_MARKS = {getattr(typing, n) for n in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, n)}
-_DATE_FORMATS = {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time"}
+_DATE_TYPES = {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time"}
 _local = threading.local()   # .building: the dataclasses/TypedDicts being read (recursion guard)
 
 
@@ -382,29 +382,26 @@ def _hoist_defs(schema: Any, defs: dict[str, Any]) -> None:
             _hoist_defs(value, defs)
 
 
-_DATE_EXAMPLES = {"date": "2026-01-31", "date-time": "2026-01-31T09:30:00", "time": "09:30:00"}
-
-
 def _iso(kind: type) -> Callable[[Any], Any]:
     """Reads an ISO 8601 date, date-time or time (a trailing Z is UTC)."""
     def convert(value: Any) -> Any:
         if not isinstance(value, str):
-            raise TypeError(f"expected an ISO 8601 {_DATE_FORMATS[kind]} string, got {_json_type_of(value)}")
+            raise TypeError(f"expected an ISO 8601 {_DATE_TYPES[kind]} string, got {_json_type_of(value)}")
         text = value.strip()
         if text[-1:] in ("Z", "z"):
             text = text[:-1] + "+00:00"
         try:
             return kind.fromisoformat(text)
         except ValueError:
-            raise ValueError(f"{_short_repr(value)} is not an ISO 8601 {_DATE_FORMATS[kind]} like "
-                             f"\"{_DATE_EXAMPLES[_DATE_FORMATS[kind]]}\"") from None
+            raise ValueError(f"{_short_repr(value)} is not an ISO 8601 {_DATE_TYPES[kind]} like "
+                             f"\"{DATE_FORMATS[_DATE_TYPES[kind]][0]}\"") from None
     return convert
 
 
 # The formats jsonschema checks, with date, date-time and time read as the converters read them
 # (ISO 8601 as Python reads it: "2026-01-31T09:30" too), whichever optional checkers are installed.
 _FORMATS = jsonschema.FormatChecker()
-for _kind, _name in _DATE_FORMATS.items():
+for _kind, _name in _DATE_TYPES.items():
     _FORMATS.checks(_name, raises=(ValueError, TypeError))(
         lambda value, read=_iso(_kind): not isinstance(value, str) or read(value) is not None)
 
@@ -423,7 +420,7 @@ def _converter(hint: Any) -> Callable[[Any], Any] | None:
         return None if inner is None else (lambda v: None if v is None else inner(v))
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return hint
-    if isinstance(hint, type) and hint in _DATE_FORMATS:
+    if isinstance(hint, type) and hint in _DATE_TYPES:
         return _iso(hint)
     if _pydantic_model(hint):
         import pydantic
@@ -517,9 +514,9 @@ def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
         elif kind == "enum":
             choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in err.validator_value)
             add(f"{prefix}{_short_repr(err.instance)} is not one of {choices}")
-        elif kind == "format" and err.validator_value in _DATE_EXAMPLES:
+        elif kind == "format" and err.validator_value in DATE_FORMATS:
             add(f"{prefix}{_short_repr(err.instance)} is not an ISO 8601 {err.validator_value} like "
-                f"\"{_DATE_EXAMPLES[err.validator_value]}\"")
+                f"\"{DATE_FORMATS[err.validator_value][0]}\"")
         elif kind in ("anyOf", "oneOf") and err.context:
             best = jsonschema.exceptions.best_match(err.context)
             inner = _error_messages([best])
