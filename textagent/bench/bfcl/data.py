@@ -154,7 +154,8 @@ def _load(wheel: str, category: str) -> tuple[BfclItem, ...]:
     with zipfile.ZipFile(wheel) as zf:
         rows = _read_lines(zf, f"bfcl_eval/data/BFCL_v4_{category}.json")
         answers: dict[str, Any] = {}
-        if "irrelevance" not in category and category != "live_relevance":
+        scored = "irrelevance" not in category and category != "live_relevance"   # else: no answers
+        if scored:
             answers = {r["id"]: r["ground_truth"]
                        for r in _read_lines(zf, f"bfcl_eval/data/possible_answer/BFCL_v4_{category}.json")}
     items = []
@@ -163,7 +164,7 @@ def _load(wheel: str, category: str) -> tuple[BfclItem, ...]:
         if len(turns) != 1:
             raise BfclDataError(f"{row.get('id')}: {len(turns)} turns; only single-turn categories can be run")
         truth = answers.get(row["id"])
-        if answers and truth is None:
+        if scored and truth is None:
             raise BfclDataError(f"{row['id']}: no possible answer in the wheel")
         items.append(BfclItem(row["id"], category, index, tuple(turns[0]), tuple(row.get("function") or ()),
                               tuple(truth) if truth is not None else None))
