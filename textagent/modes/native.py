@@ -185,7 +185,9 @@ class NativeMode:
         # id_slot: llama-server's chat endpoint takes it too; pinning keeps the slot's KV cache warm
         options = {k: agent.backend_options[k] for k in ("temperature", "seed", "id_slot")
                    if agent.backend_options.get(k) is not None}
-        return self.chat.chat([dict(m) for m in agent.messages], tools=self.tools_json or None,
+        # chat markers in the contents are broken (templates.neutralize): the server's template
+        # would otherwise read a tool result's `<|im_end|>` as the end of its turn
+        return self.chat.chat(agent.format.escape_messages(agent.messages), tools=self.tools_json or None,
                               tool_choice=self.tool_choice, max_tokens=max_tokens, **options)
 
     def parse(self, agent: "Agent", completion: Completion, step: "Step") -> Reply:
@@ -325,14 +327,16 @@ def _example_messages(agent: "Agent") -> list[dict[str, Any]]:
     """The agent's worked examples as native turns: tool_calls, tool results, the answer."""
     turns: list[dict[str, Any]] = []
     n = 0
-    for task_text, calls, answer in agent.example_source:
-        turns.append({"role": "user", "content": prompts.task(task_text)})
-        for name, args, result in calls:
-            n += 1
-            call_id = f"call_example_{n}"
+    for worked in agent.example_source:
+        turns.append({"role": "user", "content": prompts.task(worked.task)})
+        for group in prompts.call_groups(worked):   # the same replies as the text modes show
+            ids = [f"call_example_{n + i + 1}" for i in range(len(group))]
+            n += len(group)
             turns.append({"role": "assistant", "content": "", "tool_calls": [
                 {"id": call_id, "type": "function",
-                 "function": {"name": name, "arguments": json.dumps(dict(args), ensure_ascii=False)}}]})
-            turns.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": result})
-        turns.append({"role": "assistant", "content": answer})
+                 "function": {"name": name, "arguments": json.dumps(dict(args), ensure_ascii=False)}}
+                for call_id, (name, args, _) in zip(ids, group)]})
+            turns += [{"role": "tool", "tool_call_id": call_id, "name": name, "content": result}
+                      for call_id, (name, _, result) in zip(ids, group)]
+        turns.append({"role": "assistant", "content": worked.answer})
     return turns

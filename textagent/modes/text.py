@@ -185,7 +185,7 @@ class TextMode:
         if options.get("stream") and "on_text" not in options:
             watcher = options["on_text"] = EarlyStop(agent.tools)
         completion = agent.backend.complete(agent.prompt, stop=self.stop(agent), max_tokens=max_tokens,
-                                            messages=[dict(m) for m in agent.messages], **options)
+                                            messages=agent.format.escape_messages(agent.messages), **options)
         if watcher is not None and completion.finish_reason == "early_stop" and watcher.cut is not None:
             text = completion.text
             step.details["early_stop"] = {"kept_chars": watcher.cut, "dropped_chars": len(text) - watcher.cut,
@@ -234,8 +234,9 @@ class TextMode:
         self._append(agent, step, _kept(step), None)
 
     def _append(self, agent: "Agent", step: "Step", reply_text: str, observations: list[str] | None) -> None:
-        """Extend the transcript; earlier text is never re-rendered (KV-cache reuse relies on it)."""
-        agent.prompt += reply_text
+        """Extend the transcript; earlier text is never re-rendered (KV-cache reuse relies on it).
+        The format escapes every content it writes (templates.neutralize), the reply too."""
+        agent.prompt += agent.format.escape(reply_text)
         agent.messages.append({"role": "assistant", "content": reply_text})
         if observations is not None:
             user_text = "\n".join(observations)
