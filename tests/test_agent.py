@@ -197,7 +197,8 @@ def test_every_prompt_extends_the_previous_prompt_and_reply(fmt):
 def test_messages_are_passed_for_chat_backends():
     _, backend = run(['TOOL: calculate ARGS: {"expression": "2+2"}', "ANSWER: 4"], task="add")
     messages = backend.calls[1]["messages"]
-    example = sum(1 + 2 * len(e.calls) + 1 for e in demo.demo_tools().examples_for("add"))  # their turns
+    # their turns: the task, a reply and its results per group of calls, the answer
+    example = sum(1 + 2 * len(e.replies or e.calls) + 1 for e in demo.demo_tools().examples_for("add"))
     assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * (example // 2) + [
         "user", "assistant", "user"]
     assert messages[-3]["content"] == "add" and messages[-1]["content"] == "OBSERVATION (calculate): 4"
@@ -230,8 +231,9 @@ def test_a_tool_set_with_max_examples_shows_each_task_the_examples_most_like_it(
                     example=pool, max_examples=1)
     direct = [e for e in pool if not e.calls]
     agent = Agent(ScriptedBackend(["ANSWER: x", "ANSWER: y"]), tools)
-    for task, nearest in (("What time is it in Lima?", "What time is it in London?"),
-                          ("Turn off the kitchen light.", "Turn off the living room light.")):
+    for task, nearest in (("Tell me the local hour in Lima.", "Tell me the local hour in London."),
+                          ("The kitchen is empty; switch its lamp off.",
+                           "The living room is empty now; switch its lamp off.")):
         agent.run(task)
         shown = [e.task for e in pool if e.task in agent.prompt]
         assert shown == [e.task for e in direct] + [nearest], task

@@ -65,7 +65,7 @@ def test_without_examples_a_placeholder_exchange_uses_a_tool_that_takes_argument
         """Ping."""
         return "pong"
 
-    (task, calls, answer), = prompts.worked_examples(ToolSet([ping, book]))
+    (task, calls, answer, _), = prompts.worked_examples(ToolSet([ping, book]))
     assert calls[0][0] == "book" and set(calls[0][1]) == {"restaurant", "people", "time"}
     assert prompts.worked_examples(ToolSet([])) == []
 
@@ -112,3 +112,27 @@ def test_answer_send_backs_in_both_wordings():
         "That was the last missing call: living room, hallway and bathroom all have their results above. Now "
         "answer from them.")
     assert "call: living room and hallway both have their results above" in prompts.items_called(items[:1], task)
+
+
+def test_calls_that_do_not_wait_for_each_other_are_shown_in_one_reply():
+    from textagent.tools import Example
+
+    example = Example("Average of Rome and Oslo?",
+                      (("get_weather", {"city": "Rome"}, "24"), ("get_weather", {"city": "Oslo"}, "9"),
+                       ("calculate", {"expression": "(24 + 9) / 2"}, "16.5")),
+                      "16.5", replies=(2, 1))
+    turns = prompts.example_turns(demo.demo_tools(), [example])
+    assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert turns[1]["content"] == ('TOOL: get_weather ARGS: {"city": "Rome"}\n'
+                                   'TOOL: get_weather ARGS: {"city": "Oslo"}')
+    assert turns[2]["content"].splitlines() == ["OBSERVATION (get_weather): 24", "OBSERVATION (get_weather): 9"]
+    assert turns[3]["content"].startswith("TOOL: calculate")
+
+
+def test_replies_must_add_up_to_the_calls():
+    import pytest
+
+    from textagent.tools import Example
+
+    with pytest.raises(ValueError, match="must be positive and add up to its 2 calls"):
+        Example("x", (("a", {}, "1"), ("b", {}, "2")), "y", replies=(1,))

@@ -282,8 +282,8 @@ class Agent:
     def _from_examples(self, numbers: list[str]) -> list[str]:
         """Those of ``numbers`` the worked examples shown hold (arguments, results, answers)."""
         shown = [json.dumps(args, default=str) + " " + result
-                 for _, calls, _ in self.example_source for _, args, result in calls]
-        shown += [answer for _, _, answer in self.example_source]
+                 for worked in self.example_source for _, args, result in worked.calls]
+        shown += [worked.answer for worked in self.example_source]
         return [n for n in numbers if not unsupported_numbers(n, shown)]
 
     def _remind(self, step: Step) -> None:

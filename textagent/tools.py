@@ -1064,11 +1064,22 @@ class Example:
     No calls: a question answered directly. Small models copy a concrete exchange far better
     than a rule, and copy its words too: give each example a task unlike the others and an
     answer that restates its own results.
+
+    ``replies``: how many of the calls each reply writes, in order; calls that do not depend on
+    each other (several items asked about at once) are shown in one reply, their results coming
+    back together: ``replies=(2, 1)`` for two lookups and then a calculation with both. Empty
+    (default): one call per reply, each waiting for the result of the one before.
     """
 
     task: str
     calls: tuple[tuple[str, dict[str, Any], str], ...]
     answer: str
+    replies: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.replies and (sum(self.replies) != len(self.calls) or min(self.replies) < 1):
+            raise ValueError(f"Example {self.task!r}: replies {self.replies} must be positive and add up to "
+                             f"its {len(self.calls)} calls")
 
 
 def _words(text: str) -> set[str]:

@@ -96,6 +96,16 @@ def test_the_conversation_starts_with_a_native_example_and_the_task():
     assert backend.requests[0]["messages"][0]["content"] == "Be brief."
 
 
+def test_example_calls_that_do_not_wait_for_each_other_come_in_one_assistant_turn():
+    _, backend = run([msg("done")], task="What time is it in Lima and in Quito?")
+    messages = backend.requests[0]["messages"]
+    grouped = [m for m in messages if m["role"] == "assistant" and len(m.get("tool_calls") or []) == 2]
+    assert grouped, "the Sydney/New York example is shown as one turn with two tool calls"
+    at = messages.index(grouped[0])
+    ids = [c["id"] for c in grouped[0]["tool_calls"]]
+    assert [m.get("tool_call_id") for m in messages[at + 1:at + 3]] == ids
+
+
 def test_several_calls_in_one_reply_and_missing_ids():
     result, backend = run([
         msg("", [call("multiply", '{"a": 25, "b": 10}'), call("toggle_light", {"room": "kitchen", "on": False})]),

@@ -518,7 +518,8 @@ def check_tool_names(names: Iterable[str]) -> list[str]:
 # Their values differ from every task of the shipped suite: they show the form of a call and
 # of an answer, never a task's answer.
 EXAMPLES: tuple[Example, ...] = (
-    Example("Is 221 a prime number?", (("is_prime", {"n": 221}, "false"),), "No, 221 is not a prime number."),
+    Example("Can 221 be divided only by 1 and by itself?", (("is_prime", {"n": 221}, "false"),),
+            "No, 221 is not a prime number."),
     Example("How many words are in 'to be or not to be'?",
             (("word_count", {"text": "to be or not to be"}, "6"),), "'to be or not to be' has 6 words."),
     Example("Write 'drawer' backwards.", (("reverse_text", {"text": "drawer"}, "reward"),),
@@ -546,13 +547,13 @@ EXAMPLES: tuple[Example, ...] = (
             (("get_forecast", {"city": "London", "days": 2},
               '{"city": "London", "unit": "C", "daily_temps": [14, 16], "condition": "rain"}'),),
             "London, next 2 days: 14 °C and 16 °C, with rain."),
-    Example("Set the office thermostat to 19 degrees in cool mode.",
+    Example("Cool the office down to 19 degrees.",
             (("set_thermostat", {"room": "office", "temperature": 19, "mode": "cool"}, "office thermostat set to 19 C (cool)"),),
             "The office thermostat is set to 19 °C in cool mode."),
-    Example("According to its manual, how long does the Z5 camera's battery last?",
+    Example("How many hours does the Z5 camera run on one charge, says its manual?",
             (("read_manual", {"product": "Z5"},
               "Z5 camera manual. Key specifications: battery life 3 hours; weight 410 g.\n\nSection 1. Safety notes..."),),
-            "According to its manual, the Z5 camera's battery lasts 3 hours."),
+            "Its manual says the Z5 camera runs 3 hours on one charge."),
     Example("How many orders has customer C-2002 placed?",
             (("list_orders", {"customer_id": "C-2002"},
               '[{"order": "O-310", "date": "2025-05-02", "total_eur": 12.5, "items": 1}, '

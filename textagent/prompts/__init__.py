@@ -6,11 +6,11 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from importlib import resources
 from string import Template
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import _schema
 
-__all__ = ["template", "system_prompt", "worked_examples", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
+__all__ = ["template", "system_prompt", "Worked", "worked_examples", "call_groups", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
            "unsupported_answer", "unlooked_answer", "items_called", "repeated_call"]
 
 
@@ -58,21 +58,31 @@ def system_prompt(tools: Any) -> str:
     return template("system.txt").substitute(tools=listing)
 
 
-def worked_examples(tools: Any, example: Any = None) -> list[tuple[str, list[tuple[str, dict[str, Any], str]], str]]:
-    """The worked examples as ``(task, [(tool, args, result)], answer)``: ``example`` is a
-    tools.Example or a sequence of them; None builds one placeholder exchange from a tool of
-    the set (none for an empty set)."""
+class Worked(NamedTuple):
+    """One worked example as shown: the task, ``(tool, args, result)`` calls, the answer, and
+    how many calls each reply writes (empty: one per reply)."""
+
+    task: str
+    calls: list[tuple[str, dict[str, Any], str]]
+    answer: str
+    replies: tuple[int, ...] = ()
+
+
+def worked_examples(tools: Any, example: Any = None) -> list[Worked]:
+    """The worked examples: ``example`` is a tools.Example or a sequence of them; None builds
+    one placeholder exchange from a tool of the set (none for an empty set)."""
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
     if example is None:
         if not tool_list:
             return []
         chosen = _example_tool(tool_list, None)
         fields = {"name": chosen.name}
-        return [(template("example_task.txt").substitute(fields),
-                 [(chosen.name, example_args(chosen), template("example_result.txt").substitute(fields))],
-                 template("example_answer.txt").substitute(fields))]
+        return [Worked(template("example_task.txt").substitute(fields),
+                       [(chosen.name, example_args(chosen), template("example_result.txt").substitute(fields))],
+                       template("example_answer.txt").substitute(fields))]
     examples = [example] if hasattr(example, "calls") else list(example)
-    return [(e.task, [(name, dict(args), result) for name, args, result in e.calls], e.answer) for e in examples]
+    return [Worked(e.task, [(name, dict(args), result) for name, args, result in e.calls], e.answer,
+                   tuple(getattr(e, "replies", ()))) for e in examples]
 
 
 def example_turns(tools: Any, example: Any = None) -> list[dict[str, str]]:
@@ -81,13 +91,25 @@ def example_turns(tools: Any, example: Any = None) -> list[dict[str, str]]:
     from ..protocol import ToolCall, render_call
 
     turns: list[dict[str, str]] = []
-    for task_text, calls, answer in worked_examples(tools, example):
-        turns.append({"role": "user", "content": task(task_text)})
-        for name, args, result in calls:
-            turns.append({"role": "assistant", "content": render_call(ToolCall(name, dict(args)))})
-            turns.append({"role": "user", "content": observation(name, result, failed=result.startswith("ERROR:"))})
-        turns.append({"role": "assistant", "content": "ANSWER: " + answer})
+    for worked in worked_examples(tools, example):
+        turns.append({"role": "user", "content": task(worked.task)})
+        for group in call_groups(worked):
+            turns.append({"role": "assistant",
+                          "content": "\n".join(render_call(ToolCall(name, dict(args))) for name, args, _ in group)})
+            turns.append({"role": "user", "content": "\n".join(
+                observation(name, result, failed=result.startswith("ERROR:")) for name, _, result in group)})
+        turns.append({"role": "assistant", "content": "ANSWER: " + worked.answer})
     return turns
+
+
+def call_groups(worked: Worked) -> list[list[tuple[str, dict[str, Any], str]]]:
+    """The calls of a worked example, grouped into the replies that write them."""
+    sizes = worked.replies or (1,) * len(worked.calls)
+    groups, at = [], 0
+    for size in sizes:
+        groups.append(list(worked.calls[at:at + size]))
+        at += size
+    return groups
 
 
 # Every further line of a multi-line tool result is quoted with this, so a result holding

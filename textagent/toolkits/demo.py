@@ -436,7 +436,8 @@ def toggle_light(room: Annotated[str, {"examples": ["kitchen"]}], on: bool) -> s
 # and the MAX_EXAMPLES most like the question, the closest last (ToolSet.max_examples). Each
 # teaches one habit, with values unlike any real question: a question answered without tools;
 # a calculation written as an expression; the steps a question asks for, one call each; every
-# value looked up before it is computed with; one call per item asked about; an action done
+# value looked up before it is computed with; one call per item asked about, all in one reply
+# (they do not wait for each other); an action done
 # only when its condition holds; a lookup answered at once. Answers restate the results they
 # rest on. The model copies the examples nearest its question, and the last one most.
 DEMO_EXAMPLES = (
@@ -473,6 +474,7 @@ DEMO_EXAMPLES = (
                ("get_weather", {"city": "Oslo"}, '{"city": "Oslo", "temp_c": 9, "condition": "cloudy", "rain": false}'),
                ("calculate", {"expression": "(24 + 9) / 2"}, "16.5")),
         answer="Rome is at 24 °C and Oslo at 9 °C; their average is 16.5 °C.",
+        replies=(2, 1),
     ),
     Example(
         task="What time is it in Sydney and in New York?",
@@ -481,6 +483,7 @@ DEMO_EXAMPLES = (
                ("get_time", {"timezone": "America/New_York"},
                 '{"timezone": "America/New_York", "now": "2025-01-09T16:30:00-05:00", "weekday": "Thursday"}')),
         answer="It is 08:30 on Friday in Sydney and 16:30 on Thursday in New York.",
+        replies=(2,),
     ),
     Example(
         task="Switch on the lights in the bathroom, the office and the hallway.",
@@ -488,14 +491,15 @@ DEMO_EXAMPLES = (
                ("toggle_light", {"room": "office", "on": True}, "office light is now on"),
                ("toggle_light", {"room": "hallway", "on": True}, "hallway light is now on")),
         answer="The bathroom, office and hallway lights are now on.",
+        replies=(3,),
     ),
     Example(
-        task="Turn off the living room light.",
+        task="The living room is empty now; switch its lamp off.",
         calls=(("toggle_light", {"room": "living room", "on": False}, "living room light is now off"),),
         answer="The living room light is now off.",
     ),
     Example(
-        task="What time is it in London?",
+        task="Tell me the local hour in London.",
         calls=(("get_time", {"timezone": "Europe/London"},
                 '{"timezone": "Europe/London", "now": "2025-01-09T21:30:00+00:00", "weekday": "Thursday"}'),),
         answer="It is 21:30 on Thursday in London.",
@@ -507,7 +511,7 @@ DEMO_EXAMPLES = (
         answer="It is snowing in Vienna at -3 °C, so the bathroom light is now on.",
     ),
     Example(
-        task="Look up the weather in Athens; if it is raining, turn on the hallway light, otherwise do nothing.",
+        task="If Athens is rainy at the moment, light up the hallway; if not, leave it.",
         calls=(("get_weather", {"city": "Athens"}, '{"city": "Athens", "temp_c": 30, "condition": "sunny", "rain": false}'),),
         answer="Athens is sunny at 30 °C, not raining, so I left the hallway light as it was.",
     ),
