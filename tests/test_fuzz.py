@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 from textagent import fuzz
 from textagent.protocol import ParseError
@@ -70,3 +71,58 @@ def test_gbnf_checker_and_phase():
     campaign = fuzz.Campaign()
     fuzz._gbnf_phase(campaign, 25, float("inf"), 0)
     assert campaign.ok and campaign.examples["gbnf"] == 25
+
+
+def test_seconds_is_a_deadline_and_the_count_is_printed():
+    # #16 item 8: `--seconds 5` never ended (hypothesis phases got 10^10 examples, the adversarial
+    # phase had no deadline). The bound is loose: a correctness bound, not a benchmark.
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "textagent", "fuzz", "--seconds", "2", "--seed", "1"],
+                              capture_output=True, text=True, timeout=40)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("textagent fuzz --seconds 2 was still running after 40 s") from None
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert elapsed < 2 + 10, f"took {elapsed:.1f} s"
+    assert re.search(r"examples: [0-9,]+ in [0-9.]+ s", proc.stdout), proc.stdout
+
+
+def test_run_campaign_keeps_its_deadline_in_process():
+    import time
+
+    started = time.monotonic()
+    campaign = fuzz.run_campaign(seconds=1.5, seed=2)
+    assert time.monotonic() - started < 1.5 + 10
+    assert campaign.ok and campaign.total > 0 and campaign.seconds < 1.5 + 10
+
+
+def test_without_hypothesis_fuzz_says_so_in_one_line(monkeypatch, capsys):
+    # #16 item 9: a normal install has no hypothesis (it is the `fuzz` extra)
+    import sys
+
+    monkeypatch.setitem(sys.modules, "hypothesis", None)   # `import hypothesis` raises ImportError
+    assert fuzz.main(["--seconds", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "hypothesis" in err and "pip install 'textagent[fuzz]'" in err
+
+
+def test_the_corpus_ships_inside_the_package_and_the_fuzz_extra_exists():
+    import tomllib
+    from pathlib import Path
+
+    import textagent
+
+    package = Path(textagent.__file__).resolve().parent
+    assert fuzz.DEFAULT_CORPUS.resolve().parent == package
+    files = sorted(fuzz.DEFAULT_CORPUS.glob("*.txt"))
+    assert len(files) >= 20
+    assert len(fuzz.load_corpus()) == len(files)          # the corpus itself, not the fallback seeds
+    assert not (package.parent / "tests" / "corpus").exists()   # one copy only
+    project = tomllib.loads((package.parent / "pyproject.toml").read_text())["project"]
+    assert any(dep.startswith("hypothesis") for dep in project["optional-dependencies"]["fuzz"])

@@ -54,4 +54,10 @@ def test_wheel_installs_into_a_fresh_venv_and_finds_the_grammar(tmp_path):
     where = subprocess.run([str(python), "-c", "import textagent, pathlib; print(pathlib.Path(textagent.__file__).parent)"],
                            capture_output=True, text=True, cwd=tmp_path, env=env)
     assert (Path(where.stdout.strip()) / "grammars" / "reply.lark").is_file()
+    # the fuzz corpus ships as package data; without the `fuzz` extra, one line says what to install
+    assert len(list((Path(where.stdout.strip()) / "fuzz_corpus").glob("*.txt"))) >= 20
+    fuzz = subprocess.run([str(env_dir / "bin" / "textagent"), "fuzz", "--seconds", "1"], capture_output=True,
+                          text=True, cwd=tmp_path, env=env, timeout=120)
+    assert fuzz.returncode == 1 and len(fuzz.stderr.strip().splitlines()) == 1, fuzz.stderr
+    assert "pip install 'textagent[fuzz]'" in fuzz.stderr
     assert (Path(where.stdout.strip()) / "py.typed").is_file()     # type checkers read the hints

@@ -5,8 +5,9 @@ Four sources of input, each checked against the same invariants:
 * the public hypothesis strategies of :mod:`textagent.testing` (noisy valid replies must give
   their calls back; near misses and garbage may only raise ``ParseError``); hypothesis shrinks a
   failure to a minimal reproducer;
-* mutations of a corpus of real model replies (``tests/corpus/``): characters and protocol
-  fragments inserted, spans deleted, duplicated or blown up, lines swapped, replies spliced;
+* mutations of a corpus of real model replies (``textagent/fuzz_corpus/``, shipped with the
+  package): characters and protocol fragments inserted, spans deleted, duplicated or blown up,
+  lines swapped, replies spliced;
 * the argument layer: random JSON values and strings bound to the demo tools' schemas may only
   raise ``ToolArgumentError``;
 * the GBNF generator of constrained mode: random JSON schemas must give a sound grammar (a root,
@@ -16,6 +17,10 @@ Four sources of input, each checked against the same invariants:
 
 Invariants: no exception but ``ParseError``; its line and column point inside the text; time
 grows no worse than linearly (the slowest input's time per KB is reported).
+
+``--seconds N`` is a deadline: every phase gets a share of it and checks it between inputs, so a
+campaign ends within N seconds plus the last input's time. The hypothesis phases need the
+``fuzz`` extra (``pip install 'textagent[fuzz]'``).
 """
 from __future__ import annotations
 
@@ -32,13 +37,31 @@ from .protocol import ParseError, parse_reply
 __all__ = ["Campaign", "Failure", "run_campaign", "mutate", "minimize", "load_corpus", "gbnf_problems",
            "DEFAULT_CORPUS"]
 
-DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
+#: Real model replies (Qwen 0.5B, SmolLM2), one per file: package data, so an installed
+#: textagent fuzzes with them too.
+DEFAULT_CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
+#: What the hypothesis phases may generate when only a deadline bounds them.
+_UNBOUNDED = 10**7
+MISSING_HYPOTHESIS = "textagent fuzz needs hypothesis: pip install 'textagent[fuzz]'"
 
 # Fragments that matter to the protocol; mutations splice them in.
 _FRAGMENTS = ["{", "}", "[", "]", '"', "'", "\\", ":", ",", "=", "(", ")", "\n", "\r\n", "\x00", "\ud800",
               "TOOL:", "tool:", "ARGS:", "ANSWER:", "FINAL ANSWER:", "OBSERVATION:", "```", "```json\n",
               "**TOOL:**", "- ", "> ", "1. ", "`", "THOUGHT:", "True", "None", "\t", "\u2028", "\ufeff"]
 _SLOW_SECONDS = 2.0  # CPU seconds for one adversarial input
+
+
+class _OutOfTime(BaseException):
+    """Raised inside a hypothesis test once its phase's deadline has passed. Not an Exception,
+    so hypothesis does not take it for a failure (and shrink it): it ends the run at once."""
+
+
+def _run_until(test: Callable[[], None]) -> None:
+    """Run a hypothesis test; the deadline ending it is not an error."""
+    try:
+        test()
+    except _OutOfTime:
+        pass
 
 
 @dataclass
@@ -167,18 +190,23 @@ def _mutation_phase(campaign: Campaign, corpus: list[str], count: int, deadline:
         text = mutate(rng.choice(corpus), rng, corpus)
         started = _cpu()
         problem = check(text, tools if done % 2 else None)
-        _timed(campaign, text, _cpu() - started)
+        _timed(campaign, text, _cpu() - started, deadline)
         if problem:
-            small = minimize(text, lambda t: check(t) is not None)
+            small = minimize(text, lambda t: check(t) is not None, budget=_left(deadline, 10.0))
             campaign.failures.append(Failure("mutation", check(small) or problem, small))
         done += 1
     campaign.examples["mutation"] = campaign.examples.get("mutation", 0) + done
 
 
-def _timed(campaign: Campaign, text: str, seconds: float) -> None:
+def _left(deadline: float, most: float) -> float:
+    """Seconds to spend on one more thing: at most ``most``, at least a little, else up to the deadline."""
+    return max(0.5, min(most, deadline - time.monotonic()))
+
+
+def _timed(campaign: Campaign, text: str, seconds: float, deadline: float = float("inf")) -> None:
     if len(text) >= 1024:
         per_kb = seconds * 1e6 / (len(text) / 1024)
-        if per_kb > campaign.slowest_us_per_kb:
+        if per_kb > campaign.slowest_us_per_kb and time.monotonic() + 2 * seconds < deadline:
             # One timing on a shared machine can be a GC pause or a preemption: keep the best of three.
             best = min([seconds] + [_time_once(text) for _ in range(2)])
             per_kb = best * 1e6 / (len(text) / 1024)
@@ -229,17 +257,20 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
         ("bytes", st.binary(max_size=400).map(lambda b: b.decode("utf-8", errors="replace")), any_text),
     ]
     per_source = max(1, count // len(sources))
-    for name, strategy, prop in sources:
+    begin = time.monotonic()
+    for k, (name, strategy, prop) in enumerate(sources):
         if time.monotonic() >= deadline:
             break
+        # each strategy gets its share of the phase's time (the rest, if an earlier one ended early)
+        ends = deadline if deadline == float("inf") else begin + (deadline - begin) * (k + 1) / len(sources)
         seen: list[int] = [0]
         failing: list[tuple[Any, str]] = []
-        target = _target(prop, seen, failing, deadline, pool)
+        target = _target(prop, seen, failing, ends, pool)
         test = settings(max_examples=per_source, deadline=None, database=None, derandomize=False,
                         phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
                         print_blob=False)(given(strategy)(target))
         try:
-            hseed(seed)(test)()
+            _run_until(hseed(seed)(test))
         except AssertionError:
             value, problem = failing[-1]
             text = value[1] if isinstance(value, tuple) else value
@@ -251,7 +282,7 @@ def _target(prop: Callable[[Any], str | None], seen: list[int], failing: list[tu
             deadline: float, pool: list[str]) -> Callable[[Any], None]:
     def target(value: Any) -> None:
         if time.monotonic() >= deadline:
-            return
+            raise _OutOfTime
         seen[0] += 1
         text = value[1] if isinstance(value, tuple) else value
         if len(pool) < 5000 and isinstance(text, str):
@@ -281,7 +312,7 @@ def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
     @given(st.sampled_from(tools), values)
     def target(tool: Any, args: Any) -> None:
         if time.monotonic() >= deadline:
-            return
+            raise _OutOfTime
         seen[0] += 1
         try:
             tool.bind(args)
@@ -294,7 +325,7 @@ def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
     test = settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
                     suppress_health_check=list(HealthCheck), print_blob=False)(target)
     try:
-        hseed(seed)(test)()
+        _run_until(hseed(seed)(test))
     except AssertionError:
         (name, args), problem = failing[-1]
         campaign.failures.append(Failure("args", problem, f"{name}.bind({args!r})"))
@@ -340,7 +371,7 @@ def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
     @given(st.lists(json_schemas(), min_size=1, max_size=3))
     def target(schemas: list[dict[str, Any]]) -> None:
         if time.monotonic() >= deadline:
-            return
+            raise _OutOfTime
         seen[0] += 1
         try:
             tools = [Tool(f"tool_{i}", "fuzzed", schema) for i, schema in enumerate(schemas)]
@@ -357,26 +388,30 @@ def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
     test = settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
                     suppress_health_check=list(HealthCheck), print_blob=False)(target)
     try:
-        hseed(seed)(test)()
+        _run_until(hseed(seed)(test))
     except AssertionError:
         schemas, problem = failing[-1]
         campaign.failures.append(Failure("gbnf", problem, repr(schemas)))
     campaign.examples["gbnf"] = seen[0]
 
 
-def _adversarial_phase(campaign: Campaign) -> None:
+def _adversarial_phase(campaign: Campaign, deadline: float = float("inf"), *, quick: bool = False) -> None:
+    """The benchmark's adversarial inputs (1 MB instead of 10 MB ones when ``quick``), one by one
+    until ``deadline``."""
     from .bench.parser import adversarial
 
     count = 0
-    for name, text, is_target in adversarial(quick=False):
+    for name, text, is_target in adversarial(quick=quick):
         if not is_target:
             continue
+        if time.monotonic() >= deadline:
+            break
         started = _cpu()
         problem = check(text)
         elapsed = _cpu() - started
         count += 1
         campaign.adversarial_max_seconds = max(campaign.adversarial_max_seconds, elapsed)
-        _timed(campaign, text, elapsed)
+        _timed(campaign, text, elapsed, deadline)
         if problem:
             campaign.failures.append(Failure("adversarial", f"{name}: {problem}", text[:200]))
         elif elapsed > _SLOW_SECONDS:
@@ -387,15 +422,25 @@ def _adversarial_phase(campaign: Campaign) -> None:
 def run_campaign(*, examples: int | None = None, seconds: float | None = None, seed: int = 0,
                  corpus_dirs: Iterable[Path | str] = (DEFAULT_CORPUS,), adversarial: bool = True,
                  progress: Callable[[str], None] = lambda _: None) -> Campaign:
-    """Run the campaign for ``examples`` inputs or ``seconds`` of wall time (default 100,000 inputs)."""
+    """Run the campaign for ``examples`` inputs or ``seconds`` of wall time (default 100,000 inputs).
+
+    With ``seconds`` each phase ends at its share of the time (adversarial inputs 20 %, then the
+    strategies up to 40 %, the argument layer up to 50 %, the grammar generator up to 60 %,
+    mutations to the end); a phase that ends early leaves its time to the next ones.
+    Raises ImportError when hypothesis is not installed (the ``fuzz`` extra).
+    """
+    import hypothesis  # noqa: F401  - fail before anything runs
+
     if examples is None and seconds is None:
         examples = 100_000
-    budget = examples if examples is not None else 10**12
     started = time.monotonic()
     deadline = started + seconds if seconds is not None else float("inf")
 
     def share(fraction: float) -> float:
         return started + seconds * fraction if seconds is not None else float("inf")
+
+    def count(fraction: float, least: int) -> int:
+        return max(least, int(examples * fraction)) if examples is not None else _UNBOUNDED
 
     from .toolkits.demo import demo_tools
 
@@ -405,17 +450,18 @@ def run_campaign(*, examples: int | None = None, seconds: float | None = None, s
     corpus = load_corpus(corpus_dirs)
     if adversarial:
         progress("adversarial inputs ...")
-        _adversarial_phase(campaign)
+        # a short campaign gets the 1 MB versions of the 10 MB inputs (the same shapes)
+        _adversarial_phase(campaign, share(0.2), quick=seconds is not None and seconds < 60)
     # Hypothesis explores structure but is slow per example (~10 ms); mutation is ~1 ms. So a
     # small share goes to the strategies and what they generate seeds the mutations.
     progress("hypothesis strategies ...")
-    _hypothesis_phase(campaign, max(50, int(budget * 0.03)), min(deadline, share(0.3)), seed, tools, corpus)
+    _hypothesis_phase(campaign, count(0.03, 50), share(0.4), seed, tools, corpus)
     progress("argument layer ...")
-    _args_phase(campaign, max(20, int(budget * 0.01)), min(deadline, share(0.4)), seed)
+    _args_phase(campaign, count(0.01, 20), share(0.5), seed)
     progress("grammar generator ...")
-    _gbnf_phase(campaign, max(10, int(budget * 0.005)), min(deadline, share(0.5)), seed)
+    _gbnf_phase(campaign, count(0.005, 10), share(0.6), seed)
     progress(f"mutating {len(corpus)} replies (corpus + generated) ...")
-    remaining = budget - campaign.total if examples is not None else 10**12
+    remaining = examples - campaign.total if examples is not None else 10**12
     _mutation_phase(campaign, corpus, max(0, remaining), deadline, rng, tools)
     campaign.seconds = time.monotonic() - started
     return campaign
@@ -431,9 +477,15 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--examples", type=int, help="how many inputs (default 100,000)")
     group.add_argument("--seconds", type=float, help="run for this long instead")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corpus", action="append", help="folder of reply .txt files (default: tests/corpus)")
+    parser.add_argument("--corpus", action="append",
+                        help="folder of reply .txt files (default: the corpus shipped in textagent/fuzz_corpus)")
     parser.add_argument("--no-adversarial", action="store_true", help="skip the 1-10 MB adversarial inputs")
     args = parser.parse_args(argv)
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        print(MISSING_HYPOTHESIS, file=sys.stderr)
+        return 1
     campaign = run_campaign(examples=args.examples, seconds=args.seconds, seed=args.seed,
                             corpus_dirs=args.corpus or (DEFAULT_CORPUS,), adversarial=not args.no_adversarial,
                             progress=lambda m: print(m, file=sys.stderr, flush=True))
