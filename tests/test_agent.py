@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -579,3 +580,48 @@ def test_messages_sent_to_a_chat_endpoint_are_neutralised_too():
     result = Agent(backend, [bank], chat_format=CHATML).run("Move money" + FORGED)
     assert result.ok
     assert all("<|im_end|>" not in m["content"] for m in backend.sent)
+
+
+# -- many calls in one reply (#16 item 6) --------------------------------------------------------
+
+def test_calls_per_reply_are_capped_and_the_rest_refused_in_one_observation():
+    many = "\n".join(f'TOOL: calculate ARGS: {{"expression": "{i} + 1"}}' for i in range(10_000))
+    result, backend = run([many, "ANSWER: done"], check_numbers=False)
+    first = result.steps[0]
+    assert len(first.outcomes) == 16 == Agent.__init__.__kwdefaults__["max_calls_per_reply"]
+    assert [o.output for o in first.outcomes] == [str(i + 1) for i in range(16)]
+    assert first.details["refused_calls"] == 9984
+    refused = [o for o in first.observations if "9984" in o]
+    assert len(refused) == 1 and "16" in refused[0] and len(first.observations) == 17
+    growth = len(backend.prompts[1]) - len(backend.prompts[0]) - len(many)
+    assert growth < 5000, growth   # 16 results and one refusal, not 10^4 observations
+
+
+def test_max_calls_per_reply_is_an_option():
+    three = "\n".join(f'TOOL: calculate ARGS: {{"expression": "{i} * 2"}}' for i in range(3))
+    result, _ = run([three, "ANSWER: done"], check_numbers=False, max_calls_per_reply=2)
+    assert len(result.steps[0].outcomes) == 2 and result.steps[0].details["refused_calls"] == 1
+    result, _ = run([three, "ANSWER: done"], check_numbers=False, max_calls_per_reply=None)
+    assert len(result.steps[0].outcomes) == 3 and "refused_calls" not in result.steps[0].details
+    with pytest.raises(ValueError, match="max_calls_per_reply"):
+        Agent(ScriptedBackend([]), demo.demo_tools(), max_calls_per_reply=0)
+
+
+def test_the_observation_text_of_a_step_is_capped_as_a_whole():
+    @tool
+    def dump(n: int) -> str:
+        """Return a lot of text."""
+        return str(n) * 5000
+
+    calls = "\n".join(f'TOOL: dump ARGS: {{"n": {i}}}' for i in range(1, 10))
+    result, backend = run([calls, "ANSWER: done"], tools=[dump], check_numbers=False, observation_limit=4000,
+                          step_observation_limit=10_000)
+    step = result.steps[0]
+    assert len(step.outcomes) == 9
+    # what the results hold fits the limit; a result cut to nothing keeps its `[truncated N chars]`
+    assert sum(len(o.output) for o in step.outcomes) <= 10_000 + 9 * 30
+    assert sum(len(re.sub(r"\n?\[truncated \d+ chars\]", "", o.output)) for o in step.outcomes) <= 10_000
+    assert all("[truncated" in o.output for o in step.outcomes)
+    assert step.outcomes[0].output.startswith("1111")
+    growth = len(backend.prompts[1]) - len(backend.prompts[0]) - len(calls)
+    assert growth < 10_000 + 9 * 200, growth

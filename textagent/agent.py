@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +22,7 @@ from .grounding import Unlooked, unlooked_items, unsupported_numbers
 from .modes import FormatError, Mode, get_mode
 from .protocol import ParseError, Reply, ToolCall
 from .templates import CHATML, ChatFormat, get_format
-from .tools import ToolOutcome, ToolSet
+from .tools import ToolOutcome, ToolSet, truncate
 from .trace import TraceWriter, result_record, step_record
 
 __all__ = ["Agent", "Result", "Step", "STOP_REASONS", "FormatError"]
@@ -125,6 +125,11 @@ class Agent:
     completion tokens); ``max_seconds`` wall time; ``max_format_errors`` unusable replies in
     a row. ``reply_tokens`` caps one reply.
 
+    Size of a step: ``max_calls_per_reply`` calls of one reply run (default 16; None: all),
+    the others are refused in one observation that says how many; ``observation_limit`` cuts
+    each result, ``step_observation_limit`` all the results of one step together (default
+    16,000 characters; each result is cut to what the results before it left).
+
     ``example`` is the worked exchange shown before the task: "auto" (the tool set's own
     examples, else one built from a tool of the set), a tools.Example or a sequence of them,
     or None for none. With "auto" and a ToolSet that has ``max_examples``, run() shows each
@@ -144,11 +149,15 @@ class Agent:
                  max_seconds: float | None = None, max_format_errors: int = 3, observation_limit: int = 4000,
                  tool_timeout: float | None = 30, reply_tokens: int = 512, chat_format: str | ChatFormat = CHATML,
                  system_prompt: str | None = None, example: Any = "auto", strict: bool = False,
-                 check_numbers: bool = True, check_items: bool = True,
+                 check_numbers: bool = True, check_items: bool = True, max_calls_per_reply: int | None = 16,
+                 step_observation_limit: int | None = 16_000,
                  on_step: Callable[[Step], None] | None = None, trace: str | Path | IO[str] | None = None,
                  **backend_options: Any):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
+        if max_calls_per_reply is not None and max_calls_per_reply < 1:
+            raise ValueError("max_calls_per_reply must be at least 1 (or None for no limit)")
+        self.max_calls_per_reply, self.step_observation_limit = max_calls_per_reply, step_observation_limit
         _check_options(backend, backend_options)
         self.backend = backend
         self.tools = tools if isinstance(tools, ToolSet) else ToolSet(tools)
@@ -251,15 +260,44 @@ class Agent:
                 return step
             self.mode.answer(self, step)
             raise _Stop("answer", answer)
+        self._refuse_extra_calls(step)
         for call in step.reply.calls:
             self._check_limits(before_model=False)
             step.outcomes.append(self.mode.execute(self, step, call))
+        self._cap_observations(step)
         if self.uncalled:
             self._remind(step)
         self.mode.observe(self, step)
         return step
 
     # -- pieces -----------------------------------------------------------------------------
+    def _refuse_extra_calls(self, step: Step) -> None:
+        """Keep the first ``max_calls_per_reply`` calls of the reply; the others are refused in one
+        note (``step.details["refused_calls"]`` is how many, ``["refusal"]`` the note the modes
+        append to the step's observations)."""
+        calls, limit = step.reply.calls, self.max_calls_per_reply
+        if limit is None or len(calls) <= limit:
+            return
+        count = len(calls) - limit
+        step.reply = replace(step.reply, calls=calls[:limit])
+        step.details["refused_calls"] = count
+        step.details["refusal"] = prompts.template("refused_calls.txt").substitute(
+            count=count, limit=limit, calls="call" if count == 1 else "calls", they="it" if count == 1 else "they",
+            them="it" if count == 1 else "them")
+
+    def _cap_observations(self, step: Step) -> None:
+        """Cut the step's results so that together they hold at most ``step_observation_limit``
+        characters: each keeps what the ones before it left (with the ``[truncated N chars]``
+        marker)."""
+        left = self.step_observation_limit
+        if left is None or sum(len(o.output) for o in step.outcomes) <= left:
+            return
+        for i, outcome in enumerate(step.outcomes):
+            output = truncate(outcome.output, max(left, 0))
+            if output != outcome.output:
+                step.outcomes[i] = replace(outcome, output=output)
+            left -= len(output)
+
     def _unsupported(self, answer: str) -> list[str]:
         """The answer's numbers that neither the task nor a tool result holds, when the answer
         is to be sent back: ``check_numbers`` is on, the run called a tool (an answer from the

@@ -308,3 +308,17 @@ def test_deeply_nested_tool_call_arguments_are_a_call_error_not_a_crash():
     result, _ = run([msg(content=json.dumps({"name": "calculate", "arguments": deep})), msg("done")],
                     mode="native+fallback")
     assert result.stop_reason == "answer"
+
+
+def test_too_many_tool_calls_in_one_reply_are_refused_in_one_user_message():
+    # #16 item 6: only max_calls_per_reply run; the assistant turn keeps the calls that ran, each
+    # answered by its tool message, then one user message says how many were refused
+    calls = [call("calculate", json.dumps({"expression": f"{i} + 1"}), id=f"c{i}") for i in range(40)]
+    result, backend = run([msg(tool_calls=calls), msg("done")], max_calls_per_reply=3)
+    step = result.steps[0]
+    assert [o.output for o in step.outcomes] == ["1", "2", "3"] and step.details["refused_calls"] == 37
+    sent = backend.requests[1]["messages"]
+    assistant = next(m for m in sent if m.get("tool_calls") and m["tool_calls"][0]["id"] == "c0")
+    assert [c["id"] for c in assistant["tool_calls"]] == ["c0", "c1", "c2"]
+    tail = sent[sent.index(assistant) + 1:]
+    assert [m["role"] for m in tail] == ["tool", "tool", "tool", "user"] and "37" in tail[-1]["content"]

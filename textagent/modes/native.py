@@ -272,9 +272,10 @@ class NativeMode:
             agent.messages.append({"role": "tool", "tool_call_id": ids[i] if i < len(ids) else f"call_{i + 1}",
                                    "name": outcome.name, "content": text})
             observations.append(text)
-        if step.details.get("reminder"):
-            agent.messages.append({"role": "user", "content": step.details["reminder"]})
-            observations.append(step.details["reminder"])
+        for note in ("refusal", "reminder"):   # calls refused (too many in one reply); items all looked up
+            if step.details.get(note):
+                agent.messages.append({"role": "user", "content": step.details[note]})
+                observations.append(step.details[note])
         step.observations = observations
 
     def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:

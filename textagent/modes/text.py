@@ -223,8 +223,9 @@ class TextMode:
             if o.ok:
                 self._done.add(call)
             observations.append(text)
-        if step.details.get("reminder"):
-            observations.append(step.details["reminder"])
+        for note in ("refusal", "reminder"):   # calls refused (too many in one reply); items all looked up
+            if step.details.get(note):
+                observations.append(step.details[note])
         self._append(agent, step, _kept(step), observations)
 
     def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:
