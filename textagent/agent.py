@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import prompts
+from .backends._http import request_deadline
 from .backends.base import REQUEST_OPTIONS, Backend, Completion, Usage
-from .errors import BackendError
+from .errors import BackendError, BackendTimeout
 from .grounding import Unlooked, unlooked_items, unsupported_numbers
 from .modes import FormatError, Mode, get_mode
 from .protocol import ParseError, Reply, ToolCall
@@ -216,6 +217,13 @@ class Agent:
                         traced = len(self.steps)
             except _Stop as stop:
                 reason, answer = stop.reason, stop.answer
+            except BackendTimeout as exc:
+                if getattr(exc, "time_limit", False) or self._time_up():
+                    reason, answer = "time_limit", None   # the request was cut to the run's time limit
+                else:
+                    log.info("the backend timed out after %d steps; the run ends with backend_error: %s",
+                             len(self.steps), exc)
+                    reason, answer, error = "backend_error", None, exc
             except BackendError as exc:
                 log.info("the backend failed after %d steps; the run ends with backend_error: %s", len(self.steps), exc)
                 reason, answer, error = "backend_error", None, exc
@@ -227,7 +235,9 @@ class Agent:
 
     def step(self) -> Step:
         step = Step(len(self.steps) + 1, "")
-        completion = self.mode.query(self, step, self._reply_budget())
+        # every request of the query ends by the run's time limit (its timeouts cut to the time left)
+        with request_deadline(None if self.max_seconds is None else self.started + self.max_seconds):
+            completion = self.mode.query(self, step, self._reply_budget())
         step.raw, step.usage, step.timings = completion.text, completion.usage, dict(completion.timings)
         step.finish_reason, step.retries = completion.finish_reason, completion.retries
         self.steps.append(step)
@@ -339,6 +349,9 @@ class Agent:
         if self.max_tokens is None:
             return self.reply_tokens
         return max(1, min(self.reply_tokens, self.max_tokens - self.spent))
+
+    def _time_up(self) -> bool:
+        return self.max_seconds is not None and time.monotonic() - self.started >= self.max_seconds - 0.05
 
     def _check_limits(self, *, before_model: bool = True) -> None:
         if self.max_seconds is not None and time.monotonic() - self.started >= self.max_seconds:

@@ -453,3 +453,64 @@ def test_deeply_nested_error_body_still_gives_the_http_error(fake_server):
     with pytest.raises(BackendHTTPError) as info:
         get_json(make(fake_server.url))
     assert info.value.status == 500
+
+
+# -- the run's time limit bounds every request; keep-alives are no progress (#16 item 7) -----------
+def _completion(text):
+    return {"content": text, "stop": True, "stop_type": "eos", "tokens_evaluated": 5, "tokens_predicted": 2}
+
+
+def test_max_seconds_cuts_a_slow_request(fake_server):
+    from textagent import Agent
+    from textagent.backends.llamacpp import LlamaCppBackend
+
+    fake_server.json("/completion", _completion("ANSWER: 1"), delay=6)
+    started = time.monotonic()
+    result = Agent(LlamaCppBackend(fake_server.url, backoff=0), [], max_seconds=1).run("q")
+    elapsed = time.monotonic() - started
+    assert result.stop_reason == "time_limit" and result.error is None, result
+    assert elapsed < 3, f"{elapsed:.1f} s"
+
+
+def test_max_seconds_cuts_a_stream_that_keeps_sending(fake_server):
+    from textagent import Agent
+    from textagent.backends.llamacpp import LlamaCppBackend
+
+    events = [{"content": "word "} for _ in range(20)] + [_completion("")]
+    fake_server.sse("/completion", events, chunk_delay=0.5)
+    started = time.monotonic()
+    result = Agent(LlamaCppBackend(fake_server.url, backoff=0), [], max_seconds=1.5, stream=True).run("q")
+    elapsed = time.monotonic() - started
+    assert result.stop_reason == "time_limit", result
+    assert elapsed < 4, f"{elapsed:.1f} s"
+
+
+def test_max_seconds_cuts_a_native_chat_request(fake_server):
+    from textagent import Agent
+    from textagent.backends.chat import ChatAsTextBackend
+
+    fake_server.json("/v1/chat/completions", {"choices": [{"message": {"role": "assistant", "content": "hi"},
+                                                           "finish_reason": "stop"}]}, delay=6)
+    started = time.monotonic()
+    result = Agent(ChatAsTextBackend(fake_server.url, model="m", backoff=0), [], mode="native",
+                   max_seconds=1).run("q")
+    assert result.stop_reason == "time_limit" and time.monotonic() - started < 3, result
+
+
+def test_keep_alives_alone_do_not_keep_a_stream_within_its_timeout(fake_server):
+    from textagent.backends.llamacpp import LlamaCppBackend
+
+    fake_server.sse("/completion", [": keep-alive"] * 12 + [_completion("late")], chunk_delay=1)
+    backend = LlamaCppBackend(fake_server.url, timeout=2, backoff=0, stream=True)
+    started = time.monotonic()
+    with pytest.raises(BackendTimeout, match="keep-alive|no event"):
+        backend.complete("q", stop=[], max_tokens=8)
+    assert time.monotonic() - started < 5
+
+
+def test_a_stream_with_events_outlives_its_read_timeout(fake_server):
+    from textagent.backends.llamacpp import LlamaCppBackend
+
+    fake_server.sse("/completion", [{"content": "a"}] * 6 + [_completion("")], chunk_delay=0.5)
+    backend = LlamaCppBackend(fake_server.url, timeout=1.2, backoff=0, stream=True)
+    assert backend.complete("q", stop=[], max_tokens=8).text == "aaaaaa"

@@ -9,9 +9,17 @@ could not be made or was dropped before a response arrived, or the server answer
 before any body was read. A 500, a timeout while waiting for the answer, or a failure in the
 middle of a body is never retried: the server may have done the work, and waiting again for a
 slow generation could take minutes.
+
+Two clocks bound a request beyond the per-read timeouts. A run's deadline (Agent's
+``max_seconds``, set with :func:`request_deadline` around the request) cuts the connect and read
+timeouts to the time left and is checked between the chunks of a body or stream. And a stream
+must make progress: keep-alive comments alone do not count, so a server that trickles them
+still times out after the read timeout.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import http.client
 import json
 import logging
@@ -43,6 +51,7 @@ __all__ = [
     "TimeoutSpec",
     "normalize_timeout",
     "openai_usage",
+    "request_deadline",
     "server_error_message",
 ]
 
@@ -62,6 +71,42 @@ _ERROR_BODY_BYTES = 64 * 1024  # how much of an error body we read at most
 _BODY_EXCERPT_CHARS = 2000  # kept in BackendHTTPError.body
 _MESSAGE_EXCERPT_CHARS = 300  # quoted in exception messages
 _READ_SIZE = 64 * 1024
+
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("textagent_request_deadline", default=None)
+
+
+@contextlib.contextmanager
+def request_deadline(deadline: float | None) -> Iterator[None]:
+    """Requests made inside the block end by ``deadline`` (a ``time.monotonic()`` value; None:
+    no deadline): their timeouts are cut to the time left and bodies and streams are read no
+    longer than that. Past it they raise BackendTimeout with ``time_limit = True``."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _time_left() -> float | None:
+    deadline = _DEADLINE.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def _timed_out(message: str, url: str, retries: int, *, time_limit: bool = False) -> BackendTimeout:
+    exc = BackendTimeout(message, url=url, retries=retries)
+    exc.time_limit = time_limit  # type: ignore[attr-defined]  # the run's deadline, not the server's silence
+    return exc
+
+
+class _Progress:
+    """When a stream last delivered an event: keep-alives do not count."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def made(self) -> None:
+        self.last = time.monotonic()
 
 
 class _Done:
@@ -181,7 +226,9 @@ class HTTPBackend:
     ``timeout``: seconds (connect and read) or a ``(connect, read)`` pair; default (5, 300).
     The read timeout is the longest silence tolerated: the wait for the response headers
     (a non-streaming completion sends them only when generation is over) and, when
-    streaming, the gap between two chunks.
+    streaming, the gap between two events (keep-alive comments are not events).
+    Inside :func:`request_deadline` (what Agent does for ``max_seconds``) every timeout is cut
+    to the time left.
     ``retries``: how many times a request is repeated after a connection error or a
     502/503/504 (default 2), with ``backoff * 2**n`` seconds between attempts.
     ``max_response_bytes``: larger bodies / streams are refused with BackendResponseError.
@@ -287,11 +334,16 @@ class HTTPBackend:
         if self._closed:
             raise BackendError(f"{type(self).__name__} for {self.url} was closed", url=self.url)
         url = self._url(path)
-        timeouts = self.timeout if timeout is None else normalize_timeout(timeout)
+        configured = self.timeout if timeout is None else normalize_timeout(timeout)
         max_retries = self.retries if retries is None else retries
         attempt = 0
         while True:
             failure: BaseException | None = None
+            left = _time_left()
+            if left is not None and left <= 0:
+                raise _timed_out(f"the run's time limit was up before the request to {self.api_name} server at "
+                                 f"{self.url}", url, attempt, time_limit=True)
+            timeouts = configured if left is None else (min(configured[0], left), min(configured[1], left))
             try:
                 resp = self.session.request(
                     method, url, json=payload, headers=self.headers, timeout=timeouts, stream=True
@@ -299,6 +351,9 @@ class HTTPBackend:
             except requests.exceptions.ConnectTimeout as exc:
                 failure = exc
             except requests.exceptions.ReadTimeout as exc:
+                if timeouts[1] < configured[1]:
+                    raise _timed_out(f"{self.api_name} server at {self.url} sent no answer within the run's time "
+                                     f"limit ({timeouts[1]:.3g} s were left)", url, attempt, time_limit=True) from exc
                 raise BackendTimeout(
                     f"{self.api_name} server at {self.url} accepted the request but sent no answer "
                     f"within {timeouts[1]:g} s (read timeout); raise the timeout or ask for fewer tokens",
@@ -340,7 +395,8 @@ class HTTPBackend:
 
     def _sleep(self, attempt: int) -> None:
         if self.backoff:
-            time.sleep(self.backoff * (2**attempt))
+            left = _time_left()
+            time.sleep(max(0.0, min(self.backoff * (2**attempt), left if left is not None else float("inf"))))
 
     def _http_error(self, resp: requests.Response, url: str, retries: int) -> BackendHTTPError:
         status = resp.status_code
@@ -379,8 +435,12 @@ class HTTPBackend:
         *,
         limit: int | None = None,
         truncate: bool = False,
+        progress: _Progress | None = None,
     ) -> Iterator[bytes]:
-        """Yield the body as it arrives, refusing more than ``limit`` bytes (or truncating)."""
+        """Yield the body as it arrives, refusing more than ``limit`` bytes (or truncating).
+
+        Past the run's deadline (request_deadline), or when ``progress`` (a stream's) was last
+        made more than the read timeout ago, it raises BackendTimeout."""
         limit = self.max_response_bytes if limit is None else limit
         declared = resp.headers.get("Content-Length")
         if not truncate and declared and declared.isdigit() and int(declared) > limit:
@@ -395,6 +455,15 @@ class HTTPBackend:
             else:  # urllib3 < 2: chunked bodies still arrive chunk by chunk
                 source = resp.iter_content(chunk_size=None)
             for data in source:
+                left = _time_left()
+                if left is not None and left <= 0:
+                    resp.close()
+                    raise _timed_out(f"{self.api_name} server at {self.url} was still sending when the run's time "
+                                     f"limit was up ({total} bytes read)", url, retries, time_limit=True)
+                if progress is not None and time.monotonic() - progress.last > self.timeout[1]:
+                    resp.close()
+                    raise _timed_out(f"{self.api_name} server at {self.url} sent no event for more than "
+                                     f"{self.timeout[1]:g} s, only keep-alives (read timeout)", url, retries)
                 if not data:
                     continue
                 total += len(data)
@@ -413,6 +482,10 @@ class HTTPBackend:
             socket.timeout,
         ) as exc:
             resp.close()
+            left = _time_left()
+            if left is not None and left < 0.1:
+                raise _timed_out(f"{self.api_name} server at {self.url} was still answering when the run's time "
+                                 f"limit was up ({total} bytes read)", url, retries, time_limit=True) from exc
             raise BackendTimeout(
                 f"{self.api_name} server at {self.url} stopped sending in the middle of its answer "
                 f"for more than {self.timeout[1]:g} s (read timeout) after {total} bytes",
@@ -487,10 +560,11 @@ class HTTPBackend:
         resp, attempt = self._open(method, path, payload=payload, timeout=timeout, retries=retries)
         return self._read_json(resp, resp.url or self._url(path), attempt), attempt
 
-    def _lines(self, resp: requests.Response, url: str, retries: int) -> Iterator[tuple[bytes, bool]]:
+    def _lines(self, resp: requests.Response, url: str, retries: int,
+               progress: _Progress | None = None) -> Iterator[tuple[bytes, bool]]:
         """Lines of the body (without EOL); the flag is False for a last line with no newline."""
         buffer = bytearray()
-        for data in self._chunks(resp, url, retries):
+        for data in self._chunks(resp, url, retries, progress=progress):
             buffer += data
             start = 0
             while True:
@@ -608,8 +682,10 @@ class HTTPBackend:
         """
         data_lines: list[str] = []
         event = ""
+        progress = _Progress()
 
         def dispatch(partial: bool) -> Any:
+            progress.made()
             data = "\n".join(data_lines)
             if data.strip() == "[DONE]":
                 return DONE
@@ -619,7 +695,7 @@ class HTTPBackend:
             return payload
 
         try:
-            for raw_line, complete in self._lines(resp, url, retries):
+            for raw_line, complete in self._lines(resp, url, retries, progress):
                 line = self._decode_line(raw_line, url, retries)
                 if not complete:
                     # the body ended without a newline: only a whole field can still count
@@ -659,11 +735,13 @@ class HTTPBackend:
 
     def _iter_ndjson(self, resp: requests.Response, url: str, retries: int) -> Iterator[Any]:
         """Parsed objects of a newline-delimited JSON body; ``{"error": ...}`` lines raise."""
+        progress = _Progress()
         try:
-            for raw_line, complete in self._lines(resp, url, retries):
+            for raw_line, complete in self._lines(resp, url, retries, progress):
                 line = self._decode_line(raw_line, url, retries).strip()
                 if not line:
                     continue
+                progress.made()
                 payload = self._stream_event_json(line, url, retries, partial=not complete)
                 if isinstance(payload, Mapping) and payload.get("error"):
                     raise self._stream_error(payload, url, retries)
