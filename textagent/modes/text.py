@@ -4,10 +4,10 @@ The conversation is one growing prompt string (``agent.prompt``) that is only ev
 so llama.cpp reuses its KV cache for everything but the newest turn.
 
 With a streaming backend (``Agent(..., stream=True)``) the reply is watched as it arrives and
-the stream is closed at the first line break after a complete call that no later line could
-extend (see :class:`EarlyStop`): no tokens are spent on what would be thrown away (invented
-observations, further calls that would use invented results), also where a server does not
-honour ``stop``.
+the stream is closed once complete calls are followed by a line that neither extends them nor
+starts another call (see :class:`EarlyStop`): independent calls still come in one reply, and no
+tokens are spent on what would be thrown away (invented observations, an answer written before
+the results), also where a server does not honour ``stop``.
 """
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ __all__ = ["TextMode", "EarlyStop", "complete_calls"]
 RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
 
 _MAYBE_CALL = re.compile(r"tool", re.I | re.A)   # keywords are ASCII (PROTOCOL.md §1)
+# A line that starts another call (decorations as the parser allows them: "- **TOOL:**", "1. tool").
+_NEXT_CALL = re.compile(r"^\W*(?:\d+[.)]\s*)?\W*tool\b", re.I | re.A)
+_DECIDE_AFTER = 12   # characters of that line enough to tell (decorations included)
 # Lines that would extend a call the reply ends with, if it could be extended: an ARGS line
 # after a call without arguments, an object after `ARGS:` (also on the next line).
 _PROBES = ('ARGS: {"_": 0}', '{"_": 0}')
@@ -64,7 +67,8 @@ def complete_calls(text: str, tools: Any = None) -> list[ToolCall] | None:
 
 class EarlyStop:
     """The ``on_text`` callback of a streamed reply: True (close the stream) once the text holds
-    complete calls followed by a line break that cannot extend them.
+    complete calls followed by a line break that cannot extend them and then a line that does not
+    start another call (decided after a few characters of it; ``cut`` drops that line).
 
     Only line breaks are checked, each once: at each, the answer is ``complete_calls`` of the
     text before it, computed incrementally so that a reply costs time linear in its length.
@@ -87,18 +91,40 @@ class EarlyStop:
         self._maybe = False            # text[_base:] mentions "tool" (else it holds no call)
         self._open: tuple[list, bool] | None = None  # an object still open: (stack, quoted)
         self._never = False            # no later text can make the reply complete
+        self._ready: int | None = None  # complete calls end here; the next line decides
 
     def __call__(self, text: str) -> bool:
         if self.cut is not None:
             return True
         nl = text.find("\n", self.checked)
-        while nl != -1:
-            start, self.checked = self.checked, nl + 1
-            if not self._never and self._complete(text, start, nl):
-                self.cut = nl + 1
+        while True:
+            if self._ready is not None and self._next_line(text, nl):
                 return True
+            if nl == -1:
+                return False
+            start, self.checked = self.checked, nl + 1
+            if not self._never and self._ready is None and self._complete(text, start, nl):
+                self._ready = nl + 1
             nl = text.find("\n", self.checked)
-        return False
+
+    def _next_line(self, text: str, nl: int) -> bool:
+        """After complete calls: does the next line (as far as it has come) start another call?
+        Another call keeps the stream open (independent calls come in one reply); anything else
+        closes it, that line cut off. True when closed."""
+        assert self._ready is not None
+        begin = self._ready
+        while begin < len(text) and text[begin] in " \t\r\n":
+            begin += 1
+        end = text.find("\n", begin)
+        line = text[begin:] if end == -1 else text[begin:end]
+        if end == -1 and len(line) < _DECIDE_AFTER:
+            return False      # too little of the line yet to tell
+        if _NEXT_CALL.match(line):
+            self._ready = None  # read on: the next line break after it is checked as usual
+            self.checked = max(self.checked, begin)
+            return False
+        self.cut = self._ready
+        return True
 
     def _complete(self, text: str, start: int, nl: int) -> bool:
         """``complete_calls(text[:nl]) is not None``, given that it was None at every earlier
