@@ -1,6 +1,7 @@
 """The model-facing text: tool listings, worked examples, observations, every template."""
 from __future__ import annotations
 
+import json
 from importlib import resources
 from typing import Literal
 
@@ -65,8 +66,18 @@ def test_without_examples_a_placeholder_exchange_uses_a_tool_that_takes_argument
         """Ping."""
         return "pong"
 
-    (task, calls, answer, _), = prompts.worked_examples(ToolSet([ping, book]))
+    direct, single, pair = prompts.worked_examples(ToolSet([ping, book]))
+    assert direct.calls == [] and direct.answer
+    task, calls = single.task, single.calls
     assert calls[0][0] == "book" and set(calls[0][1]) == {"restaurant", "people", "time"}
+    for name, value in calls[0][1].items():     # the task names every value the call uses
+        assert f"{name} {json.dumps(value)}" in task
+    # two calls of the tool in one reply, with other values, all named in the task
+    assert pair.replies == (2,) and [c[0] for c in pair.calls] == ["book", "book"]
+    assert pair.calls[0][1] != pair.calls[1][1]
+    for _, args, _ in pair.calls:
+        for name, value in args.items():
+            assert f"{name} {json.dumps(value)}" in pair.task
     assert prompts.worked_examples(ToolSet([])) == []
 
 

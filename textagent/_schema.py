@@ -53,6 +53,20 @@ def example_value(schema: Mapping[str, Any]) -> Any:
             "null": None}.get(kind, "text")
 
 
+def other_value(value: Any, schema: Mapping[str, Any]) -> Any:
+    """A second plausible value of the same type, unlike ``value`` where the type allows."""
+    enum = schema.get("enum") or []
+    if len(enum) > 1:
+        return enum[1] if value == enum[0] else enum[0]
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str) and not schema.get("format"):
+        return "other " + value
+    return value
+
+
 def example_args(parameters: Mapping[str, Any] | None) -> dict[str, Any]:
     """Example arguments for an object schema: one value per required property."""
     params = parameters or {}

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from .. import _schema
 
-__all__ = ["template", "system_prompt", "Worked", "worked_examples", "call_groups", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
+__all__ = ["template", "system_prompt", "Worked", "worked_examples", "placeholder_examples", "call_groups", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
            "unsupported_answer", "unlooked_answer", "items_called", "repeated_call"]
 
 
@@ -73,16 +73,37 @@ def worked_examples(tools: Any, example: Any = None) -> list[Worked]:
     one placeholder exchange from a tool of the set (none for an empty set)."""
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
     if example is None:
-        if not tool_list:
-            return []
-        chosen = _example_tool(tool_list, None)
-        fields = {"name": chosen.name}
-        return [Worked(template("example_task.txt").substitute(fields),
-                       [(chosen.name, example_args(chosen), template("example_result.txt").substitute(fields))],
-                       template("example_answer.txt").substitute(fields))]
+        return placeholder_examples(tool_list)
     examples = [example] if hasattr(example, "calls") else list(example)
     return [Worked(e.task, [(name, dict(args), result) for name, args, result in e.calls], e.answer,
                    tuple(getattr(e, "replies", ()))) for e in examples]
+
+
+def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
+    """Worked examples for tools that come without any: a question answered without tools, one
+    call, and two calls of the same tool in one reply, built from a tool of the set. Each task
+    names the values its calls use: a model that sees where a call's values come from takes them
+    from its own question, not from the placeholder."""
+    if not tool_list:
+        return []
+    chosen = _example_tool(tool_list, None)
+    args = example_args(chosen)
+    others = {k: _schema.other_value(v, chosen.parameters.get("properties", {}).get(k) or {})
+              for k, v in args.items()}
+    fields = {"name": chosen.name, "values": _described(args), "others": _described(others)}
+    result = template("example_result.txt").substitute(fields)
+    return [Worked(template("example_direct_task.txt").substitute(), [],
+                   template("example_direct_answer.txt").substitute()),
+            Worked(template("example_task.txt").substitute(fields), [(chosen.name, args, result)],
+                   template("example_answer.txt").substitute(fields)),
+            Worked(template("example_pair_task.txt").substitute(fields),
+                   [(chosen.name, args, result), (chosen.name, others, result)],
+                   template("example_pair_answer.txt").substitute(fields), replies=(2,))]
+
+
+def _described(args: dict[str, Any]) -> str:
+    values = [f"{k} {json.dumps(v, ensure_ascii=False)}" for k, v in args.items()]
+    return _listed(values) if values else "no arguments"
 
 
 def example_turns(tools: Any, example: Any = None) -> list[dict[str, str]]:

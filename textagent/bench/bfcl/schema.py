@@ -130,7 +130,7 @@ def _neutral(**_: Any) -> dict[str, Any]:
 def make_tools(functions: Iterable[Mapping[str, Any]], *, native: bool = False) -> tuple[ToolSet, dict[str, str]]:
     """(tool set, {tool name: BFCL name}) for an item's (hinted) documents. The tools validate
     their arguments like any textagent tool (a bad call gets feedback in the agent view) and
-    return NEUTRAL_RESULT. No worked examples: the placeholder exchange is what a user with
+    return NEUTRAL_RESULT. No worked examples: the placeholder exchanges are what a user with
     new tools gets."""
     docs = list(functions)
     names = [str(f["name"]) for f in docs]
@@ -143,7 +143,9 @@ def make_tools(functions: Iterable[Mapping[str, Any]], *, native: bool = False) 
         params.setdefault("properties", {})
         params["additionalProperties"] = False
         tools.append(Tool(back[str(fn["name"])], str(fn.get("description") or ""), params, fn=_neutral))
-    return ToolSet(tools), mapping
+    # arguments the function does not have are refused, not ignored: BFCL counts them wrong,
+    # so the agent view should hear about them
+    return ToolSet(tools, extra_args="error"), mapping
 
 
 def function_docs(tools: Iterable[Any]) -> list[dict[str, Any]]:
