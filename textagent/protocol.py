@@ -229,6 +229,15 @@ ERROR_CLASSES: tuple[ErrorClass, ...] = (
          'TOOL: search ARGS: {"q": 1 "r}', 'TOOL: search ARGS: {"q" "r}', "TOOL: search ARGS: {'q' 'r}", "TOOL: search ARGS: ['x]"),
     ),
     ErrorClass(
+        "duplicate_key", "an argument is given twice",
+        "Give each argument once. For several calls of a tool (several items, several values), "
+        "write one TOOL line per call, each with its own arguments.",
+        ('TOOL: play ARGS: {"artist": "A", "minutes": 20, "artist": "B", "minutes": 15}',
+         'TOOL: search ARGS: {"q": "cats", "q": "dogs"}', "TOOL: search ARGS: q=cats, q=dogs",
+         'TOOL: search(q="cats", q="dogs")', 'TOOL: search ARGS: {"filter": {"lang": "en", "lang": "fr"}}',
+         'TOOL: search ARGS:\n{"q": "cats",\n "q": "dogs"}'),
+    ),
+    ErrorClass(
         "args_not_object", "the arguments are not an object",
         "Give the arguments as one JSON object of named values: `ARGS: {\"name\": value}`.",
         ("TOOL: search ARGS: [1, 2]", "TOOL: search ARGS: []", 'TOOL: search ARGS: ["cats"]',
@@ -548,7 +557,8 @@ def _pairs(children: list, more_type: str) -> dict:
     for ch in children:
         if isinstance(ch, tuple):
             extend()
-            key, value = ch
+            key, value, pos = ch
+            _unique(out, [(key, None, pos)])
             end = None
             if isinstance(value, Token):  # an unquoted value
                 last_tok = value
@@ -565,6 +575,26 @@ def _pairs(children: list, more_type: str) -> dict:
                     "continues after a comma)", ["key=value"])
             end = ch.end_pos
     extend()
+    return out
+
+
+def _unique(into: dict, members: list[tuple[Any, Any, int]]) -> dict:
+    """Add (key, value, position) members to ``into``; a key given twice is an error: which of
+    its values was meant cannot be known (small models write the arguments of several calls
+    into one object)."""
+    for key, value, pos in members:
+        if key in into:
+            raise _Semantic("duplicate_key", pos, f"`{_clip(str(key))}` is given twice",
+                            ["each argument once", "one TOOL line per call"])
+        into[key] = value
+    return into
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
+    """json.loads' object_pairs_hook: refuses a key given twice (the grammar then says where)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("duplicate key")
     return out
 
 
@@ -610,7 +640,7 @@ class _CallTransformer(Transformer):
         return ("kv", _pairs(c, "SH_MORE"), -1)
 
     def kv_pair(self, c):  # KEY EQ value ; an unquoted value stays a Token for _pairs
-        return (c[0].value, c[2])
+        return (c[0].value, c[2], c[0].start_pos)
 
     sh_pair = kv_pair
 
@@ -621,10 +651,10 @@ class _CallTransformer(Transformer):
 
     # ---- values ----
     def object(self, c):
-        return {m[0]: m[1] for m in c if isinstance(m, tuple)}
+        return _unique({}, [m for m in c if isinstance(m, tuple)])
 
-    def member(self, c):  # key COLON value
-        return (c[0], c[2])
+    def member(self, c):  # key COLON value; the colon's place stands for the key's
+        return (c[0], c[2], c[1].start_pos)
 
     def key(self, c):
         t = c[0]
@@ -1009,7 +1039,7 @@ class _Reader:
         fm = _FAST_RE.match(head) if _FAST_PATH else None
         if fm is not None:
             try:
-                value = json.loads(fm.group(2), strict=False)
+                value = json.loads(fm.group(2), strict=False, object_pairs_hook=_unique_pairs)
             except (ValueError, RecursionError):
                 value = None
             if type(value) is dict and fm.group(2).count("{") + fm.group(2).count("[") <= MAX_DEPTH:
@@ -1069,7 +1099,7 @@ class _Reader:
             fm = _FAST_MULTI_RE.match(segs.text())
             if fm is not None:
                 try:
-                    value = json.loads(fm.group(2))
+                    value = json.loads(fm.group(2), object_pairs_hook=_unique_pairs)
                 except (ValueError, RecursionError):
                     value = None
                 if type(value) is dict:

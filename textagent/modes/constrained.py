@@ -3,7 +3,8 @@
 The grammar (:func:`textagent.gbnf.reply_grammar`, built once from the tool set) allows optional
 ``Thought:`` lines, then canonical ``TOOL: name ARGS: {...}`` lines whose arguments match each
 tool's JSON schema, or one ``ANSWER:`` line. It is sent as the request's ``grammar`` field, so
-every reply parses (unless it is cut short by ``reply_tokens``). Everything else -- prompt,
+every reply parses (unless it is cut short by ``reply_tokens``, or repeats a key in an object whose
+keys are open, which no grammar can rule out and the parser refuses with feedback). Everything else -- prompt,
 transcript, feedback, early stop when streaming -- is text mode's.
 
 Backends that cannot take a grammar (Ollama, OpenAI-compatible backends without
