@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,9 +34,9 @@ from ..errors import BackendError
 from ..protocol import Reply, ToolCall
 from ..templates import ChatFormat, get_format
 from ..tools import ToolOutcome
-from ..trace import TraceWriter
 from .. import prompts
 from .metrics import classify
+from .plain_loop import ANSWER, UNUSABLE, run_plain
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
@@ -216,66 +216,35 @@ def run_baseline(backend: Any, tools: Any, task: str, *, chat_format: str | Chat
     ``TOOL: (\\w+) ARGS: (.*)`` + ``json.loads``; one call per reply; no feedback. A reply
     without a match is the answer (after ``ANSWER:`` if present); arguments that are not JSON
     end the run (``format_errors``)."""
-    fmt = get_format(chat_format)
     shown = tools.examples_for(task) if hasattr(tools, "examples_for") else getattr(tools, "examples", None)
     example = prompts.example_turns(tools, shown or None)
     messages = [{"role": "system", "content": prompts.system_prompt(tools)}, *example,
                 {"role": "user", "content": prompts.task(task)}]
-    prompt = fmt.render(messages)
-    stop = ["OBSERVATION", *fmt.stop]
-    steps: list[Step] = []
-    usage = Usage()
-    started = time.monotonic()
-    answer, reason, error = None, "max_steps", None
-    with TraceWriter(trace) as writer:
-        writer.start(task=task, tools=list(tools), max_steps=max_steps, chat_format=fmt.name, mode="baseline")
+
+    def read(step: Step) -> tuple[str, str | None]:
+        match = SEED_CALL.search(step.raw)
+        if match is None:
+            final = _SEED_ANSWER.split(step.raw, maxsplit=1)[-1].strip()
+            step.reply = Reply(calls=[], answer=final, thought="")
+            return ANSWER, final
         try:
-            while True:
-                if max_seconds is not None and time.monotonic() - started >= max_seconds:
-                    reason = "time_limit"
-                    break
-                if len(steps) >= max_steps:
-                    reason = "max_steps"
-                    break
-                completion = backend.complete(prompt, stop=list(stop), max_tokens=reply_tokens,
-                                              messages=[dict(m) for m in messages], **options)
-                usage += completion.usage
-                text = completion.text
-                step = Step(len(steps) + 1, text, usage=completion.usage, timings=dict(completion.timings),
-                            finish_reason=completion.finish_reason, retries=completion.retries)
-                steps.append(step)
-                match = SEED_CALL.search(text)
-                if match is None:
-                    final = _SEED_ANSWER.split(text, maxsplit=1)[-1].strip()
-                    step.reply = Reply(calls=[], answer=final, thought="")
-                    writer.step(step)
-                    answer, reason = final, "answer"
-                    break
-                try:
-                    args = json.loads(match.group(2))
-                except ValueError:
-                    writer.step(step)   # reply None: a format error, and no feedback to fix it
-                    reason = "format_errors"
-                    break
-                call = ToolCall(match.group(1), args if isinstance(args, dict) else json.dumps(args))
-                step.reply = Reply(calls=[call], answer=None, thought="")
-                if isinstance(args, dict):
-                    outcome = tools.execute(call, timeout=tool_timeout, limit=observation_limit)
-                else:   # the seeds called fn(**args): anything but an object fails
-                    outcome = ToolOutcome(call.name, call.args, False,
-                                          f"ERROR: TypeError: arguments must be a JSON object, got {type(args).__name__}",
-                                          "bad_arguments")
-                step.outcomes.append(outcome)
-                observation = prompts.observation(outcome.name, outcome.output)
-                step.observations = [observation]
-                prompt += text + fmt.follow_up(observation)
-                messages += [{"role": "assistant", "content": text}, {"role": "user", "content": observation}]
-                writer.step(step)
-        except BackendError as exc:
-            reason, error = "backend_error", exc
-        result = Result(answer, reason, steps, usage, time.monotonic() - started, error, prompt)
-        writer.result(result)
-    return result
+            args = json.loads(match.group(2))
+        except ValueError:
+            return UNUSABLE, None   # reply None: a format error, and no feedback to fix it
+        call = ToolCall(match.group(1), args if isinstance(args, dict) else json.dumps(args))
+        step.reply = Reply(calls=[call], answer=None, thought="")
+        if isinstance(args, dict):
+            outcome = tools.execute(call, timeout=tool_timeout, limit=observation_limit)
+        else:   # the seeds called fn(**args): anything but an object fails
+            outcome = ToolOutcome(call.name, call.args, False,
+                                  f"ERROR: TypeError: arguments must be a JSON object, got {type(args).__name__}",
+                                  "bad_arguments")
+        step.outcomes.append(outcome)
+        return prompts.observation(outcome.name, outcome.output), None
+
+    return run_plain(backend, tools, task, messages, read, mode="baseline", chat_format=chat_format,
+                     stop=["OBSERVATION"], max_steps=max_steps, max_seconds=max_seconds, reply_tokens=reply_tokens,
+                     trace=trace, **options)
 
 
 def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import json
 import operator
-import time
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -23,11 +22,9 @@ from string import Template
 from typing import IO, Any
 
 from ...agent import Result, Step
-from ...backends.base import Usage
-from ...errors import BackendError
 from ...protocol import Reply, ToolCall
-from ...templates import ChatFormat, get_format
-from ...trace import TraceWriter
+from ...templates import ChatFormat
+from ..plain_loop import ANSWER, run_plain
 
 __all__ = ["system_prompt", "decode", "DecodeError", "run_bfcl_prompt"]
 
@@ -137,57 +134,28 @@ def run_bfcl_prompt(backend: Any, tools: Any, task: str, *, functions: Sequence[
     ``tools`` the ToolSet that runs the decoded calls; ``system`` an item's own system turn,
     appended to BFCL's prompt as BFCL does. Steps record ``details["bfcl_decode"]``: "ok",
     "no_calls" or the decode error."""
-    fmt = get_format(chat_format)
     prompt_text = system_prompt(functions) + (("\n\n" + system) if system else "")
-    messages: list[dict[str, str]] = [{"role": "system", "content": prompt_text}, {"role": "user", "content": task}]
-    prompt = fmt.render(messages)
-    steps: list[Step] = []
-    usage = Usage()
-    started = time.monotonic()
-    answer, reason, error = None, "max_steps", None
-    with TraceWriter(trace) as writer:
-        writer.start(task=task, tools=list(tools), max_steps=max_steps, chat_format=fmt.name, mode="bfcl-prompt")
+    messages = [{"role": "system", "content": prompt_text}, {"role": "user", "content": task}]
+
+    def read(step: Step) -> tuple[str, str | None]:
         try:
-            while True:
-                if max_seconds is not None and time.monotonic() - started >= max_seconds:
-                    reason = "time_limit"
-                    break
-                if len(steps) >= max_steps:
-                    reason = "max_steps"
-                    break
-                completion = backend.complete(prompt, stop=list(fmt.stop), max_tokens=reply_tokens,
-                                              messages=[dict(m) for m in messages], **options)
-                usage += completion.usage
-                text = completion.text
-                step = Step(len(steps) + 1, text, usage=completion.usage, timings=dict(completion.timings),
-                            finish_reason=completion.finish_reason, retries=completion.retries)
-                steps.append(step)
-                try:
-                    decoded = decode(text)
-                    step.details["bfcl_decode"] = "ok" if decoded else "no_calls"
-                except DecodeError as exc:
-                    decoded = []
-                    step.details["bfcl_decode"] = str(exc)
-                if not decoded:   # no call, or no decodable call: BFCL takes it as the turn's end
-                    step.reply = Reply(calls=[], answer=text.strip(), thought="")
-                    writer.step(step)
-                    answer, reason = text.strip(), "answer"
-                    break
-                calls = [ToolCall(name, _jsonable(args)) for name, args in decoded]
-                step.reply = Reply(calls=calls, answer=None, thought="")
-                results = []
-                for call in calls:
-                    outcome = tools.execute(call, timeout=tool_timeout, limit=observation_limit)
-                    step.outcomes.append(outcome)
-                    shown = f"{call.name}(" + ", ".join(f"{k}={v!r}" for k, v in call.args.items()) + ")"
-                    results.append({"role": "tool", "name": shown, "content": outcome.output})
-                observation = repr(results)
-                step.observations = [observation]
-                prompt += text + fmt.follow_up(observation)
-                messages += [{"role": "assistant", "content": text}, {"role": "user", "content": observation}]
-                writer.step(step)
-        except BackendError as exc:
-            reason, error = "backend_error", exc
-        result = Result(answer, reason, steps, usage, time.monotonic() - started, error, prompt, mode="bfcl-prompt")
-        writer.result(result)
-    return result
+            decoded = decode(step.raw)
+            step.details["bfcl_decode"] = "ok" if decoded else "no_calls"
+        except DecodeError as exc:
+            decoded = []
+            step.details["bfcl_decode"] = str(exc)
+        if not decoded:   # no call, or no decodable call: BFCL takes it as the turn's end
+            step.reply = Reply(calls=[], answer=step.raw.strip(), thought="")
+            return ANSWER, step.raw.strip()
+        calls = [ToolCall(name, _jsonable(args)) for name, args in decoded]
+        step.reply = Reply(calls=calls, answer=None, thought="")
+        results = []
+        for call in calls:
+            outcome = tools.execute(call, timeout=tool_timeout, limit=observation_limit)
+            step.outcomes.append(outcome)
+            shown = f"{call.name}(" + ", ".join(f"{k}={v!r}" for k, v in call.args.items()) + ")"
+            results.append({"role": "tool", "name": shown, "content": outcome.output})
+        return repr(results), None
+
+    return run_plain(backend, tools, task, messages, read, mode="bfcl-prompt", chat_format=chat_format,
+                     max_steps=max_steps, max_seconds=max_seconds, reply_tokens=reply_tokens, trace=trace, **options)
