@@ -1,0 +1,282 @@
+"""OpenAI chat requests in, text-protocol transcripts out.
+
+``parse_request`` checks a ``/v1/chat/completions`` body (a ProxyError 400 naming the
+parameter otherwise) and ``transcript`` writes the conversation as the text protocol's turns:
+textagent's system prompt with the tools and the client's system text, the worked examples,
+user turns, assistant ``tool_calls`` as ``TOOL:`` lines, ``tool`` messages as ``OBSERVATION``
+lines. The same conversation always gives the same turns, and a conversation that grew by a
+turn gives the old turns unchanged followed by the new ones, so the upstream reuses its KV
+cache. The replies the proxy returned are remembered (``ReplyMemory``) with the exact text the
+model wrote, repairs included, so the next turn repeats the model's own bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import prompts
+from ..protocol import ToolCall, render_call
+from ..tools import Tool, ToolSet
+from .errors import ProxyError
+
+__all__ = ["ChatRequest", "parse_request", "transcript", "ReplyMemory", "message_key"]
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+def _accept(**kwargs: Any) -> dict[str, Any]:
+    """The tools' function: the proxy only validates calls, the client runs them."""
+    return kwargs
+
+
+@dataclass
+class ChatRequest:
+    messages: list[dict[str, Any]]
+    tools: ToolSet
+    tool_choice: str = "auto"          # auto | none | required | function
+    function: str | None = None         # the named function of tool_choice
+    parallel: bool = True
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] = field(default_factory=list)
+    seed: int | None = None
+    stream: bool = False
+    include_usage: bool = False
+    model: str = ""
+
+
+def _bad(message: str, param: str | None = None, code: str | None = None) -> ProxyError:
+    return ProxyError(400, message, param=param, code=code)
+
+
+def _number(body: Mapping[str, Any], key: str, kind: type, *, low: float | None = None) -> Any:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+        raise _bad(f"'{key}' must be {'a number' if kind is float else 'an integer'}, got {json.dumps(value)[:60]}",
+                   key)
+    if low is not None and value < low:
+        raise _bad(f"'{key}' must be at least {low:g}, got {value}", key)
+    return kind(value)
+
+
+def _text(content: Any, param: str) -> str:
+    """A message's content as text: a string, or a list of text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for i, part in enumerate(content):
+            if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise _bad("only text content parts are supported ({\"type\": \"text\", \"text\": ...})",
+                           f"{param}[{i}]")
+            parts.append(part["text"])
+        return "\n".join(parts)
+    raise _bad("content must be a string or a list of text parts", param)
+
+
+def _tools(body: Mapping[str, Any]) -> ToolSet:
+    raw = body.get("tools")
+    if raw is None:
+        return ToolSet()
+    if not isinstance(raw, list):
+        raise _bad("'tools' must be a list of function definitions", "tools")
+    tools = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not isinstance(item.get("function"), Mapping):
+            raise _bad('each tool must be {"type": "function", "function": {"name": ..., "parameters": {...}}}',
+                       f"tools[{i}]")
+        try:   # Tool checks the name and the schema against JSON Schema's meta-schema
+            tools.append(Tool.from_openai(item, _accept))
+        except (TypeError, ValueError) as exc:
+            raise _bad(str(exc), f"tools[{i}].function", "invalid_tool_schema") from None
+    try:
+        return ToolSet(tools)
+    except ValueError as exc:
+        raise _bad(str(exc), "tools") from None
+
+
+def _tool_choice(body: Mapping[str, Any], tools: ToolSet) -> tuple[str, str | None]:
+    choice = body.get("tool_choice")
+    if choice is None:
+        return ("auto" if tools else "none"), None
+    if choice in ("auto", "none", "required"):
+        if choice == "required" and not tools:
+            raise _bad("tool_choice 'required' needs tools", "tool_choice")
+        return choice, None
+    if isinstance(choice, Mapping) and isinstance(choice.get("function"), Mapping):
+        name = choice["function"].get("name")
+        if name not in tools:
+            raise _bad(f"tool_choice names the function {json.dumps(name)[:80]}, which is not in 'tools'",
+                       "tool_choice")
+        return "function", name
+    raise _bad("tool_choice must be 'auto', 'none', 'required' or {\"type\": \"function\", "
+               "\"function\": {\"name\": ...}}", "tool_choice")
+
+
+def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    raw = body.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise _bad("'messages' must be a non-empty list", "messages")
+    out = []
+    for i, message in enumerate(raw):
+        where = f"messages[{i}]"
+        if not isinstance(message, Mapping):
+            raise _bad("each message must be an object", where)
+        role = message.get("role")
+        if role not in ROLES:
+            raise _bad(f"unknown role {json.dumps(role)[:40]}; roles are {', '.join(ROLES)}", f"{where}.role")
+        clean: dict[str, Any] = {"role": "system" if role == "developer" else role,
+                                 "content": _text(message.get("content"), f"{where}.content")}
+        if role == "assistant" and message.get("tool_calls"):
+            calls = message["tool_calls"]
+            if not isinstance(calls, list):
+                raise _bad("tool_calls must be a list", f"{where}.tool_calls")
+            clean["tool_calls"] = [_call(call, f"{where}.tool_calls[{j}]") for j, call in enumerate(calls)]
+        if role == "tool":
+            if not isinstance(message.get("tool_call_id"), str):
+                raise _bad("a tool message needs the tool_call_id it answers", f"{where}.tool_call_id")
+            clean["tool_call_id"] = message["tool_call_id"]
+            if isinstance(message.get("name"), str):
+                clean["name"] = message["name"]
+        out.append(clean)
+    return out
+
+
+def _call(call: Any, where: str) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise _bad("a tool call needs {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", where)
+    arguments = function.get("arguments") or "{}"
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        raise _bad("the arguments of a tool call must be a JSON object as a string", f"{where}.function.arguments") \
+            from None
+    if not isinstance(args, Mapping):
+        raise _bad("the arguments of a tool call must be a JSON object", f"{where}.function.arguments")
+    try:
+        render_call(ToolCall(function["name"], dict(args)))
+    except ValueError as exc:
+        raise _bad(str(exc), f"{where}.function.name") from None
+    return {"id": str(call.get("id") or ""), "name": function["name"], "args": dict(args)}
+
+
+def parse_request(body: Any) -> ChatRequest:
+    """Check a chat completions body; ProxyError(400) names what is wrong."""
+    if not isinstance(body, Mapping):
+        raise _bad("the request body must be a JSON object")
+    n = _number(body, "n", int)
+    if n is not None and n != 1:
+        raise _bad("only n=1 is supported", "n")
+    tools = _tools(body)
+    choice, function = _tool_choice(body, tools)
+    messages = _messages(body)
+    stop = body.get("stop")
+    if isinstance(stop, str):
+        stop = [stop]
+    if stop is not None and not (isinstance(stop, list) and all(isinstance(s, str) and s for s in stop)):
+        raise _bad("'stop' must be a string or a list of non-empty strings", "stop")
+    max_tokens = _number(body, "max_completion_tokens", int, low=1)
+    if max_tokens is None:
+        max_tokens = _number(body, "max_tokens", int, low=1)
+    stream_options = body.get("stream_options") or {}
+    if not isinstance(stream_options, Mapping):
+        raise _bad("'stream_options' must be an object", "stream_options")
+    return ChatRequest(
+        messages=messages, tools=tools, tool_choice=choice, function=function,
+        parallel=body.get("parallel_tool_calls") is not False,
+        temperature=_number(body, "temperature", float, low=0), max_tokens=max_tokens, stop=list(stop or []),
+        seed=_number(body, "seed", int), stream=body.get("stream") is True,
+        include_usage=stream_options.get("include_usage") is True,
+        model=body["model"] if isinstance(body.get("model"), str) else "")
+
+
+def message_key(content: str | None, calls: list[tuple[str, Any]]) -> str:
+    """What identifies an assistant message the proxy returned when the client sends it back:
+    its content and calls (names and arguments; ids may be rewritten by a client)."""
+    data = json.dumps([content or "", [list(c) for c in calls]], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def _key_of(message: Mapping[str, Any]) -> str:
+    return message_key(message.get("content"), [(c["name"], c["args"]) for c in message.get("tool_calls") or []])
+
+
+class ReplyMemory:
+    """The turns the model really wrote for a returned assistant message (its raw reply, and any
+    repair before it: bad reply, feedback, ...), by ``message_key``; the oldest are forgotten."""
+
+    def __init__(self, size: int = 4096):
+        self.size = size
+        self._turns: OrderedDict[str, list[dict[str, str]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, key: str, turns: list[dict[str, str]]) -> None:
+        with self._lock:
+            self._turns[key] = turns
+            self._turns.move_to_end(key)
+            while len(self._turns) > self.size:
+                self._turns.popitem(last=False)
+
+    def recall(self, message: Mapping[str, Any]) -> list[dict[str, str]] | None:
+        with self._lock:
+            return self._turns.get(_key_of(message))
+
+
+def _assistant_text(message: Mapping[str, Any]) -> str:
+    """An assistant message the proxy has no record of, as the text protocol writes it."""
+    calls = message.get("tool_calls") or []
+    if calls:
+        lines = [message["content"].strip()] if message.get("content", "").strip() else []
+        return "\n".join(lines + [render_call(ToolCall(c["name"], c["args"])) for c in calls])
+    return "ANSWER: " + message.get("content", "")
+
+
+def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[dict[str, str]]:
+    """The conversation as text-protocol turns (system, then user and assistant alternating,
+    ending with a user turn), ready for ``ChatFormat.render``. ProxyError 400 when it cannot be
+    one (an assistant turn before any user turn, or no user or tool turn at the end)."""
+    system_texts = [m["content"] for m in request.messages if m["role"] == "system" and m["content"].strip()]
+    system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
+    turns: list[dict[str, str]] = [{"role": "system", "content": system},
+                                   *prompts.example_turns(request.tools, request.tools.examples or None)]
+    names: dict[str, str] = {}
+    seen_user = False
+    for i, message in enumerate(request.messages):
+        role = message["role"]
+        if role == "system":
+            continue
+        if role == "assistant":
+            if not seen_user:
+                raise _bad("the conversation must have a user message before the first assistant message",
+                           f"messages[{i}]")
+            for call in message.get("tool_calls") or []:
+                names[call["id"]] = call["name"]
+            remembered = memory.recall(message) if memory is not None else None
+            turns.extend(remembered or [{"role": "assistant", "content": _assistant_text(message)}])
+            continue
+        if role == "user":
+            text = prompts.task(message["content"])
+        else:
+            name = names.get(message["tool_call_id"]) or message.get("name")
+            if name is None:
+                raise _bad(f"the tool message answers {json.dumps(message['tool_call_id'])[:80]}, which no earlier "
+                           "assistant tool call has as its id", f"messages[{i}].tool_call_id")
+            text = prompts.observation(name, message["content"])
+        seen_user = True
+        if turns[-1]["role"] == "user" and len(turns) > 1:
+            turns[-1] = {"role": "user", "content": turns[-1]["content"] + "\n" + text}
+        else:
+            turns.append({"role": "user", "content": text})
+    if turns[-1]["role"] != "user" or len(turns) < 2:
+        raise _bad("the conversation must end with a user or tool message", "messages")
+    return turns

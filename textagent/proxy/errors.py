@@ -1,0 +1,44 @@
+"""OpenAI-style errors: ``{"error": {"message", "type", "param", "code"}}`` with the right status.
+
+Backend failures are translated here, at the boundary: an upstream that does not answer is 503,
+one that times out 504, one that answers with an error or nonsense 502.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
+
+__all__ = ["ProxyError", "error_body", "from_backend_error"]
+
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+          405: "invalid_request_error", 413: "invalid_request_error", 500: "server_error",
+          502: "upstream_error", 503: "upstream_unavailable", 504: "upstream_timeout"}
+
+
+class ProxyError(Exception):
+    """A request the proxy answers with an error status and an OpenAI-style body."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.status, self.message, param=self.param, code=self.code)
+
+
+def error_body(status: int, message: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": _TYPES.get(status, "invalid_request_error" if status < 500
+                                                                  else "server_error"),
+                      "param": param, "code": code}}
+
+
+def from_backend_error(exc: BackendError) -> ProxyError:
+    """The status a client sees for an upstream failure."""
+    if isinstance(exc, BackendTimeout):
+        return ProxyError(504, f"the upstream model server timed out: {exc}", code="upstream_timeout")
+    if isinstance(exc, BackendConnectionError):
+        return ProxyError(503, f"the upstream model server is not reachable: {exc}", code="upstream_unreachable")
+    if isinstance(exc, BackendHTTPError) and exc.status == 503:   # llama.cpp while loading the model
+        return ProxyError(503, f"the upstream model server is not ready: {exc}", code="upstream_not_ready")
+    return ProxyError(502, f"the upstream model server failed: {exc}", code="upstream_error")

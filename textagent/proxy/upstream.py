@@ -1,0 +1,186 @@
+"""The model server behind the proxy: built in the background (the proxy listens at once, also
+while an embedded llama-server starts), asked for its state by ``/health``, and shared between
+requests through its slots."""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..backends import LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
+from ..errors import BackendError, TextagentError
+from ..modes.constrained import takes_grammar
+from ..templates import ChatFormat, format_from_renderer, get_format
+from .errors import ProxyError
+
+__all__ = ["UpstreamConfig", "Upstream"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class UpstreamConfig:
+    endpoint: str | None = None        # None: the embedded server (`textagent serve`'s, or one started here)
+    api: str = "llamacpp"              # llamacpp | completions | ollama
+    model: str | None = None           # the model id an OpenAI-compatible or Ollama endpoint serves
+    gguf: str | None = None            # the embedded server's model
+    api_key: str | None = None         # sent to the upstream
+    chat_format: str | None = None     # default: the model's own (llama.cpp), else chatml
+    timeout: float = 300.0             # read timeout of one upstream request
+    parallel: int | None = None        # requests in flight upstream (default: llama.cpp's slots, else 4)
+    slot_wait: float = 600.0           # how long a request waits for a free slot
+
+
+class Upstream:
+    """State ``starting`` until the backend and chat format are known, then ``ready`` (or
+    ``failed``, with the reason). ``slot()`` hands out the upstream's slots, preferring the
+    one a conversation used before (its KV cache holds that conversation)."""
+
+    def __init__(self, config: UpstreamConfig, *, progress: Callable[[str], Any] = log.info):
+        self.config, self.progress = config, progress
+        self.state, self.detail = "starting", ""
+        self.backend: Any = None
+        self.format: ChatFormat = get_format("chatml")
+        self.takes_grammar = False
+        self.model = config.model or config.gguf or "textagent"
+        self._server: Any = None
+        self._ready = threading.Event()
+        self._free: list[int] = []
+        self._cond = threading.Condition()
+        self._last: dict[str, int] = {}
+
+    # -- life ---------------------------------------------------------------------------------
+    def start(self, *, background: bool = True) -> None:
+        if background:
+            threading.Thread(target=self._start, name="textagent-proxy-upstream", daemon=True).start()
+        else:
+            self._start()
+
+    def _start(self) -> None:
+        try:
+            self._connect()
+        except (TextagentError, OSError, ValueError) as exc:
+            self.state, self.detail = "failed", str(exc)
+            log.error("upstream failed to start: %s", exc)
+        else:
+            self.state, self.detail = "ready", ""
+        finally:
+            self._ready.set()
+
+    def _connect(self) -> None:
+        c = self.config
+        url, fmt = c.endpoint, c.chat_format
+        if url is None:
+            from ..local import LocalServer, running_server
+
+            state = running_server() if c.gguf is None else None
+            if state:
+                url, fmt = state["url"], fmt or state.get("chat_format", "server")
+            else:
+                self._server = LocalServer(c.gguf, parallel=c.parallel or 2, progress=self.progress)
+                self._server.start()
+                url, fmt = self._server.url, fmt or self._server.chat_format
+                self.model = c.model or (self._server.model_path.stem if self._server.model_path else self.model)
+        if c.api == "llamacpp" or c.endpoint is None:
+            self.backend = LlamaCppBackend(url, api_key=c.api_key, timeout=c.timeout)
+            self.backend.wait_healthy(timeout=c.timeout, on_wait=self.progress)
+        elif c.api == "completions":
+            self.backend = OpenAICompletionsBackend(url, model=c.model, api_key=c.api_key, timeout=c.timeout)
+        elif c.api == "ollama":
+            self.backend = OllamaBackend(url, model=c.model or "qwen2.5-coder:0.5b", timeout=c.timeout)
+        else:
+            raise TextagentError(f"unknown --api {c.api!r}; the proxy talks to llamacpp, completions or ollama")
+        fmt = fmt or ("server" if isinstance(self.backend, LlamaCppBackend) else "chatml")
+        try:
+            self.format = format_from_renderer(self.backend.apply_template, name="server") if fmt == "server" \
+                else get_format(fmt)
+        except BackendError as exc:
+            raise TextagentError(f"could not learn the chat template from {url}: {exc}") from None
+        self.takes_grammar = isinstance(self.backend, LlamaCppBackend) or takes_grammar(self.backend) is True
+        slots = c.parallel or self._server_slots() or 4
+        self._free = list(range(slots))
+
+    def _server_slots(self) -> int | None:
+        if not isinstance(self.backend, LlamaCppBackend):
+            return None
+        try:
+            slots = self.backend.props().get("total_slots")
+        except BackendError:
+            return None
+        return slots if isinstance(slots, int) and slots > 0 else None
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._ready.wait(timeout)
+
+    # -- state --------------------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        """What ``/health`` says about the upstream: state, and for llama.cpp its own health."""
+        out: dict[str, Any] = {"state": self.state, "url": getattr(self.backend, "url", self.config.endpoint)}
+        if self.detail:
+            out["detail"] = self.detail
+        if self.state == "ready" and isinstance(self.backend, LlamaCppBackend):
+            try:
+                self.backend.health(timeout=(2.0, 3.0))
+            except BackendError as exc:
+                out["state"], out["detail"] = "unavailable", str(exc)
+        return out
+
+    def require(self) -> None:
+        """ProxyError 503 unless the upstream is ready."""
+        if self.state == "starting":
+            raise ProxyError(503, "the upstream model server is still starting; retry in a moment",
+                             code="upstream_starting")
+        if self.state == "failed":
+            detail, self.state = self.detail, "starting"
+            self._ready.clear()
+            self.start()   # the next request may find it up (a server started after the proxy)
+            raise ProxyError(503, f"the upstream model server could not be reached: {detail}",
+                             code="upstream_failed")
+
+    # -- slots --------------------------------------------------------------------------------
+    def options(self, slot: int) -> dict[str, Any]:
+        """Request options for a request on ``slot`` (llama.cpp pins it, keeping its KV cache)."""
+        return {"id_slot": slot} if isinstance(self.backend, LlamaCppBackend) else {}
+
+    def slot(self, conversation: str) -> "_Slot":
+        return _Slot(self, hashlib.sha256(conversation.encode()).hexdigest())
+
+    def _acquire(self, key: str) -> int:
+        deadline = time.monotonic() + self.config.slot_wait
+        with self._cond:
+            while not self._free:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._cond.wait(left):
+                    raise ProxyError(503, "every upstream slot is busy; retry later", code="upstream_busy")
+            preferred = self._last.get(key)
+            slot = preferred if preferred in self._free else self._free[0]
+            self._free.remove(slot)
+            self._last[key] = slot
+            if len(self._last) > 10_000:
+                self._last.pop(next(iter(self._last)))
+            return slot
+
+    def _release(self, slot: int) -> None:
+        with self._cond:
+            self._free.append(slot)
+            self._cond.notify()
+
+
+class _Slot:
+    def __init__(self, upstream: Upstream, key: str):
+        self.upstream, self.key, self.index = upstream, key, -1
+
+    def __enter__(self) -> int:
+        self.index = self.upstream._acquire(self.key)
+        return self.index
+
+    def __exit__(self, *exc: object) -> None:
+        self.upstream._release(self.index)
