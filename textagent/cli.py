@@ -467,10 +467,12 @@ def build_parser() -> argparse.ArgumentParser:
     # These two own their options; main() hands them the rest of the command line.
     sub.add_parser("bench", add_help=False, help="compare modes on a task suite (textagent bench --help)")
     sub.add_parser("fuzz", add_help=False, help="fuzz the parser and argument layer (textagent fuzz --help)")
+    sub.add_parser("proxy", add_help=False, help="serve OpenAI function calling for a model that has none "
+                                                 "(textagent proxy --help)")
     return parser
 
 
-_DELEGATED = {"bench": "textagent.bench.cli", "fuzz": "textagent.fuzz"}
+_DELEGATED = {"bench": "textagent.bench.cli", "fuzz": "textagent.fuzz", "proxy": "textagent.proxy.cli"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,9 +1,20 @@
 """``textagent proxy``: an OpenAI-compatible function-calling endpoint in front of a model server
-that has none. Needs the ``proxy`` extra (starlette, uvicorn). See docs/proxy.md."""
+that has none. Needs the ``proxy`` extra (starlette, uvicorn). See docs/proxy.md.
+
+The names below are imported on first use, so that ``textagent proxy`` can say which extra is
+missing instead of failing on import."""
 from __future__ import annotations
 
-from .app import REPAIRS_HEADER, ProxyConfig, create_app
-from .server import ProxyServer
-from .upstream import Upstream, UpstreamConfig
+import importlib
+from typing import Any
 
 __all__ = ["ProxyConfig", "ProxyServer", "Upstream", "UpstreamConfig", "create_app", "REPAIRS_HEADER"]
+
+_WHERE = {"ProxyConfig": "app", "create_app": "app", "REPAIRS_HEADER": "app", "ProxyServer": "server",
+          "Upstream": "upstream", "UpstreamConfig": "upstream"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)

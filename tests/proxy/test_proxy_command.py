@@ -1,0 +1,54 @@
+"""`textagent proxy` as a process: it listens, serves the official openai SDK, logs each request
+as a JSON line, writes traces, and stops cleanly on SIGTERM."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+openai = pytest.importorskip("openai")
+pytest.importorskip("uvicorn")
+
+from httpfake import FakeServer  # noqa: E402
+
+
+def test_the_command_serves_the_openai_sdk(tmp_path):
+    with FakeServer() as upstream:
+        upstream.json("/health", {"status": "ok"}, repeat=True)
+        upstream.json("/completion", {"content": 'TOOL: add ARGS: {"a": 2, "b": 3}', "stop_type": "eos"})
+        env = {**os.environ, "TEXTAGENT_PROXY_API_KEY": "k"}
+        proc = subprocess.Popen([sys.executable, "-m", "textagent", "proxy", "--endpoint", upstream.url,
+                                 "--chat-format", "chatml", "--port", "0", "--parallel", "1",
+                                 "--trace", str(tmp_path / "traces")],
+                                stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 30
+            url = None
+            while url is None and time.monotonic() < deadline:
+                line = proc.stderr.readline()
+                assert line, "the proxy exited before listening"
+                if "listening on " in line:
+                    url = line.split("listening on ")[1].split()[0]
+            client = openai.OpenAI(base_url=url, api_key="k", max_retries=0, timeout=30)
+            tools = [{"type": "function", "function": {"name": "add", "parameters": {
+                "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"]}}}]
+            reply = client.chat.completions.create(model="any", messages=[{"role": "user", "content": "2+3?"}],
+                                                   tools=tools)
+            call = reply.choices[0].message.tool_calls[0]
+            assert json.loads(call.function.arguments) == {"a": 2, "b": 3}
+            with pytest.raises(openai.AuthenticationError):
+                openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        logged = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+        assert [(r["path"], r["status"]) for r in logged] == [("/v1/chat/completions", 200), ("/v1/models", 401)]
+        assert logged[0]["repairs"] == 0 and logged[0]["id"] == reply.id
+        assert (tmp_path / "traces" / f"{reply.id}.json").exists()

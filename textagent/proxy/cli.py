@@ -1,0 +1,142 @@
+"""``textagent proxy``: serve an OpenAI-compatible function-calling endpoint in front of a model
+server (or the embedded one) until Ctrl-C."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..cli import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, _ollama_url, _positive
+
+ENV_PROXY_KEY = "TEXTAGENT_PROXY_API_KEY"
+DEFAULT_PORT = 8000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="textagent proxy",
+        description="Serve POST /v1/chat/completions with OpenAI function calling (tools, tool_choice, tool_calls, "
+                    "streaming) in front of a model server that has none: the conversation is written in textagent's "
+                    "text protocol, replies are parsed and validated, and bad ones are repaired inside the proxy. "
+                    "Without --endpoint it uses the embedded llama-server (the one `textagent serve` runs, or one it "
+                    "starts). GET /health answers at once; GET /v1/models lists the model. See docs/proxy.md.")
+    p.add_argument("--endpoint", help=f"URL of the upstream server (default: ${ENV_BASE_URL} for --api completions, "
+                                      f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded llama-server)")
+    p.add_argument("--api", choices=["llamacpp", "completions", "ollama"], default="llamacpp",
+                   help="the upstream's API: llama.cpp /completion (default), OpenAI /v1/completions, Ollama")
+    p.add_argument("--model", help="the model id the upstream serves (completions, ollama); also what /v1/models "
+                                   "lists")
+    p.add_argument("--gguf", help="embedded llama-server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
+    p.add_argument("--upstream-api-key", help=f"bearer token for the upstream (default: ${ENV_API_KEY} for "
+                                              "--api completions)")
+    p.add_argument("--mode", choices=["text", "constrained"], default="text",
+                   help="text: free generation, parsed and repaired (default); constrained: the upstream is held "
+                        "to the tools' GBNF grammar (llama.cpp)")
+    p.add_argument("--chat-format", choices=["server", "chatml", "llama3", "gemma", "plain"],
+                   help="how the conversation is written into the prompt (default: the model's own, asked from "
+                        "llama.cpp; chatml elsewhere)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
+    p.add_argument("--api-key", help=f"require this bearer token from clients (default: ${ENV_PROXY_KEY}; "
+                                     "unset: no key needed)")
+    p.add_argument("--max-repairs", type=int, default=2,
+                   help="repairs of one reply inside the proxy before the client gets it as text (default 2)")
+    p.add_argument("--parallel", type=_positive(int),
+                   help="requests sent upstream at a time (default: llama.cpp's slots, 2 for the embedded server, "
+                        "else 4); more wait for a free slot")
+    p.add_argument("--timeout", type=_positive(float), default=300,
+                   help="read timeout of one upstream request, seconds (default 300)")
+    p.add_argument("--max-body", type=_positive(int), default=4 * 1024 * 1024,
+                   help="largest request body in bytes (default 4 MiB; larger: 413)")
+    p.add_argument("--trace", metavar="DIR", help="write a JSON trace of every request into DIR")
+    p.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True,
+                   help="one JSON line per request on stderr (default: on)")
+    return p
+
+
+def _access_log(on: bool) -> None:
+    logger = logging.getLogger("textagent.proxy.access")
+    logger.propagate = False
+    if not on:
+        logger.disabled = True
+        return
+    logger.setLevel(logging.INFO)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        import uvicorn
+
+        from . import ProxyConfig, Upstream, UpstreamConfig
+        from .server import uvicorn_config
+    except ImportError as exc:
+        print(f"textagent proxy: needs the proxy extra (pip install 'textagent[proxy]'): {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    endpoint = args.endpoint
+    if not endpoint and args.api == "completions" and os.environ.get(ENV_BASE_URL, "").strip():
+        endpoint = os.environ[ENV_BASE_URL].strip()
+    if not endpoint and args.api == "ollama" and os.environ.get(ENV_OLLAMA_HOST, "").strip():
+        endpoint = _ollama_url(os.environ[ENV_OLLAMA_HOST])
+    if not endpoint and args.api != "llamacpp":
+        print(f"textagent proxy: --api {args.api} needs --endpoint", file=sys.stderr)
+        return EXIT_ERROR
+    if args.mode == "constrained" and args.api != "llamacpp":
+        print("textagent proxy: --mode constrained needs a llama.cpp upstream (--api llamacpp)", file=sys.stderr)
+        return EXIT_ERROR
+    if args.max_repairs < 0:
+        print("textagent proxy: --max-repairs must be 0 or more", file=sys.stderr)
+        return EXIT_ERROR
+    trace_dir = Path(args.trace) if args.trace else None
+    if trace_dir is not None:
+        try:
+            trace_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            print(f"textagent proxy: --trace {trace_dir}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_ERROR
+    upstream_key = args.upstream_api_key
+    if upstream_key is None and args.api == "completions":
+        upstream_key = os.environ.get(ENV_API_KEY)
+    _access_log(args.access_log)
+
+    def say(message: str) -> None:
+        print(f"textagent proxy: {message}", file=sys.stderr, flush=True)
+
+    upstream = Upstream(UpstreamConfig(endpoint=endpoint, api=args.api, model=args.model, gguf=args.gguf,
+                                       api_key=upstream_key, chat_format=args.chat_format, timeout=args.timeout,
+                                       parallel=args.parallel), progress=say)
+    config = ProxyConfig(mode=args.mode, max_repairs=args.max_repairs,
+                         api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
+                         max_body_bytes=args.max_body, trace_dir=trace_dir)
+    server = uvicorn.Server(uvicorn_config(upstream, config, host=args.host, port=args.port))
+
+    def announce() -> None:
+        while not server.started and not server.should_exit:
+            time.sleep(0.05)
+        if server.started:
+            host, port = server.servers[0].sockets[0].getsockname()[:2]
+            say(f"listening on http://{host}:{port}/v1 (upstream: {endpoint or 'the embedded llama-server'}, "
+                f"mode {args.mode}); Ctrl-C stops it")
+            upstream.wait()
+            say(f"upstream {upstream.state}{': ' + upstream.detail if upstream.detail else ''}")
+
+    threading.Thread(target=announce, daemon=True).start()
+    upstream.start()
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM and then re-raises the signal with the handler
+    # it found: for SIGTERM that is this no-op, so the embedded server is stopped below and the exit
+    # is clean (SIGINT still ends as KeyboardInterrupt, after the same cleanup)
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        server.run()
+    finally:
+        upstream.stop()
+    return 0 if server.started else EXIT_ERROR
