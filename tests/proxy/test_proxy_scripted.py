@@ -204,6 +204,22 @@ def test_the_conversation_is_append_only_across_turns(upstream, proxy):
     assert [b["id_slot"] for b in prompts_sent(upstream)] == [0, 0, 0]
 
 
+def test_each_conversation_keeps_its_own_record_of_the_model_text(upstream, proxy):
+    """Two conversations get the same call; only the first needed a repair, and only its next
+    turn repeats that repair."""
+    call = 'TOOL: get_weather ARGS: {"city": "Paris"}'
+    for reply in ("TOOL: get_weather ARGS: {", call, call, "ANSWER: a", "ANSWER: b"):
+        upstream.json("/completion", said(reply))
+    other = [{"role": "user", "content": "Paris weather, please."}]
+    firsts = [post(proxy, {"messages": m, "tools": [WEATHER]}).json()["choices"][0]["message"] for m in (ASK, other)]
+    for m, first in zip((ASK, other), firsts):
+        result = {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"], "content": "sun"}
+        post(proxy, {"messages": [*m, first, result], "tools": [WEATHER]})
+    sent = [b["prompt"] for b in prompts_sent(upstream)]
+    assert sent[3].startswith(sent[1] + call) and "format error" in sent[3]
+    assert sent[4].startswith(sent[2] + call) and "format error" not in sent[4]
+
+
 def test_a_conversation_the_proxy_did_not_see_is_written_canonically(upstream, proxy):
     upstream.json("/completion", said("ANSWER: ok"))
     messages = [{"role": "system", "content": "Be brief."}, *ASK,

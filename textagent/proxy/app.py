@@ -129,7 +129,7 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
             trace["request"] = body
             ex.record.update(stream=chat_request.stream, tools=len(chat_request.tools),
                              tool_choice=chat_request.tool_choice)
-            result = await _run(request, chat_request)
+            result, turns = await _run(request, chat_request)
         except ProxyError as exc:
             trace["error"] = exc.body()["error"]
             ex.done(exc.status, config.trace_dir, trace)
@@ -138,8 +138,8 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
             ex.record["client_disconnected"] = True
             ex.done(499, config.trace_dir, trace)
             return Response(status_code=499)
-        memory.remember(message_key(result.content, [(c["name"], json.loads(c["arguments"])) for c in result.calls]),
-                        result.turns)
+        memory.remember(message_key(turns, result.content,
+                                    [(c["name"], json.loads(c["arguments"])) for c in result.calls]), result.turns)
         ex.record.update(repairs=result.repairs, finish_reason=result.finish_reason,
                          prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens)
         model = chat_request.model or upstream.model
@@ -157,17 +157,18 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
         return StreamingResponse(events(), media_type="text/event-stream",
                                  headers={**headers, "cache-control": "no-cache"})
 
-    async def _run(request: Request, chat_request: ChatRequest) -> Answer:
+    async def _run(request: Request, chat_request: ChatRequest) -> tuple[Answer, list[dict[str, str]]]:
+        """The answer, and the transcript it answered."""
         cancelled = threading.Event()
 
-        def work() -> Answer:
+        def work() -> tuple[Answer, list[dict[str, str]]]:
             upstream.require()
             turns = transcript(chat_request, memory)
             first_user = next((t["content"] for t in turns[1:] if t["role"] == "user"), "")
             with upstream.slot(turns[0]["content"] + first_user) as slot:
                 try:
                     return answer(upstream, chat_request, turns, constrained=config.mode == "constrained",
-                                  max_repairs=config.max_repairs, slot=slot, cancelled=cancelled)
+                                  max_repairs=config.max_repairs, slot=slot, cancelled=cancelled), turns
                 except BackendError as exc:
                     if cancelled.is_set():
                         raise Cancelled() from None
@@ -180,7 +181,7 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
                     return
                 await anyio.sleep(0.1)
 
-        result: Answer | None = None
+        result: tuple[Answer, list[dict[str, str]]] | None = None
         error: Exception | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(watch)

@@ -200,15 +200,17 @@ def parse_request(body: Any) -> ChatRequest:
         model=body["model"] if isinstance(body.get("model"), str) else "")
 
 
-def message_key(content: str | None, calls: list[tuple[str, Any]]) -> str:
-    """What identifies an assistant message the proxy returned when the client sends it back:
-    its content and calls (names and arguments; ids may be rewritten by a client)."""
-    data = json.dumps([content or "", [list(c) for c in calls]], sort_keys=True, ensure_ascii=False)
+def message_key(before: list[dict[str, str]], content: str | None, calls: list[tuple[str, Any]]) -> str:
+    """What identifies an assistant message the proxy returned when the client sends it back: the
+    turns it answered and its content and calls (names and arguments; a client may rewrite ids).
+    Two conversations that get the same reply keep their own records (repairs included)."""
+    data = json.dumps([before, content or "", [list(c) for c in calls]], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-def _key_of(message: Mapping[str, Any]) -> str:
-    return message_key(message.get("content"), [(c["name"], c["args"]) for c in message.get("tool_calls") or []])
+def _key_of(before: list[dict[str, str]], message: Mapping[str, Any]) -> str:
+    return message_key(before, message.get("content"),
+                       [(c["name"], c["args"]) for c in message.get("tool_calls") or []])
 
 
 class ReplyMemory:
@@ -227,9 +229,10 @@ class ReplyMemory:
             while len(self._turns) > self.size:
                 self._turns.popitem(last=False)
 
-    def recall(self, message: Mapping[str, Any]) -> list[dict[str, str]] | None:
+    def recall(self, before: list[dict[str, str]], message: Mapping[str, Any]) -> list[dict[str, str]] | None:
+        key = _key_of(before, message)
         with self._lock:
-            return self._turns.get(_key_of(message))
+            return self._turns.get(key)
 
 
 def _assistant_text(message: Mapping[str, Any]) -> str:
@@ -261,7 +264,7 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
                            f"messages[{i}]")
             for call in message.get("tool_calls") or []:
                 names[call["id"]] = call["name"]
-            remembered = memory.recall(message) if memory is not None else None
+            remembered = memory.recall(turns, message) if memory is not None else None
             turns.extend(remembered or [{"role": "assistant", "content": _assistant_text(message)}])
             continue
         if role == "user":
