@@ -49,6 +49,7 @@ class Upstream:
         self.model = config.model or config.gguf or "textagent"
         self._server: Any = None
         self._ready = threading.Event()
+        self._stopping = threading.Event()
         self._free: list[int] = []
         self._cond = threading.Condition()
         self._last: dict[str, int] = {}
@@ -70,6 +71,10 @@ class Upstream:
             self.state, self.detail = "ready", ""
         finally:
             self._ready.set()
+        if self._server is not None:
+            # the embedded llama-server is told to die with the thread that started it
+            # (PR_SET_PDEATHSIG is per thread): this thread lives as long as the server should
+            self._stopping.wait()
 
     def _connect(self) -> None:
         c = self.config
@@ -114,6 +119,7 @@ class Upstream:
         return slots if isinstance(slots, int) and slots > 0 else None
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._server is not None:
             self._server.stop()
 
