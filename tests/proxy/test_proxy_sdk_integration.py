@@ -134,3 +134,18 @@ def test_the_sdk_sees_openai_errors(client):
         client.chat.completions.create(model="qwen", messages=[{"role": "user", "content": "hi"}], n=2)
     assert caught.value.body["param"] == "n"
     assert [m.id for m in client.models.list()] == ["textagent"]   # no --model given
+
+
+def test_the_embedded_server_outlives_the_thread_that_started_it(smollm_server):
+    """Without --endpoint the proxy starts llama-server in a background thread (it listens at
+    once); the server must stay up after that thread's start-up work is done."""
+    import time
+
+    upstream = Upstream(UpstreamConfig(gguf=str(smollm_server.model_path), parallel=1, timeout=60))
+    upstream.start()
+    try:
+        assert upstream.wait(120) and upstream.state == "ready", upstream.detail
+        time.sleep(1.0)
+        assert upstream.health()["state"] == "ready"
+    finally:
+        upstream.stop()
