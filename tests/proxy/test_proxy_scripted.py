@@ -312,6 +312,18 @@ def test_a_body_over_the_limit_is_413(upstream):
         proxy.stop()
 
 
+def test_a_body_that_stops_arriving_is_408(upstream):
+    proxy = start(upstream, body_timeout=0.5)
+    try:
+        host, port = proxy.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"mess")
+            answer = sock.recv(65536).decode()
+        assert answer.startswith("HTTP/1.1 408") and '"code":"request_timeout"' in answer
+    finally:
+        proxy.stop()
+
+
 def test_the_api_key_is_required_when_set(upstream):
     proxy = start(upstream, api_key="sekret")
     try:

@@ -48,13 +48,14 @@ class ProxyConfig:
     api_key: str | None = None          # clients must send it as a bearer token
     max_body_bytes: int = 4 * 1024 * 1024
     trace_dir: Path | None = None
+    body_timeout: float = 60.0          # seconds to receive a request body (slower: 408)
 
 
 class _Exchange:
     """One request: its id, timing and what the access log and the trace say about it."""
 
-    def __init__(self, request: Request):
-        self.id = "chatcmpl-" + uuid.uuid4().hex[:24]
+    def __init__(self, request: Request, prefix: str = "req-"):
+        self.id = prefix + uuid.uuid4().hex[:24]
         self.started = time.monotonic()
         self.record: dict[str, Any] = {"id": self.id, "method": request.method, "path": request.url.path,
                                        "client": request.client.host if request.client else None}
@@ -92,11 +93,15 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
             raise ProxyError(413, f"the request body is larger than {config.max_body_bytes} bytes",
                              code="request_too_large")
         body = bytearray()
-        async for piece in request.stream():
-            body += piece
-            if len(body) > config.max_body_bytes:
-                raise ProxyError(413, f"the request body is larger than {config.max_body_bytes} bytes",
-                                 code="request_too_large")
+        with anyio.move_on_after(config.body_timeout) as scope:   # a client that stops sending
+            async for piece in request.stream():
+                body += piece
+                if len(body) > config.max_body_bytes:
+                    raise ProxyError(413, f"the request body is larger than {config.max_body_bytes} bytes",
+                                     code="request_too_large")
+        if scope.cancelled_caught:
+            raise ProxyError(408, f"the request body did not arrive within {config.body_timeout:g} s",
+                             code="request_timeout")
         try:
             return json.loads(body)
         except (ValueError, RecursionError):
@@ -120,7 +125,7 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
                                                          "owned_by": "textagent"}]})
 
     async def chat(request: Request) -> Response:
-        ex = _Exchange(request)
+        ex = _Exchange(request, "chatcmpl-")
         trace: dict[str, Any] = {}
         try:
             authorized(request)

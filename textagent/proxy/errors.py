@@ -12,7 +12,7 @@ from ..errors import BackendConnectionError, BackendError, BackendHTTPError, Bac
 __all__ = ["ProxyError", "error_body", "from_backend_error"]
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-          405: "invalid_request_error", 413: "invalid_request_error", 500: "server_error",
+          405: "invalid_request_error", 408: "invalid_request_error", 413: "invalid_request_error", 500: "server_error",
           502: "upstream_error", 503: "upstream_unavailable", 504: "upstream_timeout"}
 
 
