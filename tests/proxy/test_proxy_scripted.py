@@ -40,7 +40,7 @@ def upstream():
 
 def start(srv: FakeServer, **config) -> ProxyServer:
     up = Upstream(UpstreamConfig(endpoint=srv.url, chat_format="chatml", parallel=config.pop("parallel", 1),
-                                 timeout=config.pop("timeout", 5)))
+                                 timeout=config.pop("timeout", 5), slot_wait=config.pop("slot_wait", 600)))
     proxy = ProxyServer(up, ProxyConfig(**config)).start()
     assert up.wait(10) and up.state == "ready", up.detail
     return proxy
@@ -396,6 +396,24 @@ def test_requests_in_flight_use_the_upstream_slots(upstream):
         assert sorted(b["id_slot"] for b in prompts_sent(upstream)) == [0, 1]
     finally:
         proxy.stop()
+
+
+def test_a_request_that_finds_no_free_slot_in_time_is_503(upstream):
+    proxy = start(upstream, parallel=1, slot_wait=0.2)
+    try:
+        upstream.json("/completion", said("ANSWER: slow"), delay=1.0)
+        first = threading.Thread(target=post, args=(proxy, {"messages": ASK}))
+        first.start()
+        time.sleep(0.3)
+        assert error_of(post(proxy, {"messages": ASK}), 503)["code"] == "upstream_busy"
+        first.join()
+    finally:
+        proxy.stop()
+
+
+def test_a_bug_is_a_500_with_an_openai_body_not_a_traceback(upstream, proxy, monkeypatch):
+    monkeypatch.setattr(proxy.upstream, "options", lambda slot: 1 / 0)
+    assert error_of(post(proxy, {"messages": ASK}), 500)["type"] == "server_error"
 
 
 def test_a_client_that_disconnects_mid_stream_frees_the_slot(upstream, proxy):
