@@ -447,3 +447,20 @@ def test_a_trace_per_request(upstream, tmp_path):
         assert "unknown tool" in trace["attempts"][0]["feedback"]
     finally:
         proxy.stop()
+
+
+def test_an_openai_completions_upstream_has_no_grammar_and_the_repairs_hold_tool_choice():
+    with FakeServer() as srv:
+        up = Upstream(UpstreamConfig(endpoint=srv.url, api="completions", model="m", chat_format="chatml",
+                                     parallel=1, timeout=5))
+        with ProxyServer(up) as proxy:
+            assert up.wait(10) and up.state == "ready" and not up.takes_grammar
+            for text in ("ANSWER: sunny", 'TOOL: get_weather ARGS: {"city": "Paris"}'):
+                srv.json("/v1/completions", {"choices": [{"text": text, "finish_reason": "stop"}],
+                                             "usage": {"prompt_tokens": 50, "completion_tokens": 5}})
+            resp = post(proxy, {"messages": ASK, "tools": [WEATHER], "tool_choice": "required"})
+            assert resp.headers[REPAIRS_HEADER] == "1"
+            assert resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
+            sent = srv.bodies("/v1/completions")
+            assert all("grammar" not in b and b["model"] == "m" for b in sent)
+            assert "This reply must call a tool" in sent[1]["prompt"]
