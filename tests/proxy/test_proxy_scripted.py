@@ -290,6 +290,8 @@ def error_of(resp: requests.Response, status: int) -> dict:
      "tool_choice"),
     ({"messages": [*ASK, {"role": "tool", "tool_call_id": "nobody", "content": "1"}]}, "messages[1].tool_call_id"),
     ({"messages": ASK, "temperature": "hot"}, "temperature"),
+    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+     "messages[0].content[0]"),
 ])
 def test_bad_requests_are_400_with_the_parameter(upstream, proxy, body, param):
     assert error_of(post(proxy, body), 400)["param"] == param

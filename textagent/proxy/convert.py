@@ -67,20 +67,17 @@ def _number(body: Mapping[str, Any], key: str, kind: type, *, low: float | None 
 
 
 def _text(content: Any, param: str) -> str:
-    """A message's content as text: a string, or a list of text parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for i, part in enumerate(content):
-            if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise _bad("only text content parts are supported ({\"type\": \"text\", \"text\": ...})",
-                           f"{param}[{i}]")
-            parts.append(part["text"])
-        return "\n".join(parts)
-    raise _bad("content must be a string or a list of text parts", param)
+    """A message's content as text: a string, or a list of text parts (anything else is refused,
+    not dropped: the model must not answer a question it was only partly shown)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise _bad("content must be a string or a list of text parts", param)
+    for i, part in enumerate(content):
+        if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+            raise _bad("only text content parts are supported ({\"type\": \"text\", \"text\": ...})",
+                       f"{param}[{i}]")
+    return "\n".join(part["text"] for part in content)
 
 
 def _tools(body: Mapping[str, Any]) -> ToolSet:
