@@ -96,6 +96,10 @@ ACCEPTED = [
     ('TOOL: f ARGS: {\n  "city": "Paris",\n  "days": [1,\n    2]\n}', [ToolCall("f", {"city": "Paris", "days": [1, 2]})]),
     ('TOOL: f ARGS: {"s": "tab\there \\u00e9 \\ud83d\\ude00 \\"q\\""}', [ToolCall("f", {"s": 'tab\there é 😀 "q"'})]),
     ('TOOL: f ARGS: {"path": "C:\\Users\\me"}', [ToolCall("f", {"path": "C:\\Users\\me"})]),  # lenient escapes
+    # several argument objects after one ARGS: one call of the tool each
+    ('TOOL: f ARGS: {"a": 1}, {"a": 2}', [ToolCall("f", {"a": 1}), ToolCall("f", {"a": 2})]),
+    ('TOOL: f ARGS: {"a": 1},{"a": 2}, {"b": [3]}\nANSWER: x',
+     [ToolCall("f", {"a": 1}), ToolCall("f", {"a": 2}), ToolCall("f", {"b": [3]})]),
     # 2. relaxed object
     ("TOOL: f ARGS: {'city': 'Paris', 'days': 3,}", [ToolCall("f", {"city": "Paris", "days": 3})]),
     ("TOOL: f ARGS: {city: 'Paris', ok: True, no: False, nothing: None, list: [1, 2,],}",

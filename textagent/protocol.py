@@ -213,7 +213,7 @@ ERROR_CLASSES: tuple[ErrorClass, ...] = (
         ('TOOL: search ARGS: {"q": "cats"', 'TOOL: search ARGS: {"q": {"lang": "en"}',
          'TOOL: search ARGS: {"q": "cats"}}', 'TOOL: search ARGS: {"q": ["a", "b"]}]',
          'TOOL: search({"q": "cats"})}', 'TOOL: search({"q": "cats"}]', 'TOOL: search ARGS: {"q": "x"} {',
-         'TOOL: search ARGS: {"q": "x"}, {"r": 1}', 'TOOL: search ARGS: {"q": "x"} [', "TOOL: search({})})",
+         'TOOL: search ARGS: {"q": "x"} [', "TOOL: search({})})",
          'TOOL: search ARGS: {"q": ["a"}', "TOOL: search ARGS: {]", 'TOOL: search ARGS: {"q": 1]',
          'TOOL: search ARGS: {"q": 1)}', 'TOOL: search ARGS: {"q": [1)]}', 'TOOL: search ARGS: {"q": [1]]}'),
     ),
@@ -588,6 +588,20 @@ def _unique(into: dict, members: list[tuple[Any, Any, int]]) -> dict:
                             ["each argument once", "one TOOL line per call"])
         into[key] = value
     return into
+
+
+def _several_objects(text: str) -> list[dict] | None:
+    """`{...}, {...}`: two or more JSON objects after one `ARGS:`, each the arguments of a call of
+    the same tool (small models list the calls of a parallel question so); None otherwise."""
+    if text.count("{") + text.count("[") > MAX_DEPTH:
+        return None
+    try:
+        value = json.loads("[" + text + "]", strict=False, object_pairs_hook=_unique_pairs)
+    except (ValueError, RecursionError):
+        return None
+    if len(value) >= 2 and all(type(v) is dict for v in value):
+        return value
+    return None
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
@@ -980,8 +994,8 @@ class _Reader:
                 break
             if kind == "call":
                 answer = None
-                call, i = self.read_call(i, info)
-                calls.append(call)
+                read, i = self.read_call(i, info)
+                calls.extend(read)
                 if fence_open is not None:
                     fence_used = True
                 continue
@@ -1030,20 +1044,25 @@ class _Reader:
         return Reply(calls, thought, thought, dropped)
 
     # ---- one call ----
-    def read_call(self, i: int, info: _Line) -> tuple[ToolCall, int]:
-        """Parse the call that starts on line i; returns it and the next line to read."""
+    def read_call(self, i: int, info: _Line) -> tuple[list[ToolCall], int]:
+        """Parse the call that starts on line i; returns its calls (one, or one per argument
+        object of `ARGS: {...}, {...}`) and the next line to read."""
         lines = self.lines
         line = _unwrap(lines[i], info)
         col0 = info.kw
         head = line[col0:]
-        fm = _FAST_RE.match(head) if _FAST_PATH else None
+        fm = _FAST_RE.match(head)
         if fm is not None:
-            try:
-                value = json.loads(fm.group(2), strict=False, object_pairs_hook=_unique_pairs)
-            except (ValueError, RecursionError):
-                value = None
-            if type(value) is dict and fm.group(2).count("{") + fm.group(2).count("[") <= MAX_DEPTH:
-                return ToolCall(fm.group(1), value), i + 1
+            if _FAST_PATH:
+                try:
+                    value = json.loads(fm.group(2), strict=False, object_pairs_hook=_unique_pairs)
+                except (ValueError, RecursionError):
+                    value = None
+                if type(value) is dict and fm.group(2).count("{") + fm.group(2).count("[") <= MAX_DEPTH:
+                    return [ToolCall(fm.group(1), value)], i + 1
+            several = _several_objects(fm.group(2))
+            if several is not None:
+                return [ToolCall(fm.group(1), value) for value in several], i + 1
 
         segs = _Segments()
         segs.add(i, col0, head)
@@ -1103,8 +1122,8 @@ class _Reader:
                 except (ValueError, RecursionError):
                     value = None
                 if type(value) is dict:
-                    return ToolCall(fm.group(1), value), nxt
-        return self.parse_call(segs), nxt
+                    return [ToolCall(fm.group(1), value)], nxt
+        return [self.parse_call(segs)], nxt
 
     def _starts_object(self, line: str, quoted: bool) -> bool:
         s = line.lstrip(" \t>") if quoted else line.lstrip(" \t")
