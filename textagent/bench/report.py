@@ -249,7 +249,7 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
                 va="bottom", fontsize=8)
     ax = axes[2]
     bottom = [0] * len(modes)
-    colors = plt.get_cmap("tab10")
+    colors = plt.get_cmap("tab20")
     from .bfcl.report import ERROR_TITLES
 
     titles = {**ERROR_TITLES, **FAILURE_TITLES}
@@ -257,7 +257,7 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
         counts = [summaries[m].failures.get(label, 0) for m in modes]
         if not any(counts):
             continue
-        ax.bar(xs, counts, bottom=bottom, label=titles[label], color=colors(i % 10))
+        ax.bar(xs, counts, bottom=bottom, label=titles[label], color=colors(i % 20))
         bottom = [b + c for b, c in zip(bottom, counts)]
     _mode_ticks(ax, xs, modes)
     ax.set_ylabel("failed episodes")
