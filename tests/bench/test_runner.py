@@ -70,6 +70,18 @@ def test_episodes_are_pinned_to_their_slot():
 
 
 def test_resume_after_interruption_keeps_finished_episodes(tmp_path):
+    # a process started in the background by a non-interactive shell ignores SIGINT, and then
+    # interrupt_main() does nothing: give this test Python's own Ctrl-C handler
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _resume_after_interruption(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _resume_after_interruption(tmp_path):
     tasks = SUITE[:6]
     reference = R.ReferenceBackend(tasks)
     finished = []
