@@ -35,7 +35,7 @@ from ..protocol import Reply, ToolCall
 from ..templates import ChatFormat, get_format
 from ..tools import ToolOutcome
 from .. import prompts
-from .metrics import classify
+from .metrics import NATIVE_MODES, classify
 from .plain_loop import ANSWER, UNUSABLE, run_plain
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
@@ -47,7 +47,6 @@ __all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "agent_supports_modes", "
 AGENT_MODES = ("text", "constrained", "native", "native+fallback")
 #: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
 MODES = (*AGENT_MODES, "baseline", "bfcl-prompt")
-NATIVE = ("native", "native+fallback")
 EPISODES_FILE = "episodes.jsonl"
 RECORD_VERSION = 1
 
@@ -371,7 +370,7 @@ def _episode_tools(task: Task, mode: str, env: Env) -> tuple[Any, dict[str, str]
         from .bfcl.tasks import item_documents
 
         documents = item_documents(task.bfcl)
-        tools, names = make_tools(documents, native=mode in NATIVE)
+        tools, names = make_tools(documents, native=mode in NATIVE_MODES)
         return tools, names, documents
     from .bfcl.schema import function_docs
 

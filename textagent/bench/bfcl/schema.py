@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from ...tools import Tool, ToolSet
 
 __all__ = ["to_json_schema", "language_hint", "native_names", "make_tools", "NEUTRAL_RESULT", "function_docs"]
@@ -65,12 +67,8 @@ def to_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _is_type(value: Any, kind: str) -> bool:
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return {"string": str, "boolean": bool, "array": list, "object": dict}.get(kind, object) is object or \
-        isinstance(value, {"string": str, "boolean": bool, "array": list, "object": dict}[kind])
+    """Whether ``value`` is of JSON type ``kind``, judged as the tools' own validator judges it."""
+    return Draft202012Validator.TYPE_CHECKER.is_type(value, kind)
 
 
 def _hint(language: str) -> str:
