@@ -1,6 +1,7 @@
 """The model-facing text: tool listings, worked examples, observations, every template."""
 from __future__ import annotations
 
+import pathlib
 import json
 from importlib import resources
 from typing import Literal
@@ -93,14 +94,30 @@ def test_every_demo_and_bench_example_call_binds_to_its_tool():
         assert example.answer and "\n" not in example.answer
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in resources.files(prompts).iterdir() if p.name.endswith(".txt")))
-def test_every_template_is_used(name):
-    import pathlib
+PROMPT_DIR = pathlib.Path(prompts.__file__).resolve().parent
 
-    root = pathlib.Path(prompts.__file__).resolve().parent.parent
-    stem = name
-    sources = "\n".join(p.read_text() for p in root.rglob("*.py"))
-    assert f'"{stem}"' in sources, f"{name} is never loaded"
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(PROMPT_DIR)) for p in PROMPT_DIR.rglob("*.txt")))
+def test_every_template_is_used(path):
+    stem = pathlib.PurePath(path).stem
+    sources = "\n".join(p.read_text() for p in PROMPT_DIR.parent.rglob("*.py"))
+    assert f'"{stem}"' in sources or f'"{stem}.txt"' in sources, f"{path} is never loaded"
+
+
+def test_prompt_files_sit_in_a_family_folder():
+    assert not list(PROMPT_DIR.glob("*.txt")), "prompts live in text/, native/, proxy/ or common/"
+    assert {p.name for p in PROMPT_DIR.iterdir() if p.is_dir() and p.name != "__pycache__"} == {*prompts.FAMILIES,
+                                                                                                 "common"}
+
+
+def test_a_family_folder_wins_over_common():
+    assert "reply with the answer" in prompts.for_family("native").render("repeated_call")
+    assert "ANSWER" in prompts.for_family("text").render("repeated_call")
+    assert prompts.for_family("native").template("task") is prompts.for_family("text").template("task")
+    with pytest.raises(FileNotFoundError, match="no prompt 'nope'"):
+        prompts.for_family("text").template("nope")
+    with pytest.raises(ValueError, match="unknown prompt family"):
+        prompts.Prompts("chat")
 
 
 def test_answer_send_backs_in_both_wordings():

@@ -420,7 +420,7 @@ def test_error_fields_and_feedback():
 
 
 def test_feedback_comes_from_the_template_file():
-    template = (ROOT / "textagent" / "prompts" / "format_error.txt").read_text(encoding="utf-8")
+    template = (ROOT / "textagent" / "prompts" / "text" / "format_error.txt").read_text(encoding="utf-8")
     fixed = [ln for ln in template.splitlines() if ln.strip() and "$" not in ln]
     fb = error("TOOL:").feedback()
     for line in fixed:

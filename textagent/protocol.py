@@ -435,8 +435,8 @@ def _indent(text: str, prefix: str) -> str:
 
 @lru_cache(maxsize=1)
 def _feedback_template() -> Template:
-    return Template(_read_resource(("prompts", "format_error.txt"),
-                                   Path(__file__).resolve().parent / "prompts" / "format_error.txt"))
+    return Template(_read_resource(("prompts", "text", "format_error.txt"),
+                                   Path(__file__).resolve().parent / "prompts" / "text" / "format_error.txt"))
 
 
 def _read_resource(parts: tuple[str, ...], fallback: Path) -> str:

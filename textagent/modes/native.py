@@ -176,7 +176,7 @@ class NativeMode:
 
     def start(self, agent: "Agent", task: str) -> None:
         self.example = _example_messages(agent)   # here: the examples shown may depend on the task
-        system = agent.system_prompt if agent.system_prompt_given else prompts.template("native_system.txt").substitute()
+        system = agent.system_prompt if agent.system_prompt_given else prompts.for_family("native").template("system.txt").substitute()
         agent.messages = [{"role": "system", "content": system}, *self.example,
                           {"role": "user", "content": prompts.task(task)}]
         agent.prompt = ""
@@ -219,7 +219,7 @@ class NativeMode:
                 if reply is not None:
                     return reply
         if not content.strip():
-            raise FormatError(prompts.template("native_empty_reply.txt").substitute())
+            raise FormatError(prompts.for_family("native").template("empty_reply.txt").substitute())
         return Reply([], content.strip(), content, [])
 
     def _rescue(self, content: str, kind: str, found: list, agent: "Agent", step: "Step") -> Reply | None:
@@ -242,7 +242,7 @@ class NativeMode:
         if error is not None:
             tool = agent.tools.get(call.name)
             usage = tool.signature() if tool is not None else ", ".join(agent.tools)
-            output = prompts.template("native_bad_arguments.txt").substitute(error=error, usage=usage)
+            output = prompts.for_family("native").template("bad_arguments.txt").substitute(error=error, usage=usage)
             return ToolOutcome(call.name, call.args, False, output, "bad_arguments", 0.0)
         return agent.tools.execute(call, timeout=agent.tool_timeout_left(), limit=agent.observation_limit)
 
@@ -268,7 +268,7 @@ class NativeMode:
         for i, outcome in enumerate(step.outcomes):
             text = outcome.output
             if outcome.error in RETRYABLE:
-                text = prompts.template("native_tool_error.txt").substitute(output=text)
+                text = prompts.for_family("native").template("tool_error.txt").substitute(output=text)
             agent.messages.append({"role": "tool", "tool_call_id": ids[i] if i < len(ids) else f"call_{i + 1}",
                                    "name": outcome.name, "content": text})
             observations.append(text)

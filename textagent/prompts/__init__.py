@@ -11,13 +11,55 @@ from typing import Any, NamedTuple
 from .. import _schema
 
 __all__ = ["template", "system_prompt", "Worked", "worked_examples", "placeholder_examples", "call_groups", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
-           "unsupported_answer", "unlooked_answer", "items_called", "repeated_call"]
+           "unsupported_answer", "unlooked_answer", "items_called", "repeated_call", "Prompts", "for_family"]
+
+
+FAMILIES = ("text", "native", "proxy")
 
 
 @cache
+def _read(path: str) -> Template | None:
+    place = resources.files(__package__)
+    for part in path.split("/"):
+        place = place.joinpath(part)
+    if not place.is_file():
+        return None
+    return Template(place.read_text(encoding="utf-8").rstrip("\n"))
+
+
+class Prompts:
+    """The model-facing text of one mode family, read from this package: the family's folder
+    (``text/``: text and constrained modes; ``native/``: native modes; ``proxy/``), laid over
+    ``common/``, which holds what every family says alike. A file in the family's folder wins."""
+
+    def __init__(self, family: str = "text"):
+        if family not in FAMILIES:
+            raise ValueError(f"unknown prompt family {family!r}; choose one of {', '.join(FAMILIES)}")
+        self.family = family
+
+    def __repr__(self) -> str:
+        return f"Prompts({self.family!r})"
+
+    def template(self, name: str) -> Template:
+        name = name.removesuffix(".txt")
+        for folder in (self.family, "common"):
+            found = _read(f"{folder}/{name}.txt")
+            if found is not None:
+                return found
+        raise FileNotFoundError(f"no prompt {name!r} in textagent/prompts/{self.family}/ or common/")
+
+    def render(self, name: str, **fields: Any) -> str:
+        return self.template(name).substitute(fields)
+
+
+@cache
+def for_family(family: str) -> Prompts:
+    return Prompts(family)
+
+
 def template(name: str) -> Template:
-    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-    return Template(text.rstrip("\n"))
+    """A text-family template (the proxy's and native mode's own: ``for_family(...)``)."""
+    return for_family("text").template(name)
 
 
 def describe_tool(tool: Any) -> str:
@@ -153,11 +195,9 @@ def unsupported_answer(numbers: list[str], *, copied: Sequence[str] = (), native
     mode's wording has no ANSWER/OBSERVATION lines to refer to); ``copied`` are those of them
     the worked examples hold, which the model took from there."""
     if copied:
-        name = "native_unsupported_copied.txt" if native else "unsupported_copied.txt"
-        return template(name).substitute(numbers=_listed(numbers), copied=_listed(list(copied)),
+        return for_family("native" if native else "text").template("unsupported_copied").substitute(numbers=_listed(numbers), copied=_listed(list(copied)),
                                          come="comes" if len(copied) == 1 else "come")
-    name = "native_unsupported_answer.txt" if native else "unsupported_answer.txt"
-    return template(name).substitute(numbers=_listed(numbers))
+    return for_family("native" if native else "text").template("unsupported_answer").substitute(numbers=_listed(numbers))
 
 
 def repeated_call(outcome: Any, tools: Iterable[str], *, same: bool = True) -> str:
@@ -177,8 +217,7 @@ def unlooked_answer(items: list[Any], *, native: bool = False) -> str:
     """Sent back instead of accepting an answer that speaks of listed items no call covered:
     ``items`` are grounding.Unlooked, each with the call to make."""
     calls = _listed([f"{u.tool} with {json.dumps(dict(u.args), ensure_ascii=False)}" for u in items])
-    name = "native_unlooked_answer.txt" if native else "unlooked_answer.txt"
-    return template(name).substitute(items=_listed([u.item for u in items]),
+    return for_family("native" if native else "text").template("unlooked_answer").substitute(items=_listed([u.item for u in items]),
                                      them="it" if len(items) == 1 else "them", calls=calls)
 
 
@@ -192,7 +231,7 @@ def items_called(items: list[Any], task: str, *, native: bool = False) -> str:
     names.sort(key=lambda n: task.lower().find(n.lower()))
     # an item and the one beside it: always two names or more
     have = "both have" if len(names) == 2 else "all have"
-    return template("native_items_called.txt" if native else "items_called.txt").substitute(all=_listed(names),
+    return for_family("native" if native else "text").template("items_called").substitute(all=_listed(names),
                                                                                             have=have)
 
 

@@ -77,13 +77,13 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     if reply.is_final:
         answer = reply.answer if reply.answer is not None else reply.thought.strip()
         if request.tool_choice in ("required", "function"):
-            return prompts.feedback(prompts.template("proxy_call_required.txt").substitute(
+            return prompts.feedback(prompts.for_family("proxy").template("call_required.txt").substitute(
                 tools=", ".join(tools))), []
         if not answer.strip():
             return prompts.feedback(prompts.template("empty_reply.txt").substitute()), []
         return None, []
     if request.tool_choice == "none":
-        return prompts.feedback(prompts.template("proxy_no_call.txt").substitute()), []
+        return prompts.feedback(prompts.for_family("proxy").template("no_call.txt").substitute()), []
     calls = reply.calls if request.parallel else reply.calls[:1]
     valid, failed = [], []
     for call in calls:
@@ -95,7 +95,7 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
             failed.append(prompts.observation(outcome.name, outcome.output, failed=True))
     if failed:
         if len(calls) > 1:
-            failed.append(prompts.template("proxy_rewrite.txt").substitute())
+            failed.append(prompts.for_family("proxy").template("rewrite.txt").substitute())
         return "\n".join(failed), valid
     return None, valid
 
