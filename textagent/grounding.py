@@ -21,24 +21,22 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["Unlooked", "numbers_in", "unlooked_items", "unsupported_numbers"]
+from .numbers import find_numbers
 
-# A number: digits with an optional decimal part; "3,800,000"-style comma groups are
-# one number. A sign or letter before it is not part of it ("C-1001" holds 1001, "-2" is 2):
-# signs are compared away, since "-2 °C" and "2 degrees below zero" state the same value.
-_NUMBER = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|(?<![\d.])\d+(?:\.\d+)?")
+__all__ = ["Unlooked", "numbers_in", "unlooked_items", "unsupported_numbers"]
 
 
 def numbers_in(text: str) -> list[str]:
-    """The numbers written in ``text``, as written (group separators removed)."""
-    return [m.group().replace(",", "") for m in _NUMBER.finditer(text)]
+    """The numbers written in ``text``, as written (group separators removed), without signs:
+    they are compared away, since "-2 °C" and "2 degrees below zero" state the same value."""
+    return [number.digits for number in find_numbers(text)]
 
 
 def unsupported_numbers(answer: str, sources: Iterable[str]) -> list[str]:
     """The numbers of ``answer`` (in order, each once) that no source text contains, where a
     source number rounded to the answer's decimal places counts (a result of 3.9473 supports
     "3.9" and "3.95"; 14 supports "14.0")."""
-    # _NUMBER only matches plain decimals, so Decimal() always parses them and the exponent
+    # find_numbers only gives plain decimals, so Decimal() always parses them and the exponent
     # is an int.
     known = {Decimal(number) for text in sources for number in numbers_in(text)}
     missing: list[str] = []

@@ -51,6 +51,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..numbers import find_numbers
 from .tools import check_tool_names
 
 __all__ = ["Task", "TaskFileError", "load_tasks", "default_suite_path", "Outcome", "CheckResult", "check_task",
@@ -235,19 +236,9 @@ class CheckResult:
         return {"type": self.type, "ok": self.ok, "detail": self.detail}
 
 
-_NUMBER = re.compile(r"(?<![\w.])[-−]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.])[-−]?\d+(?:\.\d+)?")
-
-
-def numbers_in(text: str) -> list[float]:
+def numbers_in(text: str | None) -> list[float]:
     """Numbers written in text: 1,234.5 / -2 / 87.8°F / $875.00 / 1e3 is read as 1 and 3."""
-    out = []
-    for match in _NUMBER.finditer(text or ""):
-        token = match.group(0).replace(",", "").replace("−", "-")
-        try:
-            out.append(float(token))
-        except ValueError:
-            continue
-    return out
+    return [number.value for number in find_numbers(text)]
 
 
 def _norm(text: Any) -> str:
