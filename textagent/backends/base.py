@@ -4,11 +4,27 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Backend", "Completion", "Usage", "REQUEST_OPTIONS"]
+__all__ = ["Backend", "Capabilities", "Completion", "Usage", "REQUEST_OPTIONS"]
 
 # The request options of textagent's backends, between them (each lists its own in
 # ``request_options``): what Agent(..., **options) passes through to a backend that lists none.
 REQUEST_OPTIONS = frozenset({"temperature", "seed", "stream", "on_text", "id_slot", "grammar"})
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond plain completions, declared in its ``capabilities``.
+
+    ``grammar``: ``complete()`` sends a ``grammar`` option (GBNF) to the server, which holds the
+    output to it. ``chat``: native function calling works through this backend: it has
+    ``chat(messages, tools=...)``, or (llama.cpp) its server's ``/v1/chat/completions`` is
+    reached from it. ``streaming``: ``complete()`` streams and calls an ``on_text`` option with
+    the text so far (returning True stops early).
+    """
+
+    grammar: bool = False
+    chat: bool = False
+    streaming: bool = False
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -87,6 +103,9 @@ class Backend(Protocol):
     ``request_options`` attribute (``messages`` is always passed by the agent, not listed);
     Agent refuses any other. Without it, REQUEST_OPTIONS (what textagent's backends take
     between them) are allowed.
+
+    A backend declares what it can do beyond plain completions in a ``capabilities``
+    attribute (a Capabilities); textagent's backends all do.
     """
 
     def complete(self, prompt: str, *, stop: list[str], max_tokens: int, **options: Any) -> Completion: ...

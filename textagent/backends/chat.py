@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import BackendResponseError
-from ._http import llama_timings, openai_usage
+from ._payload import llama_timings, openai_usage
 from .base import Completion
 from .openai import _finish, _OpenAIBase
 
@@ -70,6 +70,7 @@ class ChatAsTextBackend(_OpenAIBase):
     request_options = frozenset({"temperature", "seed", "stream", "on_text", "id_slot", "grammar"})
 
     endpoint = "/chat/completions"
+    _chat = True
 
     def _piece(self, choice: Mapping[str, Any]) -> Any:
         delta = choice.get("delta")

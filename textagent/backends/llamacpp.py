@@ -18,19 +18,10 @@ from typing import Any
 import requests
 
 from ..errors import BackendConnectionError, BackendHTTPError, BackendResponseError, BackendTimeout
-from ._http import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    DONE,
-    MAX_RESPONSE_BYTES,
-    HTTPBackend,
-    TimeoutSpec,
-    _count,
-    llama_timings,
-    server_error_message,
-)
-from .base import Completion, Usage
+from ._http import DONE, HTTPBackend
+from ._payload import _count, llama_timings, server_error_message
+from .base import Capabilities, Completion, Usage
+from .http_settings import HttpSettings, TimeoutSpec
 
 __all__ = ["LlamaCppBackend"]
 
@@ -78,10 +69,14 @@ class LlamaCppBackend(HTTPBackend):
     (called with the text so far after every streamed chunk; returning True closes the stream
     and returns what was generated with ``finish_reason="early_stop"``). ``params`` are extra
     fields merged into every request body (e.g. ``{"top_k": 1, "repeat_penalty": 1.0}``).
+    ``http``: the HTTP settings (HttpSettings); its fields may be given as keyword arguments too.
     """
 
     # what Agent(..., **options) may pass to complete() (see Backend)
     request_options = frozenset({"temperature", "seed", "stream", "on_text", "id_slot", "grammar"})
+
+    # grammar: GBNF in /completion; chat: native mode uses the server's /v1/chat/completions
+    capabilities = Capabilities(grammar=True, chat=True, streaming=True)
 
     api_name = "llama.cpp"
     default_url = "http://127.0.0.1:8080"
@@ -90,28 +85,14 @@ class LlamaCppBackend(HTTPBackend):
         self,
         url: str | None = None,
         *,
-        timeout: TimeoutSpec | None = DEFAULT_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
         stream: bool = False,
         temperature: float = 0.0,
         seed: int | None = None,
-        session: requests.Session | None = None,
-        api_key: str | None = None,
         params: Mapping[str, Any] | None = None,
-        backoff: float = DEFAULT_BACKOFF,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-        headers: Mapping[str, str] | None = None,
+        http: HttpSettings | None = None,
+        **http_options: Any,
     ):
-        super().__init__(
-            url,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            api_key=api_key,
-            headers=headers,
-            session=session,
-            max_response_bytes=max_response_bytes,
-        )
+        super().__init__(url, http=http, **http_options)
         self.stream = bool(stream)
         self.temperature = temperature
         self.seed = seed

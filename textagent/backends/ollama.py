@@ -8,17 +8,10 @@ from typing import Any
 import requests
 
 from ..errors import BackendResponseError, ModeNotSupported
-from ._http import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    MAX_RESPONSE_BYTES,
-    HTTPBackend,
-    TimeoutSpec,
-    _count,
-    _number,
-)
-from .base import Completion, Usage
+from ._http import HTTPBackend
+from ._payload import _count, _number
+from .base import Capabilities, Completion, Usage
+from .http_settings import HttpSettings
 
 __all__ = ["OllamaBackend"]
 
@@ -71,11 +64,14 @@ class OllamaBackend(HTTPBackend):
     ``num_ctx`` if given, plus ``params``); ``keep_alive`` is passed through when given.
     Usage: ``prompt_eval_count`` / ``eval_count`` (and ``prompt_eval_cached_count`` on servers
     that report it); durations become millisecond timings. Ollama takes no GBNF grammar, so a
-    ``grammar`` option raises ModeNotSupported.
+    ``grammar`` option raises ModeNotSupported. ``http``: the HTTP settings (HttpSettings);
+    its fields may be given as keyword arguments too.
     """
 
     # what Agent(..., **options) may pass to complete() (see Backend)
     request_options = frozenset({"temperature", "seed", "stream", "on_text"})
+
+    capabilities = Capabilities(grammar=False, chat=False, streaming=True)
 
     api_name = "Ollama"
     default_url = DEFAULT_OLLAMA_URL
@@ -85,19 +81,14 @@ class OllamaBackend(HTTPBackend):
         url: str | None = DEFAULT_OLLAMA_URL,
         model: str | None = None,
         *,
-        timeout: TimeoutSpec | None = DEFAULT_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
         stream: bool = True,
         temperature: float = 0.0,
         seed: int | None = None,
-        session: requests.Session | None = None,
         num_ctx: int | None = None,
         keep_alive: str | int | None = None,
         params: Mapping[str, Any] | None = None,
-        api_key: str | None = None,
-        backoff: float = DEFAULT_BACKOFF,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-        headers: Mapping[str, str] | None = None,
+        http: HttpSettings | None = None,
+        **http_options: Any,
     ):
         if not model:
             raise TypeError("OllamaBackend needs model=..., an Ollama model name such as 'qwen2.5-coder:0.5b'")
@@ -106,16 +97,7 @@ class OllamaBackend(HTTPBackend):
             if base.endswith(suffix):
                 base = base[: -len(suffix)]
                 break
-        super().__init__(
-            base,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            api_key=api_key,
-            headers=headers,
-            session=session,
-            max_response_bytes=max_response_bytes,
-        )
+        super().__init__(base, http=http, **http_options)
         self.model = model
         self.stream = bool(stream)
         self.temperature = temperature

@@ -13,18 +13,10 @@ from typing import Any
 import requests
 
 from ..errors import BackendResponseError, ModeNotSupported
-from ._http import (
-    DEFAULT_BACKOFF,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    DONE,
-    MAX_RESPONSE_BYTES,
-    HTTPBackend,
-    TimeoutSpec,
-    llama_timings,
-    openai_usage,
-)
-from .base import Completion
+from ._http import DONE, HTTPBackend
+from ._payload import llama_timings, openai_usage
+from .base import Capabilities, Completion
+from .http_settings import HttpSettings
 
 __all__ = ["OpenAICompletionsBackend", "openai_root"]
 
@@ -63,29 +55,16 @@ class _OpenAIBase(HTTPBackend):
         model: str | None = None,
         api_key: str | None = None,
         *,
-        timeout: TimeoutSpec | None = DEFAULT_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
         stream: bool = False,
         temperature: float = 0.0,
         seed: int | None = None,
-        session: requests.Session | None = None,
         grammar_field: str | None = None,
         stream_usage: bool = True,
         params: Mapping[str, Any] | None = None,
-        backoff: float = DEFAULT_BACKOFF,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-        headers: Mapping[str, str] | None = None,
+        http: HttpSettings | None = None,
+        **http_options: Any,
     ):
-        super().__init__(
-            openai_root(url, self.default_url),
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            api_key=api_key,
-            headers=headers,
-            session=session,
-            max_response_bytes=max_response_bytes,
-        )
+        super().__init__(openai_root(url, self.default_url), http=http, api_key=api_key, **http_options)
         self.model = model
         self.stream = bool(stream)
         self.temperature = temperature
@@ -93,6 +72,13 @@ class _OpenAIBase(HTTPBackend):
         self.grammar_field = grammar_field
         self.stream_usage = stream_usage
         self.params: dict[str, Any] = dict(params or {})
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """grammar only with a ``grammar_field``; chat only for the chat backend."""
+        return Capabilities(grammar=bool(self.grammar_field), chat=self._chat, streaming=True)
+
+    _chat = False   # native function calling (chat()): ChatAsTextBackend
 
     def _status_hint(self, status: int, server_message: str | None) -> str | None:
         if status == 404 and not (server_message and "model" in server_message.lower()):
@@ -256,6 +242,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
     Streaming (``stream=True`` or an ``on_text`` option) reads SSE until ``data: [DONE]`` and
     asks for usage in the last chunk (``stream_options.include_usage``; ``stream_usage=False``
     for servers that reject it). ``params`` are extra fields merged into every request body.
+    ``http``: the HTTP settings (HttpSettings); its fields may be given as keyword arguments too.
     """
 
     # what Agent(..., **options) may pass to complete() (see Backend)

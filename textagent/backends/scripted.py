@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import ScriptExhausted
-from .base import REQUEST_OPTIONS, Completion, Usage
+from .base import REQUEST_OPTIONS, Capabilities, Completion, Usage
 
 __all__ = ["ScriptedBackend"]
 
@@ -22,12 +22,18 @@ class ScriptedBackend:
 
     Stop sequences are honoured like a real server would (the text is cut before the first
     one) unless ``honour_stop=False``, which simulates a server that ignores ``stop``.
+
+    ``capabilities``: by default it takes a grammar (recorded in ``.calls`` with the other
+    options; the replies are the script's), has no ``chat()`` and does not stream (``on_text``
+    is never called). Pass others to stand in for a backend that lacks or has them.
     """
 
     request_options = REQUEST_OPTIONS   # it stands in for any of textagent's backends
 
-    def __init__(self, replies: Iterable[Reply], *, honour_stop: bool = True):
+    def __init__(self, replies: Iterable[Reply], *, honour_stop: bool = True,
+                 capabilities: Capabilities = Capabilities(grammar=True)):
         self.replies: list[Reply] = list(replies)
+        self.capabilities = capabilities
         self.honour_stop = honour_stop
         self.prompts: list[str] = []
         self.calls: list[dict[str, Any]] = []

@@ -1,0 +1,37 @@
+"""A run's deadline for the requests made inside it (Agent's ``max_seconds``): their connect and
+read timeouts are cut to the time left, and bodies and streams are read no longer than that."""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Iterator
+
+from ..errors import BackendTimeout
+
+__all__ = ["request_deadline"]
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("textagent_request_deadline", default=None)
+
+
+@contextlib.contextmanager
+def request_deadline(deadline: float | None) -> Iterator[None]:
+    """Requests made inside the block end by ``deadline`` (a ``time.monotonic()`` value; None:
+    no deadline): their timeouts are cut to the time left and bodies and streams are read no
+    longer than that. Past it they raise BackendTimeout with ``time_limit = True``."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _time_left() -> float | None:
+    deadline = _DEADLINE.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def _timed_out(message: str, url: str, retries: int, *, time_limit: bool = False) -> BackendTimeout:
+    exc = BackendTimeout(message, url=url, retries=retries)
+    exc.time_limit = time_limit  # type: ignore[attr-defined]  # the run's deadline, not the server's silence
+    return exc

@@ -1,0 +1,89 @@
+"""Values read out of servers' JSON answers: error messages, token counts, llama.cpp timings."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .base import Usage
+
+__all__ = ["llama_timings", "openai_usage", "server_error_message"]
+
+
+def server_error_message(payload: Any) -> str | None:
+    """The human message inside an error body, for the shapes servers actually send.
+
+    ``{"error": {"message": ...}}`` (OpenAI, llama.cpp), ``{"error": "..."}`` (Ollama),
+    ``{"message": ...}`` (vLLM), ``{"detail": ...}`` (FastAPI).
+    """
+    if isinstance(payload, str):
+        return payload.strip() or None
+    if not isinstance(payload, Mapping):
+        return None
+    err = payload.get("error")
+    if isinstance(err, str) and err.strip():
+        return err.strip()
+    if isinstance(err, Mapping):
+        msg = err.get("message") or err.get("msg")
+        if isinstance(msg, str) and msg.strip():
+            return msg.strip()
+        return json.dumps(err, ensure_ascii=False)
+    for key in ("message", "detail"):
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if value:
+            return json.dumps(value, ensure_ascii=False, default=str)
+    return None
+
+
+def _count(value: Any) -> int | None:
+    """A token count from a JSON value: non-negative integers only (bools and junk -> None)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def openai_usage(usage: Any, timings: Any = None) -> Usage:
+    """Usage from an OpenAI-style ``usage`` object (plus llama.cpp's ``timings`` if present).
+
+    ``prompt_tokens_details.cached_tokens`` (OpenAI, vLLM, llama.cpp) gives the reused prefix;
+    llama.cpp's ``timings.prompt_n`` / ``cache_n`` give evaluated / reused prompt tokens.
+    """
+    usage = usage if isinstance(usage, Mapping) else {}
+    timings = timings if isinstance(timings, Mapping) else {}
+    prompt = _count(usage.get("prompt_tokens"))
+    completion = _count(usage.get("completion_tokens"))
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+    if cached is None:
+        cached = _count(timings.get("cache_n"))
+    evaluated = _count(timings.get("prompt_n"))
+    if evaluated is None and prompt is not None and cached is not None:
+        evaluated = max(prompt - cached, 0)
+    if cached is None and prompt is not None and evaluated is not None:
+        cached = max(prompt - evaluated, 0)
+    if completion is None:
+        completion = _count(timings.get("predicted_n"))
+    return Usage(prompt_tokens=prompt, prompt_evaluated=evaluated, prompt_cached=cached, completion_tokens=completion)
+
+
+def llama_timings(timings: Any) -> dict[str, float]:
+    """The millisecond / speed fields of a llama.cpp ``timings`` object."""
+    out: dict[str, float] = {}
+    if isinstance(timings, Mapping):
+        for key in ("prompt_ms", "predicted_ms", "prompt_per_second", "predicted_per_second"):
+            value = _number(timings.get(key))
+            if value is not None:
+                out[key] = value
+    return out
