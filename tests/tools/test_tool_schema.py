@@ -1,0 +1,285 @@
+"""Tool.from_function / @tool: schemas from hints and docstrings; the OpenAI round trip."""
+from __future__ import annotations
+
+import json
+from typing import Literal, Optional
+
+import pytest
+
+from textagent.errors import ToolArgumentError
+from textagent.tools import Tool, ToolSet, parse_docstring, tool
+
+from toolfakes import Call, Thing, everything, get_forecast
+
+
+# --------------------------------------------------------------------------------------------
+# from_function / @tool
+# --------------------------------------------------------------------------------------------
+
+class TestFromFunction:
+    def test_bare_decorator_builds_tool_and_stays_callable(self):
+        assert isinstance(get_forecast, Tool)
+        assert get_forecast.name == "get_forecast"
+        assert get_forecast("Paris", days=1) == {"city": "Paris", "days": 1, "unit": "c"}
+        assert get_forecast.__wrapped__ is get_forecast.fn
+
+    def test_decorator_with_arguments(self):
+        @tool(name="weather.now", description="Weather now, e.g. {\"city\": \"Paris\"}.")
+        def f(city: str) -> str:
+            """Ignored docstring."""
+            return city
+
+        assert f.name == "weather.now"
+        assert f.description == 'Weather now, e.g. {"city": "Paris"}.'
+        assert f("x") == "x"
+
+    def test_decorator_with_empty_parentheses(self):
+        @tool()
+        def ping() -> str:
+            return "pong"
+
+        assert ping.name == "ping" and ping() == "pong"
+        assert ping.parameters == {"type": "object", "properties": {}, "additionalProperties": False}
+
+    def test_description_and_google_param_docs(self):
+        assert get_forecast.description == "Weather forecast for a city. Returns one entry per day."
+        props = get_forecast.parameters["properties"]
+        assert props["city"]["description"] == 'City name, e.g. "Lisbon".'
+        assert props["days"]["description"] == "How many days ahead, between 1 and 7."
+        assert props["unit"]["description"] == "Temperature unit."
+
+    def test_schema_from_hints(self):
+        params = get_forecast.parameters
+        assert params["type"] == "object"
+        assert params["required"] == ["city"]
+        assert params["additionalProperties"] is False
+        props = params["properties"]
+        assert props["city"]["type"] == "string"
+        assert props["days"] == {"type": "integer", "description": "How many days ahead, between 1 and 7.",
+                                 "default": 3}
+        assert props["unit"]["enum"] == ["c", "f"] and props["unit"]["type"] == "string"
+        assert props["unit"]["default"] == "c"
+
+    def test_all_supported_hints(self):
+        props = Tool.from_function(everything).parameters["properties"]
+        assert props["s"] == {"type": "string"}
+        assert props["i"] == {"type": "integer"}
+        assert props["f"] == {"type": "number"}
+        assert props["b"] == {"type": "boolean"}
+        assert props["lit"] == {"type": "string", "enum": ["a", "b"]}
+        assert props["opt"] == {"type": ["integer", "null"]}
+        assert props["union"] == {"type": ["integer", "null"]}
+        assert props["many"] == {"type": "array", "items": {"type": "string"}}
+        assert props["table"] == {"type": "object", "additionalProperties": {"type": "integer"}}
+        assert props["anything"] == {}          # no hint -> no type constraint
+        assert props["color"] == {"type": "string", "enum": ["red", "green"], "default": "red"}
+        assert props["bare_list"] == {"type": ["array", "null"], "default": None}
+        assert props["pair"]["prefixItems"] == [{"type": "integer"}, {"type": "string"}]
+        assert props["nums"] == {"type": "array", "items": {"type": "number"}, "default": []}
+        assert props["note"] == {"type": "string", "description": "a note", "default": ""}
+        assert props["ex"] == {"type": "integer", "minimum": 0, "default": 0}
+        assert props["mixed"] == {"anyOf": [{"type": "integer"}, {"type": "string"}], "default": 0}
+        required = Tool.from_function(everything).parameters["required"]
+        assert required == ["s", "i", "f", "b", "lit", "opt", "union", "many", "table", "anything"]
+
+    def test_optional_literal_and_optional_list(self):
+        def f(mode: Optional[Literal["x", "y"]] = None, tags: Optional[list[int]] = None):
+            return mode, tags
+
+        props = Tool.from_function(f).parameters["properties"]
+        assert props["mode"] == {"type": ["string", "null"], "enum": ["x", "y", None], "default": None}
+        assert props["tags"]["anyOf"] == [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]
+        t = Tool.from_function(f)
+        assert t.bind({"mode": None}) == {"mode": None}
+        assert t.bind({"mode": "y", "tags": [1, 2]}) == {"mode": "y", "tags": [1, 2]}
+        with pytest.raises(ToolArgumentError, match="`mode`"):
+            t.bind({"mode": "z"})
+
+    def test_rest_docstring(self):
+        def f(city: str, days: int = 1):
+            """Forecast.
+
+            :param city: The city,
+                for example Paris.
+            :param int days: Days ahead.
+            :returns: stuff
+            """
+
+        t = Tool.from_function(f)
+        assert t.description == "Forecast."
+        assert t.parameters["properties"]["city"]["description"] == "The city, for example Paris."
+        assert t.parameters["properties"]["days"]["description"] == "Days ahead."
+
+    def test_numpy_docstring(self):
+        doc = """Sum things.
+
+        Parameters
+        ----------
+        a : int
+            First.
+        b : int
+            Second one.
+
+        Returns
+        -------
+        int
+        """
+        assert parse_docstring(doc) == ("Sum things.", {"a": "First.", "b": "Second one."})
+
+    def test_no_docstring(self):
+        def f(x: int):
+            return x
+
+        t = Tool.from_function(f)
+        assert t.description == ""
+        assert "description" not in t.parameters["properties"]["x"]
+
+    def test_description_override_and_name_override(self):
+        t = Tool.from_function(get_forecast.fn, name="forecast", description="Other.")
+        assert (t.name, t.description) == ("forecast", "Other.")
+
+    def test_kwargs_allow_extra_keys(self):
+        def f(a: int, **rest):
+            return {"a": a, **rest}
+
+        t = Tool.from_function(f)
+        assert "additionalProperties" not in t.parameters
+        assert t.bind({"a": 1, "zz": 2}) == {"a": 1, "zz": 2}
+
+    def test_future_annotations_are_resolved(self):
+        # this module uses `from __future__ import annotations`: hints are strings until resolved
+        assert get_forecast.parameters["properties"]["days"]["type"] == "integer"
+
+    def test_unsupported_type_is_a_clear_error(self):
+        def f(x: Thing):
+            return x
+
+        with pytest.raises(TypeError, match="parameter `x`.*cannot derive a JSON schema"):
+            Tool.from_function(f)
+
+    def test_unresolvable_hint_is_a_clear_error(self):
+        def f(x: NoSuchType):  # noqa: F821
+            return x
+
+        with pytest.raises(TypeError, match="cannot resolve the type hints.*NoSuchType"):
+            Tool.from_function(f)
+
+    def test_non_string_dict_keys_refused_at_definition(self):
+        def f(x: dict[int, str]):
+            return x
+
+        with pytest.raises(TypeError, match="string keys"):
+            Tool.from_function(f)
+
+    def test_lambda_needs_a_name(self):
+        with pytest.raises(ValueError, match="name="):
+            Tool.from_function(lambda x: x)
+        assert Tool.from_function(lambda x: x, name="ident").bind("3") == {"x": "3"}
+
+    def test_bound_method(self):
+        class Store:
+            def lookup(self, key: str) -> str:
+                """Look up a key, e.g. "a"."""
+                return key * 2
+
+        t = Tool.from_function(Store().lookup)
+        assert t.name == "lookup" and list(t.parameters["properties"]) == ["key"]
+        assert ToolSet([t]).execute(Call("lookup", "ab")).output == "abab"
+
+    def test_positional_only_refused(self):
+        def f(x: int, /):
+            return x
+
+        with pytest.raises(TypeError, match="positional-only"):
+            Tool.from_function(f)
+
+    def test_unicode_function_name(self):
+        def météo(ville: str) -> str:
+            """Météo d'une ville."""
+            return ville
+
+        t = Tool.from_function(météo)
+        assert t.name == "météo"
+        assert ToolSet([t]).execute(Call("météo", {"ville": "Paris"})).output == "Paris"
+
+    def test_invalid_names_refused(self):
+        for bad in ("", "two words", "1abc", "a(b)", "x" * 200, "new\nline"):
+            with pytest.raises(ValueError, match="invalid tool name"):
+                Tool(bad, "", {"type": "object"}, None)
+
+    def test_invalid_schema_refused(self):
+        with pytest.raises(ValueError, match="invalid JSON schema"):
+            Tool("t", "", {"type": "object", "properties": {"a": {"type": "nonsense"}}}, None)
+        with pytest.raises(ValueError, match="object"):
+            Tool("t", "", {"type": "string"}, None)
+
+
+# --------------------------------------------------------------------------------------------
+# from_openai / to_openai
+# --------------------------------------------------------------------------------------------
+
+SEED_CALCULATE = {
+    "type": "function",
+    "function": {
+        "name": "calculate",
+        "description": "Evaluate a math expression. Use for any arithmetic.",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string", "description": "The math expression, e.g. '17 * 24'"}},
+            "required": ["expression"],
+        },
+    },
+}
+
+
+class TestOpenAI:
+    def test_accepts_seed_format_unchanged(self):
+        original = json.loads(json.dumps(SEED_CALCULATE))
+        t = Tool.from_openai(SEED_CALCULATE, lambda expression: expression)
+        assert SEED_CALCULATE == original           # not mutated
+        assert t.name == "calculate"
+        assert t.to_openai() == SEED_CALCULATE       # round trip
+        assert t.bind("17 * 24") == {"expression": "17 * 24"}
+
+    def test_bare_function_dict_and_no_parameters(self):
+        t = Tool.from_openai({"name": "get_time", "description": "Get the current UTC time."}, lambda: "now")
+        assert t.parameters == {"type": "object", "properties": {}}
+        assert t.bind({}) == {} and t.bind("") == {}
+        with pytest.raises(ToolArgumentError, match="takes no arguments"):
+            t.bind("Paris")
+
+    def test_flat_responses_format(self):
+        t = Tool.from_openai({"type": "function", "name": "f", "parameters": {"type": "object"}}, lambda: 1)
+        assert t.name == "f"
+
+    def test_function_round_trip(self):
+        again = Tool.from_openai(get_forecast.to_openai(), get_forecast.fn)
+        assert again.to_openai() == get_forecast.to_openai()
+        assert again.bind({"city": "Paris", "days": 2}) == {"city": "Paris", "days": 2}
+        with pytest.raises(ToolArgumentError):
+            again.bind({"city": "Paris", "extra": 1})
+
+    def test_to_openai_is_a_copy(self):
+        spec = get_forecast.to_openai()
+        spec["function"]["parameters"]["properties"].clear()
+        assert get_forecast.parameters["properties"]
+
+    def test_unexpected_keys_refused_by_signature_when_schema_is_open(self):
+        t = Tool.from_openai(SEED_CALCULATE, lambda expression: expression)
+        with pytest.raises(ToolArgumentError, match="unexpected argument `expr`.*did you mean `expression`"):
+            t.bind({"expression": "1", "expr": "2"})
+
+    def test_bad_definitions(self):
+        with pytest.raises(ValueError, match="name"):
+            Tool.from_openai({"type": "function", "function": {"description": "x"}}, None)
+        with pytest.raises(ValueError, match="only \"function\""):
+            Tool.from_openai({"type": "retrieval", "name": "x"}, None)
+        with pytest.raises(TypeError):
+            Tool.from_openai("calculate", None)  # type: ignore[arg-type]
+
+    def test_tool_without_fn(self):
+        t = Tool.from_openai(SEED_CALCULATE)
+        with pytest.raises(NotImplementedError):
+            t(expression="1")
+        out = ToolSet([t]).execute(Call("calculate", {"expression": "1"}))
+        assert out.error == "tool_error" and "NotImplementedError" in out.output

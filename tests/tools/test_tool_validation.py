@@ -1,0 +1,105 @@
+"""Hard limits and validation messages for model arguments."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from textagent.errors import ToolArgumentError
+from textagent.tools import MAX_ARG_CHARS, MAX_ARG_DEPTH, Tool, ToolSet
+
+from toolfakes import Call, get_forecast
+
+
+class TestHardening:
+    def test_ten_megabyte_blob(self):
+        blob = "x" * (10 * 1024 * 1024)
+        for args in ({"city": blob}, blob, {"city": "P", "k" * (10 * 1024 * 1024): 1}):
+            started = time.perf_counter()
+            with pytest.raises(ToolArgumentError, match="too large") as info:
+                get_forecast.bind(args)
+            assert time.perf_counter() - started < 2
+            assert len(str(info.value)) < 200
+
+    def test_many_small_values_count_too(self):
+        def f(xs: list):
+            return xs
+
+        with pytest.raises(ToolArgumentError, match="too large"):
+            Tool.from_function(f).bind({"xs": [0] * (MAX_ARG_CHARS + 1)})
+        huge = [0] * 10_000_000
+        started = time.perf_counter()
+        with pytest.raises(ToolArgumentError, match="too large"):
+            Tool.from_function(f).bind({"xs": huge})
+        assert time.perf_counter() - started < 0.5      # refused before visiting the elements
+
+    def test_big_but_allowed_value_gives_short_error(self):
+        with pytest.raises(ToolArgumentError) as info:
+            get_forecast.bind({"city": "P", "days": "y" * 500_000})
+        assert len(str(info.value)) < 200
+
+    def test_deeply_nested_json(self):
+        def f(data: Any):
+            return data
+
+        deep: Any = 0
+        for _ in range(100_000):
+            deep = [deep]
+        t = Tool.from_function(f)
+        with pytest.raises(ToolArgumentError, match="nested too deeply"):
+            t.bind({"data": deep})
+        nested: Any = {}
+        for _ in range(MAX_ARG_DEPTH + 5):
+            nested = {"a": nested}
+        with pytest.raises(ToolArgumentError, match="nested too deeply"):
+            t.bind({"data": nested})
+        out = ToolSet([t]).execute(Call("f", {"data": deep}))
+        assert out.error == "bad_arguments" and "nested too deeply" in out.output
+
+    def test_nesting_within_limit_is_fine(self):
+        def f(data: Any):
+            return "ok"
+
+        nested: Any = 1
+        for _ in range(MAX_ARG_DEPTH - 2):
+            nested = [nested]
+        assert Tool.from_function(f).bind({"data": nested}) == {"data": nested}
+
+    def test_recursion_error_in_validation_is_reported(self):
+        t = Tool.from_function(get_forecast.fn)
+
+        class Exploding:
+            def iter_errors(self, *a, **k):
+                raise RecursionError("maximum recursion depth exceeded")
+
+        object.__setattr__(t, "_validator", Exploding())
+        with pytest.raises(ToolArgumentError, match="nested too deeply"):
+            t.bind({"city": "x"})
+
+    def test_non_string_keys(self):
+        with pytest.raises(ToolArgumentError, match="argument names must be strings; got 1 \\(int\\)"):
+            get_forecast.bind({1: "Paris"})
+        with pytest.raises(ToolArgumentError, match="must be strings in `city`"):
+            get_forecast.bind({"city": {(1, 2): "x"}})
+        out = ToolSet([get_forecast]).execute(Call("get_forecast", {None: 1}))
+        assert out.error == "bad_arguments"
+
+    def test_unicode_keys_and_values(self):
+        with pytest.raises(ToolArgumentError, match="unexpected argument `città`"):
+            get_forecast.bind({"city": "Roma", "città": "Roma"})
+        assert get_forecast.bind({"city": "東京"}) == {"city": "東京"}
+        with pytest.raises(ToolArgumentError, match="unexpected argument `'\\\\ud800'`"):
+            get_forecast.bind({"city": "x", "\ud800": 1})
+        with pytest.raises(ToolArgumentError, match="unexpected argument `'a\\\\nb'`"):
+            get_forecast.bind({"city": "x", "a\nb": 1})
+
+    def test_unicode_and_hostile_tool_names(self):
+        tools = ToolSet([get_forecast])
+        for name in ("get_forecäst", "天気", "\u202eevil", "a\nTOOL: x", "\ud800", "x" * 1_000_000, "", None, 42):
+            out = tools.execute(Call(name, {"city": "Paris"}))
+            assert out.error == "unknown_tool" and not out.ok
+            assert "Valid tools: get_forecast." in out.output
+            assert "\n" not in out.output and len(out.output) < 300
+            assert len(out.name) < 200 and "\n" not in out.name
+        assert "Did you mean `get_forecast`?" in tools.execute(Call("get_forecäst", {})).output

@@ -1,0 +1,168 @@
+"""The one argument binder: bare text -> an arguments object, and JSON values -> what the
+function's type hints ask for.
+
+Both the parser (``TOOL: name ARGS: bare text``) and ``Tool.bind`` use it. The rules:
+
+- text holding a JSON object is the arguments object itself;
+- the text binds to the single required parameter, else to the only parameter when none is
+  required (a required name without a property still counts: the schema requires it);
+- for a parameter that takes no strings, text that reads as JSON, or as a Python literal
+  (``True``, ``False``, ``None``: small models write Python), becomes that value even when it
+  is not of the parameter's type, so validation names the real value ("3.5 is not of type
+  'integer'") and 3.0 can still become 3; other text stays text.
+
+What to do when no parameter fits is the caller's choice: the parser keeps the text, and
+``Tool.bind`` explains the problem to the model.
+"""
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import enum
+import json
+import math
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._schema import DATE_FORMATS
+from ..errors import ToolArgumentError
+from ._text import _json_type_of, _short_repr, say
+from .schema import _DATE_TYPES, _KEY_MARKS, _accepts_string, _building, _enum_members, _pydantic_model
+
+_PY_LITERALS = {"True": True, "False": False, "None": None}
+
+
+def bare_target(parameters: Mapping[str, Any]) -> str | None:
+    """The parameter bare text binds to, or None when there is no single one."""
+    props = parameters.get("properties") or {}
+    required = list(parameters.get("required") or [])
+    if len(required) == 1:
+        return required[0]
+    if not required and len(props) == 1:
+        return next(iter(props))
+    return None
+
+
+def bare_value(text: str, schema: Any) -> Any:
+    """The bare text as the value of a parameter with this schema (see the module rules)."""
+    if not isinstance(schema, Mapping) or _accepts_string(schema):
+        return text
+    stripped = text.strip()
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        return _PY_LITERALS.get(stripped, text)
+
+
+def bind_bare(text: str, parameters: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The arguments object bare text stands for, or None when it fits no single parameter."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            value = json.loads(stripped)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            return value
+    props = parameters.get("properties") or {}
+    if not stripped and not props and not parameters.get("required"):
+        return {}
+    key = bare_target(parameters)
+    return None if key is None else {key: bare_value(text, props.get(key))}
+
+
+def fold_case(args: dict[str, Any], props: Mapping[str, Any]) -> dict[str, Any]:
+    """A string that matches one allowed value of its parameter but for case or surrounding
+    spaces becomes that value ("F" for an enum of "c", "f"): there is nothing to guess."""
+    for key, value in args.items():
+        schema = props.get(key)
+        if not isinstance(value, str) or not isinstance(schema, Mapping):
+            continue
+        members = [m for m in _enum_members(schema) if isinstance(m, str)]
+        if not members or value in members:
+            continue
+        same = [m for m in members if m.casefold() == value.strip().casefold()]
+        if len(same) == 1:
+            args[key] = same[0]
+    return args
+
+
+def coerce(args: dict[str, Any], props: Mapping[str, Any],
+           converters: Mapping[str, Callable[[Any], Any]]) -> dict[str, Any]:
+    """Validated arguments as the function takes them: whole floats for integers, and the
+    converters' Enums, dates, dataclasses, ... Raises ToolArgumentError when one fails."""
+    for key, value in args.items():
+        schema = props.get(key)
+        if isinstance(value, float) and isinstance(schema, Mapping) and schema.get("type") in (
+                "integer", ["integer", "null"]) and math.isfinite(value) and value.is_integer():
+            args[key] = int(value)
+    for key, conv in converters.items():
+        if key in args:
+            try:
+                args[key] = conv(args[key])
+            except (ValueError, TypeError) as err:
+                raise ToolArgumentError(say("arg_conversion", key=key, error=err)) from None
+    return args
+
+
+def _iso(kind: type) -> Callable[[Any], Any]:
+    """Reads an ISO 8601 date, date-time or time (a trailing Z is UTC)."""
+    def convert(value: Any) -> Any:
+        if not isinstance(value, str):
+            raise TypeError(say("arg_date_not_string", kind=_DATE_TYPES[kind], got=_json_type_of(value)))
+        text = value.strip()
+        if text[-1:] in ("Z", "z"):
+            text = text[:-1] + "+00:00"
+        try:
+            return kind.fromisoformat(text)
+        except ValueError:
+            raise ValueError(bad_date("", value, _DATE_TYPES[kind])) from None
+    return convert
+
+
+def bad_date(at: str, value: Any, kind: str) -> str:
+    return say("arg_bad_date", at=at, value=_short_repr(value), kind=kind, example=DATE_FORMATS[kind][0])
+
+
+def _converter(hint: Any) -> Callable[[Any], Any] | None:
+    """A converter from the JSON value to what the hint asks for (an Enum member, a date, a
+    dataclass, a TypedDict, a pydantic model, or lists, dicts and Optionals of them), or None
+    when the JSON value is already right."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated or origin in _KEY_MARKS:
+        return _converter(args[0])
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        inner = _converter(members[0]) if len(members) == 1 else None
+        return None if inner is None else (lambda v: None if v is None else inner(v))
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint
+    if isinstance(hint, type) and hint in _DATE_TYPES:
+        return _iso(hint)
+    if _pydantic_model(hint):
+        import pydantic
+
+        return pydantic.TypeAdapter(hint).validate_python
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint)):
+        if hint in _building():
+            return None
+        _building().append(hint)
+        try:
+            fields = {k: c for k, h in typing.get_type_hints(hint, include_extras=True).items()
+                      if (c := _converter(h)) is not None}
+        finally:
+            _building().pop()
+        make = hint if dataclasses.is_dataclass(hint) else dict
+        return lambda v: make(**{k: fields[k](x) if k in fields else x for k, x in v.items()})
+    container = origin or hint
+    if container in (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable) \
+            and args:
+        item = _converter(args[0])
+        return None if item is None else (lambda v: [item(x) for x in v])
+    if container in (dict, collections.abc.Mapping, collections.abc.MutableMapping) and len(args) == 2:
+        value = _converter(args[1])
+        return None if value is None else (lambda v: {k: value(x) for k, x in v.items()})
+    return None

@@ -1,0 +1,245 @@
+"""Type hints -> JSON schema (dataclasses, TypedDicts, Enums, dates, pydantic models included),
+and the questions the rest of the package asks of a schema."""
+from __future__ import annotations
+
+import collections.abc
+import copy
+import dataclasses
+import datetime
+import enum
+import inspect
+import json
+import sys
+import threading
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from ._text import _json_type_of
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+        return True
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {}
+    kinds = {_json_type_of(v) for v in values}
+    if len(kinds) == 1 and next(iter(kinds)) in ("string", "integer", "number", "boolean", "null"):
+        schema["type"] = next(iter(kinds))
+    schema["enum"] = list(values)
+    return schema
+
+
+def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
+    """JSON schema for a Python type hint. Raises TypeError for types JSON cannot carry."""
+    if hint is inspect.Parameter.empty or hint is Any or hint is object:
+        return {}
+    if hint is None or hint is type(None):
+        return {"type": "null"}
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in _KEY_MARKS:   # TypedDict's Required[...] / NotRequired[...]
+        return schema_for_type(args[0], where=where)
+    if origin is typing.Annotated:
+        schema = schema_for_type(args[0], where=where)
+        for meta in args[1:]:
+            if isinstance(meta, str) and "description" not in schema:
+                schema["description"] = meta
+            elif isinstance(meta, Mapping):
+                schema.update(copy.deepcopy(dict(meta)))
+        return schema
+    if origin is typing.Literal:
+        values = [v.value if isinstance(v, enum.Enum) else v for v in args]
+        return _enum_schema(values)
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        nullable = len(members) != len(args)
+        subs = [schema_for_type(a, where=where) for a in members]
+        if any(s == {} for s in subs):
+            return {}
+        if nullable:
+            if len(subs) == 1 and set(subs[0]) <= {"type", "enum"} and isinstance(subs[0].get("type"), str):
+                only = dict(subs[0])
+                only["type"] = [only["type"], "null"]
+                if "enum" in only:
+                    only["enum"] = [*only["enum"], None]
+                return only
+            subs.append({"type": "null"})
+        return subs[0] if len(subs) == 1 else {"anyOf": subs}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _enum_schema([m.value for m in hint])
+    if isinstance(hint, type) and hint in _DATE_TYPES:
+        return {"type": "string", "format": _DATE_TYPES[hint]}
+    if _pydantic_model(hint):
+        import pydantic
+
+        return pydantic.TypeAdapter(hint).json_schema()
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint)):
+        return _record_schema(hint, where)
+    if hint in _JSON_TYPES:
+        return {"type": _JSON_TYPES[hint]}
+    if isinstance(hint, type) and issubclass(hint, str):
+        return {"type": "string"}
+    container = origin or hint
+    if container in (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable):
+        schema = {"type": "array"}
+        if args:
+            item = schema_for_type(args[0], where=where)
+            if item:
+                schema["items"] = item
+        return schema
+    if container is tuple:
+        if not args or (len(args) == 2 and args[1] is Ellipsis):
+            schema = {"type": "array"}
+            if args and schema_for_type(args[0], where=where):
+                schema["items"] = schema_for_type(args[0], where=where)
+            return schema
+        if args == ((),):
+            return {"type": "array", "maxItems": 0}
+        return {"type": "array", "prefixItems": [schema_for_type(a, where=where) for a in args],
+                "minItems": len(args), "maxItems": len(args)}
+    if container in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
+        schema = {"type": "object"}
+        if len(args) == 2:
+            if args[0] not in (str, Any):
+                raise TypeError(f"{where}: JSON objects only have string keys; use dict[str, ...] (got {hint!r})")
+            value = schema_for_type(args[1], where=where)
+            if value:
+                schema["additionalProperties"] = value
+        return schema
+    raise TypeError(f"{where}: cannot derive a JSON schema from type {hint!r}; use str, int, float, bool, "
+                    "Literal, an Enum, Optional, list[...], dict[str, ...], datetime.date/datetime/time, a "
+                    "dataclass, a TypedDict or a pydantic model, or give the schema explicitly "
+                    "(Tool(name, description, parameters, fn) or Tool.from_openai)")
+
+
+_KEY_MARKS = {getattr(typing, n) for n in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, n)}
+_DATE_TYPES = {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time"}
+_local = threading.local()   # .building: the dataclasses/TypedDicts being read (recursion guard)
+
+
+def _building() -> list[Any]:
+    if not hasattr(_local, "building"):
+        _local.building = []
+    return _local.building
+
+
+def _pydantic_model(hint: Any) -> bool:
+    """A pydantic model class (pydantic is looked for only where it is already imported: a
+    model class cannot exist otherwise, so it is never a dependency)."""
+    pydantic = sys.modules.get("pydantic")
+    base = getattr(pydantic, "BaseModel", None)
+    return base is not None and isinstance(hint, type) and issubclass(hint, base)
+
+
+def _record_schema(cls: type, where: str) -> dict[str, Any]:
+    """An object schema for a dataclass or TypedDict: a property per field, the fields without
+    a default required (a TypedDict: its required keys), no other keys."""
+    if cls in _building():
+        raise TypeError(f"{where}: {cls.__name__} refers to itself; recursive types need a pydantic model "
+                        "or an explicit schema")
+    _building().append(cls)
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        if dataclasses.is_dataclass(cls):
+            for f in dataclasses.fields(cls):
+                if not f.init:
+                    continue
+                schema = schema_for_type(hints.get(f.name, Any), where=f"{where}, field `{f.name}`")
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    required.append(f.name)
+                elif f.default is not dataclasses.MISSING and _jsonable(_plain(f.default)):
+                    schema["default"] = _plain(f.default)
+                properties[f.name] = schema
+        else:
+            for name, hint in hints.items():
+                properties[name] = schema_for_type(hint, where=f"{where}, key `{name}`")
+            # the Required/NotRequired marks themselves: __required_keys__ misses them when the
+            # annotations are strings (``from __future__ import annotations``)
+            marked = {k: typing.get_origin(h) for k, h in hints.items()}
+            required = [k for k in hints if marked[k] is getattr(typing, "Required", None)
+                        or (marked[k] is not getattr(typing, "NotRequired", None)
+                            and k in getattr(cls, "__required_keys__", hints))]
+    finally:
+        _building().pop()
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        out["required"] = required
+    out["additionalProperties"] = False
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A default as JSON carries it: an Enum member's value, a date's ISO text."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    return value
+
+
+def _hoist_defs(schema: Any, defs: dict[str, Any]) -> None:
+    """Move ``$defs`` found anywhere in ``schema`` (pydantic puts them beside each model's
+    schema) into ``defs``, which become the parameters' own: ``#/$defs/...`` refs resolve there."""
+    if isinstance(schema, dict):
+        defs.update(schema.pop("$defs", {}))
+        for value in schema.values():
+            _hoist_defs(value, defs)
+    elif isinstance(schema, list):
+        for value in schema:
+            _hoist_defs(value, defs)
+def _enum_members(schema: Mapping[str, Any]) -> list[Any]:
+    """The allowed values of a schema with an enum (directly, or in one of its anyOf/oneOf)."""
+    members = list(schema.get("enum") or [])
+    for sub in [*schema.get("anyOf", []), *schema.get("oneOf", [])]:
+        if isinstance(sub, Mapping):
+            members += list(sub.get("enum") or [])
+    return members
+
+
+def _accepts_null(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind is None:
+        subs = list(schema.get("anyOf", [])) + list(schema.get("oneOf", []))
+        if subs:
+            return any(isinstance(s, Mapping) and _accepts_null(s) for s in subs)
+        return "enum" not in schema or None in schema["enum"]
+    return kind == "null" or (isinstance(kind, list) and "null" in kind)
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(schema.get("type"), str) and set(schema) <= {"type", "enum", "description"}:
+        out = dict(schema)
+        out["type"] = [schema["type"], "null"]
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+        return out
+    description = schema.get("description")
+    inner = {k: v for k, v in schema.items() if k != "description"}
+    out = {"anyOf": [inner, {"type": "null"}]}
+    if description:
+        out["description"] = description
+    return out
+
+
+def _accepts_string(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind is None:
+        if "enum" in schema:
+            return any(isinstance(v, str) for v in schema["enum"])
+        if "anyOf" in schema or "oneOf" in schema:
+            return any(isinstance(s, Mapping) and _accepts_string(s)
+                       for s in schema.get("anyOf", []) + schema.get("oneOf", []))
+        return True
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
+

@@ -1,0 +1,162 @@
+"""Checking model arguments: size and depth limits, jsonschema validation, and each problem
+as a message the model can act on."""
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import jsonschema
+
+from .._schema import DATE_FORMATS
+from ..errors import ToolArgumentError
+from ._text import _short_repr, _show, say
+from .binding import _iso, bad_date
+from .schema import _DATE_TYPES
+
+# Hard limits on what a model may pass as arguments; larger/deeper input is refused with a
+# ToolArgumentError before jsonschema (or the tool) ever sees it.
+MAX_ARG_CHARS = 1_000_000      # total characters of all keys and string values (+1 per other value)
+MAX_ARG_DEPTH = 64             # nesting levels of lists/dicts inside the arguments object
+_MAX_LISTED_ERRORS = 5
+
+# The formats jsonschema checks, with date, date-time and time read as the converters read them
+# (ISO 8601 as Python reads it: "2026-01-31T09:30" too), whichever optional checkers are installed.
+_FORMATS = jsonschema.FormatChecker()
+for _kind, _name in _DATE_TYPES.items():
+    _FORMATS.checks(_name, raises=(ValueError, TypeError))(
+        lambda value, read=_iso(_kind): not isinstance(value, str) or read(value) is not None)
+
+
+def validate(validator: jsonschema.protocols.Validator, args: dict[str, Any]) -> None:
+    """Raise ToolArgumentError listing what is wrong with ``args`` (at most a few problems)."""
+    try:
+        errors = list(validator.iter_errors(args))
+        messages = _error_messages(sorted(errors, key=lambda e: (
+            [str(p) for p in e.absolute_path], e.validator != "required", str(e.validator))))
+    except RecursionError:
+        raise ToolArgumentError(say("args_too_deep_to_check")) from None
+    if messages:
+        shown = messages[:_MAX_LISTED_ERRORS]
+        more = len(messages) - len(shown)
+        raise ToolArgumentError("; ".join(shown) + (say("arg_errors_more", count=more) if more else ""))
+
+
+def too_large() -> ToolArgumentError:
+    return ToolArgumentError(say("args_too_large", chars=f"{MAX_ARG_CHARS:,}"))
+
+
+def unexpected(key: Any, known: list[str], at: str | None = None) -> str:
+    """An unknown argument (``at`` None) or an unknown key of a nested object (``at`` its path)."""
+    hint = _suggest(key, known) if isinstance(key, str) else None
+    fields = {"key": _show(key, 40), "suggestion": say("arg_suggestion", name=hint) if hint else "",
+              "valid": ", ".join(known) if known else say("none_valid")}
+    return say("arg_unexpected", **fields) if at is None else say("key_unexpected", at=at, **fields)
+
+
+def _format_path(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + _show(str(part), 40)
+    return out
+
+
+def _suggest(word: str, options: Iterable[str]) -> str | None:
+    options = list(options)
+    if not options or len(word) > 200:
+        return None
+    lowered = {o.lower(): o for o in options}
+    if word.lower() in lowered:
+        return lowered[word.lower()]
+    if len(word) >= 3:
+        prefixed = [o for o in lowered if o.startswith(word.lower()) or word.lower().startswith(o)]
+        if len(prefixed) == 1:
+            return lowered[prefixed[0]]
+    match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[match[0]] if match else None
+
+
+def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
+    messages: list[str] = []
+    seen: set[str] = set()
+
+    def add(msg: str) -> None:
+        if msg not in seen:
+            seen.add(msg)
+            messages.append(msg)
+
+    for err in errors:
+        path = _format_path(err.absolute_path)
+        at = say("arg_at", path=path) if path else ""
+        kind = err.validator
+        if kind == "required" and isinstance(err.instance, dict):
+            for key in err.validator_value:
+                if key not in err.instance:
+                    add(say("key_missing", at=at, key=key) if path else say("arg_missing", key=key))
+        elif kind == "additionalProperties" and isinstance(err.instance, dict):
+            known = list((err.schema.get("properties") or {}).keys())
+            patterns = list((err.schema.get("patternProperties") or {}).keys())
+            for key in err.instance:
+                if key in known or any(re.search(p, key) for p in patterns if isinstance(key, str)):
+                    continue
+                add(unexpected(key, known, at if path else None))
+        elif kind == "type":
+            expected = err.validator_value
+            if isinstance(expected, list):
+                expected = functools.reduce(lambda a, b: say("arg_type_alternatives", first=a, second=b), expected)
+            add(say("arg_wrong_type", at=at, value=_short_repr(err.instance), expected=expected))
+        elif kind == "enum":
+            choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in err.validator_value)
+            add(say("arg_not_in_enum", at=at, value=_short_repr(err.instance), choices=choices))
+        elif kind == "format" and err.validator_value in DATE_FORMATS:
+            add(bad_date(at, err.instance, err.validator_value))
+        elif kind in ("anyOf", "oneOf") and err.context:
+            best = jsonschema.exceptions.best_match(err.context)
+            inner = _error_messages([best])
+            add(inner[0] if inner else say("arg_invalid", at=at, value=_short_repr(err.instance)))
+        else:
+            msg = err.message
+            if len(msg) > 200:
+                msg = msg[:200] + "…"
+            add(at + msg)
+    return messages
+
+
+def check_shape(value: Any) -> None:
+    """Refuse arguments JSON could not carry or that are absurdly big or deep, without recursion.
+
+    Cost: characters of every key and string, plus one per container and per element; a
+    container's elements are charged before they are visited, so a huge list fails at once.
+    """
+    budget = MAX_ARG_CHARS
+    stack: list[tuple[Any, int, tuple[Any, ...]]] = [(value, 0, ())]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, str):
+            budget -= len(node)
+        elif isinstance(node, (dict, list, tuple)):
+            if depth >= MAX_ARG_DEPTH:
+                raise ToolArgumentError(say("args_too_deep", levels=MAX_ARG_DEPTH))
+            budget -= 1 + len(node)
+            if budget < 0:
+                break
+            if isinstance(node, dict):
+                for key, item in node.items():
+                    if not isinstance(key, str):
+                        where = say("arg_names_where", path=_format_path(path)) if path else ""
+                        raise ToolArgumentError(say("arg_names_not_strings", where=where, key=_short_repr(key),
+                                                    kind=type(key).__name__))
+                    budget -= len(key)
+                    stack.append((item, depth + 1, (*path, key)))
+            else:
+                stack.extend((item, depth + 1, (*path, index)) for index, item in enumerate(node))
+        if budget < 0:
+            break
+    if budget < 0:
+        raise too_large()
