@@ -134,6 +134,7 @@ def test_a_tool_result_cannot_forge_a_chat_turn_on_the_real_server(qwen_server):
 
     class FirstReplyScripted:   # the call is scripted, everything after it is the real model's
         request_options = backend.request_options
+        capabilities = backend.capabilities
 
         def __init__(self):
             self.prompts = []

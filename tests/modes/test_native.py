@@ -6,7 +6,7 @@ import json
 import pytest
 
 from textagent import Agent, ChatAsTextBackend, LlamaCppBackend, OllamaBackend, STOP_REASONS
-from textagent.backends.base import Completion, Usage
+from textagent.backends.base import Capabilities, Completion, Usage
 from textagent.cli import main
 from textagent.errors import BackendConnectionError, ModeNotSupported
 from textagent.modes.native import content_calls
@@ -30,6 +30,8 @@ def msg(content="", tool_calls=None):
 
 class FakeChat:
     """chat() returns the scripted assistant messages in order and records every request."""
+
+    capabilities = Capabilities(chat=True)
 
     def __init__(self, messages):
         self.messages = list(messages)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textagent import Agent, LlamaCppBackend
-from textagent.backends.base import Completion, Usage
+from textagent.backends.base import Capabilities, Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
 from textagent.modes import MODES, EarlyStop, TextMode, get_mode
 from textagent.modes.text import complete_calls
@@ -23,6 +23,8 @@ CALC = 'TOOL: calculate ARGS: {"expression": "17 * 24"}'
 class StreamingBackend:
     """Streams each scripted reply in pieces through ``on_text`` like a real server would:
     stops at a stop string, or early when ``on_text`` says so. One piece is one "token"."""
+
+    capabilities = Capabilities(streaming=True)
 
     def __init__(self, replies, piece=3):
         self.replies, self.piece = list(replies), piece
