@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .jsonl import parse_jsonl
+
 if TYPE_CHECKING:
     from .agent import Result, Step
 
@@ -171,16 +173,13 @@ def load_traces(path: str | Path) -> list[Trace]:
     runs: list[Trace] = []
     broken = False
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
+        for line in parse_jsonl(f, str(path), bad="keep"):
+            record = line.value
+            if line.error is not None:
                 broken = True
-                at = line.find(_START, 1)
+                at = line.text.find(_START, 1)
                 try:
-                    record = json.loads(line[at:]) if at != -1 else None
+                    record = json.loads(line.text[at:]) if at != -1 else None
                 except (ValueError, RecursionError):
                     record = None
             if not isinstance(record, dict):

@@ -31,6 +31,7 @@ from typing import IO, Any
 from ..agent import Agent, Result, Step
 from ..backends.base import Completion, Usage
 from ..errors import BackendError
+from ..jsonl import parse_jsonl, read_jsonl
 from ..protocol import Reply, ToolCall
 from ..templates import ChatFormat, get_format
 from ..tools import ToolOutcome
@@ -291,12 +292,7 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
         result = None
         error_text = f"{type(exc).__name__}: {exc}"
     seconds = time.monotonic() - started
-    trace = []
-    for line in buffer.getvalue().splitlines():
-        try:
-            trace.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
+    trace = [line.value for line in parse_jsonl(buffer.getvalue(), "trace", bad="skip")]
     if recorder is not None:
         step_records = [r for r in trace if r.get("type") == "step"]
         for record, word in zip(step_records, recorder.stop_words):
@@ -420,18 +416,10 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if path.is_dir():
         path = path / EPISODES_FILE
-    records = []
     if not path.exists():
-        return records
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and "task" in record and "mode" in record:
-                records.append(record)
-    return records
+        return []
+    return [line.value for line in read_jsonl(path, bad="skip")
+            if isinstance(line.value, dict) and "task" in line.value and "mode" in line.value]
 
 
 def _fmt_seconds(seconds: float) -> str:

@@ -51,6 +51,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..jsonl import JsonlError, read_jsonl
 from ..numbers import find_numbers
 from .tools import check_tool_names
 
@@ -182,30 +183,23 @@ def parse_task(data: Any, where: str = "task") -> Task:
 def load_tasks(path: str | Path | None = None) -> list[Task]:
     """Tasks of a JSONL file (default: the shipped suite). Raises TaskFileError naming the line."""
     path = Path(path) if path is not None else default_suite_path()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise TaskFileError(f"cannot read task file {path}: {exc.strerror or exc}") from None
     tasks: list[Task] = []
     seen: set[str] = set()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TaskFileError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if isinstance(data, Mapping) and "format" in data and "id" not in data:
-            if data.get("version", FORMAT_VERSION) > FORMAT_VERSION:
-                raise TaskFileError(f"{where}: task format version {data.get('version')} is newer than this "
-                                    f"textagent understands ({FORMAT_VERSION}); upgrade textagent")
-            continue
-        task = parse_task(data, where)
-        if task.id in seen:
-            raise TaskFileError(f"{where}: duplicate task id {task.id!r}")
-        seen.add(task.id)
-        tasks.append(task)
+    try:
+        for line in read_jsonl(path, what="task file"):
+            where, data = line.where, line.value
+            if isinstance(data, Mapping) and "format" in data and "id" not in data:
+                if data.get("version", FORMAT_VERSION) > FORMAT_VERSION:
+                    raise TaskFileError(f"{where}: task format version {data.get('version')} is newer than this "
+                                        f"textagent understands ({FORMAT_VERSION}); upgrade textagent")
+                continue
+            task = parse_task(data, where)
+            if task.id in seen:
+                raise TaskFileError(f"{where}: duplicate task id {task.id!r}")
+            seen.add(task.id)
+            tasks.append(task)
+    except JsonlError as exc:
+        raise TaskFileError(str(exc)) from None
     if not tasks:
         raise TaskFileError(f"{path}: no tasks in this file")
     return tasks

@@ -12,7 +12,6 @@ checked against a pinned size and sha256, and kept under ``cache_dir()/data``. N
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import zipfile
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import TextagentError
+from ...jsonl import JsonlError, parse_jsonl
 
 __all__ = ["BFCL_REQUIREMENT", "WHEEL_SHA256", "WHEEL_SIZE", "AST_CATEGORIES", "BfclItem", "BfclDataError",
            "wheel_path", "fetch_wheel", "load_category", "split_of", "language_of"]
@@ -132,14 +132,10 @@ def _read_lines(zf: zipfile.ZipFile, member: str) -> list[dict[str, Any]]:
         text = zf.read(member).decode("utf-8")
     except KeyError:
         raise BfclDataError(f"{member} is not in {WHEEL_NAME}") from None
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise BfclDataError(f"{member}:{number}: not JSON ({exc.msg})") from None
-    return rows
+    try:
+        return [line.value for line in parse_jsonl(text, member)]
+    except JsonlError as exc:
+        raise BfclDataError(str(exc)) from None
 
 
 def categories_in(wheel: Path) -> list[str]:
