@@ -233,13 +233,11 @@ def test_baseline_sends_the_agents_prompt_with_every_worked_example():
         assert example.task in base.prompts[0] and example.answer in base.prompts[0]
 
 
-def test_mode_availability(monkeypatch):
+def test_mode_availability():
     ok, missing = R.mode_availability(["text", "baseline", "bogus"])
     assert ok == ["text", "baseline"] and "unknown mode" in missing["bogus"]
-    monkeypatch.setattr(R, "agent_supports_modes", lambda: False)
-    ok, missing = R.mode_availability(["text", "constrained", "native"])
-    assert ok == ["text"] and "mode=" in missing["constrained"] and "mode=" in missing["native"]
-    monkeypatch.setattr(R, "agent_supports_modes", lambda: True)
+    ok, missing = R.mode_availability(["text", "constrained", "native", "native+fallback"])
+    assert ok == ["text", "constrained", "native", "native+fallback"] and not missing
     ok, missing = R.mode_availability(["constrained", "native"], api="completions")
     assert ok == [] and "llama.cpp" in missing["constrained"]
 
@@ -254,7 +252,6 @@ def test_backend_per_mode():
     assert isinstance(R.make_backend("baseline", "http://h:1", api="chat"), ChatAsTextBackend)
 
 
-@pytest.mark.skipif(not R.agent_supports_modes(), reason="Agent has no mode= yet")
 def test_non_text_modes_reach_the_agent(monkeypatch):
     seen = {}
 

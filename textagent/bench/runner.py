@@ -14,7 +14,6 @@ Workers are threads, one per server slot; a worker pins its episodes to its slot
 """
 from __future__ import annotations
 
-import inspect
 import io
 import json
 import os
@@ -41,7 +40,7 @@ from .plain_loop import ANSWER, UNUSABLE, run_plain
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
-__all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "agent_supports_modes", "mode_availability",
+__all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "mode_availability",
            "make_backend", "BackendFactory", "run_episode", "run_baseline", "run_bench", "load_records",
            "EPISODES_FILE", "Progress", "episode_key", "ReferenceBackend", "check_suite"]
 
@@ -75,25 +74,13 @@ class Slot:
 # Modes and backends
 # --------------------------------------------------------------------------------------------
 
-def agent_supports_modes() -> bool:
-    """Whether this textagent's Agent takes ``mode=`` (the modes work of issue 5)."""
-    try:
-        return "mode" in inspect.signature(Agent).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[list[str], dict[str, str]]:
-    """(modes that can run, {mode: why not}) for this textagent and endpoint API."""
+    """(modes that can run, {mode: why not}) on an endpoint of this API."""
     ok: list[str] = []
     missing: dict[str, str] = {}
     for mode in modes:
         if mode not in MODES:
             missing[mode] = f"unknown mode; choose from {', '.join(MODES)}"
-        elif mode in ("text", "baseline", "bfcl-prompt"):
-            ok.append(mode)
-        elif not agent_supports_modes():
-            missing[mode] = "this textagent's Agent has no mode= parameter yet (issue 5 adds it)"
         elif mode == "constrained" and api != "llamacpp":
             missing[mode] = "needs a llama.cpp endpoint (--api llamacpp): it sends a GBNF grammar"
         elif mode in ("native", "native+fallback") and api not in ("llamacpp", "chat"):
