@@ -398,7 +398,7 @@ def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
 def _adversarial_phase(campaign: Campaign, deadline: float = float("inf"), *, quick: bool = False) -> None:
     """The benchmark's adversarial inputs (1 MB instead of 10 MB ones when ``quick``), one by one
     until ``deadline``."""
-    from .bench.parser import adversarial
+    from .bench.parse_speed import adversarial
 
     count = 0
     for name, text, is_target in adversarial(quick=quick):

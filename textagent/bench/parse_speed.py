@@ -1,4 +1,4 @@
-"""Benchmark of the reply parser: ``python -m textagent.bench.parser [--quick] [--json] [--check]``.
+"""Benchmark of the reply parser: ``python -m textagent.bench.parse_speed [--quick] [--json] [--check]``.
 
 Prints, all measured in the same run:
 
@@ -306,7 +306,7 @@ def report(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m textagent.bench.parser", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m textagent.bench.parse_speed", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="shorter timings, 1 MB instead of 10 MB strings")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
