@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..agent import Agent, Result, Step
-from ..backends.base import Completion, Usage
+from ..backends.base import Capabilities, Completion, Usage
 from ..errors import BackendError
 from ..jsonl import parse_jsonl, read_jsonl
 from ..protocol import Reply, ToolCall
@@ -365,6 +365,8 @@ class ReferenceBackend:
     """Replays each task's ``reference`` replies: the model-free check that a suite's tasks are
     solvable and its checkers right (``textagent bench --check-suite``). It finds the task from
     the conversation (``messages``) and answers with the reply for the current step."""
+
+    capabilities = Capabilities()   # text replies only: no grammar, no chat(), no streaming
 
     def __init__(self, tasks: Iterable[Task]):
         self.by_question = {prompts.task(t.question): t for t in tasks}
