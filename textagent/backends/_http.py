@@ -67,6 +67,20 @@ log = logging.getLogger(__name__)
 _ERROR_BODY_BYTES = 64 * 1024  # how much of an error body we read at most
 
 
+class _Setting:
+    """An attribute of the backend that reads and replaces the field of the same name of its
+    ``http`` settings (checked again by HttpSettings when set)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, backend: Any, owner: type | None = None) -> Any:
+        return self if backend is None else getattr(backend.http, self.name)
+
+    def __set__(self, backend: Any, value: Any) -> None:
+        backend.http = backend.http.replace(**{self.name: value})
+
+
 class HTTPBackend(BodyReader):
     """Base of the HTTP backends. Subclasses set ``api_name`` and build payloads.
 
@@ -94,38 +108,11 @@ class HTTPBackend(BodyReader):
         self.session: requests.Session = self.http.session if self.http.session is not None else requests.Session()
         self._closed = False
 
-    # -- settings ----------------------------------------------------------------------------
-    @property
-    def timeout(self) -> tuple[float, float]:
-        return self.http.timeout  # type: ignore[return-value]  # normalised by HttpSettings
-
-    @timeout.setter
-    def timeout(self, value: TimeoutSpec | None) -> None:
-        self.http = self.http.replace(timeout=value)
-
-    @property
-    def retries(self) -> int:
-        return self.http.retries
-
-    @retries.setter
-    def retries(self, value: int) -> None:
-        self.http = self.http.replace(retries=value)
-
-    @property
-    def backoff(self) -> float:
-        return self.http.backoff
-
-    @backoff.setter
-    def backoff(self, value: float) -> None:
-        self.http = self.http.replace(backoff=value)
-
-    @property
-    def max_response_bytes(self) -> int:
-        return self.http.max_response_bytes
-
-    @max_response_bytes.setter
-    def max_response_bytes(self, value: int) -> None:
-        self.http = self.http.replace(max_response_bytes=value)
+    # -- settings: readable and settable as attributes, kept in self.http ----------------------
+    timeout = _Setting()              # (connect, read) seconds
+    retries = _Setting()
+    backoff = _Setting()
+    max_response_bytes = _Setting()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
