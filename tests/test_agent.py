@@ -7,7 +7,10 @@ import time
 
 import pytest
 
+from textagent import checks
 from textagent.agent import STOP_REASONS, Agent
+from textagent.checks import NumbersCheck
+from textagent.steps import Note, SentBack
 from textagent.backends.scripted import ScriptedBackend
 from textagent.errors import BackendConnectionError
 from textagent.templates import CHATML, PLAIN
@@ -370,10 +373,10 @@ def test_an_answer_with_a_made_up_number_is_sent_back_once():
         "ANSWER: Lisbon is at 22 °C, 5 degrees warmer than London at 27 °C.",
         'TOOL: get_weather ARGS: {"city": "London"}',
         "ANSWER: London is warmer.",
-    ], "How much warmer is it in Lisbon than in London?", tools={"get_weather": _weather}, check_items=False)
+    ], "How much warmer is it in Lisbon than in London?", tools={"get_weather": _weather}, checks=[NumbersCheck()])
     assert result.ok and result.answer == "London is warmer."
     bounced = result.steps[1]
-    assert bounced.details["unsupported_numbers"] == ["5", "27"] and result.unsupported_answers == 1
+    assert bounced.sent_back.found == ("5", "27") and result.sent_back("numbers") == 1
     assert bounced.observations[0].startswith("Your ANSWER gives 5 and 27, but no OBSERVATION shows that.")
     assert backend.prompts[2].endswith(bounced.observations[0] + "<|im_end|>\n<|im_start|>assistant\n")
 
@@ -383,8 +386,8 @@ def test_a_second_unsupported_answer_is_taken_as_it_is():
         'TOOL: get_weather ARGS: {"city": "Lisbon"}',
         "ANSWER: Lisbon is at 27 °C.",
         "ANSWER: Lisbon is at 27 °C, I am sure.",
-    ], "How warm is Lisbon?", tools={"get_weather": _weather})
-    assert result.ok and result.answer == "Lisbon is at 27 °C, I am sure." and result.unsupported_answers == 1
+    ], "How warm is Lisbon?", tools={"get_weather": _weather}, checks=[NumbersCheck()])
+    assert result.ok and result.answer == "Lisbon is at 27 °C, I am sure." and result.sent_back("numbers") == 1
 
 
 def test_a_number_copied_from_a_worked_example_is_named_as_such():
@@ -392,19 +395,20 @@ def test_a_number_copied_from_a_worked_example_is_named_as_such():
                    "Oslo is at 9 °C.")
     result, _ = run(['TOOL: get_weather ARGS: {"city": "Berlin"}', "ANSWER: Berlin is at 14 °C, Oslo at 9 °C, 2 apart.",
                      "ANSWER: Berlin is at 14 °C."], "How warm is Berlin?", tools={"get_weather": _weather},
-                    example=oslo)
-    assert result.ok and result.steps[1].details["unsupported_numbers"] == ["9", "2"]
+                    example=oslo, checks=[NumbersCheck()])
+    assert result.ok and result.steps[1].sent_back.found == ("9", "2")
     assert result.steps[1].observations == [
         "Your ANSWER gives 9 and 2, but no OBSERVATION shows that: 9 comes from the worked examples, not from this "
         "task. Call the tool for each value you have not looked up yet, then write the ANSWER from the results."]
 
 
-def test_numbers_are_not_checked_without_a_tool_call_or_when_turned_off():
-    result, _ = run(["ANSWER: The Second World War ended in 1945."], "When did the war end?", tools={"get_weather": _weather})
+def test_numbers_are_not_checked_without_a_tool_call_or_by_default():
+    result, _ = run(["ANSWER: The Second World War ended in 1945."], "When did the war end?", tools={"get_weather": _weather},
+                    checks=[NumbersCheck()])
     assert result.ok and len(result.steps) == 1
     result, _ = run(['TOOL: get_weather ARGS: {"city": "Lisbon"}', "ANSWER: 27 °C."], "Lisbon?",
-                    tools={"get_weather": _weather}, check_numbers=False)
-    assert result.ok and result.answer == "27 °C." and result.unsupported_answers == 0
+                    tools={"get_weather": _weather})
+    assert result.ok and result.answer == "27 °C." and result.sent_back() == 0
 
 
 # -- answers about listed items no call covered -------------------------------------------------
@@ -415,11 +419,12 @@ def test_an_answer_about_a_listed_item_nobody_looked_up_is_sent_back_once_naming
         "ANSWER: Lisbon is at 22 °C and London at 22 °C.",
         'TOOL: get_weather ARGS: {"city": "London"}',
         "ANSWER: Lisbon is warmer: 22 °C against 14 °C.",
-    ], "Which city is warmer right now, Lisbon or London?", tools={"get_weather": _weather})
+    ], "Which city is warmer right now, Lisbon or London?", tools={"get_weather": _weather},
+        checks=checks.small_model())
     assert result.ok and result.answer == "Lisbon is warmer: 22 °C against 14 °C."
     bounced = result.steps[1]
-    assert bounced.details["unlooked_items"] == ["London"] and result.unlooked_answers == 1
-    assert result.unsupported_answers == 0
+    assert [u.item for u in bounced.sent_back.found] == ["London"] and result.sent_back("items") == 1
+    assert result.sent_back("numbers") == 0
     assert bounced.observations == [
         "Your ANSWER speaks of London, but no OBSERVATION covers it: no tool was called for it. Call get_weather "
         'with {"city": "London"}, then write the ANSWER from the results.']
@@ -436,13 +441,13 @@ def test_the_reminder_comes_once_every_item_sent_back_for_was_called():
     off = 'TOOL: toggle_light ARGS: {"room": "%s", "on": false}'
     result, _ = run([off % "living room", "ANSWER: The hallway and the bathroom light are off too.",
                      off % "hallway", off % "kitchen", off % "bathroom", off % "bathroom", "ANSWER: All three are off."],
-                    lights)
-    assert result.ok and result.steps[1].details["unlooked_items"] == ["hallway", "bathroom"]
+                    lights, checks=checks.small_model())
+    assert result.ok and [u.item for u in result.steps[1].sent_back.found] == ["hallway", "bathroom"]
     assert result.steps[1].observations[0].endswith(
         'Call toggle_light with {"room": "hallway", "on": false} and toggle_light with {"room": "bathroom", '
         '"on": false}, then write the ANSWER from the results.')
     assert [len(s.observations) for s in result.steps[2:6]] == [1, 1, 2, 1]
-    assert "reminder" in result.steps[4].details
+    assert [n.source for n in result.steps[4].notes] == ["items"]
     assert result.steps[4].observations[1] == ("That was the last missing call: living room, hallway and bathroom "
                                                "all have their results above. Now write the ANSWER from them.")
 
@@ -453,16 +458,37 @@ def test_items_and_numbers_are_each_sent_back_once_then_the_answer_is_taken():
         "ANSWER: London is at 27 °C.",       # London: no call
         "ANSWER: London is at 27 °C.",       # 27: no result
         "ANSWER: London is at 27 °C, I am sure.",
-    ], "Lisbon or London?", tools={"get_weather": _weather})
+    ], "Lisbon or London?", tools={"get_weather": _weather}, checks=checks.small_model())
     assert result.ok and result.answer == "London is at 27 °C, I am sure."
-    assert [sorted(s.details) for s in result.steps[1:3]] == [["unlooked_items"], ["unsupported_numbers"]]
-    assert result.unlooked_answers == 1 and result.unsupported_answers == 1
+    assert [s.sent_back.check for s in result.steps[1:3]] == ["items", "numbers"]
+    assert result.sent_back("items") == 1 and result.sent_back("numbers") == 1
 
 
-def test_items_are_not_checked_when_turned_off():
+def test_no_check_runs_by_default():
     result, _ = run(['TOOL: get_weather ARGS: {"city": "Lisbon"}', "ANSWER: London is colder, at 14 °C."],
-                    "Lisbon or London?", tools={"get_weather": _weather}, check_items=False, check_numbers=False)
-    assert result.ok and len(result.steps) == 2 and result.unlooked_answers == 0
+                    "Lisbon or London?", tools={"get_weather": _weather})
+    assert result.ok and len(result.steps) == 2 and result.sent_back() == 0
+
+
+def test_checks_must_be_check_objects():
+    with pytest.raises(TypeError, match="checks must be objects with name"):
+        Agent(ScriptedBackend([]), checks=[lambda run, answer: None])
+
+
+def test_a_check_may_send_back_plain_text_and_add_notes():
+    class Shout:
+        name = "shout"
+
+        def on_answer(self, run, answer):
+            return None if answer.isupper() else "Say it louder."
+
+        def on_step(self, run, step):
+            return [Note("shout", "Louder next time.")]
+
+    result, _ = run(['TOOL: get_weather ARGS: {"city": "Lisbon"}', "ANSWER: warm", "ANSWER: WARM"], "Lisbon?",
+                    tools={"get_weather": _weather}, checks=[Shout()])
+    assert result.answer == "WARM" and result.steps[1].sent_back == SentBack("shout", "Say it louder.")
+    assert result.steps[0].observations[-1] == "Louder next time."
 
 
 def _weather(city: str) -> str:
@@ -586,7 +612,7 @@ def test_messages_sent_to_a_chat_endpoint_are_neutralised_too():
 
 def test_calls_per_reply_are_capped_and_the_rest_refused_in_one_observation():
     many = "\n".join(f'TOOL: calculate ARGS: {{"expression": "{i} + 1"}}' for i in range(10_000))
-    result, backend = run([many, "ANSWER: done"], check_numbers=False)
+    result, backend = run([many, "ANSWER: done"])
     first = result.steps[0]
     assert len(first.outcomes) == 16 == Agent.__init__.__kwdefaults__["max_calls_per_reply"]
     assert [o.output for o in first.outcomes] == [str(i + 1) for i in range(16)]
@@ -599,9 +625,9 @@ def test_calls_per_reply_are_capped_and_the_rest_refused_in_one_observation():
 
 def test_max_calls_per_reply_is_an_option():
     three = "\n".join(f'TOOL: calculate ARGS: {{"expression": "{i} * 2"}}' for i in range(3))
-    result, _ = run([three, "ANSWER: done"], check_numbers=False, max_calls_per_reply=2)
+    result, _ = run([three, "ANSWER: done"], max_calls_per_reply=2)
     assert len(result.steps[0].outcomes) == 2 and result.steps[0].details["refused_calls"] == 1
-    result, _ = run([three, "ANSWER: done"], check_numbers=False, max_calls_per_reply=None)
+    result, _ = run([three, "ANSWER: done"], max_calls_per_reply=None)
     assert len(result.steps[0].outcomes) == 3 and "refused_calls" not in result.steps[0].details
     with pytest.raises(ValueError, match="max_calls_per_reply"):
         Agent(ScriptedBackend([]), demo.demo_tools(), max_calls_per_reply=0)
@@ -614,7 +640,7 @@ def test_the_observation_text_of_a_step_is_capped_as_a_whole():
         return str(n) * 5000
 
     calls = "\n".join(f'TOOL: dump ARGS: {{"n": {i}}}' for i in range(1, 10))
-    result, backend = run([calls, "ANSWER: done"], tools=[dump], check_numbers=False, observation_limit=4000,
+    result, backend = run([calls, "ANSWER: done"], tools=[dump], observation_limit=4000,
                           step_observation_limit=10_000)
     step = result.steps[0]
     assert len(step.outcomes) == 9

@@ -49,7 +49,7 @@ def test_worked_examples_become_turns_in_order():
     direct = Example("Say hi", (), "hi")
     failing = Example("Price?", (("book", {"restaurant": "A", "people": 2, "time": "18:00"}, "ERROR: busy"),
                                  ("book", {"restaurant": "A", "people": 2, "time": "18:00"}, "ok")), "Booked.")
-    turns = prompts.example_turns(ToolSet([book]), [direct, failing])
+    turns = prompts.example_turns(prompts.worked_examples(ToolSet([book]), [direct, failing]))
     assert [t["role"] for t in turns] == ["user", "assistant"] + ["user"] + ["assistant", "user"] * 2 + ["assistant"]
     assert turns[1]["content"] == "ANSWER: hi"
     assert turns[3]["content"] == 'TOOL: book ARGS: {"restaurant": "A", "people": 2, "time": "18:00"}'
@@ -120,28 +120,6 @@ def test_a_family_folder_wins_over_common():
         prompts.Prompts("chat")
 
 
-def test_answer_send_backs_in_both_wordings():
-    from textagent.grounding import Unlooked
-
-    assert prompts.unsupported_answer(["27", "9"], copied=["9"], native=True) == (
-        "Your answer gives 27 and 9, but no tool result shows that: 9 comes from the worked examples, not from this "
-        "task. Call the tool for each value you have not looked up yet, then answer from the results.")
-    assert "12 and 9 come from the worked examples" in prompts.unsupported_answer(["12", "9"], copied=["12", "9"])
-    items = [Unlooked("hallway", "toggle_light", {"room": "hallway", "on": False}, "living room"),
-             Unlooked("bathroom", "toggle_light", {"room": "bathroom", "on": False}, "living room")]
-    task = "Turn off the lights in the living room, the hallway and the bathroom."
-    assert prompts.unlooked_answer(items) == (
-        "Your ANSWER speaks of hallway and bathroom, but no OBSERVATION covers them: no tool was called for them. "
-        'Call toggle_light with {"room": "hallway", "on": false} and toggle_light with {"room": "bathroom", '
-        '"on": false}, then write the ANSWER from the results.')
-    # every item once, in the task's order, whatever order the items came in
-    assert "call: living room, hallway and bathroom all have" in prompts.items_called(items[::-1], task)
-    assert prompts.items_called(items, task, native=True) == (
-        "That was the last missing call: living room, hallway and bathroom all have their results above. Now "
-        "answer from them.")
-    assert "call: living room and hallway both have their results above" in prompts.items_called(items[:1], task)
-
-
 def test_calls_that_do_not_wait_for_each_other_are_shown_in_one_reply():
     from textagent.tools import Example
 
@@ -149,7 +127,7 @@ def test_calls_that_do_not_wait_for_each_other_are_shown_in_one_reply():
                       (("get_weather", {"city": "Rome"}, "24"), ("get_weather", {"city": "Oslo"}, "9"),
                        ("calculate", {"expression": "(24 + 9) / 2"}, "16.5")),
                       "16.5", replies=(2, 1))
-    turns = prompts.example_turns(demo.demo_tools(), [example])
+    turns = prompts.example_turns(prompts.worked_examples(demo.demo_tools(), [example]))
     assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user", "assistant"]
     assert turns[1]["content"] == ('TOOL: get_weather ARGS: {"city": "Rome"}\n'
                                    'TOOL: get_weather ARGS: {"city": "Oslo"}')

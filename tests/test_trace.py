@@ -43,7 +43,7 @@ def _run(path, task, replies):
     from textagent import Agent, ScriptedBackend
     from textagent.toolkits.demo import demo_tools
 
-    return Agent(ScriptedBackend(replies), demo_tools(), trace=path, check_numbers=False).run(task)
+    return Agent(ScriptedBackend(replies), demo_tools(), trace=path).run(task)
 
 
 def test_a_run_after_a_crash_mid_record_starts_on_a_fresh_line_and_is_not_merged(tmp_path):

@@ -124,17 +124,14 @@ def _print_step(step: Any) -> None:
     for outcome in step.outcomes:
         args = outcome.args if isinstance(outcome.args, str) else dict(outcome.args)
         _say(f"  step {step.index}: calling {outcome.name}({args!r}) -> {outcome.output[:200]}")
-    if step.details.get("fallback"):
+    if getattr(step.facts, "fallback", False):
         _say(f"  step {step.index}: (native+fallback: the calls above were read from the message content)")
-    elif step.details.get("decode_failure"):
+    elif getattr(step.facts, "decode_failure", None):
         _say(f"  step {step.index}: native decode failure: the content holds a call "
-             f"({step.details['decode_failure']}) the server did not return as tool_calls")
-    if step.details.get("unlooked_items"):
-        _say(f"  step {step.index}: answer sent back: no call covered "
-             f"{', '.join(step.details['unlooked_items'])}")
-    elif step.details.get("unsupported_numbers"):
-        _say(f"  step {step.index}: answer sent back: no tool result holds "
-             f"{', '.join(step.details['unsupported_numbers'])}")
+             f"({step.facts.decode_failure}) the server did not return as tool_calls")
+    if step.sent_back is not None:
+        found = ", ".join(str(getattr(f, "item", f)) for f in step.sent_back.found)
+        _say(f"  step {step.index}: answer sent back by the {step.sent_back.check} check" + (f": {found}" if found else ""))
     elif not step.outcomes:
         _say(f"  step {step.index}: answer")
 
@@ -202,6 +199,7 @@ def _check_trace_path(path: str | None) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from . import checks
     from .agent import Agent
 
     if not args.question.strip():
@@ -219,7 +217,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         agent = Agent(backend, tools, mode=args.mode, max_steps=args.max_steps, max_tokens=args.token_budget,
                       reply_tokens=args.reply_tokens, max_seconds=args.max_seconds,
                       chat_format=_resolve_format(format_name, backend),
-                      check_numbers=args.check_numbers, check_items=args.check_items,
+                      checks=checks.from_names(args.checks),
                       on_step=_print_step if args.verbose else None, trace=args.trace, **options)
         result = agent.run(args.question)
     finally:
@@ -288,6 +286,15 @@ def cmd_models(args: argparse.Namespace) -> int:
             path = model_path(name)
             print(f"{name:22} {spec.size / 1e6:7.1f} MB  {'cached at ' + str(path) if path.exists() else 'not cached'}")
     return 0
+
+
+def _check_names(spec: str) -> str:
+    from .checks import from_names
+    try:
+        from_names(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return spec
 
 
 def _positive(kind: type) -> Callable[[str], Any]:
@@ -425,11 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-steps", type=_positive(int), default=10)
     add_token_options(r)
     r.add_argument("--max-seconds", type=_positive(float), help="wall-time budget for the whole run")
-    r.add_argument("--check-numbers", action=argparse.BooleanOptionalAction, default=True,
-                   help="send back, once, an answer stating numbers that no tool result holds (default: on)")
-    r.add_argument("--check-items", action=argparse.BooleanOptionalAction, default=True,
-                   help="send back, once, an answer speaking of an item the question lists beside a looked-up "
-                        "one, when no call covered it (default: on)")
+    r.add_argument("--checks", default="small-model", type=_check_names,
+                   help="checks run on every answer and step (textagent.checks): small-model (default: numbers, "
+                        "items and repeats), none, or names from numbers, items, repeats, comma-separated")
     r.add_argument("--temperature", type=float, default=0.0)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--timeout", type=_positive(float), default=300, help="read timeout of one request, seconds")

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from textagent.grounding import Unlooked, numbers_in, unlooked_items, unsupported_numbers
+from textagent.checks.items import Unlooked, unlooked_items
+from textagent.checks.numbers import numbers_in, unsupported_numbers
 
 
 @pytest.mark.parametrize("text, numbers", [

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from textagent.backends.base import Capabilities
+
 from textagent import Agent, ChatAsTextBackend, LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
 from textagent.backends.scripted import ScriptedBackend
 from textagent.cli import main
@@ -65,11 +67,8 @@ def test_backends_without_a_grammar_are_refused_when_the_agent_is_built(make):
 
 
 def test_backends_that_say_they_cannot_are_refused():
-    class NoGrammar(ScriptedBackend):
-        supports_grammar = False
-
     with pytest.raises(ModeNotSupported):
-        Agent(NoGrammar([]), demo.demo_tools(), mode="constrained")
+        Agent(ScriptedBackend([], capabilities=Capabilities(grammar=False)), demo.demo_tools(), mode="constrained")
 
 
 def test_openai_backends_with_a_grammar_field_send_it(fake_server):

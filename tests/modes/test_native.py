@@ -10,6 +10,8 @@ from textagent.backends.base import Capabilities, Completion, Usage
 from textagent.cli import main
 from textagent.errors import BackendConnectionError, ModeNotSupported
 from textagent.modes.native import content_calls
+from textagent import checks
+from textagent.checks import NumbersCheck, RepeatedCalls
 from textagent.toolkits import demo
 from textagent.trace import load_trace
 
@@ -278,8 +280,8 @@ def test_sampling_options_and_the_server_slot_are_forwarded():
 
 def test_an_answer_with_a_number_no_tool_returned_is_sent_back_once_in_native_mode_too():
     result, backend = run([msg("", [call("calculate", '{"expression": "17 * 24"}', "c1")]),
-                           msg("408 plus 100 is 509."), msg("408 plus 100 is 508, I mean.")])
-    assert result.ok and result.answer == "408 plus 100 is 508, I mean." and result.unsupported_answers == 1
+                           msg("408 plus 100 is 509."), msg("408 plus 100 is 508, I mean.")], checks=[NumbersCheck()])
+    assert result.ok and result.answer == "408 plus 100 is 508, I mean." and result.sent_back("numbers") == 1
     third = backend.requests[2]["messages"]
     assert third[-2] == {"role": "assistant", "content": "408 plus 100 is 509."}
     assert third[-1] == {"role": "user", "content": "Your answer gives 509, but no tool result shows that. Call the "
@@ -289,8 +291,9 @@ def test_an_answer_with_a_number_no_tool_returned_is_sent_back_once_in_native_mo
 def test_an_answer_about_a_listed_item_no_call_covered_is_sent_back_in_native_words():
     result, backend = run([msg("", [call("get_weather", '{"city": "Paris"}', "c1")]),
                            msg("Paris and Tokyo are sunny."), msg("", [call("get_weather", '{"city": "Tokyo"}', "c2")]),
-                           msg("Paris has rain, Tokyo clouds.")], task="Weather in Paris and in Tokyo?")
-    assert result.ok and result.unlooked_answers == 1 and result.answer == "Paris has rain, Tokyo clouds."
+                           msg("Paris has rain, Tokyo clouds.")], task="Weather in Paris and in Tokyo?",
+                          checks=checks.small_model())
+    assert result.ok and result.sent_back("items") == 1 and result.answer == "Paris has rain, Tokyo clouds."
     assert backend.requests[3]["messages"][-1] == {
         "role": "user", "content": "That was the last missing call: Paris and Tokyo both have their results "
                                    "above. Now answer from them."}
@@ -298,6 +301,16 @@ def test_an_answer_about_a_listed_item_no_call_covered_is_sent_back_in_native_wo
     assert backend.requests[2]["messages"][-1] == {
         "role": "user", "content": "Your answer speaks of Tokyo, but no tool result covers it: no tool was called "
                                    'for it. Call get_weather with {"city": "Tokyo"}, then answer from the results.'}
+
+
+def test_a_repeated_call_is_pointed_out_in_its_tool_message_as_in_text_mode():
+    again = [call("calculate", '{"expression": "2 + 2"}', "c1")]
+    result, backend = run([msg("", again), msg("", again), msg("4")], checks=[RepeatedCalls()])
+    assert result.ok and [n.source for n in result.steps[1].notes] == ["repeats"]
+    tool_message = backend.requests[2]["messages"][-1]
+    assert tool_message["role"] == "tool" and tool_message["content"] == (
+        "4\nYou already made this exact call and got this same result. Do not repeat it: use the result, change the "
+        "arguments, or reply with the answer.")
 
 
 def test_deeply_nested_tool_call_arguments_are_a_call_error_not_a_crash():

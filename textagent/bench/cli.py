@@ -41,6 +41,15 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _checks(spec: str) -> str:
+    from ..checks import from_names
+    try:
+        from_names(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return spec
+
+
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--modes", default=DEFAULT_MODES,
                    help=f"comma-separated modes: {', '.join(MODES)} (default: {DEFAULT_MODES}); an unknown mode "
@@ -78,6 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--reply-tokens", type=int, default=256, help="max tokens per model reply (default 256)")
     p.add_argument("--max-steps", type=int, help="cap every task's max_steps")
     p.add_argument("--max-seconds", type=float, default=300, help="wall-time limit per episode (default 300)")
+    p.add_argument("--checks", default="none", type=_checks,
+                   help="checks the Agent modes run on answers and steps (textagent.checks): none (default), "
+                        "small-model, or names from numbers, items, repeats, comma-separated; the baselines "
+                        "run none")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
@@ -212,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(reply_tokens=args.reply_tokens, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                        temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin)
+                        temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin,
+                        checks=args.checks)
     factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model,
                              api_key=args.api_key, timeout=args.timeout)
     server = None

@@ -120,10 +120,10 @@ def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
         "unrescued_decode_failures": sum(decode_failure(s, mode) and not (s.get("details") or {}).get("fallback")
                                          for s in steps),
         "tool_errors": sum(1 for s in steps for o in s.get("outcomes") or [] if not o.get("ok")),
-        # answers sent back for numbers no tool result held (Agent check_numbers)
-        "unsupported_answers": sum(1 for s in steps if (s.get("details") or {}).get("unsupported_numbers")),
-        # answers sent back for listed items no call covered (Agent check_items)
-        "unlooked_answers": sum(1 for s in steps if (s.get("details") or {}).get("unlooked_items")),
+        # answers sent back by a check (textagent.checks), by its name
+        "unsupported_answers": _sent_back(steps, "numbers"),
+        "unlooked_answers": _sent_back(steps, "items"),
+        "repeat_notes": sum(n.get("source") == "repeats" for s in steps for n in (s.get("details") or {}).get("notes", [])),
         "loop": loop,
         "hallucinated": hallucinated,
     }
@@ -286,3 +286,7 @@ def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[st
         t["mean_seconds"] = t["seconds"] / t["episodes"]
     rows.sort(key=lambda t: (t["rate"], -t["mean_steps"], -t["mean_seconds"], t["task"]))
     return rows
+
+
+def _sent_back(steps: list, check: str) -> int:
+    return sum(((s.get("details") or {}).get("sent_back") or {}).get("check") == check for s in steps)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..agent import Agent, Result, Step
+from ..checks import from_names
 from ..backends.base import Capabilities, Completion, Usage
 from ..errors import BackendError
 from ..jsonl import parse_jsonl, read_jsonl
@@ -60,6 +61,7 @@ class Settings:
     temperature: float = 0.0
     seed: int = 0                       # episode seed = seed + repeat index
     pin_slots: bool = True
+    checks: str = "none"                # textagent.checks.from_names(): Agent modes run these
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,7 @@ def run_baseline(backend: Any, tools: Any, task: str, *, chat_format: str | Chat
     without a match is the answer (after ``ANSWER:`` if present); arguments that are not JSON
     end the run (``format_errors``)."""
     shown = tools.examples_for(task) if hasattr(tools, "examples_for") else getattr(tools, "examples", None)
-    example = prompts.example_turns(tools, shown or None)
+    example = prompts.example_turns(prompts.worked_examples(tools, shown or None))
     messages = [{"role": "system", "content": prompts.system_prompt(tools)}, *example,
                 {"role": "user", "content": prompts.task(task)}]
 
@@ -273,7 +275,8 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
                 kwargs["mode"] = mode
             agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
                           reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
-                          chat_format=chat_format, trace=buffer, **kwargs, **options)
+                          chat_format=chat_format, trace=buffer, checks=from_names(settings.checks), **kwargs,
+                          **options)
             result = agent.run(task.question)
     except Exception as exc:  # noqa: BLE001 - a harness or mode failure is recorded, never fatal
         result = None
@@ -591,4 +594,4 @@ def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseExcep
             "endpoint": slot.endpoint, "slot": slot.slot, "error": f"{type(exc).__name__}: {exc}",
             "time": time.time(), "trace": [], "format_errors": 0, "first_step_format_error": False,
             "recovered": False, "native_decode_failures": 0, "tool_errors": 0, "unsupported_answers": 0,
-            "unlooked_answers": 0, "loop": False, "hallucinated": False}
+            "unlooked_answers": 0, "repeat_notes": 0, "loop": False, "hallucinated": False}

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import FormatError, Mode
+from .base import Conversation, FormatError, Mode, ModeContext
 from .constrained import ConstrainedMode
 from .native import NativeMode
 from .text import EarlyStop, TextMode
 
-__all__ = ["Mode", "FormatError", "TextMode", "ConstrainedMode", "NativeMode", "EarlyStop", "MODES", "get_mode"]
+__all__ = ["Mode", "ModeContext", "Conversation", "FormatError", "TextMode", "ConstrainedMode", "NativeMode", "EarlyStop", "MODES", "get_mode"]
 
 #: Mode names and what builds them.
 MODES = {

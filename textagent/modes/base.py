@@ -1,21 +1,23 @@
-"""What a mode is: how the agent asks the model, reads its reply and writes the conversation.
+"""What a mode is: how the model is asked, how its reply is read, how the conversation is written.
 
 The loop (textagent/agent.py) is the same in every mode; a mode object supplies the pieces that
-differ. Modes keep the conversation on the agent (``agent.messages``, and ``agent.prompt`` in
-the text modes) so that an Agent can be inspected the same way whatever its mode.
+differ. A mode sees a narrow context (the tools, the backend and its options, the chat format,
+the system prompt and the mode's prompts), never the Agent, and owns the conversation it writes.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
-from ..backends.base import Completion
+from ..backends.base import Backend, Completion
+from ..prompts import Prompts, Worked
 from ..protocol import ParseError, Reply, ToolCall
-from ..tools import ToolOutcome
+from ..steps import Note, Step
+from ..templates import ChatFormat
+from ..tools import ToolOutcome, ToolSet
 
-if TYPE_CHECKING:
-    from ..agent import Agent, Step
-
-__all__ = ["Mode", "FormatError"]
+__all__ = ["Mode", "ModeContext", "Conversation", "FormatError"]
 
 
 class FormatError(Exception):
@@ -26,35 +28,61 @@ class FormatError(Exception):
         self.observation, self.parse_error = observation, parse_error
 
 
+@dataclass(frozen=True)
+class ModeContext:
+    """What a mode works with. ``system_prompt`` None: the mode writes its own. ``options`` are
+    the request options passed through to the backend (temperature, seed, stream, id_slot, ...)."""
+
+    backend: Backend
+    tools: ToolSet
+    format: ChatFormat
+    options: Mapping[str, Any] = field(default_factory=dict)
+    system_prompt: str | None = None
+    strict: bool = False
+    observation_limit: int | None = 4000
+
+
+@dataclass
+class Conversation:
+    """The conversation a mode writes: chat messages, and for the text modes the same as one
+    prompt string that is only ever appended to."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    prompt: str = ""
+
+
 @runtime_checkable
 class Mode(Protocol):
-    """The pieces of the loop that differ between modes. ``name`` is what traces record."""
+    """The pieces of the loop that differ between modes. ``name`` is what traces record;
+    ``prompts`` the mode's model-facing text (checks word what they send back with it)."""
 
     name: str
+    prompts: Prompts
+    conversation: Conversation
 
-    def setup(self, agent: "Agent") -> None:
+    def setup(self, ctx: ModeContext) -> None:
         """Called once by Agent(); raises ModeNotSupported when the backend cannot run the mode."""
 
-    def start(self, agent: "Agent", task: str) -> None:
-        """Begin a run: the conversation up to the task."""
+    def start(self, task: str, examples: Sequence[Worked]) -> None:
+        """Begin a run: the conversation up to the task, with these worked examples."""
 
-    def query(self, agent: "Agent", step: "Step", max_tokens: int) -> Completion:
-        """Ask the model for the next reply (may note facts in ``step.details``)."""
+    def query(self, step: Step, max_tokens: int) -> Completion:
+        """Ask the model for the next reply (may note facts in ``step.facts``)."""
 
-    def parse(self, agent: "Agent", completion: Completion, step: "Step") -> Reply:
+    def parse(self, completion: Completion, step: Step) -> Reply:
         """The reply's calls or answer; raises FormatError when it cannot be used."""
 
-    def execute(self, agent: "Agent", step: "Step", call: ToolCall) -> ToolOutcome:
-        """Run one call of the reply."""
+    def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
+        """Run call number ``index`` of the reply."""
 
-    def observe(self, agent: "Agent", step: "Step") -> None:
-        """Append the reply and the results of ``step.outcomes``; sets ``step.observations``."""
+    def observe(self, step: Step, notes: Sequence[Note]) -> None:
+        """Append the reply, the results of ``step.outcomes`` and the notes; sets ``step.observations``."""
 
-    def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:
-        """Append an unusable reply and the feedback that says why."""
+    def reject(self, step: Step, feedback: str) -> None:
+        """Append an unusable reply (or an answer sent back) and the feedback that says why."""
 
-    def answer(self, agent: "Agent", step: "Step") -> None:
+    def answer(self, step: Step) -> None:
         """Append the final reply (the turn stays open: nothing follows it)."""
 
-    def transcript(self, agent: "Agent") -> str:
+    def transcript(self) -> str:
         """The whole conversation as text (Result.transcript)."""

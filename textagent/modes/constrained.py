@@ -12,32 +12,14 @@ Backends that cannot take a grammar (Ollama, OpenAI-compatible backends without
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ModeNotSupported
 from ..gbnf import reply_grammar
+from .base import ModeContext
 from .text import TextMode
 
-if TYPE_CHECKING:
-    from ..agent import Agent
-
-__all__ = ["ConstrainedMode", "takes_grammar"]
-
-
-def takes_grammar(backend: Any) -> bool | None:
-    """Can ``backend`` send a GBNF grammar? None when it cannot be told before the first request
-    (such a backend raises ModeNotSupported itself when it gets a grammar it cannot send)."""
-    flag = getattr(backend, "supports_grammar", None)
-    if isinstance(flag, bool):
-        return flag
-    from ..backends.ollama import OllamaBackend
-    from ..backends.openai import _OpenAIBase
-
-    if isinstance(backend, OllamaBackend):
-        return False
-    if isinstance(backend, _OpenAIBase):
-        return bool(backend.grammar_field)
-    return None
+__all__ = ["ConstrainedMode"]
 
 
 class ConstrainedMode(TextMode):
@@ -47,22 +29,26 @@ class ConstrainedMode(TextMode):
     name = "constrained"
 
     def __init__(self, *, max_thoughts: int = 3, max_calls: int | None = None):
+        super().__init__()
         self.max_thoughts, self.max_calls = max_thoughts, max_calls
         self.grammar = ""
 
-    def setup(self, agent: "Agent") -> None:
-        if takes_grammar(agent.backend) is False:
+    def setup(self, ctx: ModeContext) -> None:
+        capabilities = getattr(ctx.backend, "capabilities", None)
+        # a backend that does not say (a user's own) is tried: it refuses a grammar itself
+        if capabilities is not None and not capabilities.grammar:
             raise ModeNotSupported(
-                f"mode='constrained' needs a backend that sends a GBNF grammar; {type(agent.backend).__name__} "
+                f"mode='constrained' needs a backend that sends a GBNF grammar; {type(ctx.backend).__name__} "
                 "cannot (use LlamaCppBackend, or an OpenAI-compatible backend with grammar_field='grammar' "
                 "on llama.cpp's server; on the command line --api llamacpp or --grammar-field grammar), or choose "
                 "mode='text'")
-        self.grammar = reply_grammar(agent.tools, max_thoughts=self.max_thoughts, max_calls=self.max_calls)
+        super().setup(ctx)
+        self.grammar = reply_grammar(ctx.tools, max_thoughts=self.max_thoughts, max_calls=self.max_calls)
 
-    def stop(self, agent: "Agent") -> list[str]:
+    def stop(self) -> list[str]:
         # The grammar already rules out OBSERVATION lines; as a stop string it could only cut a
         # reply inside a JSON string or the answer.
-        return list(agent.format.stop)
+        return list(self.ctx.format.stop)
 
-    def options(self, agent: "Agent") -> dict[str, Any]:
-        return {**agent.backend_options, "grammar": self.grammar}
+    def options(self) -> dict[str, Any]:
+        return {**self.ctx.options, "grammar": self.grammar}

@@ -25,22 +25,23 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from .. import prompts
 from ..backends.base import Completion
 from ..errors import ModeNotSupported
+from ..prompts import Worked
 from ..protocol import ParseError, Reply, ToolCall, parse_reply, render_call
+from ..steps import Note, Step
 from ..tools import ToolOutcome
-from .base import FormatError
+from .base import Conversation, FormatError, ModeContext
 from .text import RETRYABLE
 
 log = logging.getLogger(__name__)
 
-if TYPE_CHECKING:
-    from ..agent import Agent, Step
-
-__all__ = ["NativeMode", "content_calls", "chat_backend"]
+__all__ = ["NativeMode", "NativeFacts", "content_calls", "chat_backend"]
 
 _FENCE = re.compile(r"(`{3,}|~{3,})[^\n]*\n(.*?)(?:\1|\Z)", re.S)
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
@@ -163,133 +164,155 @@ def _as_text(calls: list[tuple[str, Any]]) -> str:
 
 # -- the mode ------------------------------------------------------------------------------------
 
+@dataclass
+class NativeFacts:
+    """What native modes note about a reply: ``native`` is where the server put it
+    ("tool_calls" or "content"); ``decode_failure`` the kind of call found in the content
+    (``content_calls``: what it held); ``fallback`` that native+fallback ran those calls;
+    ``invalid_arguments`` call index -> why its arguments could not be read."""
+
+    native: str = "content"
+    tool_calls: list[Any] = field(default_factory=list)
+    tool_call_ids: list[str] = field(default_factory=list)
+    invalid_arguments: dict[int, str] = field(default_factory=dict)
+    decode_failure: str | None = None
+    content_calls: list[dict[str, Any]] = field(default_factory=list)
+    fallback: bool = False
+    fallback_error: str | None = None
+
+
 class NativeMode:
     """Function calling through the chat endpoint. ``fallback=True`` is ``native+fallback``."""
+
+    prompts = prompts.for_family("native")
 
     def __init__(self, *, fallback: bool = False, tool_choice: Any = "auto"):
         self.fallback, self.tool_choice = fallback, tool_choice
         self.name = "native+fallback" if fallback else "native"
+        self.conversation = Conversation()
 
-    def setup(self, agent: "Agent") -> None:
-        self.chat = chat_backend(agent.backend)
-        self.tools_json = agent.tools.to_openai()
+    def setup(self, ctx: ModeContext) -> None:
+        self.ctx = ctx
+        self.chat = chat_backend(ctx.backend)
+        self.tools_json = ctx.tools.to_openai()
+        self.system_prompt = ctx.system_prompt if ctx.system_prompt is not None else self.prompts.render("system")
 
-    def start(self, agent: "Agent", task: str) -> None:
-        self.example = _example_messages(agent)   # here: the examples shown may depend on the task
-        system = agent.system_prompt if agent.system_prompt_given else prompts.for_family("native").template("system.txt").substitute()
-        agent.messages = [{"role": "system", "content": system}, *self.example,
-                          {"role": "user", "content": prompts.task(task)}]
-        agent.prompt = ""
+    def start(self, task: str, examples: Sequence[Worked]) -> None:
+        self.conversation = Conversation([{"role": "system", "content": self.system_prompt},
+                                          *_example_messages(examples), {"role": "user", "content": prompts.task(task)}])
 
-    def query(self, agent: "Agent", step: "Step", max_tokens: int) -> Completion:
+    def query(self, step: Step, max_tokens: int) -> Completion:
+        step.facts = NativeFacts()
         # id_slot: llama-server's chat endpoint takes it too; pinning keeps the slot's KV cache warm
-        options = {k: agent.backend_options[k] for k in ("temperature", "seed", "id_slot")
-                   if agent.backend_options.get(k) is not None}
+        options = {k: self.ctx.options[k] for k in ("temperature", "seed", "id_slot")
+                   if self.ctx.options.get(k) is not None}
         # chat markers in the contents are broken (templates.neutralize): the server's template
         # would otherwise read a tool result's `<|im_end|>` as the end of its turn
-        return self.chat.chat(agent.format.escape_messages(agent.messages), tools=self.tools_json or None,
-                              tool_choice=self.tool_choice, max_tokens=max_tokens, **options)
+        return self.chat.chat(self.ctx.format.escape_messages(self.conversation.messages),
+                              tools=self.tools_json or None, tool_choice=self.tool_choice, max_tokens=max_tokens,
+                              **options)
 
-    def parse(self, agent: "Agent", completion: Completion, step: "Step") -> Reply:
+    def parse(self, completion: Completion, step: Step) -> Reply:
         message = completion.message if isinstance(completion.message, dict) else {}
         content = completion.text or ""
         raw_calls = message.get("tool_calls") or []
-        details = step.details
-        details["native"] = "tool_calls" if raw_calls else "content"
+        facts = step.facts if isinstance(step.facts, NativeFacts) else NativeFacts()
+        step.facts = facts
+        facts.native = "tool_calls" if raw_calls else "content"
         if raw_calls:
-            details["tool_calls"] = raw_calls
-            calls, ids, invalid = [], [], {}
+            facts.tool_calls = list(raw_calls)
+            calls = []
             for i, raw in enumerate(raw_calls):
                 name, args, error = _read_tool_call(raw)
                 calls.append(ToolCall(name, args))
-                ids.append(raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str)
-                           else f"call_{step.index}_{i + 1}")
+                facts.tool_call_ids.append(raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str)
+                                           else f"call_{step.index}_{i + 1}")
                 if error is not None:
-                    invalid[i] = error
-            details["tool_call_ids"] = ids
-            if invalid:
-                details["invalid_arguments"] = invalid
+                    facts.invalid_arguments[i] = error
             return Reply(calls, None, content, [])
-        kind, found = content_calls(content, agent.tools)
+        kind, found = content_calls(content, self.ctx.tools)
         if kind is not None:
-            details["decode_failure"] = kind
-            details["content_calls"] = [{"name": n, "arguments": a} for n, a in found]
+            facts.decode_failure = kind
+            facts.content_calls = [{"name": n, "arguments": a} for n, a in found]
             if self.fallback:
-                reply = self._rescue(content, kind, found, agent, step)
+                reply = self._rescue(content, kind, found, step, facts)
                 if reply is not None:
                     return reply
         if not content.strip():
-            raise FormatError(prompts.for_family("native").template("empty_reply.txt").substitute())
+            raise FormatError(self.prompts.render("empty_reply"))
         return Reply([], content.strip(), content, [])
 
-    def _rescue(self, content: str, kind: str, found: list, agent: "Agent", step: "Step") -> Reply | None:
+    def _rescue(self, content: str, kind: str, found: list, step: Step, facts: NativeFacts) -> Reply | None:
         text = content if kind == "text_protocol" else _as_text(found)
         try:
-            reply = parse_reply(text, agent.tools)
+            reply = parse_reply(text, self.ctx.tools)
         except ParseError as err:
-            step.details["fallback_error"] = str(err)
+            facts.fallback_error = str(err)
             return None
         if not reply.calls:
             return None
         log.info("step %d: the server returned no tool_calls; %d call(s) read from the content (%s)",
                  step.index, len(reply.calls), kind)
-        step.details["fallback"] = True
-        step.details["tool_call_ids"] = [f"call_{step.index}_{i + 1}" for i in range(len(reply.calls))]
+        facts.fallback = True
+        facts.tool_call_ids = [f"call_{step.index}_{i + 1}" for i in range(len(reply.calls))]
         return Reply(reply.calls, None, content, [])
 
-    def execute(self, agent: "Agent", step: "Step", call: ToolCall) -> ToolOutcome:
-        error = step.details.get("invalid_arguments", {}).get(len(step.outcomes))
+    def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
+        error = step.facts.invalid_arguments.get(index) if isinstance(step.facts, NativeFacts) else None
         if error is not None:
-            tool = agent.tools.get(call.name)
-            usage = tool.signature() if tool is not None else ", ".join(agent.tools)
-            output = prompts.for_family("native").template("bad_arguments.txt").substitute(error=error, usage=usage)
+            tool = self.ctx.tools.get(call.name)
+            usage = tool.signature() if tool is not None else ", ".join(self.ctx.tools)
+            output = self.prompts.render("bad_arguments", error=error, usage=usage)
             return ToolOutcome(call.name, call.args, False, output, "bad_arguments", 0.0)
-        return agent.tools.execute(call, timeout=agent.tool_timeout_left(), limit=agent.observation_limit)
+        return self.ctx.tools.execute(call, timeout=timeout, limit=self.ctx.observation_limit)
 
     # -- the conversation -----------------------------------------------------------------------
-    def _assistant(self, step: "Step") -> dict[str, Any]:
+    def _assistant(self, step: Step) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": step.raw}
-        ids = step.details.get("tool_call_ids")
+        facts = step.facts if isinstance(step.facts, NativeFacts) else NativeFacts()
+        ids = facts.tool_call_ids
         if ids and step.reply is not None:
-            raw_calls = step.details.get("tool_calls") or []
+            raw_calls = facts.tool_calls
             message["tool_calls"] = [
                 {"id": ids[i], "type": "function",
                  "function": {"name": call.name, "arguments": _arguments_text(raw_calls[i] if i < len(raw_calls)
                                                                             else None, call)}}
                 for i, call in enumerate(step.reply.calls)]
-            if step.details.get("fallback"):
+            if facts.fallback:
                 message["content"] = ""  # the calls are in tool_calls now; do not repeat them
         return message
 
-    def observe(self, agent: "Agent", step: "Step") -> None:
-        agent.messages.append(self._assistant(step))
-        ids = step.details.get("tool_call_ids") or []
+    def observe(self, step: Step, notes: Sequence[Note]) -> None:
+        messages = self.conversation.messages
+        messages.append(self._assistant(step))
+        ids = step.facts.tool_call_ids if isinstance(step.facts, NativeFacts) else []
         observations = []
         for i, outcome in enumerate(step.outcomes):
             text = outcome.output
             if outcome.error in RETRYABLE:
-                text = prompts.for_family("native").template("tool_error.txt").substitute(output=text)
-            agent.messages.append({"role": "tool", "tool_call_id": ids[i] if i < len(ids) else f"call_{i + 1}",
-                                   "name": outcome.name, "content": text})
+                text = self.prompts.render("tool_error", output=text)
+            text = "\n".join([text, *(n.text for n in notes if n.outcome == i)])
+            messages.append({"role": "tool", "tool_call_id": ids[i] if i < len(ids) else f"call_{i + 1}",
+                             "name": outcome.name, "content": text})
             observations.append(text)
-        for note in ("refusal", "reminder"):   # calls refused (too many in one reply); items all looked up
-            if step.details.get(note):
-                agent.messages.append({"role": "user", "content": step.details[note]})
-                observations.append(step.details[note])
+        for note in notes:   # notes on the step as a whole: a user turn after the results
+            if note.outcome is None or note.outcome >= len(step.outcomes):
+                messages.append({"role": "user", "content": note.text})
+                observations.append(note.text)
         step.observations = observations
 
-    def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:
-        agent.messages.append({"role": "assistant", "content": step.raw})
-        agent.messages.append({"role": "user", "content": feedback})
+    def reject(self, step: Step, feedback: str) -> None:
+        self.conversation.messages.append({"role": "assistant", "content": step.raw})
+        self.conversation.messages.append({"role": "user", "content": feedback})
         step.observations = [feedback]
 
-    def answer(self, agent: "Agent", step: "Step") -> None:
-        agent.messages.append({"role": "assistant", "content": step.raw})
+    def answer(self, step: Step) -> None:
+        self.conversation.messages.append({"role": "assistant", "content": step.raw})
         step.observations = []
 
-    def transcript(self, agent: "Agent") -> str:
+    def transcript(self) -> str:
         """The conversation, one JSON message per line."""
-        return "\n".join(json.dumps(m, ensure_ascii=False, default=str) for m in agent.messages)
+        return "\n".join(json.dumps(m, ensure_ascii=False, default=str) for m in self.conversation.messages)
 
 
 def _read_tool_call(raw: Any) -> tuple[str, dict | str, str | None]:
@@ -324,11 +347,11 @@ def _arguments_text(raw: Any, call: ToolCall) -> str:
     return json.dumps(call.args, ensure_ascii=False) if isinstance(call.args, dict) else str(call.args)
 
 
-def _example_messages(agent: "Agent") -> list[dict[str, Any]]:
-    """The agent's worked examples as native turns: tool_calls, tool results, the answer."""
+def _example_messages(examples: Sequence[Worked]) -> list[dict[str, Any]]:
+    """The worked examples as native turns: tool_calls, tool results, the answer."""
     turns: list[dict[str, Any]] = []
     n = 0
-    for worked in agent.example_source:
+    for worked in examples:
         turns.append({"role": "user", "content": prompts.task(worked.task)})
         for group in prompts.call_groups(worked):   # the same replies as the text modes show
             ids = [f"call_example_{n + i + 1}" for i in range(len(group))]

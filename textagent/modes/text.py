@@ -11,21 +11,20 @@ the results), also where a server does not honour ``stop``.
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .. import prompts
 from ..backends.base import Completion
+from ..prompts import Worked
 from ..protocol import _QUOTE_PREFIX, ParseError, Reply, ToolCall, _Reader, _scan, _stops_gathering, parse_reply
+from ..steps import Note, Step
 from ..tools import ToolOutcome
-from .base import FormatError
+from .base import Conversation, FormatError, ModeContext
 
-if TYPE_CHECKING:
-    from ..agent import Agent, Step
-
-__all__ = ["TextMode", "EarlyStop", "complete_calls"]
+__all__ = ["TextMode", "TextFacts", "EarlyStopFacts", "EarlyStop", "complete_calls"]
 
 # Failures the model can fix by writing the call again; the observation says so.
 RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
@@ -182,100 +181,109 @@ class EarlyStop:
         self._maybe = _MAYBE_CALL.search(text, self._base, nl) is not None
 
 
+@dataclass(frozen=True)
+class EarlyStopFacts:
+    """A streamed reply closed after its complete calls: how much was kept and what was dropped."""
+
+    kept_chars: int
+    dropped_chars: int
+    dropped: str
+
+
+@dataclass
+class TextFacts:
+    """What the text modes note about a reply."""
+
+    early_stop: EarlyStopFacts | None = None
+
+
 class TextMode:
     """The text protocol: the model writes ``TOOL: name ARGS: {...}`` lines or ``ANSWER: ...``."""
 
     name = "text"
+    prompts = prompts.for_family("text")
 
-    def setup(self, agent: "Agent") -> None:
-        self._seen: set[tuple[str, str, str]] = set()
-        self._done: set[tuple[str, str]] = set()
+    def __init__(self) -> None:
+        self.conversation = Conversation()
 
-    def start(self, agent: "Agent", task: str) -> None:
-        self._seen = set()   # (tool, args, output) of this run's calls
-        self._done = set()   # (tool, args) of its successful calls
-        agent.messages = [{"role": "system", "content": agent.system_prompt}, *agent.example,
-                          {"role": "user", "content": prompts.task(task)}]
-        agent.prompt = agent.format.render(agent.messages)
+    def setup(self, ctx: ModeContext) -> None:
+        self.ctx = ctx
+        self.system_prompt = ctx.system_prompt if ctx.system_prompt is not None else \
+            prompts.system_prompt(ctx.tools)
+
+    def start(self, task: str, examples: Sequence[Worked]) -> None:
+        messages = [{"role": "system", "content": self.system_prompt}, *prompts.example_turns(examples),
+                    {"role": "user", "content": prompts.task(task)}]
+        self.conversation = Conversation(messages, self.ctx.format.render(messages))
 
     # -- asking ---------------------------------------------------------------------------------
-    def stop(self, agent: "Agent") -> list[str]:
-        return ["OBSERVATION", *agent.format.stop]
+    def stop(self) -> list[str]:
+        return ["OBSERVATION", *self.ctx.format.stop]
 
-    def options(self, agent: "Agent") -> dict[str, Any]:
-        return dict(agent.backend_options)
+    def options(self) -> dict[str, Any]:
+        return dict(self.ctx.options)
 
-    def query(self, agent: "Agent", step: "Step", max_tokens: int) -> Completion:
-        options = self.options(agent)
+    def query(self, step: Step, max_tokens: int) -> Completion:
+        options = self.options()
+        step.facts = TextFacts()
         watcher = None
         if options.get("stream") and "on_text" not in options:
-            watcher = options["on_text"] = EarlyStop(agent.tools)
-        completion = agent.backend.complete(agent.prompt, stop=self.stop(agent), max_tokens=max_tokens,
-                                            messages=agent.format.escape_messages(agent.messages), **options)
+            watcher = options["on_text"] = EarlyStop(self.ctx.tools)
+        conv = self.conversation
+        completion = self.ctx.backend.complete(conv.prompt, stop=self.stop(), max_tokens=max_tokens,
+                                               messages=self.ctx.format.escape_messages(conv.messages), **options)
         if watcher is not None and completion.finish_reason == "early_stop" and watcher.cut is not None:
             text = completion.text
-            step.details["early_stop"] = {"kept_chars": watcher.cut, "dropped_chars": len(text) - watcher.cut,
-                                          "dropped": text[watcher.cut:]}
+            step.facts.early_stop = EarlyStopFacts(watcher.cut, len(text) - watcher.cut, text[watcher.cut:])
             completion = replace(completion, text=text[:watcher.cut])
         return completion
 
     # -- reading --------------------------------------------------------------------------------
-    def parse(self, agent: "Agent", completion: Completion, step: "Step") -> Reply:
+    def parse(self, completion: Completion, step: Step) -> Reply:
         try:
-            reply = parse_reply(completion.text, agent.tools, strict=agent.strict)
+            reply = parse_reply(completion.text, self.ctx.tools, strict=self.ctx.strict)
         except ParseError as err:
-            raise FormatError(prompts.feedback(err.feedback(agent.tools)), err) from None
+            raise FormatError(prompts.feedback(err.feedback(self.ctx.tools)), err) from None
         if reply.is_final and not (reply.answer or "").strip():
-            raise FormatError(prompts.feedback(prompts.template("empty_reply.txt").substitute()))
+            raise FormatError(prompts.feedback(self.prompts.render("empty_reply")))
         return reply
 
-    def execute(self, agent: "Agent", step: "Step", call: ToolCall) -> ToolOutcome:
-        return agent.tools.execute(call, timeout=agent.tool_timeout_left(), limit=agent.observation_limit)
+    def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
+        return self.ctx.tools.execute(call, timeout=timeout, limit=self.ctx.observation_limit)
 
     # -- writing the conversation ---------------------------------------------------------------
-    def observe(self, agent: "Agent", step: "Step") -> None:
-        observations = []
-        for o in step.outcomes:
-            text = prompts.observation(o.name, o.output, failed=o.error in RETRYABLE)
-            call = (o.name, json.dumps(o.args, sort_keys=True, default=str))
-            same = (*call, o.output) in self._seen
-            if same or (o.ok and call in self._done):
-                # Small models loop on a call; saying so breaks most loops. A call that failed
-                # and then gets another result is not a repeat (an error that says "retry");
-                # one that succeeded before is, whatever it returns now ("it already was").
-                text += "\n" + prompts.repeated_call(o, agent.tools, same=same)
-                step.details["repeated_calls"] = step.details.get("repeated_calls", 0) + 1
-            self._seen.add((*call, o.output))
-            if o.ok:
-                self._done.add(call)
-            observations.append(text)
-        for note in ("refusal", "reminder"):   # calls refused (too many in one reply); items all looked up
-            if step.details.get(note):
-                observations.append(step.details[note])
-        self._append(agent, step, _kept(step), observations)
+    def observe(self, step: Step, notes: Sequence[Note]) -> None:
+        observations = [prompts.observation(o.name, o.output, failed=o.error in RETRYABLE) for o in step.outcomes]
+        for note in notes:
+            if note.outcome is not None and note.outcome < len(observations):
+                observations[note.outcome] += "\n" + note.text
+            else:
+                observations.append(note.text)
+        self._append(step, _kept(step), observations)
 
-    def reject(self, agent: "Agent", step: "Step", feedback: str) -> None:
-        self._append(agent, step, step.raw, [feedback])
+    def reject(self, step: Step, feedback: str) -> None:
+        self._append(step, step.raw, [feedback])
 
-    def answer(self, agent: "Agent", step: "Step") -> None:
-        self._append(agent, step, _kept(step), None)
+    def answer(self, step: Step) -> None:
+        self._append(step, _kept(step), None)
 
-    def _append(self, agent: "Agent", step: "Step", reply_text: str, observations: list[str] | None) -> None:
+    def _append(self, step: Step, reply_text: str, observations: list[str] | None) -> None:
         """Extend the transcript; earlier text is never re-rendered (KV-cache reuse relies on it).
         The format escapes every content it writes (templates.neutralize), the reply too."""
-        agent.prompt += agent.format.escape(reply_text)
-        agent.messages.append({"role": "assistant", "content": reply_text})
+        conv, fmt = self.conversation, self.ctx.format
+        conv.prompt += fmt.escape(reply_text)
+        conv.messages.append({"role": "assistant", "content": reply_text})
         if observations is not None:
             user_text = "\n".join(observations)
-            agent.prompt += agent.format.follow_up(user_text)
-            agent.messages.append({"role": "user", "content": user_text})
+            conv.prompt += fmt.follow_up(user_text)
+            conv.messages.append({"role": "user", "content": user_text})
         step.observations = observations or []
 
-    def transcript(self, agent: "Agent") -> str:
-        return agent.prompt
+    def transcript(self) -> str:
+        return self.conversation.prompt
 
 
-def _kept(step: "Step") -> str:
+def _kept(step: Step) -> str:
     """The reply up to a self-written observation: the invented part never enters the transcript."""
     reply = step.reply
     if reply is None or reply.truncated_at is None:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from .. import _schema
 
 __all__ = ["template", "system_prompt", "Worked", "worked_examples", "placeholder_examples", "call_groups", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
-           "unsupported_answer", "unlooked_answer", "items_called", "repeated_call", "Prompts", "for_family"]
+           "listed", "Prompts", "for_family", "FAMILIES"]
 
 
 FAMILIES = ("text", "native", "proxy")
@@ -145,16 +145,16 @@ def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
 
 def _described(args: dict[str, Any]) -> str:
     values = [f"{k} {json.dumps(v, ensure_ascii=False)}" for k, v in args.items()]
-    return _listed(values) if values else "no arguments"
+    return listed(values) if values else "no arguments"
 
 
-def example_turns(tools: Any, example: Any = None) -> list[dict[str, str]]:
+def example_turns(examples: Sequence[Worked]) -> list[dict[str, str]]:
     """The worked examples as conversation turns: each task, each TOOL line answered by its
     OBSERVATION (a result starting with "ERROR:" as a failed call), then the ANSWER."""
     from ..protocol import ToolCall, render_call
 
     turns: list[dict[str, str]] = []
-    for worked in worked_examples(tools, example):
+    for worked in examples:
         turns.append({"role": "user", "content": task(worked.task)})
         for group in call_groups(worked):
             turns.append({"role": "assistant",
@@ -190,52 +190,7 @@ def observation(name: str, output: str, *, failed: bool = False) -> str:
         name=name, output=quote_output(output))
 
 
-def unsupported_answer(numbers: list[str], *, copied: Sequence[str] = (), native: bool = False) -> str:
-    """Sent back instead of accepting an answer whose numbers no tool result holds (native
-    mode's wording has no ANSWER/OBSERVATION lines to refer to); ``copied`` are those of them
-    the worked examples hold, which the model took from there."""
-    if copied:
-        return for_family("native" if native else "text").template("unsupported_copied").substitute(numbers=_listed(numbers), copied=_listed(list(copied)),
-                                         come="comes" if len(copied) == 1 else "come")
-    return for_family("native" if native else "text").template("unsupported_answer").substitute(numbers=_listed(numbers))
-
-
-def repeated_call(outcome: Any, tools: Iterable[str], *, same: bool = True) -> str:
-    """Appended to the observation of a call the model already made: with the same result, or
-    (``same=False``) successfully before. A failing call repeated names the other tools: small
-    models loop on a call that needs a value another tool gives ("10 * GLOBEX" with a price
-    tool at hand)."""
-    if outcome.ok:
-        return template("repeated_call.txt" if same else "repeated_call_again.txt").substitute()
-    others = [name for name in tools if name != outcome.name]
-    if not others:
-        return template("repeated_error_alone.txt").substitute()
-    return template("repeated_error.txt").substitute(others=_listed(others, "or"))
-
-
-def unlooked_answer(items: list[Any], *, native: bool = False) -> str:
-    """Sent back instead of accepting an answer that speaks of listed items no call covered:
-    ``items`` are grounding.Unlooked, each with the call to make."""
-    calls = _listed([f"{u.tool} with {json.dumps(dict(u.args), ensure_ascii=False)}" for u in items])
-    return for_family("native" if native else "text").template("unlooked_answer").substitute(items=_listed([u.item for u in items]),
-                                     them="it" if len(items) == 1 else "them", calls=calls)
-
-
-def items_called(items: list[Any], task: str, *, native: bool = False) -> str:
-    """Follows the result of the last call an answer was sent back for, naming every item of
-    the list in the task's order: a model answers about its latest result only."""
-    names: list[str] = []
-    for name in [name for u in items for name in (u.beside, u.item)]:
-        if name.lower() not in (n.lower() for n in names):
-            names.append(name)
-    names.sort(key=lambda n: task.lower().find(n.lower()))
-    # an item and the one beside it: always two names or more
-    have = "both have" if len(names) == 2 else "all have"
-    return for_family("native" if native else "text").template("items_called").substitute(all=_listed(names),
-                                                                                            have=have)
-
-
-def _listed(words: list[str], last: str = "and") -> str:
+def listed(words: list[str], last: str = "and") -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + f" {last} " + words[-1]
 
 

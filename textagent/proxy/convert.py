@@ -248,7 +248,7 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
     system_texts = [m["content"] for m in request.messages if m["role"] == "system" and m["content"].strip()]
     system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
     turns: list[dict[str, str]] = [{"role": "system", "content": system},
-                                   *prompts.example_turns(request.tools, request.tools.examples or None)]
+                                   *prompts.example_turns(prompts.worked_examples(request.tools, request.tools.examples or None))]
     names: dict[str, str] = {}
     seen_user = False
     for i, message in enumerate(request.messages):

@@ -13,7 +13,6 @@ from typing import Any
 
 from ..backends import LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
 from ..errors import BackendError, TextagentError
-from ..modes.constrained import takes_grammar
 from ..templates import ChatFormat, format_from_renderer, get_format
 from .errors import ProxyError
 
@@ -105,7 +104,7 @@ class Upstream:
                 else get_format(fmt)
         except BackendError as exc:
             raise TextagentError(f"could not learn the chat template from {url}: {exc}") from None
-        self.takes_grammar = isinstance(self.backend, LlamaCppBackend) or takes_grammar(self.backend) is True
+        self.takes_grammar = bool(getattr(getattr(self.backend, "capabilities", None), "grammar", False))
         slots = c.parallel or self._server_slots() or 4
         self._free = list(range(slots))
 

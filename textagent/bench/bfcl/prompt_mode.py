@@ -140,10 +140,10 @@ def run_bfcl_prompt(backend: Any, tools: Any, task: str, *, functions: Sequence[
     def read(step: Step) -> tuple[str, str | None]:
         try:
             decoded = decode(step.raw)
-            step.details["bfcl_decode"] = "ok" if decoded else "no_calls"
+            step.extra["bfcl_decode"] = "ok" if decoded else "no_calls"
         except DecodeError as exc:
             decoded = []
-            step.details["bfcl_decode"] = str(exc)
+            step.extra["bfcl_decode"] = str(exc)
         if not decoded:   # no call, or no decodable call: BFCL takes it as the turn's end
             step.reply = Reply(calls=[], answer=step.raw.strip(), thought="")
             return ANSWER, step.raw.strip()

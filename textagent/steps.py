@@ -1,0 +1,124 @@
+"""What a run records: one Step per model reply, one Result per run.
+
+Kept apart from the loop (agent.py) so that modes and checks can read steps without importing
+the Agent.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any
+
+from .backends.base import Usage
+from .protocol import ParseError, Reply, ToolCall
+from .tools import ToolOutcome
+
+__all__ = ["Step", "Result", "Note", "SentBack", "STOP_REASONS"]
+
+STOP_REASONS = ("answer", "max_steps", "token_budget", "time_limit", "format_errors", "backend_error")
+
+
+@dataclass(frozen=True)
+class Note:
+    """Text added after a step's results: by a check (``source`` is its name) or by the loop
+    (``"refused_calls"``). ``outcome`` is the index of the result it belongs to; None: the step."""
+
+    source: str
+    text: str
+    outcome: int | None = None
+
+
+@dataclass(frozen=True)
+class SentBack:
+    """A final answer a check did not accept: the check's name, the text sent back, and what the
+    check found (e.g. the numbers no result holds), for traces and reports."""
+
+    check: str
+    text: str
+    found: tuple[Any, ...] = ()
+
+
+@dataclass
+class Step:
+    """One model reply and everything done about it.
+
+    ``facts`` is what the mode noted about the reply (a dataclass of the mode's own, e.g.
+    modes.text.TextFacts, modes.native.NativeFacts). ``extra`` is free for loops other than the
+    Agent's (the benchmark's baselines) to annotate a step."""
+
+    index: int
+    raw: str
+    reply: Reply | None = None
+    parse_error: ParseError | None = None
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    timings: dict[str, float] = field(default_factory=dict)
+    finish_reason: str | None = None
+    retries: int = 0
+    facts: Any = None
+    notes: list[Note] = field(default_factory=list)
+    sent_back: SentBack | None = None
+    refused_calls: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return list(self.reply.calls) if self.reply else []
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """Everything noted about the step as one JSON-able dict (what traces record): the mode's
+        facts that are set, notes, the answer sent back, refused calls, and ``extra``."""
+        out: dict[str, Any] = {}
+        if is_dataclass(self.facts):
+            out.update({f.name: v for f in fields(self.facts)
+                        if (v := getattr(self.facts, f.name)) not in (None, False, (), [], {})})
+            out = {k: (asdict(v) if is_dataclass(v) else v) for k, v in out.items()}
+        if self.notes:
+            out["notes"] = [asdict(n) for n in self.notes]
+        if self.sent_back is not None:
+            out["sent_back"] = {"check": self.sent_back.check, "text": self.sent_back.text,
+                                "found": list(self.sent_back.found)}
+        if self.refused_calls:
+            out["refused_calls"] = self.refused_calls
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class Result:
+    answer: str | None
+    stop_reason: str
+    steps: list[Step]
+    usage: Usage
+    seconds: float
+    error: BaseException | None = None
+    transcript: str = ""
+    mode: str = "text"
+
+    @property
+    def ok(self) -> bool:
+        return self.stop_reason == "answer"
+
+    @property
+    def format_errors(self) -> int:
+        """Replies that could not be used (they did not parse, or were empty)."""
+        return sum(s.reply is None for s in self.steps)
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(not o.ok for s in self.steps for o in s.outcomes)
+
+    @property
+    def decode_failures(self) -> int:
+        """Native modes: replies whose content held a call the server did not decode."""
+        return sum(getattr(s.facts, "decode_failure", None) is not None for s in self.steps)
+
+    @property
+    def early_stops(self) -> int:
+        """Text modes with streaming: replies whose stream was closed after a complete call."""
+        return sum(getattr(s.facts, "early_stop", None) is not None for s in self.steps)
+
+    def sent_back(self, check: str | None = None) -> int:
+        """Answers sent back (by the check named ``check``; None: by any)."""
+        return sum(s.sent_back is not None and check in (None, s.sent_back.check) for s in self.steps)
