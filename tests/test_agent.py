@@ -239,9 +239,9 @@ def test_a_tool_set_with_max_examples_shows_each_task_the_examples_most_like_it(
                           ("The kitchen is empty; switch its lamp off.",
                            "The living room is empty now; switch its lamp off.")):
         agent.run(task)
-        shown = [e.task for e in pool if e.task in agent.prompt]
+        shown = [e.task for e in pool if e.task in agent.conversation.prompt]
         assert shown == [e.task for e in direct] + [nearest], task
-        assert agent.prompt.index(nearest) < agent.prompt.index(task)
+        assert agent.conversation.prompt.index(nearest) < agent.conversation.prompt.index(task)
 
 
 def test_a_tool_set_without_an_example_gets_one_built_from_its_tools():

@@ -6,7 +6,6 @@ second-guess the model live in textagent/checks. This loop is shared and neutral
 """
 from __future__ import annotations
 
-import difflib
 import inspect
 import logging
 import time
@@ -17,13 +16,15 @@ from typing import IO, Any
 
 from . import prompts
 from .backends._http import request_deadline
-from .backends.base import REQUEST_OPTIONS, Backend, Completion, Usage
+from .backends.base import Backend, Usage
 from .checks import Check, RunView
 from .errors import BackendError, BackendTimeout
-from .modes import FormatError, Mode, ModeContext, get_mode
-from .steps import STOP_REASONS, Note, Result, SentBack, Step
+from .modes import Conversation, FormatError, Mode, ModeContext, get_mode
+from .options import check_options
+from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
-from .tools import ToolSet, truncate
+from .tools import ToolSet
+from .tools.execution import cap_outputs
 from .trace import TraceWriter, result_record, step_record
 
 __all__ = ["Agent", "Result", "Step", "STOP_REASONS", "FormatError"]
@@ -40,21 +41,15 @@ class _Stop(Exception):
 
 
 class Agent:
-    """Run a task with tools on a model, in one of the modes of textagent.modes (the same
-    limits, stop reasons, steps, traces and usage accounting in each): ``"text"`` (default),
-    ``"constrained"``, ``"native"``, ``"native+fallback"``, or a mode object.
+    """Run a task with tools on a model in a mode of textagent.modes: ``"text"`` (default),
+    ``"constrained"``, ``"native"``, ``"native+fallback"`` or a mode object; the same limits,
+    stop reasons, steps, traces and usage accounting in each (reference: docs/agent.md).
 
-    Limits: ``max_steps`` model calls; ``max_tokens`` tokens spent in the whole run (prompt
-    tokens the server evaluated, or all prompt tokens when it does not say, plus completion
-    tokens); ``max_seconds`` wall time; ``max_format_errors`` unusable replies in a row;
-    ``reply_tokens`` one reply. ``max_calls_per_reply`` calls of one reply run (None: all; the
-    others are refused in one note); ``observation_limit`` cuts each result,
-    ``step_observation_limit`` the results of one step together.
-
-    ``example``: the worked exchanges shown before the task: "auto" (the tool set's own, chosen
-    per task when it has ``max_examples``, else placeholders built from a tool), an Example or a
-    sequence of them, or None. ``checks``: objects of textagent.checks run on every answer and
-    step (none by default: the first answer is taken as given).
+    Limits: ``max_steps`` replies; ``max_tokens`` tokens spent in the run (prompt tokens
+    evaluated plus completion); ``max_seconds``; ``max_format_errors`` unusable replies in a
+    row; ``reply_tokens`` one reply; ``max_calls_per_reply``; ``observation_limit`` one result,
+    ``step_observation_limit`` the results of one step. ``example``: "auto", an Example, a
+    sequence of them, or None. ``checks``: textagent.checks objects (none by default).
     """
 
     def __init__(self, backend: Backend, tools: Iterable[Any] | Mapping[str, Any] = (), *,
@@ -70,7 +65,8 @@ class Agent:
             raise ValueError("max_steps must be at least 1")
         if max_calls_per_reply is not None and max_calls_per_reply < 1:
             raise ValueError("max_calls_per_reply must be at least 1 (or None for no limit)")
-        _check_options(backend, backend_options)
+        check_options(backend, backend_options, [p.name for p in inspect.signature(Agent.__init__).parameters.values()
+                                                 if p.kind is p.KEYWORD_ONLY])
         self.backend, self.tools = backend, tools if isinstance(tools, ToolSet) else ToolSet(tools)
         self.max_steps, self.max_tokens, self.max_seconds = max_steps, max_tokens, max_seconds
         self.max_format_errors, self.reply_tokens, self.tool_timeout = max_format_errors, reply_tokens, tool_timeout
@@ -94,14 +90,9 @@ class Agent:
         self.task, self.steps = "", []
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
-        """The conversation so far, as chat messages."""
-        return self.mode.conversation.messages
-
-    @property
-    def prompt(self) -> str:
-        """Text modes: the conversation so far as one prompt string."""
-        return self.mode.conversation.prompt
+    def conversation(self) -> Conversation:
+        """The conversation so far: ``messages``, and ``prompt`` in the text modes."""
+        return self.mode.conversation
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:
@@ -156,7 +147,7 @@ class Agent:
         step.finish_reason, step.retries = completion.finish_reason, completion.retries
         self.steps.append(step)
         self.usage += completion.usage
-        self.spent += _spent(completion, self.mode.transcript() if _needs_prompt(completion) else "")
+        self.spent += tokens_spent(completion, self.mode.transcript)
         try:
             step.reply = self.mode.parse(completion, step)
         except FormatError as err:
@@ -181,7 +172,7 @@ class Agent:
         for index, call in enumerate(step.reply.calls):
             self._check_limits(before_model=False)
             step.outcomes.append(self.mode.execute(step, index, call, self.tool_timeout_left()))
-        self._cap_observations(step)
+        step.outcomes = cap_outputs(step.outcomes, self.step_observation_limit)
         step.notes = notes + [note for check in self.checks for note in check.on_step(self._view(), step)]
         self.mode.observe(step, step.notes)
         return step
@@ -202,18 +193,6 @@ class Agent:
         return [Note("refused_calls", self.mode.prompts.render(
             "refused_calls", count=count, limit=limit, calls="call" if one else "calls", they="it" if one else "they",
             them="it" if one else "them"))]
-
-    def _cap_observations(self, step: Step) -> None:
-        """Cut the step's results to ``step_observation_limit`` characters together: each keeps
-        what the ones before it left (with the ``[truncated N chars]`` marker)."""
-        left = self.step_observation_limit
-        if left is None or sum(len(o.output) for o in step.outcomes) <= left:
-            return
-        for i, outcome in enumerate(step.outcomes):
-            output = truncate(outcome.output, max(left, 0))
-            if output != outcome.output:
-                step.outcomes[i] = replace(outcome, output=output)
-            left -= len(output)
 
     def _reply_budget(self) -> int:
         if self.max_tokens is None:
@@ -237,33 +216,3 @@ class Agent:
             return self.tool_timeout
         left = max(0.01, self.max_seconds - (time.monotonic() - self.started))
         return left if self.tool_timeout is None else min(self.tool_timeout, left)
-
-
-def _needs_prompt(completion: Completion) -> bool:
-    u = completion.usage
-    return u.prompt_evaluated is None and u.prompt_tokens is None
-
-
-def _spent(completion: Completion, prompt: str) -> int:
-    u = completion.usage
-    prompt_cost = u.prompt_evaluated if u.prompt_evaluated is not None else u.prompt_tokens
-    if prompt_cost is None:  # backend reports nothing: ~4 characters a token
-        prompt_cost = len(prompt) // 4
-    completion_cost = u.completion_tokens if u.completion_tokens is not None else len(completion.text) // 4 + 1
-    return prompt_cost + completion_cost
-
-
-def _check_options(backend: Any, options: Mapping[str, Any]) -> None:
-    """Refuse options neither Agent nor the backend takes (``max_step=1`` would else be sent on
-    as a request option and ignored): a TypeError naming the valid ones and the closest."""
-    accepted = getattr(backend, "request_options", None)
-    accepted = REQUEST_OPTIONS if accepted is None else frozenset(accepted)
-    unknown = [k for k in options if k not in accepted or k == "messages"]
-    if not unknown:
-        return
-    own = [p.name for p in inspect.signature(Agent.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    close = difflib.get_close_matches(unknown[0], [*own, *accepted], n=1)
-    raise TypeError(f"Agent() got an unknown option {unknown[0]!r}"
-                    + (f" (did you mean {close[0]!r}?)" if close else "")
-                    + f". Agent options: {', '.join(own)}; request options {type(backend).__name__} takes: "
-                    + (", ".join(sorted(accepted)) or "(none)"))

@@ -5,14 +5,15 @@ the Agent.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
-from .backends.base import Usage
+from .backends.base import Completion, Usage
 from .protocol import ParseError, Reply, ToolCall
 from .tools import ToolOutcome
 
-__all__ = ["Step", "Result", "Note", "SentBack", "STOP_REASONS"]
+__all__ = ["Step", "Result", "Note", "SentBack", "STOP_REASONS", "tokens_spent"]
 
 STOP_REASONS = ("answer", "max_steps", "token_budget", "time_limit", "format_errors", "backend_error")
 
@@ -122,3 +123,15 @@ class Result:
     def sent_back(self, check: str | None = None) -> int:
         """Answers sent back (by the check named ``check``; None: by any)."""
         return sum(s.sent_back is not None and check in (None, s.sent_back.check) for s in self.steps)
+
+
+def tokens_spent(completion: Completion, prompt: Callable[[], str]) -> int:
+    """What a reply cost the run's token budget: the prompt tokens the server evaluated (all of
+    them when it does not say which were cached) plus the completion's. A backend that reports
+    nothing is counted at ~4 characters a token, of ``prompt()`` and of the reply."""
+    u = completion.usage
+    prompt_cost = u.prompt_evaluated if u.prompt_evaluated is not None else u.prompt_tokens
+    if prompt_cost is None:
+        prompt_cost = len(prompt()) // 4
+    completion_cost = u.completion_tokens if u.completion_tokens is not None else len(completion.text) // 4 + 1
+    return prompt_cost + completion_cost

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .jsonl import parse_jsonl
 
 if TYPE_CHECKING:
-    from .agent import Result, Step
+    from .steps import Result, Step
 
 __all__ = ["TraceWriter", "Trace", "load_trace", "load_traces", "step_record", "result_record", "json_line"]
 

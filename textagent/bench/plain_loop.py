@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..agent import Result, Step
+from ..steps import Result, Step
 from ..backends.base import Usage
 from ..errors import BackendError
 from ..templates import ChatFormat, get_format

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
-from ..agent import Step
+from ..steps import Step
 from ..backends.base import Usage
 from ..gbnf import reply_grammar
 from ..modes.text import EarlyStop, _kept

@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import replace, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolArgumentError
@@ -42,6 +42,19 @@ def truncate(text: str, limit: int | None) -> str:
         marker = "\n" + say("truncated", count=len(text) - keep)
         keep = max(0, limit - len(marker))
     return text[:keep] + "\n" + say("truncated", count=len(text) - keep)
+
+
+def cap_outputs(outcomes: list["ToolOutcome"], limit: int | None) -> list["ToolOutcome"]:
+    """The outcomes with their outputs cut to ``limit`` characters together: each keeps what the
+    ones before it left (with the ``[truncated N chars]`` marker)."""
+    if limit is None or sum(len(o.output) for o in outcomes) <= limit:
+        return outcomes
+    capped = []
+    for outcome in outcomes:
+        output = truncate(outcome.output, max(limit, 0))
+        capped.append(outcome if output == outcome.output else replace(outcome, output=output))
+        limit -= len(output)
+    return capped
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,74 @@
+"""The package's shape: the loop stays small, modes never reach into the Agent, no import cycles."""
+import ast
+import pathlib
+
+import textagent
+
+PACKAGE = pathlib.Path(textagent.__file__).resolve().parent
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    """Modules of the package that ``path`` imports outside any function (TYPE_CHECKING too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = _module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.ImportFrom):
+                base = package[:len(package) - child.level + 1] if child.level else []
+                target = ".".join([*base, *(child.module.split(".") if child.module else [])])
+                if target.startswith("textagent"):
+                    found.add(target)
+                    found.update(f"{target}.{a.name}" for a in child.names)
+            elif isinstance(child, ast.Import):
+                found.update(a.name for a in child.names if a.name.startswith("textagent"))
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def test_the_loop_stays_small():
+    assert len((PACKAGE / "agent.py").read_text(encoding="utf-8").splitlines()) <= 220
+
+
+def test_no_mode_imports_the_agent():
+    graph = _graph()
+    offenders = [m for m in graph if m.startswith("textagent.modes") and "textagent.agent" in graph[m]]
+    assert offenders == []
+
+
+def test_no_import_cycle_in_the_package():
+    graph = _graph()
+    # a package's __init__ importing its own submodules is how packages work; leave those edges out
+    graph = {m: {d for d in deps if not d.startswith(m + ".")} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def walk(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                cycles.append(path[path.index(dep):] + [dep] if dep in path else [node, dep])
+            elif dep not in state:
+                walk(dep, path + [dep])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module, [module])
+    assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
