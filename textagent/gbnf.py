@@ -27,10 +27,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
+
+from . import _resources
 
 __all__ = ["reply_grammar", "schema_grammar", "static_rules", "literal", "rule_name", "MAX_BOUND"]
 
@@ -41,16 +40,9 @@ MAX_BOUND = 64
 _JSON_TYPES = ("string", "integer", "number", "boolean", "null", "array", "object")
 
 
-@lru_cache(maxsize=1)
 def static_rules() -> str:
     """The text of ``grammars/reply.gbnf`` (from the installed package or the source checkout)."""
-    try:
-        res = resources.files("textagent") / "grammars" / "reply.gbnf"
-        if res.is_file():
-            return res.read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, TypeError, AttributeError):
-        pass
-    return (Path(__file__).resolve().parent.parent / "grammars" / "reply.gbnf").read_text(encoding="utf-8")
+    return _resources.grammar_text("reply.gbnf")
 
 
 def literal(text: str) -> str:

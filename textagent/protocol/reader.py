@@ -1,0 +1,313 @@
+"""The pre-pass over a whole reply: finds call, ANSWER and OBSERVATION lines, strips decoration
+(indent, list and quote markers, code fences), gathers the lines a multi-line object spans and
+maps every position back to the reply. Each call's text goes to the grammar."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from .binding import bind, tool_specs
+from .error_table import CLASS_BY_LABEL, ParseError
+from .feedback import excerpt
+from .grammar import (GrammarFailure, SemanticError, clip, describe_expected, parse_call_text, several_objects,
+                      unique_pairs)
+from .labels import NOT_EXPECTED, char_class, label_for
+from .lines import (CLOSER, DQ_RE, END_STOP_RE, FAST_MULTI_RE, FAST_RE, FENCE_RE, HEAD_RE, QUOTE_PREFIX, SQ_RE,
+                    Line, Segments, classify, name_of, scan, stops_gathering, unwrap)
+from .types import MAX_DEPTH, Dropped, Reply, ToolCall
+
+
+class _Answer:
+    __slots__ = ("line", "parts", "in_fence")
+
+    def __init__(self, line: int, first: str, in_fence: bool):
+        self.line = line
+        self.parts = [first]
+        self.in_fence = in_fence
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.parts).strip()
+
+
+class Reader:
+    """One parse of one reply. ``shortcut=False`` reads every call with the grammar, without the
+    json.loads shortcut for canonical JSON lines (tests compare the two)."""
+
+    def __init__(self, text: str, tools: Any, *, shortcut: bool = True):
+        lines = text.split("\n")
+        if "\r" in text:
+            lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+        self.lines = lines
+        self.tools = tools
+        self.shortcut = shortcut
+        self._specs: dict | None = None
+        # What a reader of a growing reply needs (modes.text.EarlyStop): whether a look-ahead
+        # ran into the end of the text (more text could change what was read), the `{`/`[`
+        # still open there (stack, quoted), and whether a self-written OBSERVATION ended it.
+        self.at_end = False
+        self.open_at_end: tuple[list, bool] | None = None
+        self.observed = False
+
+    @property
+    def specs(self) -> dict:
+        if self._specs is None:
+            self._specs = tool_specs(self.tools)
+        return self._specs
+
+    def error(self, label: str, line: int, column: int, *, message: str | None = None,
+              expected: Iterable[str] = (), name: str | None = None) -> ParseError:
+        return ParseError(message or CLASS_BY_LABEL[label].title, line=line, column=column, expected=expected,
+                          excerpt=excerpt(self.lines, line, column), label=label, name=name, tools=self.tools)
+
+    def next_nonblank(self, j: int) -> int | None:
+        lines = self.lines
+        while j < len(lines):
+            if lines[j].strip():
+                return j
+            j += 1
+        self.at_end = True
+        return None
+
+    # ---- the whole reply ----
+    def read(self, strict: bool, *, in_answer: bool = False, marks: list | None = None) -> Reply:
+        """The reply. ``in_answer``: the text continues an ANSWER (its lines belong to it until
+        a call line). ``marks`` gets ``(line, in_answer, calls so far, at_end)`` where the loop
+        starts reading each line (and once after the last): the state to go on from there."""
+        lines = self.lines
+        n = len(lines)
+        calls: list[ToolCall] = []
+        prose: list[int] = []
+        hidden: set[int] = set()  # fence lines that only wrapped calls or an answer
+        answers: list[_Answer] = []
+        dropped: list[Dropped] = []
+        fence_open: int | None = None
+        fence_used = False
+        answer: _Answer | None = None
+        if in_answer:
+            answer = _Answer(0, "", False)
+            answers.append(answer)
+        i = 0
+        while i < n:
+            if marks is not None:
+                marks.append((i, answer is not None, len(calls), self.at_end))
+            line = lines[i]
+            info = classify(line)
+            kind = info.kind
+            if kind == "obs":
+                dropped.append(Dropped("observation", i + 1, "\n".join(lines[i:])))
+                self.observed = True
+                break
+            if kind == "call":
+                answer = None
+                read, i = self.read_call(i, info)
+                calls.extend(read)
+                if fence_open is not None:
+                    fence_used = True
+                continue
+            if answer is not None:
+                if kind == "fence" and answer.in_fence:
+                    answer.in_fence = False  # closes the fence the answer started in
+                    fence_open = None
+                else:
+                    answer.parts.append(line)
+                i += 1
+                continue
+            if kind == "args":
+                raise self.error("args_without_tool", i + 1, info.kw + 1, expected=["TOOL: <name>"])
+            if kind == "answer":
+                answer = _Answer(i + 1, unwrap(line, info)[info.end:], fence_open is not None)
+                if fence_open is not None:
+                    hidden.add(fence_open)
+                answers.append(answer)
+            elif kind == "fence":
+                if fence_open is None:
+                    fence_open, fence_used = i, False
+                else:
+                    if fence_used:
+                        hidden.add(fence_open)
+                        hidden.add(i)
+                    fence_open = None
+                prose.append(i)
+            else:
+                prose.append(i)
+            i += 1
+        if marks is not None and not self.observed:
+            marks.append((n, answer is not None, len(calls), self.at_end))
+        if fence_open is not None and fence_used:
+            hidden.add(fence_open)
+        thought = "\n".join(lines[j] for j in prose if j not in hidden).strip()
+        if calls:
+            dropped.extend(Dropped("answer_after_calls", a.line, a.text) for a in answers)
+            dropped.sort(key=lambda d: d.line)
+            return Reply(calls, None, thought, dropped)
+        if answers:
+            return Reply(calls, answers[0].text, thought, dropped)
+        if strict:
+            j = self.next_nonblank(0)
+            raise self.error("no_call_or_answer", (j or 0) + 1, 1,
+                             expected=["TOOL: <name> ARGS: {...}", "ANSWER: <text>"])
+        return Reply(calls, thought, thought, dropped)
+
+    # ---- one call ----
+    def read_call(self, i: int, info: Line) -> tuple[list[ToolCall], int]:
+        """Parse the call that starts on line i; returns its calls (one, or one per argument
+        object of `ARGS: {...}, {...}`) and the next line to read."""
+        lines = self.lines
+        line = unwrap(lines[i], info)
+        col0 = info.kw
+        head = line[col0:]
+        fm = FAST_RE.match(head)
+        if fm is not None:
+            if self.shortcut:
+                try:
+                    value = json.loads(fm.group(2), strict=False, object_pairs_hook=unique_pairs)
+                except (ValueError, RecursionError):
+                    value = None
+                if type(value) is dict and fm.group(2).count("{") + fm.group(2).count("[") <= MAX_DEPTH:
+                    return [ToolCall(fm.group(1), value)], i + 1
+            several = several_objects(fm.group(2))
+            if several is not None:
+                return [ToolCall(fm.group(1), value) for value in several], i + 1
+
+        segs = Segments()
+        segs.add(i, col0, head)
+        quoted = QUOTE_PREFIX.match(line) is not None
+        nxt = i + 1
+        scan_from: int | None = None   # offset in the last segment where `{`/`[` tracking starts
+        gather = False                 # may the arguments continue on the next lines?
+        args_at: int | None = None     # offset in the last segment just after `ARGS:`
+        closing_fence = False
+        hm = HEAD_RE.match(head)
+        if hm.group("paren"):
+            scan_from, gather = hm.end(), True
+        elif hm.group("args"):
+            args_at = hm.end()
+        elif not head[hm.end():].strip():
+            j = self.next_nonblank(nxt)
+            if j is not None:
+                info2 = classify(lines[j])
+                if info2.kind == "args":
+                    segs.add(j, info2.kw, unwrap(lines[j], info2)[info2.kw:])
+                    nxt = j + 1
+                    args_at = info2.end - info2.kw
+        if args_at is not None:
+            last = segs.parts[-1][2]
+            rest = last[args_at:].lstrip()
+            if rest:
+                scan_from = len(last) - len(rest)
+                gather = rest[0] in "{["
+            else:
+                # `ARGS:` ends its line: an object may start on the next line, maybe in a fence
+                j = self.next_nonblank(nxt)
+                if j is not None and FENCE_RE.match(lines[j]):
+                    k = self.next_nonblank(j + 1)
+                    if k is not None and self._starts_object(lines[k], quoted):
+                        closing_fence = True
+                        j = k
+                if j is not None and self._starts_object(lines[j], quoted):
+                    body = lines[j].rstrip()
+                    cut = QUOTE_PREFIX.match(body).end() if quoted and QUOTE_PREFIX.match(body) else 0
+                    segs.add(j, cut, body[cut:])
+                    nxt = j + 1
+                    scan_from, gather = 0, True
+        elif scan_from is None and hm.end() < len(head):
+            scan_from = hm.end()  # text after the name: only checked for depth
+        if scan_from is not None:
+            nxt = self.gather(segs, scan_from, nxt, quoted, gather)
+            if closing_fence:
+                j = self.next_nonblank(nxt)
+                if j is not None and FENCE_RE.match(lines[j]):
+                    nxt = j + 1
+        if len(segs.parts) > 1 and self.shortcut:
+            # a multi-line object: the same shortcut as above (strict JSON: no raw newline in strings)
+            fm = FAST_MULTI_RE.match(segs.text())
+            if fm is not None:
+                try:
+                    value = json.loads(fm.group(2), object_pairs_hook=unique_pairs)
+                except (ValueError, RecursionError):
+                    value = None
+                if type(value) is dict:
+                    return [ToolCall(fm.group(1), value)], nxt
+        return [self.parse_call(segs)], nxt
+
+    def _starts_object(self, line: str, quoted: bool) -> bool:
+        s = line.lstrip(" \t>") if quoted else line.lstrip(" \t")
+        return s[:1] in ("{", "[")
+
+    def gather(self, segs: Segments, start: int, nxt: int, quoted: bool, gather: bool) -> int:
+        """Add the lines an open `{`/`[` spans. Returns the next line index."""
+        lines = self.lines
+        stack: list = []
+        seg = len(segs.parts) - 1
+        status = scan(segs.parts[seg][2], start, stack, seg, gather)
+        while gather and status == "ok" and stack:
+            if nxt >= len(lines) or stops_gathering(lines[nxt]):
+                if nxt >= len(lines):
+                    self.at_end, self.open_at_end = True, (stack, quoted)
+                ch, s, off = stack[-1]
+                line, col = segs.where(s, off)
+                raise self.error("unbalanced_braces", line, col,
+                                 message=f"the `{ch}` at line {line}, column {col} is never closed",
+                                 expected=[f"`{CLOSER[ch]}`"], name=name_of(segs.parts[0][2]))
+            body = lines[nxt].rstrip()
+            cut = 0
+            if quoted:
+                qm = QUOTE_PREFIX.match(body)
+                cut = qm.end() if qm else 0
+            segs.add(nxt, cut, body[cut:])
+            nxt += 1
+            seg += 1
+            status = scan(segs.parts[seg][2], 0, stack, seg)
+        if status == "deep":
+            ch, s, off = stack[-1]
+            line, col = segs.where(s, off)
+            raise self.error("too_deep", line, col, expected=[f"`{CLOSER[ch]}`"],
+                             name=name_of(segs.parts[0][2]))
+        return nxt
+
+    def parse_call(self, segs: Segments) -> ToolCall:
+        text = END_STOP_RE.sub(r"\1", segs.text())
+        try:
+            syn = parse_call_text(text)
+        except GrammarFailure as f:
+            raise self.grammar_error(f, segs, text) from None
+        except SemanticError as e:
+            line, col = segs.locate(e.pos)
+            raise self.error(e.label, line, col, message=e.message, expected=e.expected,
+                             name=name_of(text)) from None
+        if syn.kind == "array":
+            line, col = segs.locate(syn.pos)
+            raise self.error("args_not_object", line, col, expected=["`{`"], name=syn.name)
+        if syn.kind == "bare":
+            return ToolCall(syn.name, bind(syn.name, syn.value, self.specs) if self.tools is not None else syn.value)
+        return ToolCall(syn.name, syn.value)
+
+    def grammar_error(self, f: GrammarFailure, segs: Segments, text: str) -> ParseError:
+        offset = f.offset
+        name = name_of(text)
+        key = (f.state, frozenset(f.expected) - NOT_EXPECTED, char_class(text, offset),
+               (name or "").lower() == "args")
+        label = label_for(key)
+        line, col = segs.locate(offset) if offset < len(text) else segs.where(len(segs.parts) - 1,
+                                                                             len(segs.parts[-1][2]))
+        found = _found(text, offset)
+        title = CLASS_BY_LABEL[label].title
+        message = f"{title}: found {found}" if found else f"{title}: the call ends too early"
+        err = self.error(label, line, col, message=message, expected=describe_expected(f.expected), name=name)
+        err._key = key
+        return err
+
+
+_FOUND_RE = re.compile(r"[A-Za-z0-9_.$-]+|\S")
+
+
+def _found(text: str, offset: int) -> str:
+    if offset >= len(text):
+        return ""
+    ch = text[offset]
+    m = (DQ_RE if ch == '"' else SQ_RE if ch == "'" else _FOUND_RE).match(text, offset)
+    piece = m.group() if m else ch
+    return "`" + clip(piece, 30) + "`"

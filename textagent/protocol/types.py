@@ -1,0 +1,95 @@
+"""The values a parse gives: calls, dropped text, the reply, and a call before binding."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A tool name: ``[A-Za-z_][A-Za-z0-9_.-]*``.
+NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]*"
+NAME_RE = re.compile(NAME_PATTERN + r"\Z")
+#: Deepest nesting of ``{``/``[`` accepted in arguments (deeper is a ParseError, label ``too_deep``).
+MAX_DEPTH = 256
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call: the tool's name and its arguments.
+
+    ``args`` is a dict, except for a bare argument (``ARGS: 17 * 24``) that could not be bound to
+    a parameter because no schema was known: then it is the argument text.
+    """
+
+    name: str
+    args: dict | str = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "args": self.args}
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Text the parser dropped on purpose.
+
+    ``kind`` is ``"observation"`` (the model wrote its own OBSERVATION line: it and everything
+    after it are dropped) or ``"answer_after_calls"`` (an ANSWER in a reply that also calls
+    tools: the calls win). ``line`` is 1-based.
+    """
+
+    kind: str
+    line: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "line": self.line, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A parsed reply. Either ``calls`` is non-empty and ``answer`` is None, or there are no calls
+    and ``answer`` is the final answer (the ANSWER text, or the whole prose when the reply had
+    neither calls nor ANSWER). ``thought`` is the prose: every line that is not a call, an answer,
+    a dropped part or a code fence wrapped around a call."""
+
+    calls: list[ToolCall]
+    answer: str | None
+    thought: str
+    dropped: list[Dropped] = field(default_factory=list)
+
+    @property
+    def truncated_at(self) -> int | None:
+        """1-based line where a self-written OBSERVATION started (the reply was cut there)."""
+        for d in self.dropped:
+            if d.kind == "observation":
+                return d.line
+        return None
+
+    @property
+    def is_final(self) -> bool:
+        """True when the reply calls no tools (it is the final answer)."""
+        return not self.calls
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape ``textagent parse`` prints."""
+        return {
+            "calls": [c.to_dict() for c in self.calls],
+            "answer": self.answer,
+            "thought": self.thought,
+            "dropped": [d.to_dict() for d in self.dropped],
+        }
+
+
+@dataclass(frozen=True)
+class CallSyntax:
+    """What the grammar read from one call, before binding to a tool schema.
+
+    ``kind`` is ``"none"`` (no arguments), ``"object"`` (JSON/relaxed object), ``"kv"``
+    (key=value pairs), ``"bare"`` (a bare argument, or one positional argument of the
+    shorthand; ``value`` is its text), or ``"array"`` (rejected: arguments must be an object).
+    ``pos`` is the offset of the arguments in the call text (for errors).
+    """
+
+    name: str
+    kind: str
+    value: Any
+    pos: int = 0
