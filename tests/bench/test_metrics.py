@@ -189,3 +189,22 @@ def test_answers_sent_back_for_listed_items_no_call_covered_are_counted():
     record = episode("parallel-weather-two", [W % "Paris", "ANSWER: Paris 8 °C, Tokyo 8 °C.", W % "Tokyo",
                                               "ANSWER: Paris 8 °C, Tokyo 25 °C."], checks="small-model")
     assert record["success"] and record["unlooked_answers"] == 1 and record["unsupported_answers"] == 0
+
+
+def test_step_one_evaluation_and_throughput_per_endpoint():
+    from textagent.bench.metrics import summarize, throughput
+
+    def record(mode, endpoint, end, seconds, evaluated, generated):
+        step = {"type": "step", "usage": {"prompt_tokens": 1000, "prompt_evaluated": evaluated}}
+        return {"task": f"t{end}", "mode": mode, "repeat": 0, "success": True, "endpoint": endpoint,
+                "time": end, "seconds": seconds, "trace": [step],
+                "usage": {"prompt_tokens": 1000, "prompt_evaluated": evaluated, "completion_tokens": generated}}
+
+    records = [record("text", "http://a", 100.0, 10.0, 400, 50), record("text", "http://a", 130.0, 20.0, 100, 30),
+               record("text", "http://b", 120.0, 60.0, 600, 120)]
+    s = summarize(records)["text"]
+    assert (s.first_prompt, s.first_evaluated) == (1000, 1100 / 3)
+    speeds = throughput(records)
+    assert speeds["http://a"]["wall_seconds"] == 40.0 and speeds["http://a"]["episodes_per_minute"] == 3.0
+    assert speeds["http://a"]["prompt_tokens_per_second"] == 500 / 40 and speeds["http://b"]["episodes"] == 1
+    assert speeds["http://b"]["generated_tokens_per_second"] == 2.0

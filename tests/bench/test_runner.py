@@ -365,6 +365,7 @@ def test_mixed_order_takes_the_kinds_in_turn():
 def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
     from textagent.agent import Result, Step
     from textagent.backends.base import Usage
+    from textagent.modes.native import NativeFacts
 
     class NativeAgent:
         def __init__(self, *a, **kw):
@@ -372,8 +373,8 @@ def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
 
         def run(self, task):
             step = Step(1, '{"name": "calculate", "arguments": {"expression": "hello"}}')
-            step.details = {"native": "content", "decode_failure": "json",
-                            "content_calls": [{"name": "calculate", "arguments": {"expression": "hello"}}]}
+            step.facts = NativeFacts("content", decode_failure="json",
+                                     content_calls=[{"name": "calculate", "arguments": {"expression": "hello"}}])
             return Result('{"name": "calculate", "arguments": {"expression": "hello"}}', "answer", [step], Usage(), 0.1)
 
     monkeypatch.setattr(R, "Agent", NativeAgent)
@@ -390,3 +391,11 @@ def test_sigterm_ends_the_run_like_ctrl_c():
             os.kill(os.getpid(), _signal.SIGTERM)
             time.sleep(1)
     assert _signal.getsignal(_signal.SIGTERM) is not None
+
+
+def test_the_mode_that_goes_first_turns_with_each_task():
+    from textagent.bench.runner import _turned
+
+    modes = ["text", "constrained", "baseline"]
+    assert [_turned(modes, i)[0] for i in range(4)] == ["text", "constrained", "baseline", "text"]
+    assert sorted(_turned(modes, 2)) == sorted(modes) and _turned([], 3) == []

@@ -111,8 +111,12 @@ def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
         if not s.get("calls") and not outcomes and stop_word.upper().startswith("OBSERVATION"):
             hallucinated = True
     first_bad = bool(format_flags) and format_flags[0]
+    first_usage = (steps[0].get("usage") or {}) if steps else {}
     return {
         "steps": len(steps),
+        # step 1's prompt: what was sent and what the server had to evaluate (the rest was cached)
+        "first_prompt": first_usage.get("prompt_tokens"),
+        "first_evaluated": first_usage.get("prompt_evaluated"),
         "format_errors": sum(format_flags),
         "first_step_format_error": first_bad,
         "recovered": first_bad and any(not f for f in format_flags[1:]),
@@ -186,6 +190,8 @@ class ModeSummary:
     tokens_per_solved: float | None = None
     prompt_tokens_per_episode: float = 0.0
     kv_reuse: float | None = None           # share of prompt tokens reused from the KV cache
+    first_prompt: float | None = None       # mean prompt tokens of step 1
+    first_evaluated: float | None = None    # ... of them evaluated (not found in the cache)
     format_error_rate: float = 0.0          # format-error steps / steps
     first_step_errors: int = 0
     recovered: int = 0
@@ -242,6 +248,11 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
         cached_total = sum(u.get("prompt_tokens") or 0 for u in cached_known)
         if cached_total:
             s.kv_reuse = sum(u.get("prompt_cached") or 0 for u in cached_known) / cached_total
+        firsts = [(f["first_prompt"], f["first_evaluated"]) for f in facts
+                  if f["first_prompt"] is not None and f["first_evaluated"] is not None]
+        if firsts:
+            s.first_prompt = sum(p for p, _ in firsts) / len(firsts)
+            s.first_evaluated = sum(e for _, e in firsts) / len(firsts)
         s.format_error_rate = sum(f["format_errors"] for f in facts) / steps if steps else 0.0
         s.first_step_errors = sum(1 for f in facts if f["first_step_format_error"])
         s.recovered = sum(1 for f in facts if f["recovered"])
@@ -290,3 +301,25 @@ def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[st
 
 def _sent_back(steps: list, check: str) -> int:
     return sum(((s.get("details") or {}).get("sent_back") or {}).get("check") == check for s in steps)
+
+
+def throughput(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per endpoint: episodes, wall time (first start to last end), episodes per minute, and
+    prompt tokens evaluated and tokens generated per second of wall time."""
+    by_endpoint: dict[str, list[Mapping[str, Any]]] = {}
+    for r in latest_records(records):
+        if r.get("time") is not None:
+            by_endpoint.setdefault(str(r.get("endpoint") or "?"), []).append(r)
+    out: dict[str, dict[str, float]] = {}
+    for endpoint, rs in by_endpoint.items():
+        start = min(float(r["time"]) - float(r.get("seconds") or 0) for r in rs)
+        wall = max(float(r["time"]) for r in rs) - start
+        usage = [r.get("usage") or {} for r in rs]
+        evaluated = sum((u.get("prompt_evaluated") if u.get("prompt_evaluated") is not None
+                         else u.get("prompt_tokens") or 0) for u in usage)
+        generated = sum(u.get("completion_tokens") or 0 for u in usage)
+        out[endpoint] = {"episodes": len(rs), "wall_seconds": wall,
+                         "episodes_per_minute": 60 * len(rs) / wall if wall > 0 else 0.0,
+                         "prompt_tokens_per_second": evaluated / wall if wall > 0 else 0.0,
+                         "generated_tokens_per_second": generated / wall if wall > 0 else 0.0}
+    return out

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .metrics import FAILURE_TITLES, FAILURES, NATIVE_MODES, ModeSummary, latest_records, summarize, task_scores
+from .metrics import FAILURE_TITLES, FAILURES, NATIVE_MODES, ModeSummary, latest_records, summarize, task_scores, throughput
 from .runner import EPISODES_FILE, load_records
 
 __all__ = ["write_report", "render_markdown", "write_chart", "compare_runs", "metric_rows", "RUN_FILE",
@@ -59,6 +59,8 @@ def metric_rows(s: ModeSummary) -> list[tuple[str, str]]:
         ("tokens per solved task", _num(s.tokens_per_solved)),
         ("prompt tokens sent per episode", _num(s.prompt_tokens_per_episode)),
         ("KV reuse", _pct(s.kv_reuse)),
+        ("step 1: prompt tokens evaluated / sent", "—" if s.first_prompt is None
+         else f"{_num(s.first_evaluated)} / {_num(s.first_prompt)}"),
         ("format-error rate (per step)", _pct(s.format_error_rate)),
         ("recovery rate (first-step format errors fixed)", recovery),
         ("native decode-failure rate (per step)", _pct(s.decode_failure_rate) if s.mode in NATIVE_MODES else "n/a"),
@@ -68,7 +70,7 @@ def metric_rows(s: ModeSummary) -> list[tuple[str, str]]:
 
 
 _METRIC_NAMES = ["success rate (95 % CI)", "mean steps", "tokens per solved task", "prompt tokens sent per episode",
-                 "KV reuse", "format-error rate (per step)", "recovery rate (first-step format errors fixed)",
+                 "KV reuse", "step 1: prompt tokens evaluated / sent", "format-error rate (per step)", "recovery rate (first-step format errors fixed)",
                  "native decode-failure rate (per step)", "time per task", "tool errors"]
 
 
@@ -128,6 +130,14 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     if unavailable:
         out += ["", "Not run: " + "; ".join(f"**{m}**: {why}" for m, why in unavailable.items()) + "."]
     out += ["", _DEFINITIONS, ""]
+    speeds = throughput(records)
+    if speeds:
+        out += ["## Throughput per endpoint", "",
+                _table(["endpoint", "episodes", "wall time", "episodes / min", "prompt tokens evaluated / s",
+                        "tokens generated / s"],
+                       [[e, str(int(t["episodes"])), f"{t['wall_seconds']:.0f} s", f"{t['episodes_per_minute']:.2f}",
+                         f"{t['prompt_tokens_per_second']:.1f}", f"{t['generated_tokens_per_second']:.1f}"]
+                        for e, t in speeds.items()]), ""]
     from .bfcl.report import render_bfcl
 
     bfcl_section = render_bfcl(records, modes)
@@ -327,6 +337,7 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
             "tokens per solved task": _delta(x.tokens_per_solved, y.tokens_per_solved, digits=0),
             "prompt tokens sent per episode": _delta(x.prompt_tokens_per_episode, y.prompt_tokens_per_episode, digits=0),
             "KV reuse": _delta(x.kv_reuse, y.kv_reuse, pct=True),
+            "step 1: prompt tokens evaluated / sent": _delta(x.first_evaluated, y.first_evaluated, digits=0),
             "format-error rate (per step)": _delta(x.format_error_rate, y.format_error_rate, pct=True),
             "recovery rate (first-step format errors fixed)": _delta(x.recovery_rate, y.recovery_rate, pct=True),
             "native decode-failure rate (per step)": _delta(x.decode_failure_rate, y.decode_failure_rate, pct=True),

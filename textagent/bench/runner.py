@@ -500,7 +500,9 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
     """Run every (task, mode, repeat) not already in ``out_dir/episodes.jsonl`` on the workers.
 
     Episodes are interleaved (for each repeat, for each task, every mode) so that a partial run
-    still compares the modes on the same tasks. Each record is appended and flushed as soon as
+    still compares the modes on the same tasks. The mode that goes first turns with each task:
+    modes that share a first prompt (text, constrained, baseline) find it cached when another ran
+    it before, so the first one pays for all; turning shares that cost out evenly. Each record is appended and flushed as soon as
     its episode ends; Ctrl-C stops handing out episodes and returns what finished
     (``interrupted=True``); episodes still running are abandoned.
     """
@@ -509,7 +511,7 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
     (out / "traces").mkdir(parents=True, exist_ok=True)
     path = out / EPISODES_FILE
     done = {episode_key(r) for r in load_records(path) if r.get("stop_reason") not in ("backend_error", "error")}
-    plan = [(task, mode, r) for r in range(repeat) for task in tasks for mode in modes]
+    plan = [(task, mode, r) for r in range(repeat) for i, task in enumerate(tasks) for mode in _turned(modes, i)]
     todo = [p for p in plan if (p[0].id, p[1], p[2]) not in done]
     result = BenchOutcome(skipped=len(plan) - len(todo), planned=len(plan))
     if isinstance(progress, Progress):
@@ -578,6 +580,11 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
             sink.close()
             bar.close()
     return result
+
+
+def _turned(modes: Sequence[str], i: int) -> list[str]:
+    k = i % len(modes) if modes else 0
+    return [*modes[k:], *modes[:k]]
 
 
 def _safe(name: str) -> str:
