@@ -54,6 +54,13 @@ def test_wheel_installs_into_a_fresh_venv_and_finds_the_grammar(tmp_path):
     where = subprocess.run([str(python), "-c", "import textagent, pathlib; print(pathlib.Path(textagent.__file__).parent)"],
                            capture_output=True, text=True, cwd=tmp_path, env=env)
     assert (Path(where.stdout.strip()) / "grammars" / "reply.lark").is_file()
+    # the GBNF rules and the model-facing error text come from the package too
+    grammar = subprocess.run([str(env_dir / "bin" / "textagent"), "grammar", "--tools", "demo"], capture_output=True,
+                             text=True, cwd=tmp_path, env=env, timeout=120)
+    assert grammar.returncode == 0 and "root ::=" in grammar.stdout, grammar.stderr
+    bad = subprocess.run([str(env_dir / "bin" / "textagent"), "parse"], input='TOOL: f ARGS: {"q": cats}\n',
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert "Put text values in double quotes" in bad.stdout, (bad.stdout, bad.stderr)
     # the fuzz corpus ships as package data; without the `fuzz` extra, one line says what to install
     assert len(list((Path(where.stdout.strip()) / "fuzz_corpus").glob("*.txt"))) >= 20
     fuzz = subprocess.run([str(env_dir / "bin" / "textagent"), "fuzz", "--seconds", "1"], capture_output=True,

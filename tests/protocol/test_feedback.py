@@ -6,6 +6,8 @@ import pickle
 
 from protocolkit import CALC, ROOT, TOOLS, error
 
+from textagent.protocol import ERROR_CLASSES, ParseError
+
 
 def test_error_fields_and_feedback():
     text = 'I will check.\n- TOOL: get_wether ARGS: {"city": Paris}'
@@ -50,3 +52,17 @@ def test_long_lines_get_a_window_in_the_excerpt():
     assert len(first) <= 102
     assert first.startswith("\u2026")
     assert first[len(caret) - 1:].startswith("oops")
+
+
+def test_every_hint_comes_from_the_hints_file():
+    hints = json.loads((ROOT / "textagent" / "prompts" / "text" / "format_hints.json").read_text(encoding="utf-8"))
+    assert set(hints) == {c.label for c in ERROR_CLASSES}
+    for cls in ERROR_CLASSES:
+        assert cls.hint == hints[cls.label]
+    err = error('TOOL: search ARGS: {"q": cats}')
+    assert err.hint == hints["unquoted_string"] and hints["unquoted_string"] in err.feedback()
+
+
+def test_an_error_without_excerpt_says_the_reply_was_empty():
+    fb = ParseError("nothing to read", label="bad_call").feedback()
+    assert "    (empty reply)" in fb and "nothing to read" in fb
