@@ -182,3 +182,13 @@ class TestOneBinder:
         assert Tool.from_function(toggle).bind("True") == {"on": True}
         required_only = Tool("search", "", {"type": "object", "required": ["q"]})
         assert required_only.bind("cats") == {"q": "cats"}
+
+    def test_the_parser_binds_with_it(self):
+        from textagent.protocol import ToolCall, parse_reply
+
+        tools = {"square": INT, "toggle": FLAG, "search": {"type": "object", "required": ["q"]}}
+        assert parse_reply("TOOL: square ARGS: 2.5", tools=tools).calls == [ToolCall("square", {"n": 2.5})]
+        assert parse_reply("TOOL: toggle ARGS: True", tools=tools).calls == [ToolCall("toggle", {"on": True})]
+        assert parse_reply("TOOL: search ARGS: cats", tools=tools).calls == [ToolCall("search", {"q": "cats"})]
+        # no single parameter fits, or no such tool: the parser keeps the text
+        assert parse_reply("TOOL: nope ARGS: 12", tools=tools).calls == [ToolCall("nope", "12")]

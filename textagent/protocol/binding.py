@@ -5,9 +5,10 @@ names); :func:`tool_specs` reduces them all to name -> parameter schema.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from ..tools.binding import bind_bare
 
 
 def tool_specs(tools: Any) -> dict[str, dict]:
@@ -46,49 +47,10 @@ def _one_spec(t: Any) -> tuple[str | None, dict]:
 
 
 def bind(name: str, text: str, specs: dict) -> dict | str:
-    """Bind a bare argument to the tool's single required parameter (or its only parameter)."""
+    """Bind a bare argument with the tools' own binder (``textagent.tools.binding``); the text
+    stays as it is when the tool is unknown or no single parameter takes it."""
     params = specs.get(name)
     if not params:
         return text
-    props = params.get("properties") or {}
-    required = params.get("required") or []
-    if len(required) == 1:
-        key = required[0]
-    elif not required and len(props) == 1:
-        key = next(iter(props))
-    else:
-        return text
-    return {key: coerce(text, props.get(key) or {})}
-
-
-_PY_LITERALS = {"True": True, "False": False, "None": None}
-_TYPE_CHECK = {
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-}
-
-
-def coerce(text: str, schema: Mapping) -> Any:
-    """The bare text as the parameter's type when it reads as one (`3` for an integer)."""
-    types = schema.get("type")
-    if not types:
-        return text
-    if isinstance(types, str):
-        types = [types]
-    if "string" in types:
-        return text
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        if text not in _PY_LITERALS:
-            return text
-        value = _PY_LITERALS[text]
-    for t in types:
-        check = _TYPE_CHECK.get(t)
-        if check is not None and check(value):
-            return value
-    return text
+    bound = bind_bare(text, params)
+    return text if bound is None else bound
