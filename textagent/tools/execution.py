@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace, dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolArgumentError
