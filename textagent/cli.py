@@ -288,7 +288,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_names(spec: str) -> str:
+def check_names(spec: str) -> str:
+    """argparse type of --checks: the names checked now, kept as given."""
     from .checks import from_names
     try:
         from_names(spec)
@@ -432,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-steps", type=_positive(int), default=10)
     add_token_options(r)
     r.add_argument("--max-seconds", type=_positive(float), help="wall-time budget for the whole run")
-    r.add_argument("--checks", default="small-model", type=_check_names,
+    r.add_argument("--checks", default="small-model", type=check_names,
                    help="checks run on every answer and step (textagent.checks): small-model (default: numbers, "
                         "items and repeats), none, or names from numbers, items, repeats, comma-separated")
     r.add_argument("--temperature", type=float, default=0.0)

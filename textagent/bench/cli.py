@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..cli import add_model_options, apply_conventions
+from ..cli import add_model_options, apply_conventions, check_names
 from ..errors import BackendError, TextagentError
 from .health import check_endpoint
 from .metrics import summarize
@@ -39,15 +39,6 @@ DEFAULT_MODES = "text,constrained,native,baseline"
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _checks(spec: str) -> str:
-    from ..checks import from_names
-    try:
-        from_names(spec)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return spec
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -87,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--reply-tokens", type=int, default=256, help="max tokens per model reply (default 256)")
     p.add_argument("--max-steps", type=int, help="cap every task's max_steps")
     p.add_argument("--max-seconds", type=float, default=300, help="wall-time limit per episode (default 300)")
-    p.add_argument("--checks", default="none", type=_checks,
+    p.add_argument("--checks", default="none", type=check_names,
                    help="checks the Agent modes run on answers and steps (textagent.checks): none (default), "
                         "small-model, or names from numbers, items, repeats, comma-separated; the baselines "
                         "run none")
