@@ -402,3 +402,13 @@ def test_props_and_tokenize(fake_server):
     assert b.tokenize("a") == [5]
     with pytest.raises(BackendResponseError):
         b.tokenize("x")
+
+
+def test_the_chat_backend_talks_to_the_same_server_with_the_same_settings():
+    from textagent.backends.chat import ChatAsTextBackend
+    from textagent.backends.http_settings import HttpSettings
+
+    backend = LlamaCppBackend("http://127.0.0.1:9", http=HttpSettings(timeout=7, retries=0), temperature=0.3, seed=4)
+    chat = backend.chat_backend()
+    assert isinstance(chat, ChatAsTextBackend) and chat.url == backend.url + "/v1" and chat.session is backend.session
+    assert (chat.http.timeout, chat.http.retries, chat.temperature, chat.seed) == (7, 0, 0.3, 4)

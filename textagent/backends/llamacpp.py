@@ -294,6 +294,14 @@ class LlamaCppBackend(HTTPBackend):
             )
         return data
 
+    def chat_backend(self) -> Any:
+        """The same server's ``/v1/chat/completions`` as a backend with ``chat()`` (native
+        mode), sharing this backend's HTTP settings and session."""
+        from .chat import ChatAsTextBackend
+
+        return ChatAsTextBackend(self.url, http=self.http, session=self.session, params=self.params,
+                                 temperature=self.temperature, seed=self.seed)
+
     def apply_template(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True) -> str:
         """Render ``messages`` with the model's own chat template (``POST /apply-template``).
 

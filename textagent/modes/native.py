@@ -51,17 +51,13 @@ _BROKEN_JSON_CALL = re.compile(r'\{\s*"name"\s*:\s*"[^"\n]+"\s*,\s*"(?:arguments
 
 
 def chat_backend(backend: Any) -> Any:
-    """The backend native mode talks to: ``backend`` itself when it has ``chat()``, else a
-    ChatAsTextBackend on the same llama.cpp server. Raises ModeNotSupported otherwise."""
+    """The backend native mode talks to: ``backend`` itself when it has ``chat()``, else the
+    chat backend it offers (``chat_backend()``: llama.cpp's own chat endpoint). Raises
+    ModeNotSupported otherwise."""
     if callable(getattr(backend, "chat", None)):
         return backend
-    from ..backends.chat import ChatAsTextBackend
-    from ..backends.llamacpp import LlamaCppBackend
-
-    if isinstance(backend, LlamaCppBackend):
-        return ChatAsTextBackend(backend.url, timeout=backend.timeout, retries=backend.retries, backoff=backend.backoff,
-                                 headers=backend.headers, session=backend.session, params=backend.params,
-                                 temperature=backend.temperature, seed=backend.seed)
+    if getattr(getattr(backend, "capabilities", None), "chat", False) and callable(getattr(backend, "chat_backend", None)):
+        return backend.chat_backend()
     raise ModeNotSupported(
         f"mode='native' needs a backend with chat(messages, tools=...) such as ChatAsTextBackend(url) "
         f"(function calling on /v1/chat/completions); {type(backend).__name__} has none")
