@@ -5,13 +5,13 @@ Each step is one ``POST /v1/chat/completions`` with ``tools`` (``ToolSet.to_open
 messages carrying their ``tool_call_id``; a reply without tool calls is the final answer. The
 limits, stop reasons, Step/Result/trace format and usage accounting are the other modes'.
 
-Every step records in ``step.details`` what the server returned: ``native`` is ``"tool_calls"``
+Every step records in ``step.facts`` (NativeFacts) what the server returned: ``native`` is ``"tool_calls"``
 or ``"content"``; when the content holds something that looks like a call (JSON with a tool
 name, a fenced JSON block of arguments, ``<tool_call>`` tags, ``TOOL:`` lines) the step records
 a **native decode failure** (``decode_failure``: its kind; ``content_calls``: what it held).
 Native mode does not repair it: the content is the final answer, as it would be for any
 function-calling client. ``mode="native+fallback"`` reads such content with the text parser
-instead, runs the calls, and records ``fallback: true``.
+instead, runs the calls, and records ``fallback=True``.
 
 Arguments that are not a JSON object (a broken JSON string) become an error observation for
 that call; the others in the same reply still run.

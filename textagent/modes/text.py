@@ -1,6 +1,6 @@
 """``mode="text"``: free generation in the text protocol, parsed, with feedback on format errors.
 
-The conversation is one growing prompt string (``agent.prompt``) that is only ever appended to,
+The conversation is one growing prompt string (``conversation.prompt``) that is only ever appended to,
 so llama.cpp reuses its KV cache for everything but the newest turn.
 
 With a streaming backend (``Agent(..., stream=True)``) the reply is watched as it arrives and
