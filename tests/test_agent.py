@@ -471,8 +471,25 @@ def test_no_check_runs_by_default():
 
 
 def test_checks_must_be_check_objects():
-    with pytest.raises(TypeError, match="checks must be objects with name"):
+    with pytest.raises(TypeError, match="checks must be objects with a name"):
         Agent(ScriptedBackend([]), checks=[lambda run, answer: None])
+
+    class NoHook:
+        name = "none"
+
+    with pytest.raises(TypeError, match="and/or on_step"):
+        Agent(ScriptedBackend([]), checks=[NoHook()])
+
+
+def test_a_check_may_have_one_hook_only():
+    class Terse:
+        name = "terse"
+
+        def on_answer(self, run, answer):
+            return None if len(answer) < 10 else "Shorter."
+
+    result, _ = run(["ANSWER: a long answer indeed", "ANSWER: short"], "q", checks=[Terse()])
+    assert result.answer == "short" and result.sent_back("terse") == 1
 
 
 def test_a_check_may_send_back_plain_text_and_add_notes():

@@ -17,7 +17,7 @@ from typing import IO, Any
 from . import prompts
 from .backends._http import request_deadline
 from .backends.base import Backend, Usage
-from .checks import Check, RunView
+from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout
 from .modes import Conversation, FormatError, Mode, ModeContext, get_mode
 from .options import check_options
@@ -71,11 +71,7 @@ class Agent:
         self.max_steps, self.max_tokens, self.max_seconds = max_steps, max_tokens, max_seconds
         self.max_format_errors, self.reply_tokens, self.tool_timeout = max_format_errors, reply_tokens, tool_timeout
         self.max_calls_per_reply, self.step_observation_limit = max_calls_per_reply, step_observation_limit
-        self.checks = list(checks)
-        for check in self.checks:
-            if not isinstance(check, Check):
-                raise TypeError(f"checks must be objects with name, on_answer() and on_step() "
-                                f"(textagent.checks), not {check!r:.60}")
+        self.checks = as_checks(checks)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
         self.format = get_format(chat_format)
         self.auto_examples = isinstance(example, str) and example == "auto"
@@ -160,7 +156,7 @@ class Agent:
         self.bad_in_a_row = 0
         if step.reply.is_final:
             answer = step.reply.answer if step.reply.answer is not None else step.reply.thought.strip()
-            for check in self.checks:
+            for check in (c for c in self.checks if hasattr(c, "on_answer")):
                 sent = check.on_answer(self._view(), answer)
                 if sent:
                     step.sent_back = sent if isinstance(sent, SentBack) else SentBack(check.name, sent)
@@ -173,7 +169,8 @@ class Agent:
             self._check_limits(before_model=False)
             step.outcomes.append(self.mode.execute(step, index, call, self.tool_timeout_left()))
         step.outcomes = cap_outputs(step.outcomes, self.step_observation_limit)
-        step.notes = notes + [note for check in self.checks for note in check.on_step(self._view(), step)]
+        step.notes = notes + [note for check in self.checks if hasattr(check, "on_step")
+                              for note in check.on_step(self._view(), step)]
         self.mode.observe(step, step.notes)
         return step
 

@@ -116,4 +116,6 @@ def test_checks_by_name():
     assert [c.name for c in checks.from_names("repeats, numbers")] == ["repeats", "numbers"]
     with pytest.raises(ValueError, match="unknown check 'grammar'"):
         checks.from_names("grammar")
-    assert all(isinstance(c, checks.Check) for c in checks.small_model())
+    assert [c.name for c in checks.as_checks(checks.small_model())] == ["items", "numbers", "repeats"]
+    with pytest.raises(TypeError):
+        checks.as_checks([object()])

@@ -8,12 +8,12 @@ Every mode runs the same checks; each mode words what they say with its own prom
 """
 from __future__ import annotations
 
-from .base import Check, RunView
+from .base import Check, RunView, as_checks
 from .items import ItemsCheck
 from .numbers import NumbersCheck
 from .repeats import RepeatedCalls
 
-__all__ = ["Check", "RunView", "NumbersCheck", "ItemsCheck", "RepeatedCalls", "small_model", "CHECKS", "from_names"]
+__all__ = ["Check", "RunView", "as_checks", "NumbersCheck", "ItemsCheck", "RepeatedCalls", "small_model", "CHECKS", "from_names"]
 
 #: Checks by name, as the command line takes them (``--checks numbers,items``).
 CHECKS = {"numbers": NumbersCheck, "items": ItemsCheck, "repeats": RepeatedCalls}

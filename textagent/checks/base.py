@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from ..prompts import Prompts, Worked
 from ..steps import Note, SentBack, Step
 from ..tools import ToolSet
 
-__all__ = ["Check", "RunView"]
+__all__ = ["Check", "RunView", "as_checks"]
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,9 @@ class RunView:
         return [s for s in self.steps if s.sent_back is not None and s.sent_back.check == check]
 
 
-@runtime_checkable
 class Check(Protocol):
-    """``name`` is what traces and reports record."""
+    """``name`` is what traces and reports record. A check has either hook or both: the loop
+    calls those it finds."""
 
     name: str
 
@@ -46,3 +46,13 @@ class Check(Protocol):
 
     def on_step(self, run: RunView, step: Step) -> Sequence[Note]:
         """Notes to add after the results of ``step`` (its outcomes are in)."""
+
+
+def as_checks(objects: Sequence[Any]) -> list[Check]:
+    """The objects as checks; TypeError for one without a ``name`` or without either hook."""
+    for check in objects:
+        if not isinstance(getattr(check, "name", None), str) or not (
+                callable(getattr(check, "on_answer", None)) or callable(getattr(check, "on_step", None))):
+            raise TypeError(f"checks must be objects with a name and on_answer() and/or on_step() "
+                            f"(textagent.checks), not {check!r:.60}")
+    return list(objects)

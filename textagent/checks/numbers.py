@@ -7,12 +7,12 @@ tool result is a visible trace of that.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from decimal import Decimal
 
 from ..numbers import find_numbers
 from ..prompts import Worked, listed
-from ..steps import Note, SentBack, Step
+from ..steps import SentBack
 from .base import RunView
 
 __all__ = ["NumbersCheck", "numbers_in", "unsupported_numbers"]
@@ -41,9 +41,6 @@ class NumbersCheck:
         else:
             text = run.prompts.render("unsupported_answer", numbers=listed(missing))
         return SentBack(self.name, text, tuple(missing))
-
-    def on_step(self, run: RunView, step: Step) -> Sequence[Note]:
-        return ()
 
 
 def _from_examples(numbers: list[str], examples: Iterable[Worked]) -> list[str]:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from ..prompts import listed
-from ..steps import Note, SentBack, Step
+from ..steps import Note, Step
 from .base import RunView
 
 __all__ = ["RepeatedCalls"]
@@ -21,9 +21,6 @@ class RepeatedCalls:
     other tools: small models loop on a call that needs a value another tool gives."""
 
     name = "repeats"
-
-    def on_answer(self, run: RunView, answer: str) -> SentBack | None:
-        return None
 
     def on_step(self, run: RunView, step: Step) -> Sequence[Note]:
         seen: set[tuple[str, str, str]] = set()   # (tool, args, output) of the run's calls
