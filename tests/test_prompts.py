@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pathlib
 import json
-from importlib import resources
 from typing import Literal
 
 import pytest

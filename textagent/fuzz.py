@@ -234,7 +234,6 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
 
     from . import testing
 
-    cases: list[tuple[str, Any, Callable[[Any], str | None]]] = []
 
     def valid(case: tuple[list[Any], str]) -> str | None:
         calls, text = case

@@ -7,7 +7,7 @@ from typing import Any
 
 import requests
 
-from ..errors import BackendResponseError, ModeNotSupported
+from ..errors import ModeNotSupported
 from ._http import HTTPBackend
 from ._payload import _count, _number
 from .base import Capabilities, Completion, Usage
