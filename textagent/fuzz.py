@@ -234,7 +234,6 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
 
     from . import testing
 
-
     def valid(case: tuple[list[Any], str]) -> str | None:
         calls, text = case
         try:
