@@ -481,6 +481,14 @@ def test_checks_must_be_check_objects():
         Agent(ScriptedBackend([]), checks=[NoHook()])
 
 
+def test_the_old_check_flags_still_work_for_one_release():
+    with pytest.warns(DeprecationWarning) as caught:
+        agent = Agent(ScriptedBackend([]), check_numbers=True, check_items=False)
+    assert [c.name for c in agent.checks] == ["numbers"]
+    assert sorted(str(w.message).split(":")[0] for w in caught) == ["Agent(check_items=...) is deprecated",
+                                                                     "Agent(check_numbers=...) is deprecated"]
+
+
 def test_a_check_may_have_one_hook_only():
     class Terse:
         name = "terse"

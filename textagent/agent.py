@@ -20,7 +20,7 @@ from .backends.base import Backend, Usage
 from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout
 from .modes import Conversation, FormatError, Mode, ModeContext, get_mode
-from .options import check_options
+from .options import check_options, deprecated_checks
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
 from .tools import ToolSet
@@ -65,6 +65,7 @@ class Agent:
             raise ValueError("max_steps must be at least 1")
         if max_calls_per_reply is not None and max_calls_per_reply < 1:
             raise ValueError("max_calls_per_reply must be at least 1 (or None for no limit)")
+        checks = [*checks, *deprecated_checks(backend_options)]
         check_options(backend, backend_options, [p.name for p in inspect.signature(Agent.__init__).parameters.values()
                                                  if p.kind is p.KEYWORD_ONLY])
         self.backend, self.tools = backend, tools if isinstance(tools, ToolSet) else ToolSet(tools)

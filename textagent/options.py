@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from .backends.base import REQUEST_OPTIONS
 
-__all__ = ["check_options"]
+__all__ = ["check_options", "deprecated_checks"]
 
 
 def check_options(backend: Any, options: Mapping[str, Any], own: Iterable[str]) -> None:
@@ -24,3 +25,18 @@ def check_options(backend: Any, options: Mapping[str, Any], own: Iterable[str]) 
                     + (f" (did you mean {close[0]!r}?)" if close else "")
                     + f". Agent options: {', '.join(own)}; request options {type(backend).__name__} takes: "
                     + (", ".join(sorted(accepted)) or "(none)"))
+
+
+def deprecated_checks(options: MutableMapping[str, Any]) -> list[Any]:
+    """``check_numbers=`` and ``check_items=`` (the Agent's flags before textagent.checks), taken
+    out of ``options`` with a DeprecationWarning: True gives the check, False nothing."""
+    from . import checks
+
+    found = []
+    for flag, make in (("check_items", checks.ItemsCheck), ("check_numbers", checks.NumbersCheck)):
+        if flag in options:
+            warnings.warn(f"Agent({flag}=...) is deprecated: pass checks=[textagent.checks.{make.__name__}()] "
+                          "(no check runs by default)", DeprecationWarning, stacklevel=3)
+            if options.pop(flag):
+                found.append(make())
+    return found
