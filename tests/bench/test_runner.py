@@ -399,3 +399,21 @@ def test_the_mode_that_goes_first_turns_with_each_task():
     modes = ["text", "constrained", "baseline"]
     assert [_turned(modes, i)[0] for i in range(4)] == ["text", "constrained", "baseline", "text"]
     assert sorted(_turned(modes, 2)) == sorted(modes) and _turned([], 3) == []
+
+
+def test_all_examples_are_the_same_for_every_question_of_a_tool_set():
+    from textagent.backends.scripted import ScriptedBackend
+
+    def first_prompt(question_task, examples):
+        backend = ScriptedBackend(["ANSWER: done"])
+        R.run_episode(question_task, "text", backend, settings=R.Settings(examples=examples))
+        prompt = backend.prompts[0]
+        return prompt[:prompt.rindex(question_task.question)]
+
+    by_tools: dict = {}
+    for t in SUITE:
+        by_tools.setdefault(tuple(t.tools), []).append(t)
+    group = max(by_tools.values(), key=len)
+    a = group[0]
+    b = next(t for t in group if first_prompt(t, "per-task") != first_prompt(a, "per-task"))
+    assert first_prompt(a, "all") == first_prompt(b, "all")

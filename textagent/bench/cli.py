@@ -82,6 +82,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="checks the Agent modes run on answers and steps (textagent.checks): none (default), "
                         "small-model, or names from numbers, items, repeats, comma-separated; the baselines "
                         "run none")
+    p.add_argument("--examples", choices=["per-task", "all"], default="per-task",
+                   help="worked examples of a tool set with more than it shows: the ones closest to each question "
+                        "(per-task, default) or all of them, the same for every question (a prompt prefix the "
+                        "server can keep cached)")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
@@ -217,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(reply_tokens=args.reply_tokens, max_steps=args.max_steps, max_seconds=args.max_seconds,
                         temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin,
-                        checks=args.checks)
+                        checks=args.checks, examples=args.examples)
     factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model,
                              api_key=args.api_key, timeout=args.timeout)
     server = None

@@ -62,6 +62,7 @@ class Settings:
     seed: int = 0                       # episode seed = seed + repeat index
     pin_slots: bool = True
     checks: str = "none"                # textagent.checks.from_names(): Agent modes run these
+    examples: str = "per-task"          # "per-task": the pool's closest to each question; "all": the whole pool
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,8 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
     settings = settings or Settings()
     env = Env(lights=dict(task.setup.get("lights", {})))
     tools, name_map, documents = _episode_tools(task, mode, env)
+    if settings.examples == "all" and getattr(tools, "max_examples", None) is not None:
+        tools.max_examples = None   # the same examples for every question of a tool set
     buffer = io.StringIO()
     options: dict[str, Any] = {"temperature": settings.temperature, "seed": settings.seed + repeat}
     if slot is not None and settings.pin_slots:
