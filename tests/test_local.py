@@ -138,3 +138,24 @@ def test_server_that_dies_at_start_reports_its_log(tmp_path, monkeypatch):
     monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(binary))
     with pytest.raises(LocalServerError, match="failed to load model"):
         local.LocalServer(model, log_path=tmp_path / "log").start()
+
+
+def test_threads_and_poll_default_to_the_measured_best_and_none_leaves_the_servers_own(tmp_path):
+    model = tmp_path / "m.gguf"
+    server = local.LocalServer(model)
+    server.model_path = model
+    cmd = server.command()
+    assert cmd[cmd.index("-t") + 1] == str(local.DEFAULT_THREADS) and cmd[cmd.index("--poll") + 1] == str(local.DEFAULT_POLL)
+    bare = local.LocalServer(model, threads=None, poll=None)
+    bare.model_path = model
+    assert "-t" not in bare.command() and "--poll" not in bare.command()
+
+
+def test_serve_and_bench_take_threads_and_poll():
+    from textagent.bench.cli import build_parser as bench_parser
+    from textagent.cli import build_parser
+
+    serve = build_parser().parse_args(["serve"])
+    assert (serve.threads, serve.poll) == (local.DEFAULT_THREADS, local.DEFAULT_POLL)
+    bench = bench_parser().parse_args(["--threads", "2", "--poll", "50"])
+    assert (bench.threads, bench.poll) == (2, 50)

@@ -256,7 +256,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.old_gguf:
         log.warning("`serve --model` is deprecated; use --gguf")
         args.gguf = args.gguf or args.old_gguf
-    server = LocalServer(args.gguf, port=args.port, ctx_size=args.ctx_size, parallel=args.parallel, progress=_say)
+    server = LocalServer(args.gguf, port=args.port, ctx_size=args.ctx_size, parallel=args.parallel,
+                         threads=args.threads or None, poll=args.poll, progress=_say)
     # SIGTERM becomes KeyboardInterrupt so the server is stopped by the same path as Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -394,6 +395,7 @@ def setup_logging(level: str | int) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .local import DEFAULT_POLL, DEFAULT_THREADS
 
     parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.",
                                      epilog="Every command also takes --log-level debug|info|warning|error "
@@ -463,6 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, help="port (default: a free one)")
     s.add_argument("--ctx-size", type=_positive(int), default=8192, help="context per slot")
     s.add_argument("--parallel", "-np", type=_positive(int), default=1, help="slots (concurrent requests)")
+    s.add_argument("--threads", "-t", type=int, default=DEFAULT_THREADS,
+                   help=f"CPU threads (default {DEFAULT_THREADS}: measured fastest on a shared 2-core machine, "
+                        "docs/perf.md; 0: llama-server's own choice)")
+    s.add_argument("--poll", type=int, default=DEFAULT_POLL, help=f"llama-server --poll level 0..100 (default {DEFAULT_POLL})")
     s.set_defaults(func=cmd_serve)
 
     m = sub.add_parser("models", help="list or fetch the embedded models")

@@ -34,6 +34,11 @@ __all__ = ["MODELS", "ModelSpec", "cache_dir", "model_path", "fetch_model", "fin
            "LocalServer", "running_server", "DEFAULT_MODEL"]
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+# llama-server's threads and --poll, from `python -m textagent.bench.server_settings` (docs/perf.md):
+# on a 2-core machine that also runs anything else, two threads wait on each other and spinning
+# idle threads take the core from the thread that has work.
+DEFAULT_THREADS = 1
+DEFAULT_POLL = 0
 
 
 @dataclass(frozen=True)
@@ -216,11 +221,12 @@ class LocalServer:
     """
 
     def __init__(self, model: str | os.PathLike[str] | None = None, *, port: int | None = None, ctx_size: int = 8192,
-                 parallel: int = 1, threads: int | None = None, jinja: bool = True, repack: bool | None = None,
-                 extra_args: Sequence[str] = (),
+                 parallel: int = 1, threads: int | None = DEFAULT_THREADS, poll: int | None = DEFAULT_POLL,
+                 jinja: bool = True, repack: bool | None = None, extra_args: Sequence[str] = (),
                  startup_timeout: float = 300, progress: Progress = _quiet, log_path: str | os.PathLike[str] | None = None):
         self.model_arg, self.port, self.ctx_size, self.parallel = model, port, ctx_size, parallel
-        self.threads, self.jinja, self.extra_args = threads, jinja, list(extra_args)
+        # threads, poll: None leaves llama-server's own default (all cores; --poll 50)
+        self.threads, self.poll, self.jinja, self.extra_args = threads, poll, jinja, list(extra_args)
         # None: try with weight repacking and fall back without it if the server crashes while loading.
         self.repack = repack
         self.startup_timeout, self.progress = startup_timeout, progress
@@ -239,6 +245,8 @@ class LocalServer:
                "-c", str(self.ctx_size * self.parallel), "-np", str(self.parallel)]
         if self.threads:
             cmd += ["-t", str(self.threads)]
+        if self.poll is not None:
+            cmd += ["--poll", str(self.poll)]
         if self.jinja:  # native function calling needs the model's Jinja chat template
             cmd.append("--jinja")
         if self.repack is False:

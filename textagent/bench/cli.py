@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli import add_model_options, apply_conventions, check_names
+from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from ..errors import BackendError, TextagentError
 from .health import check_endpoint
 from .metrics import summarize
@@ -52,9 +53,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="the endpoints' API for text/baseline modes (default llamacpp); the endpoint comes from "
                         "$OPENAI_BASE_URL (completions, chat) or $OLLAMA_HOST (ollama) when not given")
     add_model_options(p)
-    p.add_argument("--threads", type=int,
-                   help="embedded server: CPU threads (on a machine shared with other servers, 1 avoids "
-                        "threads waiting on each other)")
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS,
+                   help=f"embedded server: CPU threads (default {DEFAULT_THREADS}, measured fastest on a shared "
+                        "2-core machine: docs/perf.md; 0: llama-server's own choice)")
+    p.add_argument("--poll", type=int, default=DEFAULT_POLL,
+                   help=f"embedded server: llama-server --poll level 0..100 (default {DEFAULT_POLL})")
     p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                    help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0")
     p.add_argument("--chat-format", default="server", choices=["server", "chatml", "llama3", "gemma", "plain"],
@@ -236,12 +239,13 @@ def run(args: argparse.Namespace) -> int:
             if args.api != "llamacpp":
                 _say("textagent bench: the embedded server speaks llamacpp; pass --endpoint for other APIs")
                 return 2
-            server = LocalServer(args.gguf, parallel=args.concurrency, threads=args.threads,
+            server = LocalServer(args.gguf, parallel=args.concurrency, threads=args.threads or None, poll=args.poll,
                                  extra_args=args.server_arg, progress=_say)
             server.start()
             endpoints = [server.url]
             model = (f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}"
-                     + (f", -t {args.threads}" if args.threads else "") + "".join(f" {a}" for a in args.server_arg) + ")")
+                     + (f", -t {args.threads}" if args.threads else "") + f", --poll {args.poll}"
+                     + "".join(f" {a}" for a in args.server_arg) + ")")
         workers: list[Slot] = []
         for url in endpoints:
             slots = factory.slots(url)

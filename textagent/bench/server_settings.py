@@ -350,7 +350,7 @@ def measure_config(config: Config, loads: Sequence[int], *, model: str | None = 
     from ..errors import LocalServerError
     from ..local import LocalServer
 
-    server = LocalServer(model, ctx_size=ctx_size, parallel=config.parallel, threads=config.threads,
+    server = LocalServer(model, ctx_size=ctx_size, parallel=config.parallel, threads=config.threads, poll=None,
                          extra_args=config.server_args(), startup_timeout=startup_timeout)
     rows: list[Row] = []
     try:
