@@ -7,9 +7,7 @@ import time
 
 import pytest
 
-from textagent import checks
 from textagent.agent import STOP_REASONS, Agent
-from textagent.checks import NumbersCheck
 from textagent.steps import Note, SentBack
 from textagent.backends.scripted import ScriptedBackend
 from textagent.errors import BackendConnectionError
@@ -365,104 +363,7 @@ def test_tool_output_with_protocol_lines_is_quoted_and_never_parsed():
     assert prompts.quote_output("one line") == "one line"
 
 
-# -- answers with numbers no tool returned ------------------------------------------------------
-
-def test_an_answer_with_a_made_up_number_is_sent_back_once():
-    result, backend = run([
-        'TOOL: get_weather ARGS: {"city": "Lisbon"}',
-        "ANSWER: Lisbon is at 22 °C, 5 degrees warmer than London at 27 °C.",
-        'TOOL: get_weather ARGS: {"city": "London"}',
-        "ANSWER: London is warmer.",
-    ], "How much warmer is it in Lisbon than in London?", tools={"get_weather": _weather}, checks=[NumbersCheck()])
-    assert result.ok and result.answer == "London is warmer."
-    bounced = result.steps[1]
-    assert bounced.sent_back.found == ("5", "27") and result.sent_back("numbers") == 1
-    assert bounced.observations[0].startswith("Your ANSWER gives 5 and 27, but no OBSERVATION shows that.")
-    assert backend.prompts[2].endswith(bounced.observations[0] + "<|im_end|>\n<|im_start|>assistant\n")
-
-
-def test_a_second_unsupported_answer_is_taken_as_it_is():
-    result, _ = run([
-        'TOOL: get_weather ARGS: {"city": "Lisbon"}',
-        "ANSWER: Lisbon is at 27 °C.",
-        "ANSWER: Lisbon is at 27 °C, I am sure.",
-    ], "How warm is Lisbon?", tools={"get_weather": _weather}, checks=[NumbersCheck()])
-    assert result.ok and result.answer == "Lisbon is at 27 °C, I am sure." and result.sent_back("numbers") == 1
-
-
-def test_a_number_copied_from_a_worked_example_is_named_as_such():
-    oslo = Example("How warm is Oslo?", (("get_weather", {"city": "Oslo"}, '{"city": "Oslo", "temp_c": 9}'),),
-                   "Oslo is at 9 °C.")
-    result, _ = run(['TOOL: get_weather ARGS: {"city": "Berlin"}', "ANSWER: Berlin is at 14 °C, Oslo at 9 °C, 2 apart.",
-                     "ANSWER: Berlin is at 14 °C."], "How warm is Berlin?", tools={"get_weather": _weather},
-                    example=oslo, checks=[NumbersCheck()])
-    assert result.ok and result.steps[1].sent_back.found == ("9", "2")
-    assert result.steps[1].observations == [
-        "Your ANSWER gives 9 and 2, but no OBSERVATION shows that: 9 comes from the worked examples, not from this "
-        "task. Call the tool for each value you have not looked up yet, then write the ANSWER from the results."]
-
-
-def test_numbers_are_not_checked_without_a_tool_call_or_by_default():
-    result, _ = run(["ANSWER: The Second World War ended in 1945."], "When did the war end?", tools={"get_weather": _weather},
-                    checks=[NumbersCheck()])
-    assert result.ok and len(result.steps) == 1
-    result, _ = run(['TOOL: get_weather ARGS: {"city": "Lisbon"}', "ANSWER: 27 °C."], "Lisbon?",
-                    tools={"get_weather": _weather})
-    assert result.ok and result.answer == "27 °C." and result.sent_back() == 0
-
-
-# -- answers about listed items no call covered -------------------------------------------------
-
-def test_an_answer_about_a_listed_item_nobody_looked_up_is_sent_back_once_naming_the_tool():
-    result, backend = run([
-        'TOOL: get_weather ARGS: {"city": "Lisbon"}',
-        "ANSWER: Lisbon is at 22 °C and London at 22 °C.",
-        'TOOL: get_weather ARGS: {"city": "London"}',
-        "ANSWER: Lisbon is warmer: 22 °C against 14 °C.",
-    ], "Which city is warmer right now, Lisbon or London?", tools={"get_weather": _weather},
-        checks=checks.small_model())
-    assert result.ok and result.answer == "Lisbon is warmer: 22 °C against 14 °C."
-    bounced = result.steps[1]
-    assert [u.item for u in bounced.sent_back.found] == ["London"] and result.sent_back("items") == 1
-    assert result.sent_back("numbers") == 0
-    assert bounced.observations == [
-        "Your ANSWER speaks of London, but no OBSERVATION covers it: no tool was called for it. Call get_weather "
-        'with {"city": "London"}, then write the ANSWER from the results.']
-    assert backend.prompts[2].endswith(bounced.observations[0] + "<|im_end|>\n<|im_start|>assistant\n")
-    # the result of the missing call comes with a reminder naming every item
-    assert result.steps[2].observations == [
-        'OBSERVATION (get_weather): {"city": "London", "temp_c": 14}',
-        "That was the last missing call: Lisbon and London both have their results above. Now write the "
-        "ANSWER from them."]
-
-
-def test_the_reminder_comes_once_every_item_sent_back_for_was_called():
-    lights = "Turn off the lights in the living room, the hallway and the bathroom."
-    off = 'TOOL: toggle_light ARGS: {"room": "%s", "on": false}'
-    result, _ = run([off % "living room", "ANSWER: The hallway and the bathroom light are off too.",
-                     off % "hallway", off % "kitchen", off % "bathroom", off % "bathroom", "ANSWER: All three are off."],
-                    lights, checks=checks.small_model())
-    assert result.ok and [u.item for u in result.steps[1].sent_back.found] == ["hallway", "bathroom"]
-    assert result.steps[1].observations[0].endswith(
-        'Call toggle_light with {"room": "hallway", "on": false} and toggle_light with {"room": "bathroom", '
-        '"on": false}, then write the ANSWER from the results.')
-    assert [len(s.observations) for s in result.steps[2:6]] == [1, 1, 2, 1]
-    assert [n.source for n in result.steps[4].notes] == ["items"]
-    assert result.steps[4].observations[1] == ("That was the last missing call: living room, hallway and bathroom "
-                                               "all have their results above. Now write the ANSWER from them.")
-
-
-def test_items_and_numbers_are_each_sent_back_once_then_the_answer_is_taken():
-    result, _ = run([
-        'TOOL: get_weather ARGS: {"city": "Lisbon"}',
-        "ANSWER: London is at 27 °C.",       # London: no call
-        "ANSWER: London is at 27 °C.",       # 27: no result
-        "ANSWER: London is at 27 °C, I am sure.",
-    ], "Lisbon or London?", tools={"get_weather": _weather}, checks=checks.small_model())
-    assert result.ok and result.answer == "London is at 27 °C, I am sure."
-    assert [s.sent_back.check for s in result.steps[1:3]] == ["items", "numbers"]
-    assert result.sent_back("items") == 1 and result.sent_back("numbers") == 1
-
+# -- checks (textagent.checks) ----------------------------------------------------------------
 
 def test_no_check_runs_by_default():
     result, _ = run(['TOOL: get_weather ARGS: {"city": "Lisbon"}', "ANSWER: London is colder, at 14 °C."],
@@ -481,12 +382,12 @@ def test_checks_must_be_check_objects():
         Agent(ScriptedBackend([]), checks=[NoHook()])
 
 
-def test_the_old_check_flags_still_work_for_one_release():
+def test_the_old_check_flags_are_accepted_for_one_release_and_do_nothing():
     with pytest.warns(DeprecationWarning) as caught:
         agent = Agent(ScriptedBackend([]), check_numbers=True, check_items=False)
-    assert [c.name for c in agent.checks] == ["numbers"]
-    assert sorted(str(w.message).split(":")[0] for w in caught) == ["Agent(check_items=...) is deprecated",
-                                                                     "Agent(check_numbers=...) is deprecated"]
+    assert agent.checks == []
+    assert sorted(str(w.message).split(" is ")[0] for w in caught) == ["Agent(check_items=...)",
+                                                                       "Agent(check_numbers=...)"]
 
 
 def test_a_check_may_have_one_hook_only():

@@ -5,12 +5,14 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from textagent.cli import EXIT_CODES, main
 from textagent.errors import TextagentError
+from textagent.steps import SentBack
 from textagent.toolkits import demo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -94,42 +96,33 @@ def test_run_answers_and_prints_steps(server, capsys, tmp_path):
     assert len(trace.read_text().splitlines()) == 5
 
 
-def test_run_sends_back_an_answer_with_unsupported_numbers_by_default_unless_told_not_to(server, capsys):
-    for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408, plus 100 is 509",
-                 'TOOL: calculate ARGS: {"expression": "408 + 100"}', "ANSWER: 508"):
+class CliCheck:
+    name = "cli"
+
+    def on_answer(self, run, answer):
+        return None if run.sent_back_by(self.name) else SentBack(self.name, "Once more.", ("509",))
+
+
+def test_run_takes_checks_by_module_and_name_and_runs_none_by_default(server, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "clichecks", types.SimpleNamespace(CliCheck=CliCheck))
+    for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408, plus 100 is 509", "ANSWER: 508"):
         server.json("/completion", completion(text))
     code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "--json",
-                             "What's 17 times 24, then add 100?")
+                             "--checks", "clichecks:CliCheck", "What's 17 times 24, then add 100?")
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "508"
-    assert "step 2: answer sent back by the numbers check: 509" in err
-    assert "Your ANSWER gives 509" in server.bodies("/completion")[2]["prompt"]
+    assert "step 2: answer sent back by the cli check: 509" in err
+    assert "Once more." in server.bodies("/completion")[2]["prompt"]
     for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408, plus 100 is 509"):
         server.json("/completion", completion(text))
     code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json",
-                           "--checks", "items,repeats", "What's 17 times 24, then add 100?")
+                           "What's 17 times 24, then add 100?")
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "408, plus 100 is 509"
-
-
-def test_run_sends_back_an_answer_about_a_listed_item_no_call_covered_unless_told_not_to(server, capsys):
-    for text in ('TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: Paris and Tokyo are sunny.",
-                 'TOOL: get_weather ARGS: {"city": "Tokyo"}', "ANSWER: Both are sunny."):
-        server.json("/completion", completion(text))
-    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "--json",
-                             "Is it sunny in Paris and in Tokyo?")
-    assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "Both are sunny."
-    assert "step 2: answer sent back by the items check: Tokyo" in err
-    assert 'Call get_weather with {"city": "Tokyo"}, then' in server.bodies("/completion")[2]["prompt"]
-    for text in ('TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: Paris and Tokyo are sunny."):
-        server.json("/completion", completion(text))
-    code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json",
-                           "--checks", "none", "Is it sunny in Paris and in Tokyo?")
-    assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "Paris and Tokyo are sunny."
 
 
 def test_unknown_checks_are_refused_by_name(capsys):
     with pytest.raises(SystemExit):
-        run_cli(capsys, "run", "--checks", "numbers,grammar", "q")
-    assert "unknown check 'grammar'" in capsys.readouterr().err
+        run_cli(capsys, "run", "--checks", "numbers", "q")
+    assert "unknown check 'numbers': give module:Name" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("reason, argv, replies", [

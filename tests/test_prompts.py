@@ -110,8 +110,8 @@ def test_prompt_files_sit_in_a_family_folder():
 
 
 def test_a_family_folder_wins_over_common():
-    assert "reply with the answer" in prompts.for_family("native").render("repeated_call")
-    assert "ANSWER" in prompts.for_family("text").render("repeated_call")
+    assert "final answer in words" in prompts.for_family("native").render("empty_reply")
+    assert "ANSWER" in prompts.for_family("text").render("empty_reply")
     assert prompts.for_family("native").template("task") is prompts.for_family("text").template("task")
     with pytest.raises(FileNotFoundError, match="no prompt 'nope'"):
         prompts.for_family("text").template("nope")

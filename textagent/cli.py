@@ -435,9 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-steps", type=_positive(int), default=10)
     add_token_options(r)
     r.add_argument("--max-seconds", type=_positive(float), help="wall-time budget for the whole run")
-    r.add_argument("--checks", default="small-model", type=check_names,
-                   help="checks run on every answer and step (textagent.checks): small-model (default: numbers, "
-                        "items and repeats), none, or names from numbers, items, repeats, comma-separated")
+    r.add_argument("--checks", default="none", type=check_names,
+                   help="checks run on every answer and step: module:Name of your own textagent.checks.Check, "
+                        "comma-separated (default none: the first answer is taken)")
     r.add_argument("--temperature", type=float, default=0.0)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--timeout", type=_positive(float), default=300, help="read timeout of one request, seconds")

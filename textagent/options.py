@@ -29,14 +29,12 @@ def check_options(backend: Any, options: Mapping[str, Any], own: Iterable[str]) 
 
 def deprecated_checks(options: MutableMapping[str, Any]) -> list[Any]:
     """``check_numbers=`` and ``check_items=`` (the Agent's flags before textagent.checks), taken
-    out of ``options`` with a DeprecationWarning: True gives the check, False nothing."""
-    from . import checks
-
-    found = []
-    for flag, make in (("check_items", checks.ItemsCheck), ("check_numbers", checks.NumbersCheck)):
+    out of ``options`` with a DeprecationWarning: the checks they turned on were measured, did not
+    help and were removed, so they do nothing now."""
+    for flag in ("check_numbers", "check_items"):
         if flag in options:
-            warnings.warn(f"Agent({flag}=...) is deprecated: pass checks=[textagent.checks.{make.__name__}()] "
-                          "(no check runs by default)", DeprecationWarning, stacklevel=3)
-            if options.pop(flag):
-                found.append(make())
-    return found
+            options.pop(flag)
+            warnings.warn(f"Agent({flag}=...) is deprecated and does nothing: the check was removed (it did not "
+                          "help; docs/bench.md, Checks); pass checks=[...] for your own", DeprecationWarning,
+                          stacklevel=3)
+    return []

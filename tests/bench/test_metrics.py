@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+from textagent.steps import Note
+
 from textagent.backends.base import Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import metrics as M
@@ -178,17 +180,26 @@ def test_usage_from_a_scripted_completion_reaches_the_record():
     assert parse_task({"id": "x", "question": "q", "tools": [], "check": {"type": "answered"}}).checks
 
 
-def test_answers_sent_back_for_unsupported_numbers_are_counted():
+class _Cold:
+    name = "cold"
+
+    def on_answer(self, run, answer):
+        return None if run.sent_back_by(self.name) else "Say it again."
+
+    def on_step(self, run, step):
+        return [Note("cold", "noted")]
+
+
+def test_answers_sent_back_and_check_notes_are_counted(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "benchchecks", types.SimpleNamespace(Cold=_Cold))
     record = episode("single-weather-berlin", [W % "Berlin", "ANSWER: It is 40 °C.", "ANSWER: It is 4 °C."],
-                     checks="numbers")
-    assert record["success"] and record["unsupported_answers"] == 1
-    assert episode("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."])["unsupported_answers"] == 0
-
-
-def test_answers_sent_back_for_listed_items_no_call_covered_are_counted():
-    record = episode("parallel-weather-two", [W % "Paris", "ANSWER: Paris 8 °C, Tokyo 8 °C.", W % "Tokyo",
-                                              "ANSWER: Paris 8 °C, Tokyo 25 °C."], checks="small-model")
-    assert record["success"] and record["unlooked_answers"] == 1 and record["unsupported_answers"] == 0
+                     checks="benchchecks:Cold")
+    assert record["success"] and (record["sent_back"], record["check_notes"]) == (1, 1)
+    plain = episode("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."])
+    assert (plain["sent_back"], plain["check_notes"]) == (0, 0)
 
 
 def test_step_one_evaluation_and_throughput_per_endpoint():

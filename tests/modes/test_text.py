@@ -13,7 +13,6 @@ from textagent import Agent, LlamaCppBackend
 from textagent.backends.base import Capabilities, Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
 from textagent.modes import MODES, EarlyStop, TextMode, get_mode
-from textagent.checks import RepeatedCalls
 from textagent.modes.text import complete_calls
 from textagent.toolkits import demo
 from textagent.trace import load_trace
@@ -289,75 +288,3 @@ def test_step_details_are_json_in_the_trace(tmp_path):
     assert lines[1]["details"] == {} and lines[-1]["decode_failures"] == 0
 
 
-# -- repeated calls --------------------------------------------------------------------------------
-
-def test_a_call_repeated_with_the_same_result_is_pointed_out():
-    calc = 'TOOL: calculate ARGS: {"expression": "2 + 2"}'
-    backend = ScriptedBackend([calc, calc, "TOOL: calculate ARGS: {\"expression\": \"2 + 3\"}", "ANSWER: 4"])
-    result = Agent(backend, demo.demo_tools(), checks=[RepeatedCalls()]).run("add")
-    assert result.ok
-    first, second, third = (s.observations[0] for s in result.steps[:3])
-    assert "You already made this exact call" not in first
-    assert second.startswith("OBSERVATION (calculate): 4\n") and "You already made this exact call" in second
-    assert "You already made this exact call" not in third   # other arguments
-    assert [n.source for n in result.steps[1].notes] == ["repeats"] and not result.steps[2].notes
-
-
-def test_a_retry_that_gets_another_result_is_not_a_repeat():
-    state = {"n": 0}
-
-    def quote(symbol: str) -> str:
-        """A flaky quote service."""
-        state["n"] += 1
-        if state["n"] == 1:
-            raise ConnectionError("busy, retry")
-        return "42"
-
-    call = 'TOOL: quote ARGS: {"symbol": "X"}'
-    result = Agent(ScriptedBackend([call, call, call, "ANSWER: 42"]), [quote], checks=[RepeatedCalls()]).run("price?")
-    observations = [s.observations[0] for s in result.steps[:3]]
-    assert "ConnectionError" in observations[0]
-    assert "You already made" not in observations[1]          # busy, then 42: a real retry
-    assert "You already made" in observations[2]              # 42 again
-
-
-def test_repeats_are_counted_per_run():
-    calc = 'TOOL: calculate ARGS: {"expression": "2 + 2"}'
-    agent = Agent(ScriptedBackend([calc, "ANSWER: 4", calc, "ANSWER: 4"]), demo.demo_tools(), checks=[RepeatedCalls()])
-    agent.run("first")
-    second = agent.run("second")
-    assert "You already made" not in second.steps[0].observations[0]
-
-
-def test_a_failing_call_repeated_names_the_other_tools():
-    bad = 'TOOL: calculate ARGS: {"expression": "10 * GLOBEX"}'
-    backend = ScriptedBackend([bad, bad, "ANSWER: I cannot tell."])
-    result = Agent(backend, demo.demo_tools(), checks=[RepeatedCalls()]).run("How much do 10 shares of GLOBEX cost?")
-    first, second = (s.observations[0] for s in result.steps[:2])
-    assert "You already made this exact call" not in first
-    assert second.endswith("\nYou already made this exact call and got this same error. Do not repeat it: change "
-                           "the arguments, or first call get_time, get_weather, multiply or toggle_light to get "
-                           "what this call needs.")
-    assert len(result.steps[1].details["notes"]) == 1
-    alone = Agent(ScriptedBackend([bad, bad, "ANSWER: no"]), {"calculate": demo.calculate},
-                  checks=[RepeatedCalls()]).run("10 * GLOBEX?")
-    assert alone.steps[1].observations[0].endswith("same error. Do not repeat it: change the arguments, or write "
-                                                   "the ANSWER.")
-
-
-def test_a_successful_call_made_again_is_pointed_out_even_when_its_result_changed():
-    on = 'TOOL: toggle_light ARGS: {"room": "hallway", "on": true}'
-    result = Agent(ScriptedBackend([on, on, "ANSWER: on"]), demo.demo_tools(), checks=[RepeatedCalls()]).run(
-        "hallway light on")
-    first, second = (s.observations[0] for s in result.steps[:2])
-    assert "You already made" not in first
-    assert first == "OBSERVATION (toggle_light): hallway light is now on"
-    assert second == ("OBSERVATION (toggle_light): hallway light is now on (it already was)\nYou already made this "
-                      "exact call before. Do not repeat it: use the results, change the arguments, or write the ANSWER.")
-    assert [n.outcome for n in result.steps[1].notes] == [0]
-
-
-def test_repeats_are_not_pointed_out_without_the_check():
-    calc = 'TOOL: calculate ARGS: {"expression": "2 + 2"}'
-    result = Agent(ScriptedBackend([calc, calc, "ANSWER: 4"]), demo.demo_tools()).run("add")
-    assert result.steps[1].observations == ["OBSERVATION (calculate): 4"]

@@ -82,9 +82,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, help="cap every task's max_steps")
     p.add_argument("--max-seconds", type=float, default=300, help="wall-time limit per episode (default 300)")
     p.add_argument("--checks", default="none", type=check_names,
-                   help="checks the Agent modes run on answers and steps (textagent.checks): none (default), "
-                        "small-model, or names from numbers, items, repeats, comma-separated; the baselines "
-                        "run none")
+                   help="checks the Agent modes run on answers and steps: module:Name of your own "
+                        "textagent.checks.Check, comma-separated (default none; the baselines run none)")
     p.add_argument("--examples", choices=["per-task", "all"], default="per-task",
                    help="worked examples of a tool set with more than it shows: the ones closest to each question "
                         "(per-task, default) or all of them, the same for every question (a prompt prefix the "

@@ -124,10 +124,10 @@ def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
         "unrescued_decode_failures": sum(decode_failure(s, mode) and not (s.get("details") or {}).get("fallback")
                                          for s in steps),
         "tool_errors": sum(1 for s in steps for o in s.get("outcomes") or [] if not o.get("ok")),
-        # answers sent back by a check (textagent.checks), by its name
-        "unsupported_answers": _sent_back(steps, "numbers"),
-        "unlooked_answers": _sent_back(steps, "items"),
-        "repeat_notes": sum(n.get("source") == "repeats" for s in steps for n in (s.get("details") or {}).get("notes", [])),
+        # answers a check sent back, and notes checks added (textagent.checks)
+        "sent_back": sum(bool((s.get("details") or {}).get("sent_back")) for s in steps),
+        "check_notes": sum(n.get("source") != "refused_calls" for s in steps
+                           for n in (s.get("details") or {}).get("notes", [])),
         "loop": loop,
         "hallucinated": hallucinated,
     }
@@ -297,10 +297,6 @@ def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[st
         t["mean_seconds"] = t["seconds"] / t["episodes"]
     rows.sort(key=lambda t: (t["rate"], -t["mean_steps"], -t["mean_seconds"], t["task"]))
     return rows
-
-
-def _sent_back(steps: list, check: str) -> int:
-    return sum(((s.get("details") or {}).get("sent_back") or {}).get("check") == check for s in steps)
 
 
 def throughput(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:

@@ -603,5 +603,5 @@ def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseExcep
             "required_tools": sorted(task.required_tools), "call_specs": call_specs(task), "state": {},
             "endpoint": slot.endpoint, "slot": slot.slot, "error": f"{type(exc).__name__}: {exc}",
             "time": time.time(), "trace": [], "format_errors": 0, "first_step_format_error": False,
-            "recovered": False, "native_decode_failures": 0, "tool_errors": 0, "unsupported_answers": 0,
-            "unlooked_answers": 0, "repeat_notes": 0, "loop": False, "hallucinated": False}
+            "recovered": False, "native_decode_failures": 0, "tool_errors": 0, "sent_back": 0,
+            "check_notes": 0, "loop": False, "hallucinated": False}
