@@ -140,13 +140,13 @@ def test_server_that_dies_at_start_reports_its_log(tmp_path, monkeypatch):
         local.LocalServer(model, log_path=tmp_path / "log").start()
 
 
-def test_threads_and_poll_default_to_the_measured_best_and_none_leaves_the_servers_own(tmp_path):
+def test_threads_and_poll_are_passed_and_default_to_the_servers_own(tmp_path):
     model = tmp_path / "m.gguf"
-    server = local.LocalServer(model)
+    server = local.LocalServer(model, threads=1, poll=0)
     server.model_path = model
     cmd = server.command()
-    assert cmd[cmd.index("-t") + 1] == str(local.DEFAULT_THREADS) and cmd[cmd.index("--poll") + 1] == str(local.DEFAULT_POLL)
-    bare = local.LocalServer(model, threads=None, poll=None)
+    assert cmd[cmd.index("-t") + 1] == "1" and cmd[cmd.index("--poll") + 1] == "0"
+    bare = local.LocalServer(model)
     bare.model_path = model
     assert "-t" not in bare.command() and "--poll" not in bare.command()
 

@@ -466,9 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ctx-size", type=_positive(int), default=8192, help="context per slot")
     s.add_argument("--parallel", "-np", type=_positive(int), default=1, help="slots (concurrent requests)")
     s.add_argument("--threads", "-t", type=int, default=DEFAULT_THREADS,
-                   help=f"CPU threads (default {DEFAULT_THREADS}: measured fastest on a shared 2-core machine, "
-                        "docs/perf.md; 0: llama-server's own choice)")
-    s.add_argument("--poll", type=int, default=DEFAULT_POLL, help=f"llama-server --poll level 0..100 (default {DEFAULT_POLL})")
+                   help="CPU threads (default: llama-server's own, all cores; 1 is faster on a machine busy "
+                        "with other work: docs/perf.md)")
+    s.add_argument("--poll", type=int, default=DEFAULT_POLL, help="llama-server --poll level 0..100 (default: the server's own, 50)")
     s.set_defaults(func=cmd_serve)
 
     m = sub.add_parser("models", help="list or fetch the embedded models")

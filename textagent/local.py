@@ -34,11 +34,12 @@ __all__ = ["MODELS", "ModelSpec", "cache_dir", "model_path", "fetch_model", "fin
            "LocalServer", "running_server", "DEFAULT_MODEL"]
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
-# llama-server's threads and --poll, from `python -m textagent.bench.server_settings` (docs/perf.md):
-# on a 2-core machine that also runs anything else, two threads wait on each other and spinning
-# idle threads take the core from the thread that has work.
-DEFAULT_THREADS = 1
-DEFAULT_POLL = 0
+# llama-server's threads and --poll (None: the server's own, all cores and --poll 50). Measured with
+# `python -m textagent.bench.server_settings` (docs/perf.md): on an idle 2-core machine all cores
+# are 1.6-1.9x faster than one; with two busy processes beside it one thread and --poll 0 are up
+# to 1.3x faster. The idle case is the common one; on a loaded machine pass threads=1, poll=0.
+DEFAULT_THREADS: int | None = None
+DEFAULT_POLL: int | None = None
 
 
 @dataclass(frozen=True)

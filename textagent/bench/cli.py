@@ -54,10 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "$OPENAI_BASE_URL (completions, chat) or $OLLAMA_HOST (ollama) when not given")
     add_model_options(p)
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS,
-                   help=f"embedded server: CPU threads (default {DEFAULT_THREADS}, measured fastest on a shared "
-                        "2-core machine: docs/perf.md; 0: llama-server's own choice)")
+                   help="embedded server: CPU threads (default: llama-server's own, all cores; 1 is faster on a "
+                        "machine busy with other work: docs/perf.md)")
     p.add_argument("--poll", type=int, default=DEFAULT_POLL,
-                   help=f"embedded server: llama-server --poll level 0..100 (default {DEFAULT_POLL})")
+                   help="embedded server: llama-server --poll level 0..100 (default: the server's own, 50)")
     p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                    help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0")
     p.add_argument("--chat-format", default="server", choices=["server", "chatml", "llama3", "gemma", "plain"],
@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
             server.start()
             endpoints = [server.url]
             model = (f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}"
-                     + (f", -t {args.threads}" if args.threads else "") + f", --poll {args.poll}"
+                     + (f", -t {args.threads}" if args.threads else "") + (f", --poll {args.poll}" if args.poll is not None else "")
                      + "".join(f" {a}" for a in args.server_arg) + ")")
         workers: list[Slot] = []
         for url in endpoints:
