@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonl import JsonlError, read_jsonl
-from ..numbers import find_numbers
+from .numbers import find_numbers
 from .tools import check_tool_names
 
 __all__ = ["Task", "TaskFileError", "load_tasks", "default_suite_path", "Outcome", "CheckResult", "check_task",

@@ -1,5 +1,5 @@
-"""The numbers written in a text: one reading shared by the grounding check (which numbers of an
-answer nothing looked up) and the bench's numeric checks (which values an answer states).
+"""The numbers written in a text, as the bench's numeric checks read them (which values an
+answer states).
 
 The rules:
 
@@ -9,8 +9,8 @@ The rules:
   but a digit or "." does (".5" and the "3" of "1.2.3" are not numbers of their own);
 * a "-" or "−" directly before the digits is the number's sign only where no letter, digit or "."
   comes before it: "-2" and "−2" are negative, the "1001" of "C-1001" and the "06" of "2025-06"
-  are not. The sign is reported beside the digits; callers that compare values without it
-  (the grounding check: "-2 °C" and "2 degrees below zero" state the same value) ignore it.
+  are not. The sign is reported beside the digits, for callers that compare values without it
+  ("-2 °C" and "2 degrees below zero" state the same value).
 """
 from __future__ import annotations
 

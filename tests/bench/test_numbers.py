@@ -1,9 +1,9 @@
-"""textagent.numbers: the one reading of the numbers written in a text."""
+"""textagent.bench.numbers: the one reading of the numbers written in a text."""
 from __future__ import annotations
 
 import pytest
 
-from textagent.numbers import Number, find_numbers
+from textagent.bench.numbers import Number, find_numbers
 
 
 def _read(text):
