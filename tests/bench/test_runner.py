@@ -417,3 +417,33 @@ def test_all_examples_are_the_same_for_every_question_of_a_tool_set():
     a = group[0]
     b = next(t for t in group if first_prompt(t, "per-task") != first_prompt(a, "per-task"))
     assert first_prompt(a, "all") == first_prompt(b, "all")
+
+
+def test_stream_makes_the_text_modes_stream_and_stop_early():
+    from textagent.backends.base import Capabilities, Completion, Usage
+
+    class Streaming:
+        capabilities = Capabilities(streaming=True)
+
+        def __init__(self, replies):
+            self.replies, self.options = list(replies), []
+
+        def complete(self, prompt, *, stop, max_tokens, **options):
+            self.options.append(options)
+            text, on_text = "", options.get("on_text")
+            for ch in self.replies.pop(0):
+                text += ch
+                if on_text is not None and on_text(text):
+                    return Completion(text, "early_stop", usage=Usage(prompt_tokens=5, completion_tokens=len(text)))
+            return Completion(text, "stop", usage=Usage(prompt_tokens=5, completion_tokens=len(text)))
+
+    task = next(t for t in SUITE if t.id == "single-calc-mul")
+    backend = Streaming(['TOOL: calculate ARGS: {"expression": "17 * 24"}\nThe result will be 408, I think.',
+                         "ANSWER: 17 times 24 is 408."])
+    record = R.run_episode(task, "text", backend, settings=R.Settings(stream=True))
+    assert record["success"] and backend.options[0]["stream"] is True and "on_text" in backend.options[0]
+    first = next(s for s in record["trace"] if s.get("type") == "step")
+    assert first["finish_reason"] == "early_stop" and first["details"]["early_stop"]["dropped"].startswith("The")
+    plain = Streaming(['TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 17 times 24 is 408."])
+    R.run_episode(task, "text", plain)
+    assert "stream" not in plain.options[0]

@@ -88,6 +88,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="worked examples of a tool set with more than it shows: the ones closest to each question "
                         "(per-task, default) or all of them, the same for every question (a prompt prefix the "
                         "server can keep cached)")
+    p.add_argument("--stream", action="store_true",
+                   help="text and constrained modes stream their replies, closed as soon as complete calls are "
+                        "followed by a line that is not another call (EarlyStop)")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
@@ -223,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(reply_tokens=args.reply_tokens, max_steps=args.max_steps, max_seconds=args.max_seconds,
                         temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin,
-                        checks=args.checks, examples=args.examples)
+                        checks=args.checks, examples=args.examples, stream=args.stream)
     factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model,
                              api_key=args.api_key, timeout=args.timeout)
     server = None

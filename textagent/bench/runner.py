@@ -63,6 +63,7 @@ class Settings:
     pin_slots: bool = True
     checks: str = "none"                # textagent.checks.from_names(): Agent modes run these
     examples: str = "per-task"          # "per-task": the pool's closest to each question; "all": the whole pool
+    stream: bool = False                # text modes stream, closed early after complete calls (EarlyStop)
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,8 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
             kwargs: dict[str, Any] = {}
             if mode != "text":
                 kwargs["mode"] = mode
+            if settings.stream and mode in ("text", "constrained"):
+                kwargs["stream"] = True
             agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
                           reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
                           chat_format=chat_format, trace=buffer, checks=from_names(settings.checks), **kwargs,
