@@ -6,7 +6,6 @@ second-guess the model live in textagent/checks. This loop is shared and neutral
 """
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,7 +19,7 @@ from .backends.base import Backend, Usage
 from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout
 from .modes import Conversation, FormatError, Mode, ModeContext, get_mode
-from .options import check_options, deprecated_checks
+from .options import check_options, drop_deprecated
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
 from .tools import ToolSet
@@ -65,9 +64,8 @@ class Agent:
             raise ValueError("max_steps must be at least 1")
         if max_calls_per_reply is not None and max_calls_per_reply < 1:
             raise ValueError("max_calls_per_reply must be at least 1 (or None for no limit)")
-        checks = [*checks, *deprecated_checks(backend_options)]
-        check_options(backend, backend_options, [p.name for p in inspect.signature(Agent.__init__).parameters.values()
-                                                 if p.kind is p.KEYWORD_ONLY])
+        drop_deprecated(backend_options)
+        check_options(backend, backend_options, Agent.__init__)
         self.backend, self.tools = backend, tools if isinstance(tools, ToolSet) else ToolSet(tools)
         self.max_steps, self.max_tokens, self.max_seconds = max_steps, max_tokens, max_seconds
         self.max_format_errors, self.reply_tokens, self.tool_timeout = max_format_errors, reply_tokens, tool_timeout
