@@ -212,8 +212,7 @@ class NativeMode:
         message = completion.message if isinstance(completion.message, dict) else {}
         content = completion.text or ""
         raw_calls = message.get("tool_calls") or []
-        facts = step.facts if isinstance(step.facts, NativeFacts) else NativeFacts()
-        step.facts = facts
+        facts = _facts(step)
         facts.native = "tool_calls" if raw_calls else "content"
         if raw_calls:
             facts.tool_calls = list(raw_calls)
@@ -254,7 +253,7 @@ class NativeMode:
         return Reply(reply.calls, None, content, [])
 
     def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
-        error = step.facts.invalid_arguments.get(index) if isinstance(step.facts, NativeFacts) else None
+        error = _facts(step).invalid_arguments.get(index)
         if error is not None:
             tool = self.ctx.tools.get(call.name)
             usage = tool.signature() if tool is not None else ", ".join(self.ctx.tools)
@@ -265,7 +264,7 @@ class NativeMode:
     # -- the conversation -----------------------------------------------------------------------
     def _assistant(self, step: Step) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": step.raw}
-        facts = step.facts if isinstance(step.facts, NativeFacts) else NativeFacts()
+        facts = _facts(step)
         ids = facts.tool_call_ids
         if ids and step.reply is not None:
             raw_calls = facts.tool_calls
@@ -281,7 +280,7 @@ class NativeMode:
     def observe(self, step: Step, notes: Sequence[Note]) -> None:
         messages = self.conversation.messages
         messages.append(self._assistant(step))
-        ids = step.facts.tool_call_ids if isinstance(step.facts, NativeFacts) else []
+        ids = _facts(step).tool_call_ids
         observations = []
         for i, outcome in enumerate(step.outcomes):
             text = outcome.output
@@ -309,6 +308,13 @@ class NativeMode:
     def transcript(self) -> str:
         """The conversation, one JSON message per line."""
         return "\n".join(json.dumps(m, ensure_ascii=False, default=str) for m in self.conversation.messages)
+
+
+def _facts(step: Step) -> NativeFacts:
+    """The step's NativeFacts (query() sets them; a step built elsewhere gets empty ones)."""
+    if not isinstance(step.facts, NativeFacts):
+        step.facts = NativeFacts()
+    return step.facts
 
 
 def _read_tool_call(raw: Any) -> tuple[str, dict | str, str | None]:
