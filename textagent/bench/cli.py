@@ -80,6 +80,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="episodes at once per endpoint, each pinned to its own server slot (default 1)")
     p.add_argument("--reply-tokens", type=int, default=256, help="max tokens per model reply (default 256)")
     p.add_argument("--max-steps", type=int, help="cap every task's max_steps")
+    p.add_argument("--first-reply", action="store_true",
+                   help="BFCL only: stop each episode after the model's first reply, the only one BFCL scores "
+                        "(the report then has no feedback or agent view); the same scores, fewer requests")
     p.add_argument("--max-seconds", type=float, default=300, help="wall-time limit per episode (default 300)")
     p.add_argument("--checks", default="none", type=check_names,
                    help="checks the Agent modes run on answers and steps: module:Name of your own "
@@ -222,11 +225,16 @@ def run(args: argparse.Namespace) -> int:
     if not tasks:
         _say("textagent bench: no tasks selected")
         return 2
+    if args.first_reply and any(t.bfcl is None for t in tasks):
+        _say("textagent bench: --first-reply is for BFCL tasks (--tasks bfcl:...): the suite's tasks are "
+             "solved only by a final answer")
+        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(reply_tokens=args.reply_tokens, max_steps=args.max_steps, max_seconds=args.max_seconds,
                         temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin,
-                        checks=args.checks, examples=args.examples, stream=args.stream)
+                        checks=args.checks, examples=args.examples, stream=args.stream,
+                        first_reply=args.first_reply)
     factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model,
                              api_key=args.api_key, timeout=args.timeout)
     server = None

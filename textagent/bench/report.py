@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import paired
 from .metrics import FAILURE_TITLES, FAILURES, NATIVE_MODES, ModeSummary, latest_records, summarize, task_scores, throughput
 from .runner import EPISODES_FILE, load_records
 
@@ -111,7 +112,8 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     if meta.get("settings"):
         st = meta["settings"]
         facts.append(f"- **settings**: reply_tokens {st.get('reply_tokens')}, temperature {st.get('temperature')}, "
-                     f"seed {st.get('seed')}, max_seconds {st.get('max_seconds')} per episode")
+                     f"seed {st.get('seed')}, max_seconds {st.get('max_seconds')} per episode"
+                     + (", first reply only" if st.get("first_reply") else ""))
     if meta.get("command"):
         facts.append(f"- **command**: `{meta['command']}`")
     planned = meta.get("planned")
@@ -140,9 +142,13 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
                         for e, t in speeds.items()]), ""]
     from .bfcl.report import render_bfcl
 
-    bfcl_section = render_bfcl(records, modes)
+    first_reply = bool((meta.get("settings") or {}).get("first_reply"))
+    bfcl_section = render_bfcl(records, modes, first_reply=first_reply)
     if bfcl_section:
         out += [bfcl_section, ""]
+    paired_section = render_paired(records, modes)
+    if paired_section:
+        out += [paired_section, ""]
 
     if chart:
         out += [f"![success and tokens per solved task by mode; failure taxonomy]({chart})", ""]
@@ -177,6 +183,16 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
                          f"{t['mean_steps']:.1f}", links])
         out += [_table(["task", "kind", "solved", "failure", "steps", "trace"], rows, "lllllr"), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_paired(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> str:
+    """The "Paired differences" section: every pair of modes on the episodes both finished
+    (BFCL items: the first reply); empty with fewer than two modes."""
+    modes = [m for m in modes if paired.outcomes(records, m)]
+    if len(modes) < 2:
+        return ""
+    rows = [paired.row(paired.pair(records, a, b)) for a, b in paired.mode_pairs(modes)]
+    return "\n".join(["## Paired differences", "", paired.EXPLAIN, "", _table(paired.HEADER, rows), ""])
 
 
 def _frac(pair: list[int] | None) -> str:
@@ -319,6 +335,17 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
     modes = list(dict.fromkeys(_modes(meta_a, rec_a) + _modes(meta_b, rec_b)))
     sa, sb = summarize(rec_a, modes), summarize(rec_b, modes)
     out = [f"# bench compare: A = `{a}`, B = `{b}`", ""]
+    shared = [m for m in modes if paired.outcomes(rec_a, m) and paired.outcomes(rec_b, m)]
+    if shared:
+        rows = []
+        for mode in shared:
+            p = paired.pair_outcomes(f"{mode}: B", "A", paired.outcomes(rec_b, mode), paired.outcomes(rec_a, mode))
+            rows.append(paired.row(p))
+        header = ["mode: B − A", *paired.HEADER[1:]]
+        header[2], header[3], header[4], header[5] = "right B / A", "B only", "A only", "points B − A (95 % paired CI)"
+        out += ["## Paired differences", "",
+                "Each mode of B against the same mode of A, on the episodes (task, repeat) both runs finished. "
+                + paired.EXPLAIN, "", _table(header, rows), ""]
     for mode in modes:
         x, y = sa.get(mode, ModeSummary(mode)), sb.get(mode, ModeSummary(mode))
         out += [f"## {mode}", ""]

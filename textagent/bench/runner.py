@@ -64,6 +64,7 @@ class Settings:
     checks: str = "none"                # textagent.checks.from_names(): Agent modes run these
     examples: str = "per-task"          # "per-task": the pool's closest to each question; "all": the whole pool
     stream: bool = False                # text modes stream, closed early after complete calls (EarlyStop)
+    first_reply: bool = False           # BFCL: stop each episode after its first reply (BFCL's own view)
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,8 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
     if slot is not None and settings.pin_slots:
         options["id_slot"] = slot
     max_steps = min(task.max_steps, settings.max_steps) if settings.max_steps else task.max_steps
+    if settings.first_reply:
+        max_steps = 1
     recorder = _Recording(backend) if mode in ("text", "baseline", "bfcl-prompt") else None
     started = time.monotonic()
     error_text = None

@@ -94,3 +94,39 @@ def test_a_bfcl_run_against_a_server_reports_categories(wheel: Path, tmp_path: P
     assert "| parallel | 1/1 (100%, 21%–100%) | 0/1 (0%, 0%–79%) |" in report
     meta = json.loads((out / "run.json").read_text())
     assert meta["split"] == "test" and meta["limit_per_category"] == 1
+
+
+def test_first_reply_stops_every_episode_after_one_reply(wheel: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    replies = [   # one reply per episode: no answer step is asked for
+        'TOOL: spotify.play ARGS: {"artist": "A1", "duration": 5}\nTOOL: spotify.play ARGS: {"artist": "B1", "duration": 5}',
+        '[spotify.play(artist="A1", duration=5)]',
+        # irrelevance_1: the mode that goes first turns with each task, so bfcl-prompt is asked first
+        "None of the functions can be used.",
+        'TOOL: spotify.play ARGS: {"artist": "love", "duration": 1}',
+    ]
+    with FakeServer() as srv:
+        srv.json("/props", {"total_slots": 1, "model_path": "/m/tiny.gguf"}, repeat=True)
+        srv.json("/health", {"status": "ok"}, repeat=True)
+        for text in replies:
+            srv.json("/completion", {"content": text, "stop_type": "eos", "tokens_evaluated": 100,
+                                     "tokens_predicted": 10})
+        argv = ["--tasks", "bfcl:parallel,irrelevance", "--split", "test", "--limit-per-category", "1",
+                "--order", "file", "--modes", "text,bfcl-prompt", "--endpoint", srv.url, "--chat-format", "chatml",
+                "--out", str(out), "--no-progress", "--first-reply"]
+        assert cli.main(argv) == 0
+        completions = [r for r in srv.requests if r.path == "/completion"]
+    assert len(completions) == 4
+    records = {(r["task"], r["mode"]): r for r in map(json.loads, (out / "episodes.jsonl").read_text().splitlines())}
+    assert all(r["steps"] == 1 for r in records.values())
+    assert records[("parallel_1", "text")]["success"] and not records[("parallel_1", "bfcl-prompt")]["success"]
+    assert records[("irrelevance_1", "text")]["failure"] == "irrelevance_call"
+    report = (out / "report.md").read_text()
+    assert "first reply only" in report and "| with feedback | not measured | not measured |" in report
+    assert "## Paired differences" in report and "| text − bfcl-prompt | 2 | 1 / 1 | 1 | 1 |" in report
+    assert json.loads((out / "run.json").read_text())["settings"]["first_reply"] is True
+
+
+def test_first_reply_is_refused_on_the_suite(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert cli.main(["--first-reply", "--out", str(tmp_path / "o"), "--endpoint", "http://127.0.0.1:9"]) == 2
+    assert "--first-reply is for BFCL tasks" in capsys.readouterr().err

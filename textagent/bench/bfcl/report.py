@@ -82,8 +82,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def render_bfcl(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> str:
-    """The markdown section; empty when no record is a BFCL item."""
+def render_bfcl(records: Sequence[Mapping[str, Any]], modes: Sequence[str], *, first_reply: bool = False) -> str:
+    """The markdown section; empty when no record is a BFCL item. ``first_reply``: the episodes
+    stopped after their first reply, so the feedback and agent views were not measured."""
     table = bfcl_scores(records, modes)
     if not table:
         return ""
@@ -100,10 +101,16 @@ def render_bfcl(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> s
             "(`{\"status\": \"success\"}`), a call repeated word for word counted once. All rows are over "
             "all categories above.", ""]
     overall = table[OVERALL]
-    rows = [["first reply (BFCL)", *[_cell(overall[m]) for m in shown]],
-            ["with feedback", *[_cell(overall[m], "feedback") for m in shown]],
-            ["recovered by feedback", *[str(overall[m].recovered) for m in shown]],
-            ["agent (all calls before the answer)", *[_cell(overall[m], "agent") for m in shown]],
+    if first_reply:
+        out += ["Run with `--first-reply`: every episode stopped after its first reply, so the feedback "
+                      "and agent views were not measured.", ""]
+        later = [["with feedback", *["not measured"] * len(shown)],
+                 ["agent (all calls before the answer)", *["not measured"] * len(shown)]]
+    else:
+        later = [["with feedback", *[_cell(overall[m], "feedback") for m in shown]],
+                 ["recovered by feedback", *[str(overall[m].recovered) for m in shown]],
+                 ["agent (all calls before the answer)", *[_cell(overall[m], "agent") for m in shown]]]
+    rows = [["first reply (BFCL)", *[_cell(overall[m]) for m in shown]], *later,
             ["tokens per item (computed + generated)",
              *[f"{overall[m].tokens / overall[m].items:,.0f}" for m in shown]],
             ["seconds per item", *[f"{overall[m].seconds / overall[m].items:.1f}" for m in shown]]]
