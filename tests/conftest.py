@@ -45,6 +45,20 @@ def qwen_server():
 
 
 @pytest.fixture(scope="session")
+def qwen15_server():
+    """The larger model: llama-server with Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)."""
+    server = _start("qwen2.5-coder-1.5b")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
+def seed_server(request):
+    """Each shipped Qwen model in turn (the seed scenarios run on both)."""
+    return request.getfixturevalue({"qwen2.5-coder-0.5b": "qwen_server", "qwen2.5-coder-1.5b": "qwen15_server"}[request.param])
+
+
+@pytest.fixture(scope="session")
 def smollm_server():
     """SmolLM2-135M: a real model that ignores the protocol."""
     server = _start("smollm2", ctx_size=4096)

@@ -311,6 +311,11 @@ def test_models_list(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("TEXTAGENT_CACHE", str(tmp_path))
     code, out, _ = run_cli(capsys, "models")
     assert code == 0 and "qwen2.5-coder-0.5b" in out and "smollm2" in out and "not cached" in out
+    assert "qwen2.5-coder-1.5b" in out
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF" * 10)   # cut short
+    code, out, _ = run_cli(capsys, "models")
+    assert "smollm2" in out and "incomplete or corrupt" in out and "textagent models fetch smollm2" in out
 
 
 def test_no_traceback_reaches_the_user_from_a_real_process():

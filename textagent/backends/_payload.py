@@ -79,10 +79,12 @@ def openai_usage(usage: Any, timings: Any = None) -> Usage:
 
 
 def llama_timings(timings: Any) -> dict[str, float]:
-    """The millisecond / speed fields of a llama.cpp ``timings`` object."""
+    """The millisecond / speed fields of a llama.cpp ``timings`` object, and the draft tokens
+    proposed and accepted when the server decodes speculatively."""
     out: dict[str, float] = {}
     if isinstance(timings, Mapping):
-        for key in ("prompt_ms", "predicted_ms", "prompt_per_second", "predicted_per_second"):
+        for key in ("prompt_ms", "predicted_ms", "prompt_per_second", "predicted_per_second", "predicted_n",
+                    "draft_n", "draft_n_accepted"):
             value = _number(timings.get(key))
             if value is not None:
                 out[key] = value

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cli import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, _ollama_url, _positive
+from ..cli import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, _ollama_url, _positive, gguf_help
 
 ENV_PROXY_KEY = "TEXTAGENT_PROXY_API_KEY"
 DEFAULT_PORT = 8000
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the upstream's API: llama.cpp /completion (default), OpenAI /v1/completions, Ollama")
     p.add_argument("--model", help="the model id the upstream serves (completions, ollama); also what /v1/models "
                                    "lists")
-    p.add_argument("--gguf", help="embedded llama-server: qwen2.5-coder-0.5b (default), smollm2, or a .gguf path")
+    p.add_argument("--gguf", help=gguf_help())
     p.add_argument("--upstream-api-key", help=f"bearer token for the upstream (default: ${ENV_API_KEY} for "
                                               "--api completions)")
     p.add_argument("--mode", choices=["text", "constrained"], default="text",
