@@ -447,3 +447,16 @@ def test_stream_makes_the_text_modes_stream_and_stop_early():
     plain = Streaming(['TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 17 times 24 is 408."])
     R.run_episode(task, "text", plain)
     assert "stream" not in plain.options[0]
+
+
+def test_a_tasks_modes_run_one_after_another_on_one_slot(tmp_path):
+    def backend_for(mode, slot):
+        time.sleep(0.05)    # both workers busy at once: the old queue split a task's modes between them
+        return R.ReferenceBackend(SOME), "chatml"
+
+    outcome = R.run_bench(SOME[:4], ["text", "baseline"], tmp_path, workers=[R.Slot("u", 0), R.Slot("u", 1)],
+                          backend_for=backend_for, progress=False)
+    by_task = {}
+    for record in outcome.records:
+        by_task.setdefault(record["task"], set()).add(record["slot"])
+    assert len(by_task) == 4 and all(len(slots) == 1 for slots in by_task.values())

@@ -509,7 +509,8 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
     """Run every (task, mode, repeat) not already in ``out_dir/episodes.jsonl`` on the workers.
 
     Episodes are interleaved (for each repeat, for each task, every mode) so that a partial run
-    still compares the modes on the same tasks. The mode that goes first turns with each task:
+    still compares the modes on the same tasks; a task's modes run one after another on the same
+    worker (and so the same server slot). The mode that goes first turns with each task:
     modes that share a first prompt (text, constrained, baseline) find it cached when another ran
     it before, so the first one pays for all; turning shares that cost out evenly. Each record is appended and flushed as soon as
     its episode ends; Ctrl-C stops handing out episodes and returns what finished
@@ -527,9 +528,15 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
         bar = progress
     else:
         bar = Progress(len(todo), stream=stream, enabled=bool(progress))
-    jobs: queue.Queue[tuple[Task, str, int]] = queue.Queue()
+    # One job per (task, repeat): a worker runs that task's modes one after another on its own
+    # slot, so modes that send the same first prompt (text, constrained, baseline) find it in the
+    # slot's KV cache instead of each evaluating it on another slot at the same time.
+    grouped: dict[tuple[str, int], list[tuple[Task, str, int]]] = {}
     for item in todo:
-        jobs.put(item)
+        grouped.setdefault((item[0].id, item[2]), []).append(item)
+    jobs: queue.Queue[list[tuple[Task, str, int]]] = queue.Queue()
+    for group in grouped.values():
+        jobs.put(group)
     stop = threading.Event()
     lock = threading.Lock()
     if path.exists() and path.stat().st_size:
@@ -560,18 +567,21 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
     def work(slot: Slot) -> None:
         while not stop.is_set():
             try:
-                task, mode, rep = jobs.get_nowait()
+                group = jobs.get_nowait()
             except queue.Empty:
                 return
-            try:
-                backend, chat_format = backend_for(mode, slot)
-                record = run_episode(task, mode, backend, chat_format=chat_format, settings=settings,
-                                     slot=slot.slot, endpoint=slot.endpoint, repeat=rep)
-            except Exception as exc:  # noqa: BLE001 - e.g. the server's template could not be read
-                record = _error_record(task, mode, rep, slot, exc)
-            if stop.is_set() and not record.get("success") and record.get("stop_reason") == "backend_error":
-                return   # interrupted mid-request: not a real result
-            finish(record)
+            for task, mode, rep in group:
+                if stop.is_set():
+                    return
+                try:
+                    backend, chat_format = backend_for(mode, slot)
+                    record = run_episode(task, mode, backend, chat_format=chat_format, settings=settings,
+                                         slot=slot.slot, endpoint=slot.endpoint, repeat=rep)
+                except Exception as exc:  # noqa: BLE001 - e.g. the server's template could not be read
+                    record = _error_record(task, mode, rep, slot, exc)
+                if stop.is_set() and not record.get("success") and record.get("stop_reason") == "backend_error":
+                    return   # interrupted mid-request: not a real result
+                finish(record)
 
     threads = [threading.Thread(target=work, args=(slot,), name=f"bench-{i}", daemon=True)
                for i, slot in enumerate(workers)]
