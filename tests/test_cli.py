@@ -353,3 +353,34 @@ def test_run_with_trace_survives_a_lone_surrogate_in_the_arguments(server, capsy
     assert code == 0, err
     step = json.loads(trace.read_bytes().decode("utf-8").splitlines()[1])
     assert step["calls"][0]["args"] == {"expression": "\ud83d"}
+
+
+# -- run --mcp -------------------------------------------------------------------------------------
+
+MCP_SERVER = f"{sys.executable} {Path(__file__).resolve().parent / 'tools' / 'mcp_server.py'}"
+
+
+def test_run_with_an_mcp_server_gets_its_tools_only(server, capsys):
+    server.json("/completion", completion('TOOL: add ARGS: {"a": 2, "b": 40}'))
+    server.json("/completion", completion("ANSWER: 42"))
+    code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--mcp", MCP_SERVER,
+                           "What is 2 + 40?")
+    assert code == 0 and out.strip() == "42"
+    first, second = (b["prompt"] for b in server.bodies("/completion"))
+    assert "- add: " in first and "- meteo: " in first and "get_weather" not in first and "calculate" not in first
+    assert "OBSERVATION" in second and "42" in second.split("What is 2 + 40?")[-1]
+
+
+def test_run_with_mcp_and_tools_and_a_prefix(server, capsys):
+    server.json("/completion", completion("ANSWER: ok"))
+    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--mcp", MCP_SERVER,
+                           "--mcp-prefix", "--tools", "calculate", "-v", "q")
+    prompt = server.bodies("/completion")[0]["prompt"]
+    assert code == 0 and "- server.add: " in prompt and "- calculate: " in prompt
+    assert "MCP tools: server.add" in err
+
+
+def test_run_with_an_mcp_server_that_does_not_start(server, capsys):
+    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--mcp", "textagent-no-such-server-x9", "q")
+    assert code != 0 and "could not be started" in err and "Traceback" not in err
+    assert not server.bodies("/completion")

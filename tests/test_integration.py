@@ -237,3 +237,21 @@ def test_early_stop_against_the_non_streaming_run(qwen_server, tmp_path):
     print(f"\nearly stop: {len(early)} of {len(streamed.steps)} replies closed early; first reply "
           f"{first_streamed.usage.completion_tokens} vs {first_plain.usage.completion_tokens} completion tokens "
           f"(saved {saved}); run {streamed.usage.completion_tokens} vs {plain.usage.completion_tokens}")
+
+
+def test_the_model_answers_from_a_real_mcp_server(qwen_server):
+    from textagent.tools.mcp import mcp_tools
+
+    with mcp_tools([sys.executable, "-m", "mcp_server_time"]) as tools:
+        backend = LlamaCppBackend(qwen_server.url)
+        agent = Agent(backend, tools, chat_format=format_from_renderer(backend.apply_template), temperature=0.0, seed=0)
+        result = agent.run("What time is it now in Tokyo? Use the IANA time zone name.")
+    calls = [(o.name, o.args, o.output) for s in result.steps for o in s.outcomes]
+    assert calls, [s.raw for s in result.steps]
+    name, args, output = calls[0]
+    assert name == "get_current_time" and "Tokyo" in str(args), calls
+    assert result.stop_reason == "answer"
+    ok = [c for c in calls if c[0] == "get_current_time" and '"timezone": "Asia/Tokyo"' in c[2]]
+    assert ok, calls
+    hour = json.loads(ok[0][2])["datetime"][11:13]
+    assert hour in result.answer or str(int(hour)) in result.answer, (result.answer, ok[0][2])

@@ -6,6 +6,7 @@ stderr and exit non-zero; a traceback means a bug.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -206,8 +207,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise TextagentError("the question is empty; give the question to ask as the argument of `run`")
     _check_trace_path(args.trace)
     stack: list[Any] = []
+    servers = contextlib.ExitStack()
     try:
-        tools = _load_tools(args.tools)
+        tools = _load_tools(args.tools) if args.tools or not args.mcp else None
+        if args.mcp:
+            from .tools.mcp import mcp_tools
+
+            served = servers.enter_context(mcp_tools(*args.mcp, prefix=args.mcp_prefix))
+            try:
+                tools = served if tools is None else tools.with_tools(served)
+            except ValueError as exc:   # a tool of --tools and one of a server share a name
+                raise TextagentError(f"--mcp: {exc}; pass --mcp-prefix") from None
+            if args.verbose:
+                _say(f"MCP tools: {', '.join(served)}")
         backend, format_name = _make_backend(args, stack)
         options: dict[str, Any] = {"temperature": args.temperature}
         if args.seed is not None:
@@ -223,6 +235,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         for item in reversed(stack):
             item.stop()
+        servers.close()
     if result.stop_reason == "backend_error":
         _say(f"textagent: {result.error}")
     elif result.stop_reason != "answer":
@@ -445,7 +458,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--chat-format", choices=["server", "chatml", "llama3", "gemma", "plain"],
                    help="how the conversation is written into the prompt (default: the model's own, "
                         "asked from llama.cpp; chatml elsewhere)")
-    r.add_argument("--tools", default="demo", help="comma-separated demo tools and/or module:function (default: all demo tools)")
+    r.add_argument("--tools", help="comma-separated demo tools and/or module:function (default: all demo tools, "
+                                   "none when --mcp is given)")
+    r.add_argument("--mcp", action="append", default=[], metavar="SERVER",
+                   help="an MCP server whose tools the model gets: a command line (\"python -m mcp_server_time\") "
+                        "or an http(s):// URL; repeatable, together with --tools")
+    r.add_argument("--mcp-prefix", action="store_true",
+                   help="put each MCP server's short name before its tools' names (time.get_current_time)")
     r.add_argument("--mode", choices=["text", "constrained", "native", "native+fallback"], default="text",
                    help="text: the text protocol (default); constrained: the same under a GBNF grammar "
                         "(llama.cpp); native: the server's function calling on /v1/chat/completions "

@@ -264,3 +264,27 @@ def test_typed_tools_validate_enums():
     assert not bad.ok and bad.error == "bad_arguments" and "19:00" in bad.output
     wrong_dim = tools.execute(ToolCall("convert_units", {"value": 1, "from_unit": "km", "to_unit": "kg"}))
     assert not wrong_dim.ok and "cannot convert" in wrong_dim.output
+
+
+def test_a_task_may_name_mcp_servers_for_its_tools(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from textagent.backends.scripted import ScriptedBackend
+    from textagent.bench.runner import run_episode
+    from textagent.bench.tools import MCP_POOL
+
+    server = [sys.executable, str(Path(__file__).resolve().parents[1] / "tools" / "mcp_server.py")]
+    task = T.parse_task({"id": "mcp-add", "question": "What is 2 + 40?", "tools": ["calculate"], "mcp": [server],
+                       "check": {"type": "numeric", "value": 42}})
+    assert task.mcp == (tuple(server),) and task.to_dict()["mcp"] == [server]
+    try:
+        record = run_episode(task, "text", ScriptedBackend(['TOOL: add ARGS: {"a": 2, "b": 40}', "ANSWER: 42"]))
+        again = run_episode(task, "text", ScriptedBackend(["ANSWER: 42"]))   # the same server, started once
+    finally:
+        MCP_POOL.close()
+    assert record["success"] and record["calls"][0]["name"] == "add" and record["calls"][0]["output"] == "42"
+    assert again["success"]
+    for bad in ([5], "python x.py", [[]], [""]):
+        with pytest.raises(T.TaskFileError, match="'mcp' must be a list"):
+            T.parse_task({"id": "x", "question": "q", "tools": [], "mcp": bad, "check": {"type": "no_calls"}})

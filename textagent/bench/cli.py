@@ -294,6 +294,9 @@ def run(args: argparse.Namespace) -> int:
         _say("textagent bench: interrupted before the run started")
         return 130
     finally:
+        from .tools import MCP_POOL
+
+        MCP_POOL.close()
         if server is not None:
             server.stop()
 

@@ -369,7 +369,7 @@ def _episode_tools(task: Task, mode: str, env: Env) -> tuple[Any, dict[str, str]
         return tools, names, documents
     from .bfcl.schema import function_docs
 
-    tools = make_toolset(task.tools, env)
+    tools = make_toolset(task.tools, env, task.mcp)
     return tools, {}, function_docs(tools)
 
 

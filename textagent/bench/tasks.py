@@ -15,7 +15,9 @@ Every other non-blank line is one task::
      "max_steps": 8,
      "reference": ["TOOL: get_weather ARGS: {\\"city\\": \\"Tokyo\\"}", "...", "ANSWER: ..."]}
 
-``tools`` are bench tool names (``textagent.bench.tools``) or ``module:function``. ``check`` is
+``tools`` are bench tool names (``textagent.bench.tools``) or ``module:function``; ``mcp``
+(optional) is a list of MCP servers (a command line, an argv list or an ``http(s)://`` URL) whose
+tools are added, each server started once per bench run. ``check`` is
 one checker or a list (all must pass); an episode succeeds when the model gave a final answer
 and every check passes. ``reference`` (optional) is a correct run written in the text protocol:
 the tests replay it to prove every task is solvable and its checks are right. ``split``
@@ -82,6 +84,7 @@ class Task:
     notes: str = ""
     split: str = ""                      # "dev" (tune on it) or "test" (report it); "" = unassigned
     bfcl: Any = None                     # the BFCL item (bench.bfcl.data.BfclItem) a task was made from
+    mcp: tuple[Any, ...] = ()            # MCP servers whose tools the task adds (commands, argv lists, URLs)
 
     @property
     def needs_tools(self) -> bool:
@@ -106,6 +109,8 @@ class Task:
                                "check": list(self.checks), "max_steps": self.max_steps}
         if self.setup:
             out["setup"] = self.setup
+        if self.mcp:
+            out["mcp"] = [s if isinstance(s, str) else list(s) for s in self.mcp]
         if self.reference:
             out["reference"] = list(self.reference)
         if self.notes:
@@ -175,9 +180,15 @@ def parse_task(data: Any, where: str = "task") -> Task:
     split = data.get("split", "")
     if split not in SPLITS + ("",):
         raise TaskFileError(f"{where}: 'split' must be one of {', '.join(SPLITS)}, not {split!r}")
+    mcp = data.get("mcp", [])
+    if not isinstance(mcp, list) or not all(
+            (isinstance(m, str) and m.strip()) or (isinstance(m, list) and m and all(isinstance(a, str) for a in m))
+            for m in mcp):
+        raise TaskFileError(f"{where}: 'mcp' must be a list of MCP servers: command lines, argv lists or URLs")
     return Task(id=data["id"], question=str(data["question"]), tools=tuple(tools), checks=checks,
                 kind=str(data.get("kind", "other")), max_steps=max_steps, setup=dict(data.get("setup") or {}),
-                reference=tuple(reference), notes=str(data.get("notes", "")), split=split)
+                reference=tuple(reference), notes=str(data.get("notes", "")), split=split,
+                mcp=tuple(m if isinstance(m, str) else tuple(m) for m in mcp))
 
 
 def load_tasks(path: str | Path | None = None) -> list[Task]:

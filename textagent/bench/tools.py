@@ -16,8 +16,9 @@ from __future__ import annotations
 import datetime as _dt
 import importlib
 import json
+import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -581,9 +582,37 @@ def pick_examples(names: Iterable[str]) -> tuple[Example, ...]:
     return (*direct, *fits) if fits else ()
 
 
-def make_toolset(names: Iterable[str], env: Env) -> ToolSet:
-    """A fresh ToolSet of these tools bound to ``env``; the demo's worked example when it fits."""
-    tools = []
+class MCPPool:
+    """MCP servers of a bench run, each started once on first use and shared by every episode
+    (their ToolSets are safe to call from several workers); ``close()`` stops them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stack = contextlib.ExitStack()
+        self._sets: dict[Any, ToolSet] = {}
+
+    def toolset(self, server: str | Sequence[str]) -> ToolSet:
+        from ..tools.mcp import MCPConnection
+
+        key = server if isinstance(server, str) else tuple(server)
+        with self._lock:
+            if key not in self._sets:
+                self._sets[key] = self._stack.enter_context(MCPConnection(server)).toolset()
+            return self._sets[key]
+
+    def close(self) -> None:
+        with self._lock:
+            self._stack.close()
+            self._sets.clear()
+
+
+MCP_POOL = MCPPool()
+
+
+def make_toolset(names: Iterable[str], env: Env, mcp: Sequence[Any] = ()) -> ToolSet:
+    """A fresh ToolSet of these tools bound to ``env``, plus the tools of the ``mcp`` servers
+    (from ``MCP_POOL``); the demo's worked example when it fits."""
+    tools: list[Any] = [MCP_POOL.toolset(server) for server in mcp]
     for name in names:
         if name in TOOL_BUILDERS:
             tools.append(TOOL_BUILDERS[name](env))
@@ -591,7 +620,8 @@ def make_toolset(names: Iterable[str], env: Env) -> ToolSet:
             tools.append(_external(name))
         else:
             raise ValueError(f"unknown bench tool {name!r}; known: {', '.join(TOOL_BUILDERS)} (or module:function)")
-    return ToolSet(tools, example=pick_examples({t.name for t in tools}), max_examples=demo.MAX_EXAMPLES)
+    names = {n for t in tools for n in (t if isinstance(t, ToolSet) else [t.name])}
+    return ToolSet(tools, example=pick_examples(names), max_examples=demo.MAX_EXAMPLES)
 
 
 def describe(name: str) -> str:

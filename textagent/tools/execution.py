@@ -25,6 +25,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("textagent.tools")   # the package's name: what users filter on
 
+# When the running call will be abandoned (time.monotonic()), for tools that wait on something
+# they can cancel themselves (a request to another process): see remaining_time().
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("textagent_tool_deadline", default=None)
+
+
+def remaining_time() -> float | None:
+    """Seconds left before the tool call running in this context is abandoned by its timeout,
+    or None when it has no timeout (or no call is running). A tool that waits on another process
+    uses it to cancel that work itself instead of leaving it running after the agent moved on."""
+    deadline = _DEADLINE.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
 
 def render_result(value: Any) -> str:
     """What the model sees of a result: str as is, anything else as JSON (default=str)."""
@@ -155,6 +167,7 @@ def _run_with_timeout(fn: Callable[[], Any], timeout: float | None) -> tuple[Any
     box: list[Any] = [None, None]
     done = threading.Event()
     ctx = contextvars.copy_context()
+    ctx.run(_DEADLINE.set, time.monotonic() + timeout)
     _Worker.get().jobs.put((lambda: ctx.run(fn), box, done))
     if not done.wait(timeout):
         return None, None, True
