@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -199,6 +200,10 @@ def _check_trace_path(path: str | None) -> None:
         raise TextagentError(f"--trace {path}: cannot write it ({exc.strerror or exc})") from None
 
 
+def _raise_interrupt(*_: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import checks
     from .agent import Agent
@@ -208,6 +213,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_trace_path(args.trace)
     stack: list[Any] = []
     servers = contextlib.ExitStack()
+    if args.mcp and threading.current_thread() is threading.main_thread():
+        # SIGTERM unwinds like Ctrl-C, so the MCP servers (in sessions of their own) are stopped
+        servers.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _raise_interrupt))
     try:
         tools = _load_tools(args.tools) if args.tools or not args.mcp else None
         if args.mcp:

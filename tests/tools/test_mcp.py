@@ -106,16 +106,31 @@ def _children(marker: str) -> list[str]:
     return [pid for pid in out if int(pid) != os.getpid()]
 
 
-def test_leaving_the_block_stops_the_server(tmp_path):
+def server_with_a_child(tmp_path: Path) -> tuple[Path, str]:
+    """A copy of the test server that first starts a child process of its own (the marker)."""
+    marker = f"textagent-mcp-child-{tmp_path.name}"
     script = tmp_path / "own_server.py"
-    script.write_text(Path(SERVER[1]).read_text())
+    spawn = ("import subprocess, sys\n"
+             f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {marker!r}])\n")
+    source = Path(SERVER[1]).read_text().replace("from __future__ import annotations\n",
+                                                 "from __future__ import annotations\n" + spawn, 1)
+    script.write_text(source)
+    return script, marker
+
+
+def _gone(*markers: str, within: float = 10) -> bool:
+    deadline = time.monotonic() + within
+    while any(_children(m) for m in markers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(_children(m) for m in markers)
+
+
+def test_leaving_the_block_stops_the_server_and_its_children(tmp_path):
+    script, marker = server_with_a_child(tmp_path)
     with mcp_tools([sys.executable, str(script)]) as tools:
         assert run(tools, "add", a=1, b=2).output == "3"
-        assert _children(str(script))
-    deadline = time.monotonic() + 10
-    while _children(str(script)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _children(str(script))
+        assert _children(str(script)) and _children(marker)
+    assert _gone(str(script), marker)
     outcome = run(tools, "add", a=1, b=2)     # after the block: an observation, not a hang
     assert not outcome.ok and "cannot be called" in outcome.output
 
@@ -194,3 +209,22 @@ def test_a_streamable_http_server(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_terminated_run_stops_its_mcp_servers(tmp_path):
+    from httpfake import FakeServer
+
+    script, marker = server_with_a_child(tmp_path)
+    with FakeServer() as fake:
+        fake.json("/completion", {"content": "ANSWER: late"}, delay=60)   # the model never answers in time
+        proc = subprocess.Popen([sys.executable, "-m", "textagent", "run", "--endpoint", fake.url, "--chat-format",
+                                 "chatml", "--mcp", f"{sys.executable} {script}", "q"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while not (_children(marker) and fake.requests) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _children(marker), "the MCP server never started"
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "Traceback" not in err
+    assert _gone(str(script), marker)

@@ -47,6 +47,7 @@ log = logging.getLogger("textagent.tools.mcp")
 
 DEFAULT_TIMEOUT = 30.0          # one call, when no tool timeout of the Agent applies
 DEFAULT_STARTUP_TIMEOUT = 60.0  # start the server, initialize, list its tools
+_STARTING = threading.Lock()
 _WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")   # what the protocol's NAME accepts
 
 
@@ -180,6 +181,7 @@ class MCPConnection:
         self._failure: BaseException | None = None
         self._gone: str | None = None          # why calls can no longer be made
         self._errlog: Any = None
+        self._groups: set[int] = set()
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> "MCPConnection":
@@ -197,10 +199,14 @@ class MCPConnection:
                 self.log_path = cache_dir() / "logs" / f"mcp-{slug}-{os.getpid()}.log"
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._errlog = open(self.log_path, "a", encoding="utf-8", errors="replace")
-        self._thread = threading.Thread(target=self._run, name=f"textagent-mcp-{self.name[:30]}", daemon=True)
-        self._thread.start()
-        atexit.register(self.close)
-        if not self._ready.wait(self.startup_timeout):
+        with _STARTING:   # one start at a time, so the new process group is this server's
+            before = _session_children()
+            self._thread = threading.Thread(target=self._run, name=f"textagent-mcp-{self.name[:30]}", daemon=True)
+            self._thread.start()
+            atexit.register(self.close)
+            ready = self._ready.wait(self.startup_timeout)
+            self._groups = _session_children() - before   # the server's process group (the SDK gives it a session)
+        if not ready:
             self.close()
             raise MCPServerError(f"MCP server {self.name!r} did not answer within {self.startup_timeout:g} s"
                                  f"{self._log_hint()}")
@@ -218,6 +224,10 @@ class MCPConnection:
                 loop.call_soon_threadsafe(closing.set)
         if thread is not None and thread is not threading.current_thread():
             thread.join(15)
+        # The SDK kills the server's process tree only when the server outlives its closed stdin;
+        # a server that exits leaves its own children behind. They share its process group.
+        groups, self._groups = self._groups, set()
+        _stop_groups(groups)
         self._gone = self._gone or "the connection was closed"
         if self._errlog is not None:
             with contextlib.suppress(OSError):
@@ -343,6 +353,50 @@ class MCPConnection:
         if getattr(result, "is_error", False):
             raise MCPToolError(text or f"`{name}` reported an error without a message")
         return text
+
+
+def _session_children() -> set[int]:
+    """Our child processes that lead a session of their own (Linux; empty elsewhere)."""
+    found: set[int] = set()
+    me = os.getpid()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+                ppid, pgid, sid = int(fields[1]), int(fields[2]), int(fields[3])
+                if ppid == me and pgid == sid == int(entry.name):
+                    found.add(pgid)
+    return found
+
+
+def _stop_groups(groups: set[int], grace: float = 2.0) -> None:
+    """SIGTERM every process left in these process groups, SIGKILL what is still there after
+    ``grace`` seconds. Never our own group."""
+    import signal
+    import time
+
+    groups = {g for g in groups if g > 1 and g != os.getpgrp()}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = set()
+        for group in groups:
+            try:
+                os.killpg(group, sig)
+                alive.add(group)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if not alive or sig == signal.SIGKILL:
+            return
+        deadline = time.monotonic() + grace
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            for group in list(alive):
+                try:
+                    os.killpg(group, 0)
+                except (ProcessLookupError, PermissionError):
+                    alive.discard(group)
+        groups = alive
 
 
 def _describe(exc: BaseException) -> str:
