@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,21 +38,29 @@ def server_error_message(payload: Any) -> str | None:
     return None
 
 
+_MAX_COUNT = 2 ** 53   # past what a JSON number holds exactly: no server counts that many tokens
+
+
 def _count(value: Any) -> int | None:
     """A token count from a JSON value: non-negative integers only (bools and junk -> None)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return value if 0 <= value <= _MAX_COUNT else None
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= _MAX_COUNT:
         return int(value)
     return None
 
 
 def _number(value: Any) -> float | None:
+    """A finite number from a JSON value (a 400-digit integer, NaN or infinity -> None)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def openai_usage(usage: Any, timings: Any = None) -> Usage:

@@ -81,7 +81,9 @@ class BodyReader:
         read1 = getattr(raw, "read1", None)
         try:
             if read1 is not None:
-                source: Iterator[bytes] = iter(lambda: read1(_READ_SIZE), b"")
+                # decoded: a server may gzip or deflate its answer (requests itself offers both);
+                # the byte limit below then counts what the body unpacks to, so a bomb stops there
+                source: Iterator[bytes] = iter(lambda: read1(_READ_SIZE, decode_content=True), b"")
             else:  # urllib3 < 2: chunked bodies still arrive chunk by chunk
                 source = resp.iter_content(chunk_size=None)
             for data in source:
