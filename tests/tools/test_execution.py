@@ -69,6 +69,52 @@ class TestExecute:
         out = ts.execute(Call("leave"), timeout=timeout)
         assert out.error == "tool_error" and out.output == "ERROR: SystemExit: 3"
 
+    @pytest.mark.parametrize("timeout", [None, 5])
+    def test_a_custom_base_exception_is_an_observation_with_or_without_a_timeout(self, timeout):
+        class Abort(BaseException):
+            pass
+
+        def abort():
+            raise Abort("stop everything")
+
+        out = ToolSet([abort]).execute(Call("abort"), timeout=timeout)
+        assert out.error == "tool_error" and out.output == "ERROR: Abort: stop everything"
+
+    @pytest.mark.parametrize("timeout", [None, 5])
+    def test_a_result_whose_str_raises_is_an_observation(self, timeout):
+        class Sulky:
+            def __str__(self):
+                raise RuntimeError("no")
+
+            __repr__ = __str__
+
+        def sulk():
+            return {"value": Sulky()}
+
+        out = ToolSet([sulk]).execute(Call("sulk"), timeout=timeout)
+        assert not out.ok and out.error == "tool_error"
+        assert out.output.startswith("ERROR: RuntimeError: the result of `sulk` could not be shown as text")
+
+    @pytest.mark.parametrize("timeout", [None, 5])
+    def test_a_generator_result_is_shown_as_its_items(self, timeout):
+        import itertools
+
+        def squares(n: int):
+            return (i * i for i in range(n))
+
+        def forever():
+            return itertools.count()   # an iterator, not a generator: shown as text, never consumed
+
+        def endless():
+            yield from itertools.count()
+
+        ts = ToolSet([squares, forever, endless])
+        assert ts.execute(Call("squares", {"n": 4}), timeout=timeout).output == "[0, 1, 4, 9]"
+        assert ts.execute(Call("forever"), timeout=timeout).output.startswith('"count(')
+        out = ts.execute(Call("endless"), timeout=timeout, limit=None)
+        items = json.loads(out.output)
+        assert out.ok and len(items) == 1001 and items[-1] == "[... cut after 1000 items]"
+
     def test_recursion_error_in_tool_is_reported(self):
         def recurse(n: int = 0) -> int:
             return recurse(n + 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import itertools
 import json
 import logging
 import queue
@@ -128,11 +129,23 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
+MAX_GENERATED_ITEMS = 1000   # items taken from a tool that yields its results
+
+
 def _settle(result: Any) -> Any:
     """The value of a tool's result: an ``async def`` tool's coroutine (any awaitable) is run to
     its end on an event loop of its own. When a loop is already running in this thread (the
     agent was called from async code), that loop is blocked by this very call, so the
-    awaitable runs in a helper thread with its own loop."""
+    awaitable runs in a helper thread with its own loop. A generator's items are taken (inside
+    the call's timeout, at most MAX_GENERATED_ITEMS) and shown as a list."""
+    if inspect.isgenerator(result):
+        items = list(itertools.islice(result, MAX_GENERATED_ITEMS + 1))
+        result.close()
+        if len(items) > MAX_GENERATED_ITEMS:
+            return [*items[:MAX_GENERATED_ITEMS], say("generator_cut", count=MAX_GENERATED_ITEMS)]
+        return items
+    if inspect.isasyncgen(result):
+        raise TypeError("the tool returned an async generator; return its items (a list) instead")
     if not inspect.isawaitable(result):
         return result
     try:
@@ -162,7 +175,9 @@ def _run_with_timeout(fn: Callable[[], Any], timeout: float | None) -> tuple[Any
     if timeout is None:
         try:
             return fn(), None, False
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a tool must never end the run
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a tool must never end the run (as in a worker)
             return None, exc, False
     box: list[Any] = [None, None]
     done = threading.Event()
@@ -243,7 +258,7 @@ def execute(tools: Mapping[str, Tool], call: Any, *, timeout: float | None, limi
         return done(False, _exc_text(exc), "tool_error", bound)
     try:
         output = render_result(result)
-    except (TypeError, ValueError, RecursionError) as err:
+    except Exception as err:  # noqa: BLE001 - any failure of the result's own __str__/__repr__, too
         return done(False, say("tool_result_unshowable", kind=type(err).__name__, name=found.name,
                                message=_show(str(err), 200)), "tool_error", bound)
     return done(True, output, None, bound)
