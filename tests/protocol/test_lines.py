@@ -49,3 +49,12 @@ def test_keywords_are_ascii_only_lookalikes_are_prose(line):
     # #16 item 12: U+017F (ſ) case-folds to `s` under re.IGNORECASE; keywords match in ASCII only
     reply = parse_reply(line)
     assert reply.calls == [] and reply.answer == line and reply.dropped == []
+
+
+@pytest.mark.parametrize("blank", ["\u00a0", "\u3000", "\ufeff", "\u200b", "\u2003", " \u200b\t", "\ufeff> "])
+def test_invisible_and_unicode_blanks_before_a_keyword_are_decoration(blank):
+    from textagent import parse_reply
+
+    reply = parse_reply(blank + 'TOOL: get_weather ARGS: {"city": "Paris\u00a0Nord"}\n' + blank + "ANSWER: x")
+    assert [(c.name, c.args) for c in reply.calls] == [("get_weather", {"city": "Paris\u00a0Nord"})]
+    assert parse_reply(blank + "ANSWER: 42").answer == "42"

@@ -14,8 +14,11 @@ _EMPH = r"(?:\*\*|__)"
 # Emphasis closing the `TOOL:` keyword (`**TOOL:** name`); never the start of a name (`TOOL:__init`)
 # and never the name itself (`TOOL:__  ARGS: {}` calls `__`). grammars/reply.lark's KW_COLON agrees.
 _COLON_EMPH = r"(?:\*\*|__(?![A-Za-z0-9_.-])(?![ \t]*" + _EMPH + r"?args" + _EMPH + r"?[ \t]*:))"
+# Blank before a keyword: spaces and tabs, and what looks like nothing or like a space to a
+# model or a terminal (a BOM, zero-width spaces, NBSP, ideographic and other Unicode spaces).
+_BLANK = "[ \t\u00a0\u1680\u2000-\u200d\u2028\u2029\u202f\u205f\u2060\u3000\ufeff]"
 # Decoration before a keyword: indentation, quote markers, one list marker.
-_DECOR = r"[ \t]*(?:>[ \t]*)*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?"
+_DECOR = _BLANK + r"*(?:>[ \t]*)*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?"
 _LINE_RE = re.compile(
     _DECOR
     + r"(?:(?P<fence>`{3,}|~{3,})"
