@@ -44,3 +44,16 @@ def test_an_unreadable_file_says_what_it_was(tmp_path):
     with pytest.raises(JsonlError, match="not UTF-8"):
         list(read_jsonl(bad))
     assert [line.value for line in read_jsonl(bad, encoding_errors="replace")] == ["caf\ufffd"]
+
+
+def test_a_line_cut_inside_a_multibyte_character_is_a_bad_line_not_a_broken_file(tmp_path):
+    from textagent.jsonl import JsonlError, read_jsonl
+
+    path = tmp_path / "cut.jsonl"
+    whole = '{"task": "a", "answer": "caf\u00e9"}\n'.encode()
+    path.write_bytes(whole + '{"task": "b", "answer": "caf\u00e9'.encode()[:-1])   # cut between é's bytes
+    assert [line.value["task"] for line in read_jsonl(path, bad="skip")] == ["a"]
+    kept = list(read_jsonl(path, bad="keep"))
+    assert kept[1].value is None and "not UTF-8" in kept[1].error and kept[1].where.endswith(":2")
+    with pytest.raises(JsonlError, match=r"cut.jsonl:2: not UTF-8"):
+        list(read_jsonl(path))

@@ -34,14 +34,26 @@ class JsonLine:
     error: str | None = None   # why the line is not JSON (value is then None)
 
 
-def parse_jsonl(text: str | Iterable[str], source: str = "<text>", *, bad: Bad = "raise") -> Iterator[JsonLine]:
-    """The lines of JSONL ``text`` (a string, or its lines); ``source`` names it in errors."""
+def parse_jsonl(text: str | Iterable[str | bytes], source: str = "<text>", *, bad: Bad = "raise",
+                encoding_errors: str = "strict") -> Iterator[JsonLine]:
+    """The lines of JSONL ``text`` (a string, or its lines as str or UTF-8 bytes); ``source`` names
+    it in errors. A line of bytes that is not UTF-8 is a bad line like one that is not JSON."""
     lines = text.split("\n") if isinstance(text, str) else text
-    for number, line in enumerate(lines, 1):
-        line = line.rstrip("\r\n")
+    for number, raw in enumerate(lines, 1):
+        where = f"{source}:{number}"
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8", errors=encoding_errors)
+            except UnicodeDecodeError as exc:
+                error = f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)"
+                if bad == "raise":
+                    raise JsonlError(f"{where}: {error}") from None
+                if bad == "keep":
+                    yield JsonLine(where, number, raw.decode("utf-8", errors="replace"), None, error)
+                continue
+        line = raw.rstrip("\r\n")
         if not line.strip():
             continue
-        where = f"{source}:{number}"
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -63,9 +75,7 @@ def read_jsonl(path: str | Path, *, bad: Bad = "raise", what: str = "file",
     read raises JsonlError ("cannot read {what} {path}: ..."); ``encoding_errors`` is open()'s
     ``errors`` (``"replace"`` reads a file with broken UTF-8)."""
     try:
-        with open(path, encoding="utf-8", errors=encoding_errors, newline="\n") as f:
-            yield from parse_jsonl(f, str(path), bad=bad)
+        with open(path, "rb") as f:   # decoded line by line: one cut line must not spoil the file
+            yield from parse_jsonl(f, str(path), bad=bad, encoding_errors=encoding_errors)
     except OSError as exc:
         raise JsonlError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise JsonlError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start} of a line)") from None

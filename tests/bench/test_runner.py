@@ -460,3 +460,20 @@ def test_a_tasks_modes_run_one_after_another_on_one_slot(tmp_path):
     for record in outcome.records:
         by_task.setdefault(record["task"], set()).add(record["slot"])
     assert len(by_task) == 4 and all(len(slots) == 1 for slots in by_task.values())
+
+
+def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, caplog):
+    first = R.run_bench(SOME[:2], ["text"], tmp_path, workers=[R.Slot("u", 0)],
+                        backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"), progress=False)
+    assert len(first.records) == 2
+    path = tmp_path / R.EPISODES_FILE
+    lines = path.read_bytes().splitlines(keepends=True)
+    cut = lines[1][: lines[1].index("é".encode()) + 1] if "é".encode() in lines[1] else lines[1][:-40] + b"\xc3"
+    path.write_bytes(lines[0] + cut)
+    with caplog.at_level("WARNING", logger="textagent.bench"):
+        assert [r["task"] for r in R.load_records(tmp_path)] == [first.records[0]["task"]]
+    assert "skipped a record that is not whole" in caplog.text
+    again = R.run_bench(SOME[:2], ["text"], tmp_path, workers=[R.Slot("u", 0)],
+                        backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"), progress=False)
+    assert again.skipped == 1 and [r["task"] for r in again.records] == [first.records[1]["task"]]
+    assert len(R.load_records(tmp_path)) == 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import queue
 import re
@@ -49,6 +50,7 @@ AGENT_MODES = ("text", "constrained", "native", "native+fallback")
 #: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
 MODES = (*AGENT_MODES, "baseline", "bfcl-prompt")
 EPISODES_FILE = "episodes.jsonl"
+log = logging.getLogger("textagent.bench")
 RECORD_VERSION = 1
 
 
@@ -419,8 +421,14 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
         path = path / EPISODES_FILE
     if not path.exists():
         return []
-    return [line.value for line in read_jsonl(path, bad="skip")
-            if isinstance(line.value, dict) and "task" in line.value and "mode" in line.value]
+    records = []
+    for line in read_jsonl(path, bad="keep"):
+        if line.error is not None:
+            # the episode is run again on resume; nothing else is lost
+            log.warning("%s: skipped a record that is not whole (%s)", line.where, line.error)
+        elif isinstance(line.value, dict) and "task" in line.value and "mode" in line.value:
+            records.append(line.value)
+    return records
 
 
 def _fmt_seconds(seconds: float) -> str:
