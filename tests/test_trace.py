@@ -18,7 +18,7 @@ def test_load_trace_takes_the_newest_run_and_skips_a_cut_last_line(tmp_path):
     runs = load_traces(path)
     assert [r.start["task"] for r in runs] == ["one", "two"]
     assert runs[0].complete and not runs[1].complete
-    assert load_trace(path).steps == [{"type": "step", "step": 1}]
+    assert [{k: v for k, v in s.items() if k != "run"} for s in load_trace(path).steps] == [{"type": "step", "step": 1}]
 
 
 def test_writer_accepts_open_files_and_none(tmp_path):
@@ -105,3 +105,29 @@ def test_lone_surrogates_in_an_open_file_target(tmp_path):
     with open(path, "w", encoding="utf-8") as f:
         TraceWriter(f).write({"type": "start", "task": "a\udc80b é"})
     assert json.loads(path.read_text(encoding="utf-8"))["task"] == "a\udc80b é"
+
+
+def test_two_runs_writing_one_trace_at_once_keep_their_own_steps(tmp_path):
+    import threading
+
+    path = tmp_path / "shared.jsonl"
+    go = threading.Barrier(2)
+
+    def run(task: str, steps: int) -> None:
+        with TraceWriter(path) as w:
+            w.start(task=task, tools=[])
+            go.wait()
+            for i in range(steps):
+                w.write({"type": "step", "step": i + 1, "raw": task * 2000})   # long lines, many writes
+            w.write({"type": "result", "answer": task, "stop_reason": "answer"})
+
+    threads = [threading.Thread(target=run, args=(t, n)) for t, n in (("a", 40), ("b", 25))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    runs = {r.start["task"]: r for r in load_traces(path)}
+    assert sorted(runs) == ["a", "b"]
+    assert len(runs["a"].steps) == 40 and len(runs["b"].steps) == 25
+    assert all(s["raw"] == "a" * 2000 for s in runs["a"].steps) and runs["a"].result["answer"] == "a"
+    assert runs["b"].complete and all(s["raw"] == "b" * 2000 for s in runs["b"].steps)

@@ -6,16 +6,23 @@ in a model's JSON arguments) as its ``\\u`` escape, which reads back as the same
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .jsonl import parse_jsonl
+
+try:
+    import fcntl
+except ImportError:   # Windows: no advisory locks; lines are still flushed whole
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from .steps import Result, Step
@@ -92,20 +99,40 @@ def result_record(result: "Result") -> dict[str, Any]:
 
 
 class TraceWriter:
-    """Writes trace lines to a path or an open text file; a no-op when given None."""
+    """Writes trace lines to a path or an open text file; a no-op when given None.
+
+    Every line carries the run's id (``"run"``), and a line is written whole under an exclusive
+    lock of the file, so runs appending to one file at once cannot mix their lines or their steps.
+    """
 
     def __init__(self, target: str | Path | IO[str] | None):
         self._own = isinstance(target, (str, Path))
+        self.run_id = uuid.uuid4().hex[:12]
         self._file: IO[str] | None = open(target, "a", encoding="utf-8") if self._own else target  # type: ignore[arg-type]
         if self._own and not _ends_a_line(target):  # type: ignore[arg-type]
             # a run that crashed mid-record left half a line: start ours on a fresh one
-            self._file.write("\n")  # type: ignore[union-attr]
+            self._locked("\n")
+
+    def _locked(self, text: str) -> None:
+        assert self._file is not None
+        fileno = None
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            fileno = self._file.fileno()
+        if fileno is None or fcntl is None:
+            self._file.write(text)
+            self._file.flush()
+            return
+        fcntl.flock(fileno, fcntl.LOCK_EX)
+        try:
+            self._file.write(text)
+            self._file.flush()  # a crash later must not cost the steps already taken
+        finally:
+            fcntl.flock(fileno, fcntl.LOCK_UN)
 
     def write(self, record: dict[str, Any]) -> None:
         if self._file is None:
             return
-        self._file.write(json_line(record) + "\n")
-        self._file.flush()  # a crash later must not cost the steps already taken
+        self._locked(json_line({**record, "run": self.run_id}) + "\n")
 
     def start(self, *, task: str, tools: list[str], **config: Any) -> None:
         self.write({"type": "start", "task": task, "tools": tools, "time": time.time(), **config})
@@ -171,9 +198,19 @@ def load_traces(path: str | Path) -> list[Trace]:
     then read from where it begins). Every complete line is kept.
     """
     runs: list[Trace] = []
+    by_id: dict[str, Trace] = {}
     broken = False
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in parse_jsonl(f, str(path), bad="keep"):
+            if isinstance(line.value, dict) and isinstance(line.value.get("run"), str):
+                # runs that wrote at the same time: each line says whose it is
+                record, run_id = line.value, line.value["run"]
+                if record.get("type") == "start" or run_id not in by_id:
+                    by_id[run_id] = Trace()
+                    runs.append(by_id[run_id])
+                _add(by_id[run_id], record)
+                broken = False
+                continue
             record = line.value
             if line.error is not None:
                 broken = True
@@ -185,13 +222,24 @@ def load_traces(path: str | Path) -> list[Trace]:
             if not isinstance(record, dict):
                 continue
             kind = record.get("type")
+            if isinstance(record.get("run"), str):   # a start record glued onto a cut line
+                by_id[record["run"]] = Trace()
+                runs.append(by_id[record["run"]])
+                _add(runs[-1], record)
+                broken = False
+                continue
             if kind == "start" or not runs or broken:
                 runs.append(Trace())
             broken = False
-            if kind == "start":
-                runs[-1].start = record
-            elif kind == "step":
-                runs[-1].steps.append(record)
-            elif kind == "result":
-                runs[-1].result = record
+            _add(runs[-1], record)
     return runs
+
+
+def _add(trace: Trace, record: dict[str, Any]) -> None:
+    kind = record.get("type")
+    if kind == "start":
+        trace.start = record
+    elif kind == "step":
+        trace.steps.append(record)
+    elif kind == "result":
+        trace.result = record
