@@ -384,3 +384,12 @@ def test_run_with_an_mcp_server_that_does_not_start(server, capsys):
     code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--mcp", "textagent-no-such-server-x9", "q")
     assert code != 0 and "could not be started" in err and "Traceback" not in err
     assert not server.bodies("/completion")
+
+
+def test_a_trace_path_that_is_a_fifo_is_refused_at_once(server, capsys, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--trace", str(fifo), "q")
+    assert code != 0 and "not a regular file" in err and not server.requests
+    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--trace", str(tmp_path), "q")
+    assert code != 0 and "not a regular file" in err

@@ -11,6 +11,7 @@ import importlib
 import logging
 import os
 import signal
+import stat
 import sys
 import threading
 import urllib.parse
@@ -193,6 +194,13 @@ def _check_trace_path(path: str | None) -> None:
     """Refuse a trace file that cannot be opened before any server is started or asked."""
     if path is None:
         return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        # a FIFO with no reader would block the open forever; a device or folder is no trace file
+        raise TextagentError(f"--trace {path}: not a regular file (a FIFO, device or folder); give a file path")
     try:
         with open(path, "a", encoding="utf-8"):
             pass

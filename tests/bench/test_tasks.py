@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -86,11 +87,36 @@ def test_duplicate_ids_and_empty_files_are_refused(tmp_path):
         T.load_tasks(tmp_path / "missing.jsonl")
 
 
-def test_module_function_tools_are_allowed(tmp_path):
+def test_module_function_tools_are_allowed_when_asked_for(tmp_path):
     path = _write(tmp_path, {**GOOD, "tools": ["calculate", "textagent.toolkits.demo:multiply"]})
-    (task,) = T.load_tasks(path)
+    (task,) = T.load_tasks(path, allow_imports=True)
     tools = make_toolset(task.tools, Env())
     assert set(tools) == {"calculate", "multiply"}
+
+
+@pytest.mark.parametrize("extra", [{"tools": ["os:system"]}, {"mcp": ["python -m some_server"]},
+                                   {"mcp": [["python", "server.py"]]}])
+def test_a_task_file_that_names_code_to_run_is_refused_by_default(tmp_path, extra):
+    path = _write(tmp_path, {**GOOD, **extra})
+    with pytest.raises(T.TaskFileError, match="names code to run .* --allow-imports"):
+        T.load_tasks(path)
+    assert T.load_tasks(_write(tmp_path, {**GOOD, "mcp": ["http://127.0.0.1:9/mcp"]}))   # a URL runs nothing here
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"setup": [1]}, "'setup' must be an object"),
+    ({"setup": {"lights": {"kitchen": "on"}}}, "'setup' must be an object"),
+    ({"check": {"type": "state", "lights": 5}}, "'lights' must be an object of room: true/false"),
+    ({"check": {"type": "contains", "all": 5}}, "'all' must be a list of strings"),
+    ({"check": {"type": "numeric", "value": "abc"}}, "'value' must be a number"),
+    ({"check": {"type": "numeric", "values": []}}, "'values' must be a non-empty list of numbers"),
+    ({"check": {"type": "numeric", "value": 3, "tol": -1}}, "'tol' must be a number >= 0"),
+    ({"check": {"type": "not_called", "tools": "calculate"}}, "'tools' must be a list of tool names"),
+    ({"check": {"type": "regex", "pattern": 5}}, "'pattern' must be a string"),
+])
+def test_malformed_setup_and_checks_are_refused_when_the_file_is_loaded(tmp_path, bad, words):
+    with pytest.raises(T.TaskFileError, match=re.escape(words)):
+        T.load_tasks(_write(tmp_path, {**GOOD, **bad}))
 
 
 # -- checkers -------------------------------------------------------------------------------------
@@ -288,3 +314,13 @@ def test_a_task_may_name_mcp_servers_for_its_tools(tmp_path):
     for bad in ([5], "python x.py", [[]], [""]):
         with pytest.raises(T.TaskFileError, match="'mcp' must be a list"):
             T.parse_task({"id": "x", "question": "q", "tools": [], "mcp": bad, "check": {"type": "no_calls"}})
+
+
+def test_bench_refuses_a_task_file_that_imports_code_without_the_flag(tmp_path, capsys):
+    from textagent.bench import cli
+
+    path = _write(tmp_path, {**GOOD, "tools": ["os:system"]})
+    assert cli.main(["--tasks", str(path), "--check-suite"]) == 2
+    assert "--allow-imports" in capsys.readouterr().err
+    args = cli.build_parser().parse_args(["--tasks", str(path), "--allow-imports"])
+    assert [t.id for t in cli.load_selected(args)] == [GOOD["id"]]

@@ -65,6 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--tasks", help="task file (JSONL; default: the shipped suite), or bfcl:CAT[,CAT...] for "
                                    "BFCL's single-turn categories (simple_python, multiple, parallel, "
                                    "parallel_multiple, irrelevance, live_*; fetched from PyPI on first use)")
+    p.add_argument("--allow-imports", action="store_true",
+                   help="let the task file run code: its module:function tools are imported and its MCP server "
+                        "commands started (refused by default: a task file is data)")
     p.add_argument("--split", choices=["dev", "test", "all"], default="all",
                    help="dev: the tasks prompts are tuned on; test: the ones reported (default: all)")
     p.add_argument("--limit-per-category", type=int, metavar="N",
@@ -130,7 +133,8 @@ def load_selected(args: argparse.Namespace) -> list[Any]:
     """The tasks ``--tasks`` names (a file, the shipped suite, or ``bfcl:...``), selected."""
     from .bfcl.tasks import bfcl_tasks, is_bfcl_spec
 
-    tasks = bfcl_tasks(args.tasks, progress=_say) if is_bfcl_spec(args.tasks) else load_tasks(args.tasks)
+    tasks = (bfcl_tasks(args.tasks, progress=_say) if is_bfcl_spec(args.tasks)
+             else load_tasks(args.tasks, allow_imports=getattr(args, "allow_imports", False)))
     return _select(tasks, args)
 
 

@@ -124,6 +124,39 @@ def default_suite_path() -> Path:
     return Path(str(resources.files(__package__).joinpath("suite.jsonl")))
 
 
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _strings(x: Any) -> bool:
+    return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+
+# The type of every field a checker reads: a malformed check is refused when the file is loaded,
+# never found while an episode is scored (it would be recorded as a harness error and retried).
+_FIELD_TYPES: dict[str, dict[str, tuple[Any, str]]] = {
+    "exact": {"value": (lambda x: isinstance(x, (str, int, float)) and not isinstance(x, bool), "a string or number")},
+    "numeric": {"value": (_is_number, "a number"), "values": (lambda x: isinstance(x, list) and x and all(map(_is_number, x)),
+                                                             "a non-empty list of numbers"),
+                "only": (lambda x: isinstance(x, list) and all(map(_is_number, x)), "a list of numbers"),
+                "tol": (lambda x: _is_number(x) and x >= 0, "a number >= 0"),
+                "rel": (lambda x: _is_number(x) and x >= 0, "a number >= 0")},
+    "contains": {"value": (lambda x: isinstance(x, str), "a string"), "all": (_strings, "a list of strings"),
+                 "any": (_strings, "a list of strings"), "none": (_strings, "a list of strings")},
+    "regex": {"pattern": (lambda x: isinstance(x, str), "a string")},
+    "not_called": {"tools": (_strings, "a list of tool names")},
+    "state": {"lights": (lambda x: isinstance(x, Mapping) and all(isinstance(k, str) and isinstance(v, bool)
+                                                                  for k, v in x.items()),
+                         "an object of room: true/false")},
+}
+
+
+def _check_types(check: Mapping[str, Any], kind: str, where: str) -> None:
+    for key, (ok, what) in _FIELD_TYPES.get(kind, {}).items():
+        if key in check and not ok(check[key]):
+            raise TaskFileError(f"{where}: a {kind!r} check's {key!r} must be {what}, not {check[key]!r:.80}")
+
+
 def _validate_check(check: Any, where: str) -> dict[str, Any]:
     if not isinstance(check, Mapping) or check.get("type") not in CHECK_TYPES:
         raise TaskFileError(f"{where}: each check needs a \"type\", one of {', '.join(CHECK_TYPES)}; got {check!r:.120}")
@@ -137,6 +170,7 @@ def _validate_check(check: Any, where: str) -> dict[str, Any]:
         raise TaskFileError(f"{where}: a 'numeric' check needs 'value', 'values' or 'only'")
     if kind == "contains" and not any(k in check for k in ("value", "all", "any", "none")):
         raise TaskFileError(f"{where}: a 'contains' check needs 'value', 'all', 'any' or 'none'")
+    _check_types(check, kind, where)
     if kind == "regex":
         try:
             re.compile(check["pattern"])
@@ -185,14 +219,28 @@ def parse_task(data: Any, where: str = "task") -> Task:
             (isinstance(m, str) and m.strip()) or (isinstance(m, list) and m and all(isinstance(a, str) for a in m))
             for m in mcp):
         raise TaskFileError(f"{where}: 'mcp' must be a list of MCP servers: command lines, argv lists or URLs")
+    setup = data.get("setup") or {}
+    lights = setup.get("lights", {}) if isinstance(setup, Mapping) else None
+    if not isinstance(setup, Mapping) or not isinstance(lights, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, bool) for k, v in lights.items()):
+        raise TaskFileError(f"{where}: 'setup' must be an object, e.g. {{\"lights\": {{\"kitchen\": true}}}}")
     return Task(id=data["id"], question=str(data["question"]), tools=tuple(tools), checks=checks,
-                kind=str(data.get("kind", "other")), max_steps=max_steps, setup=dict(data.get("setup") or {}),
+                kind=str(data.get("kind", "other")), max_steps=max_steps, setup=dict(setup),
                 reference=tuple(reference), notes=str(data.get("notes", "")), split=split,
                 mcp=tuple(m if isinstance(m, str) else tuple(m) for m in mcp))
 
 
-def load_tasks(path: str | Path | None = None) -> list[Task]:
-    """Tasks of a JSONL file (default: the shipped suite). Raises TaskFileError naming the line."""
+def code_it_runs(task: Task) -> list[str]:
+    """What of a task runs code of its own: ``module:function`` tools and MCP server commands."""
+    return [t for t in task.tools if ":" in t] + [m if isinstance(m, str) else " ".join(m) for m in task.mcp
+                                                  if not (isinstance(m, str) and m.strip().lower().startswith(("http://", "https://")))]
+
+
+def load_tasks(path: str | Path | None = None, *, allow_imports: bool = False) -> list[Task]:
+    """Tasks of a JSONL file (default: the shipped suite). Raises TaskFileError naming the line.
+
+    A task file is data: one that names code to run (a ``module:function`` tool imports it, an
+    ``mcp`` command starts it) is refused unless ``allow_imports`` (``bench --allow-imports``)."""
     path = Path(path) if path is not None else default_suite_path()
     tasks: list[Task] = []
     seen: set[str] = set()
@@ -205,6 +253,10 @@ def load_tasks(path: str | Path | None = None) -> list[Task]:
                                         f"textagent understands ({FORMAT_VERSION}); upgrade textagent")
                 continue
             task = parse_task(data, where)
+            code = code_it_runs(task)
+            if code and not allow_imports:
+                raise TaskFileError(f"{where}: task {task.id!r} names code to run ({', '.join(code)}); a task "
+                                    "file runs no code unless you pass --allow-imports (allow_imports=True)")
             if task.id in seen:
                 raise TaskFileError(f"{where}: duplicate task id {task.id!r}")
             seen.add(task.id)
