@@ -18,6 +18,27 @@ from httpfake import FakeServer, closed_port_url  # noqa: E402
 REQUIRE_SERVER = os.environ.get("TEXTAGENT_REQUIRE_SERVER") == "1"
 
 
+def _as_failure(report) -> None:
+    """Under TEXTAGENT_REQUIRE_SERVER=1 (CI) a skip is a failure: everything a test needs is
+    installed there, so a skipped test is one that silently stopped running."""
+    if REQUIRE_SERVER and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under TEXTAGENT_REQUIRE_SERVER=1, where nothing may skip: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _as_failure(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _as_failure(outcome.get_result())
+
+
 def _unavailable(reason: str):
     if REQUIRE_SERVER:
         pytest.fail(f"TEXTAGENT_REQUIRE_SERVER=1 but {reason}", pytrace=False)

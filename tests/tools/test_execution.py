@@ -256,7 +256,8 @@ def test_render_result():
 
 
 def test_protocol_toolcall_is_accepted():
-    protocol = pytest.importorskip("textagent.protocol")
+    from textagent import protocol
+
     out = ToolSet([get_forecast]).execute(protocol.ToolCall("get_forecast", {"city": "Oslo"}))
     assert out.ok and '"Oslo"' in out.output
 
