@@ -159,7 +159,11 @@ def test_server_that_dies_at_start_reports_its_log(tmp_path, monkeypatch):
         local.LocalServer(model, log_path=tmp_path / "log").start()
 
 
-def test_threads_and_poll_are_passed_and_default_to_the_servers_own(tmp_path):
+def test_threads_and_poll_are_passed_and_default_to_the_servers_own(tmp_path, monkeypatch):
+    binary = tmp_path / "llama-server"          # a stand-in: this unit test needs no real server
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(binary))
     model = tmp_path / "m.gguf"
     server = local.LocalServer(model, threads=1, poll=0)
     server.model_path = model
