@@ -292,3 +292,34 @@ def test_args_lookalike_is_not_the_args_keyword(text):
             assert err.label in ("missing_args_keyword", "trailing_text"), err
         if reply is not None:   # the look-alike line is prose after a complete call
             assert all(c.args in ({}, {"expression": "1"}) for c in reply.calls) and "ARGſ" in reply.thought
+
+
+@PROPERTY
+@given(tool_names(), st.sampled_from(["", "- ", "> ", "1. ", "**", "`", "  "]), st.sampled_from(["", " ", "\t  "]),
+       st.sampled_from(["", "\nTOOL: other", "\nARGS: {\"a\": 1}", "\n\nARGS: [1]", "\n{\"a\": 1}", "\nsome prose",
+                        "\nANSWER: done", "\n```"]))
+def test_argument_less_calls_read_the_same_by_the_shortcut_and_the_grammar(name, decor, space, after):
+    head = f"{decor}TOOL:{'**' if decor == '**' else ''} {name}{'`' if decor == '`' else ''}{space}"
+    text = head + after
+
+    def outcome(read):
+        try:
+            return read(text)
+        except ParseError as err:
+            return (err.label, err.line, err.column)
+
+    assert outcome(grammar_only) == outcome(parse_reply)
+
+
+def test_a_megabyte_of_argument_less_calls_takes_the_shortcut():
+    from textagent.protocol import reader
+
+    calls = []
+    original = reader.Reader.parse_call
+    reader.Reader.parse_call = lambda self, segs: calls.append(1) or original(self, segs)
+    try:
+        reply = parse_reply("TOOL: get_time\n" * 1000 + "TOOL: f\nARGS: a=1")
+    finally:
+        reader.Reader.parse_call = original
+    assert len(reply.calls) == 1001 and reply.calls[-1].args == {"a": 1}
+    assert len(calls) == 1          # only the call with key=value arguments on the next line met the grammar

@@ -44,6 +44,10 @@ FAST_MULTI_RE = re.compile(
     + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t\r\n]*(\{.*\})\Z",
     re.I | re.S | re.A,
 )
+# A call without arguments, alone on its line (`TOOL: get_time`), when no ARGS line follows.
+FAST_BARE_RE = re.compile(
+    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t]*\Z", re.I | re.A,
+)
 # Enough of a call head to find where its arguments start (the grammar does the real parse).
 HEAD_RE = re.compile(
     _EMPH + r"?tool" + _EMPH + r"?[ \t]*(?::" + _COLON_EMPH + r"?)?[ \t]*"

@@ -14,8 +14,8 @@ from .feedback import excerpt
 from .grammar import (GrammarFailure, SemanticError, clip, describe_expected, parse_call_text, several_objects,
                       unique_pairs)
 from .labels import NOT_EXPECTED, char_class, label_for
-from .lines import (CLOSER, DQ_RE, END_STOP_RE, FAST_MULTI_RE, FAST_RE, FENCE_RE, HEAD_RE, QUOTE_PREFIX, SQ_RE,
-                    Line, Segments, classify, name_of, scan, stops_gathering, unwrap)
+from .lines import (CLOSER, DQ_RE, END_STOP_RE, FAST_BARE_RE, FAST_MULTI_RE, FAST_RE, FENCE_RE, HEAD_RE, QUOTE_PREFIX,
+                    SQ_RE, Line, Segments, classify, name_of, scan, stops_gathering, unwrap)
 from .types import MAX_DEPTH, Dropped, Reply, ToolCall
 
 
@@ -221,6 +221,10 @@ class Reader:
                 j = self.next_nonblank(nxt)
                 if j is not None and FENCE_RE.match(lines[j]):
                     nxt = j + 1
+        if self.shortcut and len(segs.parts) == 1 and args_at is None and scan_from is None:
+            bare = FAST_BARE_RE.match(head)
+            if bare is not None:   # the grammar reads these the same (a property test checks it)
+                return [ToolCall(bare.group(1), {})], nxt
         if len(segs.parts) > 1 and self.shortcut:
             # a multi-line object: the same shortcut as above (strict JSON: no raw newline in strings)
             fm = FAST_MULTI_RE.match(segs.text())
