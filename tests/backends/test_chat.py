@@ -182,9 +182,6 @@ def test_chat_requires_max_tokens():
 
 
 # -- faults ----------------------------------------------------------------------------------
-def test_connection_refused(dead_url):
-    with pytest.raises(BackendConnectionError, match="textagent serve"):
-        ChatAsTextBackend(dead_url, backoff=0).complete("p", stop=[], max_tokens=5, messages=MESSAGES)
 
 
 def test_http_errors_and_retries(fake_server):

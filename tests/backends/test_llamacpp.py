@@ -248,17 +248,9 @@ def test_error_field_mid_stream(fake_server):
     assert info.value.status == 400
 
 
-def test_read_timeout_while_streaming(fake_server):
-    fake_server.sse("/completion", stream_events("a", "b"), chunk_delay=0.6)
-    with pytest.raises(BackendTimeout):
-        backend(fake_server, stream=True, timeout=(1, 0.2)).complete("p", stop=[], max_tokens=5)
 
 
 # -- faults ----------------------------------------------------------------------------------
-def test_connection_refused(dead_url):
-    with pytest.raises(BackendConnectionError, match="textagent serve") as info:
-        LlamaCppBackend(dead_url, backoff=0).complete("p", stop=[], max_tokens=5)
-    assert info.value.retries == 2
 
 
 @pytest.mark.parametrize("body", [{"error": {"code": 500, "message": "boom"}}, None])
@@ -282,10 +274,6 @@ def test_503_retried_then_succeeds_and_counts(fake_server):
     assert c.text == FINAL["content"] and c.retries == 2
 
 
-def test_read_timeout(fake_server):
-    fake_server.json("/completion", FINAL, delay=2)
-    with pytest.raises(BackendTimeout, match="read timeout"):
-        backend(fake_server, timeout=0.2).complete("p", stop=[], max_tokens=5)
 
 
 def test_malformed_json(fake_server):

@@ -147,15 +147,8 @@ def test_500_not_retried_503_retried(fake_server):
     assert b.complete("p", stop=[], max_tokens=5).retries == 1
 
 
-def test_connection_refused(dead_url):
-    with pytest.raises(BackendConnectionError, match="textagent serve"):
-        OllamaBackend(dead_url, model="m", backoff=0).complete("p", stop=[], max_tokens=5)
 
 
-def test_read_timeout(fake_server):
-    fake_server.ndjson(PATH, [part("a"), FINAL], delay=2)
-    with pytest.raises(BackendTimeout):
-        backend(fake_server, timeout=(1, 0.2)).complete("p", stop=[], max_tokens=5)
 
 
 def test_one_megabyte_reply(fake_server):

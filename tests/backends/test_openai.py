@@ -184,10 +184,6 @@ def test_error_mid_stream(fake_server):
 
 
 # -- faults ----------------------------------------------------------------------------------
-def test_connection_refused(dead_url):
-    with pytest.raises(BackendConnectionError, match="no server at .*textagent serve") as info:
-        OpenAICompletionsBackend(dead_url, backoff=0, retries=1).complete("p", stop=[], max_tokens=5)
-    assert info.value.retries == 1
 
 
 def test_http_errors(fake_server):
@@ -214,10 +210,6 @@ def test_503_retried(fake_server):
     assert backend(fake_server).complete("p", stop=[], max_tokens=5).retries == 1
 
 
-def test_read_timeout(fake_server):
-    fake_server.json(PATH, REPLY, delay=2)
-    with pytest.raises(BackendTimeout):
-        backend(fake_server, timeout=(1, 0.2)).complete("p", stop=[], max_tokens=5)
 
 
 def test_malformed_and_empty(fake_server):
