@@ -393,3 +393,14 @@ def test_a_trace_path_that_is_a_fifo_is_refused_at_once(server, capsys, tmp_path
     assert code != 0 and "not a regular file" in err and not server.requests
     code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--trace", str(tmp_path), "q")
     assert code != 0 and "not a regular file" in err
+
+
+def test_version_and_help_import_neither_the_parser_nor_the_validator():
+    # what `textagent --version` / `--help` cost is mostly imports: lark and jsonschema are not needed
+    code = ("import sys, runpy; sys.argv = ['textagent', '{flag}']\n"
+            "try:\n    runpy.run_module('textagent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('lark', 'jsonschema', 'textagent.agent', 'textagent.protocol') if m in sys.modules))")
+    for flag in ("--version", "--help"):
+        out = subprocess.run([sys.executable, "-c", code.format(flag=flag)], capture_output=True, text=True,
+                             timeout=60).stdout.strip().splitlines()[-1]
+        assert out == "[]", (flag, out)

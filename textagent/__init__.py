@@ -3,15 +3,35 @@
 The model writes ``TOOL: name ARGS: {...}`` lines; a Lark grammar parses them; a reply that
 does not parse goes back to the model as a precise error so it can correct itself.
 """
-from .agent import STOP_REASONS, Agent, Result, Step
-from .backends import (Backend, ChatAsTextBackend, Completion, LlamaCppBackend, OllamaBackend,
-                       OpenAICompletionsBackend, ScriptedBackend, Usage)
+import importlib as _importlib
+from typing import Any as _Any
+
 from .errors import (BackendConnectionError, BackendError, BackendHTTPError, BackendResponseError, BackendTimeout,
                      LocalServerError, ModeNotSupported, ScriptExhausted, TextagentError, ToolArgumentError)
-from .protocol import ParseError, Reply, ToolCall, parse_reply, render_call
-from .templates import ChatFormat
-from .tools import Example, Tool, ToolOutcome, ToolSet, tool
-from .trace import Trace, load_trace, load_traces
+
+# Loaded when first used (PEP 562), so `textagent --version` and `--help` do not import
+# lark, jsonschema and requests: name -> the module that defines it.
+_LAZY = {
+    **dict.fromkeys(["STOP_REASONS", "Agent", "Result", "Step"], ".agent"),
+    **dict.fromkeys(["Backend", "ChatAsTextBackend", "Completion", "LlamaCppBackend", "OllamaBackend",
+                     "OpenAICompletionsBackend", "ScriptedBackend", "Usage"], ".backends"),
+    **dict.fromkeys(["ParseError", "Reply", "ToolCall", "parse_reply", "render_call"], ".protocol"),
+    "ChatFormat": ".templates",
+    **dict.fromkeys(["Example", "Tool", "ToolOutcome", "ToolSet", "tool"], ".tools"),
+    **dict.fromkeys(["Trace", "load_trace", "load_traces"], ".trace"),
+}
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 
