@@ -12,8 +12,11 @@ DATE_FORMATS = {"date": ("2026-01-31", "YYYY-MM-DD"), "date-time": ("2026-01-31T
                 "time": ("09:30:00", "HH:MM:SS")}
 
 
-def type_label(schema: Mapping[str, Any]) -> str:
-    """A short human/model-readable type: ``string``, ``"on"|"off"``, ``list[number]``, ``integer|null``."""
+def type_label(schema: Mapping[str, Any] | bool) -> str:
+    """A short human/model-readable type: ``string``, ``"on"|"off"``, ``list[number]``, ``integer|null``.
+    A boolean schema (JSON Schema's ``true``: anything, ``false``: nothing) is ``any`` / ``none``."""
+    if not isinstance(schema, Mapping):
+        return "none" if schema is False else "any"
     if "enum" in schema:
         return "|".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
     if "const" in schema:
@@ -23,7 +26,7 @@ def type_label(schema: Mapping[str, Any]) -> str:
         return "|".join(str(k) for k in kind)
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return "|".join(type_label(s) for s in schema[key] if isinstance(s, Mapping))
+            return "|".join(type_label(s) for s in schema[key] if isinstance(s, (Mapping, bool)))
     if kind == "array" and isinstance(schema.get("items"), Mapping):
         return f"list[{type_label(schema['items'])}]"
     if kind == "string" and schema.get("format") in DATE_FORMATS:
@@ -34,8 +37,10 @@ def type_label(schema: Mapping[str, Any]) -> str:
     return str(kind or "any")
 
 
-def example_value(schema: Mapping[str, Any]) -> Any:
+def example_value(schema: Mapping[str, Any] | bool) -> Any:
     """A plausible value: the schema's own example, else its default or first enum value, else a typed placeholder."""
+    if not isinstance(schema, Mapping):   # a boolean schema
+        schema = {}
     if schema.get("examples"):
         return schema["examples"][0]
     if "default" in schema:
@@ -53,8 +58,10 @@ def example_value(schema: Mapping[str, Any]) -> Any:
             "null": None}.get(kind, "text")
 
 
-def other_value(value: Any, schema: Mapping[str, Any]) -> Any:
+def other_value(value: Any, schema: Mapping[str, Any] | bool) -> Any:
     """A second plausible value of the same type, unlike ``value`` where the type allows."""
+    if not isinstance(schema, Mapping):   # a boolean schema
+        schema = {}
     enum = schema.get("enum") or []
     if len(enum) > 1:
         return enum[1] if value == enum[0] else enum[0]

@@ -319,7 +319,7 @@ def test_a_body_that_stops_arriving_is_408(upstream):
     try:
         host, port = proxy.url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=10) as sock:
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"mess")
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"mess")
             answer = b""
             while b"request_timeout" not in answer:   # the answer may come in several pieces
                 piece = sock.recv(65536)
@@ -430,7 +430,7 @@ def test_a_client_that_disconnects_mid_stream_frees_the_slot(upstream, proxy):
     body = json.dumps({"messages": ASK, "stream": True}).encode()
     host, port = proxy.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         time.sleep(0.5)
     # the only slot is free again long before the 5 s stream would have ended

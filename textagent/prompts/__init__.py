@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from string import Template
@@ -71,6 +71,10 @@ def describe_tool(tool: Any) -> str:
     required = set(params.get("required", []))
     lines = []
     for key, schema in props.items():
+        if schema is False:       # JSON Schema's `false`: the key must not be passed
+            continue
+        if not isinstance(schema, Mapping):
+            schema = {}           # `true` (anything), or what the meta-schema let through
         kind = _schema.type_label(schema).replace("|", " or ")
         if key not in required:
             kind += f", optional, default {json.dumps(schema['default'], ensure_ascii=False)}" if "default" in schema \

@@ -2,35 +2,52 @@
 
 Every answer is JSON (errors in OpenAI's shape, never a traceback); every request is logged as
 one JSON line on the ``textagent.proxy.access`` logger and, with a trace directory, written to
-``<dir>/<request id>.json``. The upstream work runs in a worker thread while the client's
-connection is watched: a client that goes away closes the upstream generation.
+``<dir>/<request id>.json``.
+
+Nothing that can take long runs on the event loop, so ``/health`` always answers at once:
+reading the request and its tools' schemas, and writing the transcript, run in worker threads
+of their own; a request waits for an upstream slot on the event loop (in arrival order, holding
+no thread), at most ``max_queue`` of them (more: 503 ``proxy_busy``); the upstream work runs in a
+worker thread while the client's connection is watched: a client that goes away is never sent
+upstream, and one that goes away mid-generation closes it.
+
+Browsers are kept out unless asked in: a request from a web page of another origin is refused
+(403) unless the proxy has an API key or the origin is allowed (``allowed_origins``); on a
+loopback address, so is a ``Host`` that is not a loopback name or the proxy's own (DNS
+rebinding); and a body must be declared ``application/json`` (415), which no page can send
+to another origin without the proxy's consent.
 """
 from __future__ import annotations
 
 import hmac
-import json
+import ipaddress
 import logging
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import BackendError
 from ..trace import json_line
-from .convert import ChatRequest, ReplyMemory, message_key, parse_request, transcript
-from .errors import ProxyError, error_body, from_backend_error
-from .repair import Answer, Cancelled, answer
-from .streaming import chunks, completion_object, sse
+from .convert import ChatRequest, ReplyMemory, TooDeep, loads, message_key, parse_request, transcript
+from .errors import Cancelled, ProxyError, error_body, from_backend_error
+from .repair import Answer, answer
+from .streaming import chunks, completion_object, dump, sse
 from .upstream import Upstream
 
 __all__ = ["ProxyConfig", "create_app", "REPAIRS_HEADER"]
@@ -39,6 +56,7 @@ log = logging.getLogger(__name__)
 access_log = logging.getLogger("textagent.proxy.access")
 
 REPAIRS_HEADER = "x-textagent-repairs"
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 
 
 @dataclass
@@ -49,6 +67,15 @@ class ProxyConfig:
     max_body_bytes: int = 4 * 1024 * 1024
     trace_dir: Path | None = None
     body_timeout: float = 60.0          # seconds to receive a request body (slower: 408)
+    max_queue: int = 64                 # requests read or waiting for a slot at once (more: 503)
+    allowed_origins: tuple[str, ...] = ()   # web origins allowed without an API key ("*": any)
+
+
+class _JSON(JSONResponse):
+    """Strict JSON that UTF-8 can hold (a lone surrogate as its escape), whatever the model wrote."""
+
+    def render(self, content: Any) -> bytes:
+        return dump(content)
 
 
 class _Exchange:
@@ -67,16 +94,153 @@ class _Exchange:
             try:
                 (trace_dir / f"{self.id}.json").write_text(json_line({**self.record, **trace}) + "\n",
                                                             encoding="utf-8")
-            except OSError as exc:
+            except (OSError, ValueError, RecursionError) as exc:
                 log.warning("could not write the trace of %s: %s", self.id, exc)
 
 
 def _error(exc: ProxyError, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+    return _JSON(exc.body(), status_code=exc.status, headers=headers)
 
 
-def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
+# -- who may ask ---------------------------------------------------------------------------------
+
+def _is_loopback(host: str) -> bool:
+    host = host.lower().rstrip(".").removeprefix("[").removesuffix("]")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or bool(mapped and mapped.is_loopback)
+
+
+def _host_of(header: str) -> str:
+    """The name in a ``Host`` header (``name:port``, ``[v6]:port``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class _Guard:
+    """ASGI middleware refusing what a web page could send: another origin's request (unless the
+    proxy has an API key, or the origin is allowed), and, on loopback, a ``Host`` that is neither a
+    loopback name nor the proxy's own host (a DNS-rebound name)."""
+
+    def __init__(self, app: ASGIApp, *, host: str, config: ProxyConfig):
+        self.app, self.config = app, config
+        name = _host_of(host) if host.startswith("[") else host.lower()
+        self.own = None if name in _WILDCARD_HOSTS else name.rstrip(".")
+        self.loopback = self.own is not None and _is_loopback(self.own)
+        self.origins = {o.rstrip("/").lower() for o in config.allowed_origins}
+
+    def refusal(self, headers: Headers) -> ProxyError | None:
+        host = headers.get("host")
+        if self.loopback and host is not None:
+            name = _host_of(host).rstrip(".")
+            if not (_is_loopback(name) or name == self.own):
+                return ProxyError(403, f"the Host {host[:80]!r} is not this proxy's: it answers on loopback "
+                                       "names only (localhost, 127.0.0.1, ::1)", code="host_not_allowed")
+        origin = headers.get("origin")
+        if origin is None or self.config.api_key is not None or "*" in self.origins:
+            return None
+        if origin.rstrip("/").lower() in self.origins:
+            return None
+        try:
+            name = (urlsplit(origin).hostname or "").rstrip(".")
+        except ValueError:
+            name = ""
+        if name and (_is_loopback(name) or name == self.own):
+            return None
+        return ProxyError(403, f"requests from the web origin {origin[:80]!r} are not allowed: start the proxy with "
+                               "--api-key, or allow the origin with --allow-origin", code="origin_not_allowed")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = self.refusal(Headers(scope=scope))
+            if refused is not None:
+                ex = _Exchange(Request(scope))
+                ex.record["refused"] = refused.code
+                ex.done(refused.status, None)
+                await _error(refused)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+# -- waiting for a slot --------------------------------------------------------------------------
+
+class _Waiter:
+    __slots__ = ("event",)
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+
+
+class _Queue:
+    """The requests between their body and an upstream slot, on the event loop: at most
+    ``size`` at once, and the slots handed out in arrival order."""
+
+    def __init__(self, upstream: Upstream, size: int):
+        self.upstream, self.size = upstream, size
+        self.admitted = 0
+        self.waiters: deque[_Waiter] = deque()
+
+    def admit(self) -> None:
+        if self.admitted >= self.size:
+            raise ProxyError(503, f"the proxy has {self.size} requests waiting already; retry later",
+                             code="proxy_busy")
+        self.admitted += 1
+
+    def leave(self) -> None:
+        self.admitted -= 1
+
+    async def slot(self, key: str, cancelled: threading.Event) -> int:
+        """A slot for the conversation ``key``; Cancelled if the client goes away first, 503
+        after the upstream's ``slot_wait``."""
+        waiter = _Waiter()
+        self.waiters.append(waiter)
+        deadline = anyio.current_time() + self.upstream.config.slot_wait
+        try:
+            while True:
+                if cancelled.is_set():
+                    raise Cancelled()
+                if self.waiters[0] is waiter:
+                    slot = self.upstream.try_acquire(key)
+                    if slot is not None:
+                        return slot
+                left = deadline - anyio.current_time()
+                if left <= 0:
+                    raise ProxyError(503, "every upstream slot is busy; retry later", code="upstream_busy")
+                with anyio.move_on_after(min(left, 0.2)):   # also: look at `cancelled` now and then
+                    await waiter.event.wait()
+                waiter.event = anyio.Event()
+        finally:
+            self.waiters.remove(waiter)
+            self.wake()
+
+    def release(self, slot: int) -> None:
+        self.upstream.release(slot)
+        self.wake()
+
+    def wake(self) -> None:
+        if self.waiters:
+            self.waiters[0].event.set()
+
+
+def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.1") -> Starlette:
+    """The app for ``upstream``; ``host`` is the address it listens on (what ``Host`` may name)."""
     memory = ReplyMemory()
+    queue = _Queue(upstream, config.max_queue)
+    limiters: dict[str, anyio.CapacityLimiter] = {}
+
+    def limiter(name: str) -> anyio.CapacityLimiter:
+        # thread pools of their own: waiting requests or a slow health check never take the
+        # threads another kind of work needs (anyio's default pool has 40)
+        if name not in limiters:   # made on the event loop, on first use
+            limiters[name] = anyio.CapacityLimiter({"cpu": 2, "health": 4, "upstream": 256}[name])
+        return limiters[name]
 
     def authorized(request: Request) -> None:
         if config.api_key is None:
@@ -87,7 +251,7 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
             raise ProxyError(401, "missing or wrong API key: send it as 'Authorization: Bearer <key>'",
                              code="invalid_api_key")
 
-    async def read_json(request: Request) -> Any:
+    async def read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > config.max_body_bytes:
             raise ProxyError(413, f"the request body is larger than {config.max_body_bytes} bytes",
@@ -102,16 +266,27 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
         if scope.cancelled_caught:
             raise ProxyError(408, f"the request body did not arrive within {config.body_timeout:g} s",
                              code="request_timeout")
+        kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if kind != "application/json":
+            raise ProxyError(415, f"the request body must be sent as 'Content-Type: application/json', not "
+                                  f"{kind[:60] or 'without a type'!r}", code="unsupported_media_type")
+        return bytes(body)
+
+    def parse(body: bytes) -> tuple[Any, ChatRequest]:
         try:
-            return json.loads(body)
-        except (ValueError, RecursionError):
-            raise ProxyError(400, "the request body is not valid JSON", code="invalid_json") from None
+            data = loads(body)
+        except TooDeep:
+            raise ProxyError(400, "the request body is nested too deeply to read", code="invalid_json") from None
+        except ValueError:
+            raise ProxyError(400, "the request body is not valid JSON (RFC 8259: no NaN or Infinity)",
+                             code="invalid_json") from None
+        return data, parse_request(data)
 
     async def health(request: Request) -> Response:
         ex = _Exchange(request)
-        state = await anyio.to_thread.run_sync(upstream.health)
+        state = await anyio.to_thread.run_sync(upstream.health, limiter=limiter("health"))
         ex.done(200, None)
-        return JSONResponse({"status": "ok", "upstream": state})
+        return _JSON({"status": "ok", "upstream": state})
 
     async def models(request: Request) -> Response:
         ex = _Exchange(request)
@@ -121,30 +296,42 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
             ex.done(exc.status, None)
             return _error(exc)
         ex.done(200, None)
-        return JSONResponse({"object": "list", "data": [{"id": upstream.model, "object": "model", "created": 0,
-                                                         "owned_by": "textagent"}]})
+        return _JSON({"object": "list", "data": [{"id": upstream.model, "object": "model", "created": 0,
+                                                  "owned_by": "textagent"}]})
 
     async def chat(request: Request) -> Response:
         ex = _Exchange(request, "chatcmpl-")
         trace: dict[str, Any] = {}
+        admitted = False
+
+        def leave_queue() -> None:   # once the request holds a slot, or fails
+            nonlocal admitted
+            if admitted:
+                admitted = False
+                queue.leave()
+
         try:
             authorized(request)
-            body = await read_json(request)
-            chat_request = parse_request(body)
+            raw = await read_body(request)
+            queue.admit()
+            admitted = True
+            body, chat_request = await anyio.to_thread.run_sync(parse, raw, limiter=limiter("cpu"))
             trace["request"] = body
             ex.record.update(stream=chat_request.stream, tools=len(chat_request.tools),
                              tool_choice=chat_request.tool_choice)
-            result, turns = await _run(request, chat_request)
+            upstream.require()
+            turns = await anyio.to_thread.run_sync(transcript, chat_request, memory, limiter=limiter("cpu"))
+            result = await _run(request, chat_request, turns, leave_queue)
         except ProxyError as exc:
             trace["error"] = exc.body()["error"]
             ex.done(exc.status, config.trace_dir, trace)
-            return _error(exc)
+            return _error(exc, {"retry-after": "1"} if exc.code == "proxy_busy" else None)
         except Cancelled:
             ex.record["client_disconnected"] = True
             ex.done(499, config.trace_dir, trace)
             return Response(status_code=499)
-        memory.remember(message_key(turns, result.content,
-                                    [(c["name"], json.loads(c["arguments"])) for c in result.calls]), result.turns)
+        finally:
+            leave_queue()
         ex.record.update(repairs=result.repairs, finish_reason=result.finish_reason,
                          prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens)
         model = chat_request.model or upstream.model
@@ -152,7 +339,7 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
         ex.done(200, config.trace_dir, trace)
         headers = {REPAIRS_HEADER: str(result.repairs)}
         if not chat_request.stream:
-            return JSONResponse(completion_object(result, id=ex.id, model=model), headers=headers)
+            return _JSON(completion_object(result, id=ex.id, model=model), headers=headers)
 
         async def events() -> Any:
             for data in chunks(result, id=ex.id, model=model, include_usage=chat_request.include_usage):
@@ -162,36 +349,48 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
         return StreamingResponse(events(), media_type="text/event-stream",
                                  headers={**headers, "cache-control": "no-cache"})
 
-    async def _run(request: Request, chat_request: ChatRequest) -> tuple[Answer, list[dict[str, str]]]:
-        """The answer, and the transcript it answered."""
+    async def _run(request: Request, chat_request: ChatRequest, turns: list[dict[str, str]],
+                   left_queue: Callable[[], None]) -> Answer:
+        """The answer to ``turns`` (the calls under the client's tool names); ``left_queue`` is
+        called once the request holds a slot, or fails."""
         cancelled = threading.Event()
 
-        def work() -> tuple[Answer, list[dict[str, str]]]:
-            upstream.require()
-            turns = transcript(chat_request, memory)
-            first_user = next((t["content"] for t in turns[1:] if t["role"] == "user"), "")
-            with upstream.slot(turns[0]["content"] + first_user) as slot:
-                try:
-                    return answer(upstream, chat_request, turns, constrained=config.mode == "constrained",
-                                  max_repairs=config.max_repairs, slot=slot, cancelled=cancelled), turns
-                except BackendError as exc:
-                    if cancelled.is_set():
-                        raise Cancelled() from None
-                    raise from_backend_error(exc) from None
+        def work(slot: int) -> Answer:
+            try:
+                result = answer(upstream, chat_request, turns, constrained=config.mode == "constrained",
+                                max_repairs=config.max_repairs, slot=slot, cancelled=cancelled)
+            except BackendError as exc:
+                if cancelled.is_set():
+                    raise Cancelled() from None
+                raise from_backend_error(exc, upstream.redact) from None
+            memory.remember(message_key(turns, result.content, [(c["name"], c["args"]) for c in result.calls]),
+                            result.turns)
+            result.calls = [{**c, "name": chat_request.client_name(c["name"])} for c in result.calls]
+            return result
 
         async def watch() -> None:
             while not cancelled.is_set():
                 if await request.is_disconnected():
                     cancelled.set()
+                    queue.wake()
                     return
                 await anyio.sleep(0.1)
 
-        result: tuple[Answer, list[dict[str, str]]] | None = None
+        first_user = next((t["content"] for t in turns[1:] if t["role"] == "user"), "")
+        key = upstream.conversation_key(turns[0]["content"] + first_user)
+        result: Answer | None = None
         error: Exception | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(watch)
             try:   # caught here: the task group would wrap it in an ExceptionGroup
-                result = await anyio.to_thread.run_sync(work)
+                try:
+                    slot = await queue.slot(key, cancelled)
+                finally:
+                    left_queue()
+                try:
+                    result = await anyio.to_thread.run_sync(work, slot, limiter=limiter("upstream"))
+                finally:
+                    queue.release(slot)
             except Exception as exc:  # noqa: BLE001 - re-raised below
                 error = exc
             finally:
@@ -206,16 +405,17 @@ def create_app(upstream: Upstream, config: ProxyConfig) -> Starlette:
         message = {404: f"no route {request.url.path}; the proxy serves /v1/chat/completions, /v1/models "
                         "and /health",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(status, "internal error")
-        return JSONResponse(error_body(status, message), status_code=status)
+        return _JSON(error_body(status, message), status_code=status)
 
     async def crashed(request: Request, exc: Exception) -> Response:
         log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-        return JSONResponse(error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"),
-                            status_code=500)
+        return _JSON(error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"),
+                     status_code=500)
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: not_found, Exception: crashed}
     return Starlette(routes=[Route("/health", health, methods=["GET"]),
                              Route("/v1/models", models, methods=["GET"]),
                              Route("/v1/chat/completions", chat, methods=["POST"])],
-                     exception_handlers=handlers)
+                     exception_handlers=handlers,
+                     middleware=[Middleware(_Guard, host=host, config=config)])

@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
     p.add_argument("--api-key", help=f"require this bearer token from clients (default: ${ENV_PROXY_KEY}; "
                                      "unset: no key needed)")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web origin (http://host:port) whose pages may call the proxy without an API key; "
+                        "repeatable, '*' allows any (default: only pages on localhost)")
+    p.add_argument("--max-queue", type=_positive(int), default=64,
+                   help="requests waiting for an upstream slot at once (default 64; more get 503)")
     p.add_argument("--max-repairs", type=int, default=2,
                    help="repairs of one reply inside the proxy before the client gets it as text (default 2)")
     p.add_argument("--parallel", type=_positive(int),
@@ -70,6 +75,16 @@ def _access_log(on: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger.addHandler(handler)
+
+
+def exposure_warning(host: str, api_key: str | None) -> str | None:
+    """What to say when the proxy listens where others can reach it with no key."""
+    from .app import _is_loopback
+
+    if api_key or _is_loopback(host):
+        return None
+    return (f"warning: listening on {host} without --api-key: anyone who can reach this address can use the "
+            f"model server; set --api-key (or ${ENV_PROXY_KEY})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,7 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                        parallel=args.parallel), progress=say)
     config = ProxyConfig(mode=args.mode, max_repairs=args.max_repairs,
                          api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
-                         max_body_bytes=args.max_body, trace_dir=trace_dir)
+                         max_body_bytes=args.max_body, trace_dir=trace_dir, max_queue=args.max_queue,
+                         allowed_origins=tuple(args.allow_origin))
+    warning = exposure_warning(args.host, config.api_key)
+    if warning:
+        say(warning)
     server = uvicorn.Server(uvicorn_config(upstream, config, host=args.host, port=args.port))
 
     def announce() -> None:
@@ -124,10 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             time.sleep(0.05)
         if server.started:
             host, port = server.servers[0].sockets[0].getsockname()[:2]
-            say(f"listening on http://{host}:{port}/v1 (upstream: {endpoint or 'the embedded llama-server'}, "
-                f"mode {args.mode}); Ctrl-C stops it")
+            shown = upstream.redact(endpoint) if endpoint else "the embedded llama-server"
+            say(f"listening on http://{host}:{port}/v1 (upstream: {shown}, mode {args.mode}); Ctrl-C stops it")
             upstream.wait()
-            say(f"upstream {upstream.state}{': ' + upstream.detail if upstream.detail else ''}")
+            say(f"upstream {upstream.state}{': ' + upstream.redact(upstream.detail) if upstream.detail else ''}")
 
     threading.Thread(target=announce, daemon=True).start()
     upstream.start()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -22,11 +24,40 @@ from typing import Any
 from .. import prompts
 from ..protocol import ToolCall, render_call
 from ..tools import Tool, ToolSet
+from ..tools.mcp import writable_name
+from ..tools.schema import deeper_than
+from ..tools.validation import MAX_ARG_DEPTH
 from .errors import ProxyError
 
-__all__ = ["ChatRequest", "parse_request", "transcript", "ReplyMemory", "message_key"]
+__all__ = ["ChatRequest", "parse_request", "transcript", "ReplyMemory", "message_key", "loads", "TooDeep"]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+_WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")   # a NAME of the text protocol
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range for a JSON number")
+    return value
+
+
+class TooDeep(ValueError):
+    """JSON nested too deeply to read."""
+
+
+def loads(text: str | bytes | bytearray) -> Any:
+    """JSON as RFC 8259 has it: NaN, Infinity and numbers out of float range (``1e999``) are
+    refused (ValueError), like any other invalid JSON; nesting deep enough for a RecursionError
+    is TooDeep (a ValueError)."""
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise TooDeep("nested too deeply") from None
 
 
 def _accept(**kwargs: Any) -> dict[str, Any]:
@@ -48,6 +79,31 @@ class ChatRequest:
     stream: bool = False
     include_usage: bool = False
     model: str = ""
+    names: dict[str, str] = field(default_factory=dict)   # tool name in the text protocol -> the client's
+
+    def client_name(self, name: str) -> str:
+        """The client's name of a tool the model called (the text protocol writes fewer names)."""
+        return self.names.get(name, name)
+
+
+class _Names:
+    """The client's tool names and the names the text protocol writes for them
+    (``[A-Za-z_][A-Za-z0-9_.-]*``): a writable name is kept, any other gets a writable one
+    (``tools.mcp.writable_name``) that no other tool has."""
+
+    def __init__(self, client_names: list[str]):
+        self.taken = {n for n in client_names if _WRITABLE.match(n)}
+        self.internal: dict[str, str] = {n: n for n in self.taken}
+        self.client: dict[str, str] = {}
+        for name in client_names:
+            self.written(name)
+
+    def written(self, name: str) -> str:
+        if name not in self.internal:
+            made = writable_name(name, self.taken)
+            self.taken.add(made)
+            self.internal[name], self.client[made] = made, name
+        return self.internal[name]
 
 
 def _bad(message: str, param: str | None = None, code: str | None = None) -> ProxyError:
@@ -58,12 +114,20 @@ def _number(body: Mapping[str, Any], key: str, kind: type, *, low: float | None 
     value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
-        raise _bad(f"'{key}' must be {'a number' if kind is float else 'an integer'}, got {json.dumps(value)[:60]}",
-                   key)
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int) \
+            or (isinstance(value, float) and not math.isfinite(value)):
+        raise _bad(f"'{key}' must be {'a number' if kind is float else 'an integer'}, got {_shown(value)}", key)
     if low is not None and value < low:
         raise _bad(f"'{key}' must be at least {low:g}, got {value}", key)
     return kind(value)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A short JSON rendering of a client's value for an error message."""
+    try:
+        return json.dumps(value, ensure_ascii=True)[:limit]
+    except (TypeError, ValueError, RecursionError):
+        return type(value).__name__
 
 
 def _text(content: Any, param: str) -> str:
@@ -80,46 +144,70 @@ def _text(content: Any, param: str) -> str:
     return "\n".join(part["text"] for part in content)
 
 
-def _tools(body: Mapping[str, Any]) -> ToolSet:
+def _tools(body: Mapping[str, Any]) -> tuple[ToolSet, _Names]:
     raw = body.get("tools")
     if raw is None:
-        return ToolSet()
+        return ToolSet(), _Names([])
     if not isinstance(raw, list):
         raise _bad("'tools' must be a list of function definitions", "tools")
-    tools = []
+    functions = []
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping) or not isinstance(item.get("function"), Mapping):
             raise _bad('each tool must be {"type": "function", "function": {"name": ..., "parameters": {...}}}',
                        f"tools[{i}]")
-        try:   # Tool checks the name and the schema against JSON Schema's meta-schema
-            tools.append(Tool.from_openai(item, _accept))
+        function = item["function"]
+        if not isinstance(function.get("name"), str) or not function["name"]:
+            raise _bad(f"a tool's name must be a non-empty string, got {_shown(function.get('name'))}",
+                       f"tools[{i}].function.name", "invalid_tool_schema")
+        if function.get("description") is not None and not isinstance(function["description"], str):
+            raise _bad(f"a tool's description must be a string, got {_shown(function['description'])}",
+                       f"tools[{i}].function.description", "invalid_tool_schema")
+        functions.append(function)
+    given, seen = [f["name"] for f in functions], set()
+    for name in given:
+        if name in seen:
+            raise _bad(f"two tools are named {_shown(name, 80)}", "tools")
+        seen.add(name)
+    names = _Names(given)
+    tools = []
+    for i, (item, function) in enumerate(zip(raw, functions)):
+        written = names.written(function["name"])
+        spec = dict(function, name=written)
+        if written != function["name"]:   # the model reads the client's name in the description
+            spec["description"] = prompts.for_family("proxy").template("renamed_tool").substitute(
+                description=function.get("description") or "", name=function["name"]).strip()
+        try:   # Tool checks the schema against JSON Schema's meta-schema (and its depth)
+            tools.append(Tool.from_openai({**item, "function": spec}, _accept))
         except (TypeError, ValueError) as exc:
             raise _bad(str(exc), f"tools[{i}].function", "invalid_tool_schema") from None
     try:
-        return ToolSet(tools)
+        return ToolSet(tools), names
     except ValueError as exc:
         raise _bad(str(exc), "tools") from None
 
 
-def _tool_choice(body: Mapping[str, Any], tools: ToolSet) -> tuple[str, str | None]:
+def _tool_choice(body: Mapping[str, Any], tools: ToolSet, names: _Names) -> tuple[str, str | None]:
     choice = body.get("tool_choice")
     if choice is None:
         return ("auto" if tools else "none"), None
-    if choice in ("auto", "none", "required"):
+    if isinstance(choice, str) and choice in ("auto", "none", "required"):
         if choice == "required" and not tools:
             raise _bad("tool_choice 'required' needs tools", "tool_choice")
         return choice, None
     if isinstance(choice, Mapping) and isinstance(choice.get("function"), Mapping):
         name = choice["function"].get("name")
-        if name not in tools:
-            raise _bad(f"tool_choice names the function {json.dumps(name)[:80]}, which is not in 'tools'",
+        if not isinstance(name, str):
+            raise _bad(f"tool_choice's function name must be a string, got {_shown(name, 80)}",
+                       "tool_choice.function.name")
+        if name not in names.internal or names.internal[name] not in tools:
+            raise _bad(f"tool_choice names the function {_shown(name, 80)}, which is not in 'tools'",
                        "tool_choice")
-        return "function", name
+        return "function", names.internal[name]
     raise _bad("tool_choice must be 'auto', 'none', 'required' or {\"type\": \"function\", "
                "\"function\": {\"name\": ...}}", "tool_choice")
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _messages(body: Mapping[str, Any], names: _Names) -> list[dict[str, Any]]:
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise _bad("'messages' must be a non-empty list", "messages")
@@ -137,34 +225,40 @@ def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
             calls = message["tool_calls"]
             if not isinstance(calls, list):
                 raise _bad("tool_calls must be a list", f"{where}.tool_calls")
-            clean["tool_calls"] = [_call(call, f"{where}.tool_calls[{j}]") for j, call in enumerate(calls)]
+            clean["tool_calls"] = [_call(call, f"{where}.tool_calls[{j}]", names) for j, call in enumerate(calls)]
         if role == "tool":
             if not isinstance(message.get("tool_call_id"), str):
                 raise _bad("a tool message needs the tool_call_id it answers", f"{where}.tool_call_id")
             clean["tool_call_id"] = message["tool_call_id"]
-            if isinstance(message.get("name"), str):
-                clean["name"] = message["name"]
+            if isinstance(message.get("name"), str) and message["name"]:
+                clean["name"] = names.written(message["name"])
         out.append(clean)
     return out
 
 
-def _call(call: Any, where: str) -> dict[str, Any]:
+def _call(call: Any, where: str, names: _Names) -> dict[str, Any]:
     function = call.get("function") if isinstance(call, Mapping) else None
-    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
         raise _bad("a tool call needs {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", where)
     arguments = function.get("arguments") or "{}"
     try:
-        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        args = loads(arguments) if isinstance(arguments, str) else arguments
+    except TooDeep:
+        args = None   # refused below, with the depth
     except ValueError:
-        raise _bad("the arguments of a tool call must be a JSON object as a string", f"{where}.function.arguments") \
-            from None
+        raise _bad("the arguments of a tool call must be a JSON object as a string (RFC 8259 JSON: no NaN or "
+                   "Infinity)", f"{where}.function.arguments") from None
+    if args is None or deeper_than(args, MAX_ARG_DEPTH):   # what the proxy would refuse from the model, too
+        raise _bad(f"the arguments of a tool call are nested too deeply (more than {MAX_ARG_DEPTH} levels)",
+                   f"{where}.function.arguments")
     if not isinstance(args, Mapping):
         raise _bad("the arguments of a tool call must be a JSON object", f"{where}.function.arguments")
+    name = names.written(function["name"])
     try:
-        render_call(ToolCall(function["name"], dict(args)))
-    except ValueError as exc:
-        raise _bad(str(exc), f"{where}.function.name") from None
-    return {"id": str(call.get("id") or ""), "name": function["name"], "args": dict(args)}
+        render_call(ToolCall(name, dict(args)))
+    except (ValueError, TypeError) as exc:
+        raise _bad(str(exc), f"{where}.function.arguments") from None
+    return {"id": str(call.get("id") or ""), "name": name, "args": dict(args)}
 
 
 def parse_request(body: Any) -> ChatRequest:
@@ -174,9 +268,9 @@ def parse_request(body: Any) -> ChatRequest:
     n = _number(body, "n", int)
     if n is not None and n != 1:
         raise _bad("only n=1 is supported", "n")
-    tools = _tools(body)
-    choice, function = _tool_choice(body, tools)
-    messages = _messages(body)
+    tools, names = _tools(body)
+    choice, function = _tool_choice(body, tools, names)
+    messages = _messages(body, names)
     stop = body.get("stop")
     if isinstance(stop, str):
         stop = [stop]
@@ -194,20 +288,41 @@ def parse_request(body: Any) -> ChatRequest:
         temperature=_number(body, "temperature", float, low=0), max_tokens=max_tokens, stop=list(stop or []),
         seed=_number(body, "seed", int), stream=body.get("stream") is True,
         include_usage=stream_options.get("include_usage") is True,
-        model=body["model"] if isinstance(body.get("model"), str) else "")
+        model=body["model"] if isinstance(body.get("model"), str) else "", names=dict(names.client))
+
+
+def _ascii_json(value: Any) -> bytes:
+    # ASCII: a lone surrogate is its \uXXXX escape, so every string has its own bytes
+    return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str).encode("ascii")
+
+
+class _Keys:
+    """``message_key`` for each assistant message of one conversation, in linear time: the
+    turns before a message are hashed once, as the conversation grows (a running hash), never
+    re-read for a later message. The turns hashed must not change afterwards."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self._hashed = 0
+
+    def key(self, before: list[dict[str, str]], content: str | None, calls: list[tuple[str, Any]]) -> str:
+        for turn in before[self._hashed:]:
+            self._hash.update(_ascii_json([turn["role"], turn["content"]]) + b"\n")
+        self._hashed = len(before)
+        whole = self._hash.copy()
+        whole.update(b"\x00" + _ascii_json([content or "", [list(c) for c in calls]]))
+        return whole.hexdigest()
 
 
 def message_key(before: list[dict[str, str]], content: str | None, calls: list[tuple[str, Any]]) -> str:
     """What identifies an assistant message the proxy returned when the client sends it back: the
     turns it answered and its content and calls (names and arguments; a client may rewrite ids).
     Two conversations that get the same reply keep their own records (repairs included)."""
-    data = json.dumps([before, content or "", [list(c) for c in calls]], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(data.encode()).hexdigest()
+    return _Keys().key(before, content, calls)
 
 
-def _key_of(before: list[dict[str, str]], message: Mapping[str, Any]) -> str:
-    return message_key(before, message.get("content"),
-                       [(c["name"], c["args"]) for c in message.get("tool_calls") or []])
+def _calls_of(message: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    return [(c["name"], c["args"]) for c in message.get("tool_calls") or []]
 
 
 class ReplyMemory:
@@ -226,8 +341,9 @@ class ReplyMemory:
             while len(self._turns) > self.size:
                 self._turns.popitem(last=False)
 
-    def recall(self, before: list[dict[str, str]], message: Mapping[str, Any]) -> list[dict[str, str]] | None:
-        key = _key_of(before, message)
+    def recall(self, before: list[dict[str, str]], message: Mapping[str, Any],
+               keys: _Keys | None = None) -> list[dict[str, str]] | None:
+        key = (keys or _Keys()).key(before, message.get("content"), _calls_of(message))
         with self._lock:
             return self._turns.get(key)
 
@@ -244,12 +360,24 @@ def _assistant_text(message: Mapping[str, Any]) -> str:
 def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[dict[str, str]]:
     """The conversation as text-protocol turns (system, then user and assistant alternating,
     ending with a user turn), ready for ``ChatFormat.render``. ProxyError 400 when it cannot be
-    one (an assistant turn before any user turn, or no user or tool turn at the end)."""
+    one (an assistant turn before any user turn, or no user or tool turn at the end).
+    Linear in the conversation: consecutive user and tool messages are joined once, and the
+    keys that look up the model's own replies are a running hash."""
     system_texts = [m["content"] for m in request.messages if m["role"] == "system" and m["content"].strip()]
     system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
     turns: list[dict[str, str]] = [{"role": "system", "content": system},
                                    *prompts.example_turns(prompts.worked_examples(request.tools, request.tools.examples or None))]
     names: dict[str, str] = {}
+    keys = _Keys()
+    pending: list[str] = []   # the texts of the user turn being written
+
+    def close_user_turn() -> None:
+        if pending:
+            if turns[-1]["role"] == "user" and len(turns) > 1:   # never hashed: see _Keys
+                pending.insert(0, turns.pop()["content"])
+            turns.append({"role": "user", "content": "\n".join(pending)})
+            pending.clear()
+
     seen_user = False
     for i, message in enumerate(request.messages):
         role = message["role"]
@@ -259,9 +387,10 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
             if not seen_user:
                 raise _bad("the conversation must have a user message before the first assistant message",
                            f"messages[{i}]")
+            close_user_turn()
             for call in message.get("tool_calls") or []:
                 names[call["id"]] = call["name"]
-            remembered = memory.recall(turns, message) if memory is not None else None
+            remembered = memory.recall(turns, message, keys) if memory is not None else None
             turns.extend(remembered or [{"role": "assistant", "content": _assistant_text(message)}])
             continue
         if role == "user":
@@ -273,10 +402,8 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
                            "assistant tool call has as its id", f"messages[{i}].tool_call_id")
             text = prompts.observation(name, message["content"])
         seen_user = True
-        if turns[-1]["role"] == "user" and len(turns) > 1:
-            turns[-1] = {"role": "user", "content": turns[-1]["content"] + "\n" + text}
-        else:
-            turns.append({"role": "user", "content": text})
+        pending.append(text)
+    close_user_turn()
     if turns[-1]["role"] != "user" or len(turns) < 2:
         raise _bad("the conversation must end with a user or tool message", "messages")
     return turns

@@ -5,15 +5,34 @@ one that times out 504, one that answers with an error or nonsense 502.
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
 
-__all__ = ["ProxyError", "error_body", "from_backend_error"]
+__all__ = ["ProxyError", "Cancelled", "error_body", "from_backend_error", "redact"]
 
-_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-          405: "invalid_request_error", 408: "invalid_request_error", 413: "invalid_request_error", 500: "server_error",
-          502: "upstream_error", 503: "upstream_unavailable", 504: "upstream_timeout"}
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+          405: "invalid_request_error", 408: "invalid_request_error", 413: "invalid_request_error",
+          415: "invalid_request_error", 500: "server_error", 502: "upstream_error", 503: "upstream_unavailable",
+          504: "upstream_timeout"}
+
+# scheme://userinfo@ : the userinfo runs to the authority's last "@" (a password may hold one)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+
+
+class Cancelled(Exception):
+    """The client went away; the upstream generation was closed (or never started)."""
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with the userinfo of every URL in it (``http://user:password@host``) shown as
+    ``***``, and each of ``secrets`` too, wherever it appears."""
+    text = _USERINFO.sub(r"\1***@", text)
+    for secret in sorted({s for s in secrets if s and len(s) >= 3}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 class ProxyError(Exception):
@@ -33,12 +52,14 @@ def error_body(status: int, message: str, *, param: str | None = None, code: str
                       "param": param, "code": code}}
 
 
-def from_backend_error(exc: BackendError) -> ProxyError:
-    """The status a client sees for an upstream failure."""
+def from_backend_error(exc: BackendError, shown: Callable[[str], str] = redact) -> ProxyError:
+    """The status a client sees for an upstream failure; its message passes through ``shown``
+    (which hides the credentials of the upstream's URL)."""
+    text = shown(str(exc))
     if isinstance(exc, BackendTimeout):
-        return ProxyError(504, f"the upstream model server timed out: {exc}", code="upstream_timeout")
+        return ProxyError(504, f"the upstream model server timed out: {text}", code="upstream_timeout")
     if isinstance(exc, BackendConnectionError):
-        return ProxyError(503, f"the upstream model server is not reachable: {exc}", code="upstream_unreachable")
+        return ProxyError(503, f"the upstream model server is not reachable: {text}", code="upstream_unreachable")
     if isinstance(exc, BackendHTTPError) and exc.status == 503:   # llama.cpp while loading the model
-        return ProxyError(503, f"the upstream model server is not ready: {exc}", code="upstream_not_ready")
-    return ProxyError(502, f"the upstream model server failed: {exc}", code="upstream_error")
+        return ProxyError(503, f"the upstream model server is not ready: {text}", code="upstream_not_ready")
+    return ProxyError(502, f"the upstream model server failed: {text}", code="upstream_error")

@@ -9,6 +9,8 @@ repairs run out it gets the valid calls of the last reply, else its text.
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -21,22 +23,21 @@ from ..gbnf import reply_grammar
 from ..modes.text import EarlyStop, _kept
 from ..protocol import ParseError, Reply, parse_reply
 from ..tools import ToolSet
+from ..tools.validation import _format_path
 from .convert import ChatRequest
+from .errors import Cancelled
 from .upstream import Upstream
 
-__all__ = ["Cancelled", "Answer", "answer", "grammar_for"]
+__all__ = ["Cancelled", "Answer", "answer", "grammar_for", "arguments_json"]
 
 DEFAULT_REPLY_TOKENS = 1024
-
-
-class Cancelled(Exception):
-    """The client went away; the upstream generation was closed."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
 class Answer:
     content: str | None
-    calls: list[dict[str, Any]]         # {"id", "name", "arguments" (a JSON string)}
+    calls: list[dict[str, Any]]         # {"id", "name", "arguments" (a JSON string), "args" (the object)}
     finish_reason: str                  # tool_calls | stop | length
     usage: Usage = field(default_factory=Usage)
     repairs: int = 0
@@ -72,6 +73,28 @@ def _new_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
+def _not_finite(value: Any) -> tuple[list[Any], float] | None:
+    """The path to the first NaN or infinity in ``value`` (JSON data), if any; no recursion."""
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return path, node
+        if isinstance(node, dict):
+            stack.extend((v, [*path, k]) for k, v in reversed(list(node.items())))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, [*path, i]) for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def arguments_json(args: Any) -> str:
+    """The ``arguments`` string of a tool call: RFC 8259 JSON (ValueError for NaN or an infinity),
+    and text UTF-8 can carry (a lone surrogate the model wrote is kept as its ``\\uXXXX`` escape,
+    which reads back as the same string)."""
+    text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
+
+
 def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | None, list[dict[str, Any]]]:
     """Feedback for the model when the reply cannot be used (else None), and its valid calls."""
     if reply.is_final:
@@ -88,9 +111,16 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     valid, failed = [], []
     for call in calls:
         outcome = tools.execute(call, timeout=10, limit=None)
-        if outcome.ok:
-            valid.append({"id": _new_id(), "name": outcome.name,
-                          "arguments": json.dumps(outcome.args, ensure_ascii=False)})
+        bad = _not_finite(outcome.args) if outcome.ok else None
+        if bad is not None:   # valid for the schema, but the client must get JSON
+            path, number = bad
+            at = prompts.template("arg_at.txt").substitute(path=_format_path(path)) if path else ""
+            problem = prompts.for_family("proxy").template("arg_not_json").substitute(at=at, value=json.dumps(number))
+            failed.append(prompts.observation(outcome.name, prompts.template("tool_bad_arguments.txt").substitute(
+                error=problem, usage=tools[outcome.name].signature()), failed=True))
+        elif outcome.ok:
+            valid.append({"id": _new_id(), "name": outcome.name, "args": outcome.args,
+                          "arguments": arguments_json(outcome.args)})
         else:
             failed.append(prompts.observation(outcome.name, outcome.output, failed=True))
     if failed:
@@ -118,6 +148,8 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
     written: list[dict[str, str]] = []
     out = Answer(None, [], "stop")
     while True:
+        if cancelled.is_set():   # the client went away: nothing more is sent upstream
+            raise Cancelled()
         watcher = EarlyStop(tools)
         prompt = upstream.format.render([*turns, *written])
         completion = upstream.backend.complete(

@@ -16,7 +16,8 @@ __all__ = ["ProxyServer", "uvicorn_config"]
 
 def uvicorn_config(upstream: Upstream, config: ProxyConfig, *, host: str, port: int) -> uvicorn.Config:
     # uvicorn's own access log is replaced by the proxy's structured one
-    return uvicorn.Config(create_app(upstream, config), host=host, port=port, access_log=False, log_level="warning",
+    return uvicorn.Config(create_app(upstream, config, host=host), host=host, port=port, access_log=False,
+                          log_level="warning",
                           timeout_keep_alive=30, timeout_graceful_shutdown=10)
 
 

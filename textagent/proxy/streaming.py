@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..backends.base import Usage
+from ..trace import json_line
 from .repair import Answer
 
-__all__ = ["usage_object", "completion_object", "chunks", "sse"]
+__all__ = ["usage_object", "completion_object", "chunks", "sse", "dump"]
 
 _CONTENT_PIECE = 64   # characters of content per delta
 
@@ -59,6 +60,19 @@ def chunks(answer: Answer, *, id: str, model: str, include_usage: bool) -> Itera
                "usage": usage_object(answer.usage)}
 
 
+def dump(data: Any) -> bytes:
+    """``data`` as every answer of the proxy is written: compact RFC 8259 JSON that UTF-8 can hold
+    (a lone surrogate as its ``\\uXXXX`` escape; a NaN, which no answer should hold, as a string)."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        return json_line(data).encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json_line(data).encode("utf-8")
+
+
 def sse(data: dict[str, Any] | None) -> bytes:
     """One event; None is the closing ``[DONE]``."""
-    return b"data: [DONE]\n\n" if data is None else b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
+    return b"data: [DONE]\n\n" if data is None else b"data: " + dump(data) + b"\n\n"

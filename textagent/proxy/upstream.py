@@ -10,11 +10,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from ..backends import LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
 from ..errors import BackendError, TextagentError
 from ..templates import ChatFormat, format_from_renderer, get_format
-from .errors import ProxyError
+from .errors import ProxyError, redact
 
 __all__ = ["UpstreamConfig", "Upstream"]
 
@@ -40,7 +41,8 @@ class Upstream:
     one a conversation used before (its KV cache holds that conversation)."""
 
     def __init__(self, config: UpstreamConfig, *, progress: Callable[[str], Any] = log.info):
-        self.config, self.progress = config, progress
+        self.config = config
+        self.progress: Callable[[str], Any] = lambda message: progress(self.redact(message))
         self.state, self.detail = "starting", ""
         self.backend: Any = None
         self.format: ChatFormat = get_format("chatml")
@@ -64,8 +66,8 @@ class Upstream:
         try:
             self._connect()
         except (TextagentError, OSError, ValueError) as exc:
-            self.state, self.detail = "failed", str(exc)
-            log.error("upstream failed to start: %s", exc)
+            self.state, self.detail = "failed", self.redact(str(exc))
+            log.error("upstream failed to start: %s", self.detail)
         else:
             self.state, self.detail = "ready", ""
         finally:
@@ -126,16 +128,30 @@ class Upstream:
         return self._ready.wait(timeout)
 
     # -- state --------------------------------------------------------------------------------
+    def redact(self, text: str) -> str:
+        """``text`` as a client or a log may see it: the credentials of the upstream's URL
+        (``http://user:password@host``) and its API key never appear."""
+        secrets = [self.config.api_key or ""]
+        try:
+            parts = urlsplit(self.config.endpoint or "")
+            for secret in (parts.password, parts.username):
+                if secret:
+                    secrets += [secret, unquote(secret)]
+        except ValueError:
+            pass
+        return redact(text, secrets)
+
     def health(self) -> dict[str, Any]:
         """What ``/health`` says about the upstream: state, and for llama.cpp its own health."""
-        out: dict[str, Any] = {"state": self.state, "url": getattr(self.backend, "url", self.config.endpoint)}
+        url = getattr(self.backend, "url", self.config.endpoint)
+        out: dict[str, Any] = {"state": self.state, "url": self.redact(url) if isinstance(url, str) else url}
         if self.detail:
-            out["detail"] = self.detail
+            out["detail"] = self.redact(self.detail)
         if self.state == "ready" and isinstance(self.backend, LlamaCppBackend):
             try:
                 self.backend.health(timeout=(2.0, 3.0))
             except BackendError as exc:
-                out["state"], out["detail"] = "unavailable", str(exc)
+                out["state"], out["detail"] = "unavailable", self.redact(str(exc))
         return out
 
     def require(self) -> None:
@@ -147,7 +163,7 @@ class Upstream:
             detail, self.state = self.detail, "starting"
             self._ready.clear()
             self.start()   # the next request may find it up (a server started after the proxy)
-            raise ProxyError(503, f"the upstream model server could not be reached: {detail}",
+            raise ProxyError(503, f"the upstream model server could not be reached: {self.redact(detail)}",
                              code="upstream_failed")
 
     # -- slots --------------------------------------------------------------------------------
@@ -155,16 +171,21 @@ class Upstream:
         """Request options for a request on ``slot`` (llama.cpp pins it, keeping its KV cache)."""
         return {"id_slot": slot} if isinstance(self.backend, LlamaCppBackend) else {}
 
-    def slot(self, conversation: str) -> "_Slot":
-        return _Slot(self, hashlib.sha256(conversation.encode()).hexdigest())
+    @staticmethod
+    def conversation_key(conversation: str) -> str:
+        """What tells conversations apart for ``try_acquire`` (any text: a lone surrogate too)."""
+        return hashlib.sha256(conversation.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def _acquire(self, key: str) -> int:
-        deadline = time.monotonic() + self.config.slot_wait
+    def slot(self, conversation: str) -> "_Slot":
+        """A slot for a blocking caller (``with upstream.slot(text) as index``); the proxy's
+        requests wait for theirs on its event loop instead (``try_acquire``/``release``)."""
+        return _Slot(self, self.conversation_key(conversation))
+
+    def try_acquire(self, key: str) -> int | None:
+        """A free slot at once (the one conversation ``key`` used before, if it is free), or None."""
         with self._cond:
-            while not self._free:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._cond.wait(left):
-                    raise ProxyError(503, "every upstream slot is busy; retry later", code="upstream_busy")
+            if not self._free:
+                return None
             preferred = self._last.get(key)
             slot = preferred if preferred in self._free else self._free[0]
             self._free.remove(slot)
@@ -173,10 +194,24 @@ class Upstream:
                 self._last.pop(next(iter(self._last)))
             return slot
 
-    def _release(self, slot: int) -> None:
+    def release(self, slot: int) -> None:
         with self._cond:
             self._free.append(slot)
             self._cond.notify()
+
+    def _acquire(self, key: str) -> int:
+        deadline = time.monotonic() + self.config.slot_wait
+        with self._cond:
+            while True:
+                slot = self.try_acquire(key)   # the condition's lock is reentrant
+                if slot is not None:
+                    return slot
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._cond.wait(left):
+                    raise ProxyError(503, "every upstream slot is busy; retry later", code="upstream_busy")
+
+    def _release(self, slot: int) -> None:
+        self.release(slot)
 
 
 class _Slot:

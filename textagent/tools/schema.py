@@ -20,6 +20,28 @@ from ._text import _json_type_of
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
 
+# Nesting levels (objects and arrays) a tool's parameters schema may have: a nested property
+# costs two (its schema and the ``properties`` object). jsonschema's own meta-schema check, and
+# every reader of a schema, recurse; this keeps them far from Python's recursion limit.
+MAX_SCHEMA_DEPTH = 64
+
+
+def deeper_than(value: Any, levels: int) -> bool:
+    """Whether ``value`` (JSON data) nests objects/arrays more than ``levels`` deep; no recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        if depth > levels:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
 
 def _jsonable(value: Any) -> bool:
     try:

@@ -18,7 +18,8 @@ from ..errors import ToolArgumentError
 from ._text import _json_type_of, _one_line, say
 from .binding import _converter, bind_bare, coerce, fold_case
 from .docstring import parse_docstring
-from .schema import _accepts_null, _hoist_defs, _jsonable, _nullable, _plain, schema_for_type
+from .schema import (MAX_SCHEMA_DEPTH, _accepts_null, _hoist_defs, _jsonable, _nullable, _plain, deeper_than,
+                     schema_for_type)
 from .validation import _FORMATS, MAX_ARG_CHARS, check_shape, too_large, unexpected, validate
 
 _NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), plus '.' and '-'
@@ -44,10 +45,13 @@ class Tool:
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
             raise ValueError(f"invalid tool name {self.name!r}: use letters, digits, '_', '.' or '-' "
                              "(starting with a letter or '_', at most 128 characters)")
+        if self.description is not None and not isinstance(self.description, str):
+            raise TypeError(f"tool {self.name}: description must be a string, got {type(self.description).__name__}")
         object.__setattr__(self, "description", _one_line(self.description or ""))
         params = {"type": "object", "properties": {}} if self.parameters is None else self.parameters
         if not isinstance(params, Mapping):
             raise TypeError(f"tool {self.name}: parameters must be a JSON schema object, got {type(params).__name__}")
+        _check_depth(self.name, params)
         params = dict(params)
         if params.get("type", "object") != "object":
             raise ValueError(f"tool {self.name}: parameters must describe an object (\"type\": \"object\")")
@@ -144,6 +148,7 @@ class Tool:
                              "\"function\": {\"name\": ..., \"parameters\": {...}}}")
         if schema.get("type", "function") != "function":
             raise ValueError(f"unsupported tool type {schema.get('type')!r}; only \"function\" tools can be called")
+        _check_depth(spec["name"], spec.get("parameters"))   # before deepcopy, which recurses too
         parameters = copy.deepcopy(spec.get("parameters")) or {"type": "object", "properties": {}}
         return cls(spec["name"], spec.get("description") or "", parameters, fn)
 
@@ -240,6 +245,12 @@ class Tool:
         listing = ", ".join(k if k in required else say("tool_optional_argument", name=k) for k in props)
         raise ToolArgumentError(say("tool_several_arguments", name=self.name, listing=listing,
                                     example=self._example()))
+
+
+def _check_depth(name: Any, parameters: Any) -> None:
+    if deeper_than(parameters, MAX_SCHEMA_DEPTH):
+        raise ValueError(f"tool {name}: parameters schema nested too deep (more than {MAX_SCHEMA_DEPTH} levels of "
+                         "objects and arrays)")
 
 
 def _accepted_names(fn: Callable[..., Any] | None) -> frozenset[str] | None:
