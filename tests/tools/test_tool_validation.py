@@ -103,3 +103,35 @@ class TestHardening:
             assert "\n" not in out.output and len(out.output) < 300
             assert len(out.name) < 200 and "\n" not in out.name
         assert "Did you mean `get_forecast`?" in tools.execute(Call("get_forecäst", {})).output
+
+
+@pytest.mark.parametrize("schema, args", [
+    ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|aa)+$"}}}, {"s": "a" * 5000 + "!"}),
+    ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}, {"s": "a" * 30 + "!"}),
+    ({"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}}, "additionalProperties": False},
+     {"a" * 5000 + "!": 1}),
+])
+def test_a_backtracking_pattern_cannot_hold_the_process(schema, args):
+    import time
+
+    from textagent.protocol import ToolCall
+    from textagent.tools import Tool, ToolSet
+
+    tools = ToolSet([Tool("f", "x", schema, fn=lambda **kw: "ran")], extra_args="error")
+    started = time.monotonic()
+    outcome = tools.execute(ToolCall("f", args), timeout=1)
+    # Python's re takes minutes to forever on these; the bounded search answers in well under that
+    assert time.monotonic() - started < 15
+    assert not outcome.ok and outcome.error == "bad_arguments", outcome.output
+
+
+def test_patterns_still_match_and_refuse_as_before():
+    from textagent.protocol import ToolCall
+    from textagent.tools import Tool, ToolSet
+
+    tools = ToolSet([Tool("f", "x", {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}},
+                                     "patternProperties": {"^x-": {"type": "integer"}}}, fn=lambda **kw: "ran")])
+    assert tools.execute(ToolCall("f", {"code": "EUR", "x-n": 2})).output == "ran"
+    bad = tools.execute(ToolCall("f", {"code": "eur"}))
+    assert not bad.ok and "does not match '^[A-Z]{3}$'" in bad.output
+    assert "is not of type 'integer'" in tools.execute(ToolCall("f", {"code": "EUR", "x-n": "two"})).output

@@ -20,7 +20,7 @@ from .binding import _converter, bind_bare, coerce, fold_case
 from .docstring import parse_docstring
 from .schema import (MAX_SCHEMA_DEPTH, _accepts_null, _hoist_defs, _jsonable, _nullable, _plain, deeper_than,
                      schema_for_type)
-from .validation import _FORMATS, MAX_ARG_CHARS, check_shape, too_large, unexpected, validate
+from .validation import MAX_ARG_CHARS, check_shape, make_validator, too_large, unexpected, validate
 
 _NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), plus '.' and '-'
 
@@ -61,7 +61,7 @@ class Tool:
             raise ValueError(f"tool {self.name}: invalid JSON schema for parameters: {err.message}") from None
         object.__setattr__(self, "parameters", params)
         object.__setattr__(self, "_validator",
-                           Draft202012Validator(params, format_checker=_FORMATS))
+                           make_validator(params))
         object.__setattr__(self, "_accepts", _accepted_names(self.fn))
 
     # -- construction -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import jsonschema
+import regex
 
 from .._schema import DATE_FORMATS
 from ..errors import ToolArgumentError
@@ -29,6 +30,73 @@ _FORMATS = jsonschema.FormatChecker()
 for _kind, _name in _DATE_TYPES.items():
     _FORMATS.checks(_name, raises=(ValueError, TypeError))(
         lambda value, read=_iso(_kind): not isinstance(value, str) or read(value) is not None)
+
+
+# A schema's `pattern` is the tool author's, the string the model's: Python's `re` backtracks, so
+# `^(a+)+$` against 30 a's and a "!" runs for minutes holding the GIL. The `regex` module runs
+# the same syntax with a time limit; a search that hits it fails the value, with a message.
+PATTERN_SECONDS = 0.25
+
+
+def _search(pattern: str, text: str) -> bool | None:
+    """``regex.search`` within PATTERN_SECONDS: True/False, or None when it ran out of time."""
+    try:
+        return regex.search(pattern, text, timeout=PATTERN_SECONDS) is not None
+    except TimeoutError:
+        return None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterable[jsonschema.ValidationError]:
+    if validator.is_type(instance, "string"):
+        found = _search(pattern, instance)
+        if found is None:
+            yield jsonschema.ValidationError(f"{_short_repr(instance)} could not be checked against the pattern "
+                                             f"{pattern!r} in time; send a shorter or simpler value")
+        elif not found:
+            yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterable[jsonschema.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            found = _search(pattern, key)
+            if found is None:
+                yield jsonschema.ValidationError(f"the name {_short_repr(key)} could not be checked against the "
+                                                 f"pattern {pattern!r} in time")
+            elif found:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, extra_schema: Any, instance: Any, schema: Any) -> Iterable[jsonschema.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {}) or {}
+    patterns = list((schema.get("patternProperties") or {}))
+    extras = [k for k in instance if k not in properties and not any(_search(p, k) for p in patterns)]
+    if validator.is_type(extra_schema, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], extra_schema, path=extra)
+    elif extra_schema is False and extras:
+        names = ", ".join(repr(e) for e in sorted(extras, key=str))
+        if patterns:
+            yield jsonschema.ValidationError(f"{names} {'does' if len(extras) == 1 else 'do'} not match any of the "
+                                             f"regexes: {', '.join(repr(p) for p in sorted(patterns))}")
+        else:
+            yield jsonschema.ValidationError(f"Additional properties are not allowed ({names} "
+                                             f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+
+
+BoundedValidator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
+)
+
+
+def make_validator(schema: dict[str, Any]) -> Any:
+    """The validator of a tool's parameters: Draft 2020-12, its formats, patterns with a time limit."""
+    return BoundedValidator(schema, format_checker=_FORMATS)
 
 
 def validate(validator: jsonschema.protocols.Validator, args: dict[str, Any]) -> None:
@@ -103,7 +171,7 @@ def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
             known = list((err.schema.get("properties") or {}).keys())
             patterns = list((err.schema.get("patternProperties") or {}).keys())
             for key in err.instance:
-                if key in known or any(re.search(p, key) for p in patterns if isinstance(key, str)):
+                if key in known or any(_search(p, key) for p in patterns if isinstance(key, str)):
                     continue
                 add(unexpected(key, known, at if path else None))
         elif kind == "type":
