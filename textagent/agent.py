@@ -109,7 +109,7 @@ class Agent:
                 while True:
                     self._check_limits()
                     try:
-                        self.step()
+                        self._step()
                     finally:  # a step that ends the run is traced and reported too
                         for step in self.steps[traced:]:
                             trace.write({**step_record(step), "details": step.details})
@@ -133,7 +133,7 @@ class Agent:
                          "early_stops": result.early_stops})
         return result
 
-    def step(self) -> Step:
+    def _step(self) -> Step:
         step = Step(len(self.steps) + 1, "")
         # every request of the query ends by the run's time limit (its timeouts cut to the time left)
         with request_deadline(None if self.max_seconds is None else self.started + self.max_seconds):

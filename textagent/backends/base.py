@@ -53,17 +53,6 @@ class Usage:
     def to_dict(self) -> dict[str, int | None]:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Usage":
-        data = data or {}
-        return cls(**{k: data.get(k) for k in ("prompt_tokens", "prompt_evaluated", "prompt_cached", "completion_tokens")})
-
-    @property
-    def total_tokens(self) -> int | None:
-        if self.prompt_tokens is None and self.completion_tokens is None:
-            return None
-        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
-
 
 def _fields(u: Usage) -> tuple[int | None, ...]:
     return (u.prompt_tokens, u.prompt_evaluated, u.prompt_cached, u.completion_tokens)

@@ -169,7 +169,7 @@ def classify(record: Mapping[str, Any]) -> str | None:
 # Summary per mode
 # --------------------------------------------------------------------------------------------
 
-def episode_tokens(usage: Mapping[str, Any] | None, prompt_chars: int = 0) -> int:
+def episode_tokens(usage: Mapping[str, Any] | None) -> int:
     """Tokens an episode cost: prompt tokens the server computed (all sent tokens when it does
     not say) plus generated tokens."""
     usage = usage or {}

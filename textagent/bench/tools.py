@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
-import json
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -622,9 +621,3 @@ def make_toolset(names: Iterable[str], env: Env, mcp: Sequence[Any] = ()) -> Too
             raise ValueError(f"unknown bench tool {name!r}; known: {', '.join(TOOL_BUILDERS)} (or module:function)")
     names = {n for t in tools for n in (t if isinstance(t, ToolSet) else [t.name])}
     return ToolSet(tools, example=pick_examples(names), max_examples=demo.MAX_EXAMPLES)
-
-
-def describe(name: str) -> str:
-    """One line about a tool (for docs and errors)."""
-    tool = TOOL_BUILDERS[name](Env())
-    return f"{tool.name}: {tool.description} {json.dumps(tool.parameters.get('properties', {}))[:200]}"

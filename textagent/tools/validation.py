@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-import re
 from collections.abc import Iterable
 from typing import Any
 

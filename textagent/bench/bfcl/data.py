@@ -138,13 +138,6 @@ def _read_lines(zf: zipfile.ZipFile, member: str) -> list[dict[str, Any]]:
         raise BfclDataError(str(exc)) from None
 
 
-def categories_in(wheel: Path) -> list[str]:
-    """The single-turn categories the wheel holds data for."""
-    with zipfile.ZipFile(wheel) as zf:
-        names = set(zf.namelist())
-    return [c for c in AST_CATEGORIES if f"bfcl_eval/data/BFCL_v4_{c}.json" in names]
-
-
 @lru_cache(maxsize=32)
 def _load(wheel: str, category: str) -> tuple[BfclItem, ...]:
     with zipfile.ZipFile(wheel) as zf:
