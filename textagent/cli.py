@@ -68,16 +68,9 @@ def cmd_parse(args: argparse.Namespace) -> int:
     try:
         reply = parse_reply(text, tools, strict=args.strict)
     except ParseError as err:
-        error = {"message": err.message, "line": err.line, "column": err.column, "expected": list(err.expected),
-                 "feedback": err.feedback(tools), "label": err.label}
-        _print_json({"error": error})
+        _print_json({"error": err.to_dict(tools)})
         return 2
-    _print_json({
-        "calls": [{"name": c.name, "args": c.args} for c in reply.calls],
-        "answer": reply.answer,
-        "thought": reply.thought,
-        "dropped": [{"kind": d.kind, "line": d.line, "text": d.text} for d in reply.dropped],
-    })
+    _print_json(reply.to_dict())
     return 0
 
 

@@ -20,7 +20,8 @@ __all__ = [
 
 
 class TextagentError(Exception):
-    """Base class of every exception textagent raises on purpose."""
+    """Base class of every exception textagent raises on purpose (``protocol.ParseError``, which is
+    also a ValueError, and ``tools.mcp``'s errors included)."""
 
 
 class BackendError(TextagentError):

@@ -72,3 +72,11 @@ def test_near_misses_raise_their_label(case):
     err = error(text)
     assert err.label == label, (text, str(err))
     assert_inside(text, err)
+
+
+def test_a_parse_error_is_a_textagent_error_and_a_value_error():
+    from textagent.errors import TextagentError
+
+    with pytest.raises(TextagentError) as info:
+        parse_reply('TOOL: calculate ARGS: {"expression": "17 * 24"')
+    assert isinstance(info.value, ValueError) and info.value.to_dict()["label"] == "unbalanced_braces"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _resources
+from ..errors import TextagentError
 from .feedback import feedback_text
 from .types import MAX_DEPTH
 
@@ -191,7 +192,7 @@ KNOWN_BAD: dict[str, tuple[str, ...]] = {c.label: c.examples for c in ERROR_CLAS
 CLASS_BY_LABEL: dict[str, ErrorClass] = {c.label: c for c in ERROR_CLASSES}
 
 
-class ParseError(ValueError):
+class ParseError(TextagentError, ValueError):
     """A reply that breaks the protocol.
 
     ``line``/``column`` are 1-based positions in the original reply text (the column may be one
@@ -235,8 +236,8 @@ class ParseError(ValueError):
         """
         return feedback_text(self, tools if tools is not None else self._tools)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON shape ``textagent parse`` prints under ``"error"``."""
+    def to_dict(self, tools: Any = None) -> dict[str, Any]:
+        """The JSON shape ``textagent parse`` prints under ``"error"`` (feedback with ``tools``)."""
         return {
             "message": self.message,
             "line": self.line,
@@ -244,7 +245,7 @@ class ParseError(ValueError):
             "expected": list(self.expected),
             "label": self.label,
             "excerpt": self.excerpt,
-            "feedback": self.feedback(),
+            "feedback": self.feedback(tools),
         }
 
 
