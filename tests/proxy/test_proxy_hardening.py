@@ -16,7 +16,8 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from httpfake import FakeServer, closed_port_url  # noqa: E402
-from textagent.proxy import REPAIRS_HEADER, ProxyConfig, ProxyServer, Upstream, UpstreamConfig  # noqa: E402
+from proxykit import said, start  # noqa: E402
+from textagent.proxy import REPAIRS_HEADER, ProxyServer  # noqa: E402
 from textagent.tools import Tool  # noqa: E402
 
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
@@ -28,34 +29,6 @@ def function(name: str = "get_weather", parameters: dict | None = None, descript
     if description is not None:
         spec["description"] = description
     return {"type": "function", "function": spec}
-
-
-def said(text: str, stop_type: str = "eos") -> dict:
-    return {"content": text, "stop_type": stop_type, "tokens_evaluated": 100, "tokens_predicted": 12,
-            "timings": {"prompt_n": 40, "cache_n": 60, "predicted_n": 12}}
-
-
-def start(srv: FakeServer, *, endpoint: str | None = None, **config) -> ProxyServer:
-    up = Upstream(UpstreamConfig(endpoint=endpoint or srv.url, chat_format="chatml",
-                                 parallel=config.pop("parallel", 1), timeout=config.pop("timeout", 5),
-                                 slot_wait=config.pop("slot_wait", 600)))
-    proxy = ProxyServer(up, ProxyConfig(**config)).start()
-    assert up.wait(10) and up.state == "ready", up.detail
-    return proxy
-
-
-@pytest.fixture
-def upstream():
-    with FakeServer() as srv:
-        srv.json("/health", {"status": "ok"}, repeat=True)
-        yield srv
-
-
-@pytest.fixture
-def proxy(upstream):
-    server = start(upstream, max_repairs=2)
-    yield server
-    server.stop()
 
 
 def post(proxy: ProxyServer, body, **kw) -> requests.Response:

@@ -14,7 +14,8 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from httpfake import FakeServer, closed_port_url  # noqa: E402
-from textagent.proxy import REPAIRS_HEADER, ProxyConfig, ProxyServer, Upstream, UpstreamConfig  # noqa: E402
+from proxykit import said, start  # noqa: E402
+from textagent.proxy import REPAIRS_HEADER, ProxyServer, Upstream, UpstreamConfig  # noqa: E402
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather for a city.",
@@ -24,33 +25,6 @@ TIME = {"type": "function", "function": {
     "name": "get_time", "description": "Local time in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
-
-
-def said(text: str, stop_type: str = "eos") -> dict:
-    return {"content": text, "stop_type": stop_type, "tokens_evaluated": 100, "tokens_predicted": 12,
-            "timings": {"prompt_n": 40, "cache_n": 60, "predicted_n": 12}}
-
-
-@pytest.fixture
-def upstream():
-    with FakeServer() as srv:
-        srv.json("/health", {"status": "ok"}, repeat=True)
-        yield srv
-
-
-def start(srv: FakeServer, **config) -> ProxyServer:
-    up = Upstream(UpstreamConfig(endpoint=srv.url, chat_format="chatml", parallel=config.pop("parallel", 1),
-                                 timeout=config.pop("timeout", 5), slot_wait=config.pop("slot_wait", 600)))
-    proxy = ProxyServer(up, ProxyConfig(**config)).start()
-    assert up.wait(10) and up.state == "ready", up.detail
-    return proxy
-
-
-@pytest.fixture
-def proxy(upstream):
-    server = start(upstream, max_repairs=2)
-    yield server
-    server.stop()
 
 
 def post(proxy: ProxyServer, body, **kw) -> requests.Response:
