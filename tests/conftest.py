@@ -96,6 +96,17 @@ def own_smollm_server():
 
 
 @pytest.fixture
+def demo_lights():
+    """The demo toolkit's lights as the seeds expect them: the kitchen light on; reset after."""
+    from textagent.toolkits import demo
+
+    demo.reset_lights()
+    demo.toggle_light("kitchen", True)
+    yield demo.lights
+    demo.reset_lights()
+
+
+@pytest.fixture
 def fake_server():
     """A scripted HTTP server on 127.0.0.1 (see tests/httpfake.py); stopped after the test."""
     server = FakeServer()

@@ -18,7 +18,7 @@ from textagent.templates import format_from_renderer
 from textagent.toolkits import demo
 from textagent.trace import load_trace
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("demo_lights")]
 
 SEEDS = {
     "calc": "What's 17 times 24, then add 100?",
@@ -31,14 +31,6 @@ def make_agent(server, **kw):
     backend = LlamaCppBackend(server.url)
     return Agent(backend, demo.demo_tools(), chat_format=format_from_renderer(backend.apply_template),
                  temperature=0.0, seed=0, **kw)
-
-
-@pytest.fixture(autouse=True)
-def _lights():
-    demo.reset_lights()
-    demo.toggle_light("kitchen", True)
-    yield
-    demo.reset_lights()
 
 
 def executed(result):

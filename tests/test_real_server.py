@@ -19,18 +19,10 @@ from textagent.modes.text import EarlyStop
 from textagent.templates import format_from_renderer
 from textagent.toolkits import demo
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("demo_lights")]
 
 QUESTIONS = ["What's 17 times 24, then add 100?", "What's the weather in Paris, and should I take a coat?",
              "Turn off the kitchen light.", "What time is it in Tokyo?"]
-
-
-@pytest.fixture(autouse=True)
-def _lights():
-    demo.reset_lights()
-    demo.toggle_light("kitchen", True)
-    yield
-    demo.reset_lights()
 
 
 def test_llama_cpp_enforces_the_grammar_on_a_model_that_ignores_the_protocol(smollm_server):

@@ -62,6 +62,24 @@ def test_an_unknown_category_is_a_usage_error(wheel: Path, tmp_path: Path, capsy
     assert "unsupported BFCL category 'multi_turn_base'" in capsys.readouterr().err
 
 
+def run_bfcl(out: Path, replies: list[str], *extra: str) -> tuple[dict, int]:
+    """text and bfcl-prompt on parallel_1 and irrelevance_1 against a server replying ``replies``
+    in turn: ({(task, mode): record}, completions asked for)."""
+    with FakeServer() as srv:
+        srv.json("/props", {"total_slots": 1, "model_path": "/m/tiny.gguf"}, repeat=True)
+        srv.json("/health", {"status": "ok"}, repeat=True)
+        for text in replies:
+            srv.json("/completion", {"content": text, "stop_type": "eos", "tokens_evaluated": 100,
+                                     "tokens_predicted": 10})
+        argv = ["--tasks", "bfcl:parallel,irrelevance", "--split", "test", "--limit-per-category", "1",
+                "--order", "file", "--modes", "text,bfcl-prompt", "--endpoint", srv.url, "--chat-format", "chatml",
+                "--out", str(out), "--no-progress", *extra]
+        assert cli.main(argv) == 0
+        completions = sum(1 for r in srv.requests if r.path == "/completion")
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    return {(r["task"], r["mode"]): r for r in map(json.loads, lines)}, completions
+
+
 def test_a_bfcl_run_against_a_server_reports_categories(wheel: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     replies = [
@@ -75,17 +93,7 @@ def test_a_bfcl_run_against_a_server_reports_categories(wheel: Path, tmp_path: P
         # irrelevance_1, bfcl-prompt: prose
         "None of the functions can be used.",
     ]
-    with FakeServer() as srv:
-        srv.json("/props", {"total_slots": 1, "model_path": "/m/tiny.gguf"}, repeat=True)
-        srv.json("/health", {"status": "ok"}, repeat=True)
-        for text in replies:
-            srv.json("/completion", {"content": text, "stop_type": "eos", "tokens_evaluated": 100,
-                                     "tokens_predicted": 10})
-        argv = ["--tasks", "bfcl:parallel,irrelevance", "--split", "test", "--limit-per-category", "1",
-                "--order", "file", "--modes", "text,bfcl-prompt", "--endpoint", srv.url, "--chat-format", "chatml",
-                "--out", str(out), "--no-progress"]
-        assert cli.main(argv) == 0
-    records = {(r["task"], r["mode"]): r for r in map(json.loads, (out / "episodes.jsonl").read_text().splitlines())}
+    records, _ = run_bfcl(out, replies)
     assert records[("parallel_1", "text")]["success"] is True
     assert records[("parallel_1", "bfcl-prompt")]["failure"] == "wrong_count"
     assert records[("irrelevance_1", "text")]["success"] and records[("irrelevance_1", "bfcl-prompt")]["success"]
@@ -105,19 +113,8 @@ def test_first_reply_stops_every_episode_after_one_reply(wheel: Path, tmp_path: 
         "None of the functions can be used.",
         'TOOL: spotify.play ARGS: {"artist": "love", "duration": 1}',
     ]
-    with FakeServer() as srv:
-        srv.json("/props", {"total_slots": 1, "model_path": "/m/tiny.gguf"}, repeat=True)
-        srv.json("/health", {"status": "ok"}, repeat=True)
-        for text in replies:
-            srv.json("/completion", {"content": text, "stop_type": "eos", "tokens_evaluated": 100,
-                                     "tokens_predicted": 10})
-        argv = ["--tasks", "bfcl:parallel,irrelevance", "--split", "test", "--limit-per-category", "1",
-                "--order", "file", "--modes", "text,bfcl-prompt", "--endpoint", srv.url, "--chat-format", "chatml",
-                "--out", str(out), "--no-progress", "--first-reply"]
-        assert cli.main(argv) == 0
-        completions = [r for r in srv.requests if r.path == "/completion"]
-    assert len(completions) == 4
-    records = {(r["task"], r["mode"]): r for r in map(json.loads, (out / "episodes.jsonl").read_text().splitlines())}
+    records, completions = run_bfcl(out, replies, "--first-reply")
+    assert completions == 4
     assert all(r["steps"] == 1 for r in records.values())
     assert records[("parallel_1", "text")]["success"] and not records[("parallel_1", "bfcl-prompt")]["success"]
     assert records[("irrelevance_1", "text")]["failure"] == "irrelevance_call"
