@@ -448,3 +448,42 @@ def test_redact_hides_userinfo_and_known_secrets():
 
     assert redact("at http://u:p@ss@host:1/x and https://tok@h") == "at http://***@host:1/x and https://***@h"
     assert redact("key=abcdef", ["abcdef"]) == "key=***"
+
+
+def test_headers_trickled_a_byte_at_a_time_are_cut_off(upstream):
+    proxy = start(upstream, header_timeout=1.0)
+    try:
+        host, port = proxy.url.rsplit("/", 1)[-1].split(":")
+        sockets = [socket.create_connection((host, int(port)), timeout=10) for _ in range(5)]
+        request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        closed = set()
+        deadline = time.monotonic() + 20
+        for byte in request:                                   # one byte every 0.3 s: 30 s for the headers
+            if len(closed) == len(sockets) or time.monotonic() > deadline:
+                break
+            for i, sock in enumerate(sockets):
+                if i in closed:
+                    continue
+                try:
+                    sock.sendall(bytes([byte]))
+                except OSError:
+                    closed.add(i)
+            time.sleep(0.3)
+            for i, sock in enumerate(sockets):
+                if i not in closed:
+                    sock.setblocking(False)
+                    try:
+                        if sock.recv(1024) == b"":
+                            closed.add(i)
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        closed.add(i)
+                    sock.setblocking(True)
+        assert len(closed) == len(sockets), f"{len(sockets) - len(closed)} trickling connections still open"
+        # a client that sends its request at once is served as ever
+        assert requests.get(proxy.url + "/health", timeout=10).status_code == 200
+    finally:
+        for sock in sockets:
+            sock.close()
+        proxy.stop()

@@ -67,6 +67,7 @@ class ProxyConfig:
     max_body_bytes: int = 4 * 1024 * 1024
     trace_dir: Path | None = None
     body_timeout: float = 60.0          # seconds to receive a request body (slower: 408)
+    header_timeout: float = 10.0        # seconds to receive a request's headers (slower: closed)
     max_queue: int = 64                 # requests read or waiting for a slot at once (more: 503)
     allowed_origins: tuple[str, ...] = ()   # web origins allowed without an API key ("*": any)
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .app import ProxyConfig, create_app
 from .upstream import Upstream
@@ -14,10 +15,53 @@ from .upstream import Upstream
 __all__ = ["ProxyServer", "uvicorn_config"]
 
 
+class _HeaderDeadline(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for a request's headers: a client that trickles them
+    (a byte every few seconds, slowloris) is cut off after ``header_timeout`` seconds instead of
+    holding a connection for ever. The clock starts with the connection, and again with the first
+    byte after each response; it stops once the request line and headers have arrived."""
+
+    header_timeout = 10.0
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer: Any = None
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _waiting_for_headers(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiting_for_headers():
+            self._arm()
+        super().data_received(data)
+        if not self._waiting_for_headers():
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self._waiting_for_headers() and not self.transport.is_closing():
+            self.transport.close()
+
+
 def uvicorn_config(upstream: Upstream, config: ProxyConfig, *, host: str, port: int) -> uvicorn.Config:
+    protocol = type("HeaderDeadline", (_HeaderDeadline,), {"header_timeout": config.header_timeout})
     # uvicorn's own access log is replaced by the proxy's structured one
     return uvicorn.Config(create_app(upstream, config, host=host), host=host, port=port, access_log=False,
-                          log_level="warning",
+                          log_level="warning", http=protocol,
                           timeout_keep_alive=30, timeout_graceful_shutdown=10)
 
 
