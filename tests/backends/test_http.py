@@ -109,7 +109,7 @@ def test_connection_refused_is_retried_then_explained(dead_url):
     started = time.perf_counter()
     with pytest.raises(BackendConnectionError) as info:
         get_json(b)
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < 10   # two retries, no long waits (a hang would show)
     err = info.value
     assert err.retries == 2
     assert f"no server at {dead_url}" in str(err)
@@ -231,23 +231,23 @@ def test_http_error_hints(fake_server, status, hint):
 
 # -- timeouts --------------------------------------------------------------------------------
 def test_read_timeout_before_answer(fake_server):
-    fake_server.json("/x", {"late": True}, delay=2)
+    fake_server.json("/x", {"late": True}, delay=30)
     started = time.perf_counter()
     with pytest.raises(BackendTimeout) as info:
         get_json(make(fake_server.url, timeout=(1, 0.2)))
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < 15   # the server would answer after 30 s
     assert "0.2 s" in str(info.value) and "read timeout" in str(info.value)
     assert isinstance(info.value.__cause__, requests.exceptions.ReadTimeout)
     assert len(fake_server.requests) == 1  # a timeout is never retried
 
 
 def test_read_timeout_mid_stream(fake_server):
-    fake_server.sse("/s", [{"a": 1}, {"b": 2}], chunk_delay=0.5)
+    fake_server.sse("/s", [{"a": 1}, {"b": 2}], chunk_delay=30)
     b = make(fake_server.url, timeout=(1, 0.2))
     started = time.perf_counter()
     with pytest.raises(BackendTimeout, match="middle of its answer"):
         sse(b)
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < 15   # the stream would go on for 60 s
 
 
 # -- bodies ----------------------------------------------------------------------------------

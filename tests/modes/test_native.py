@@ -264,8 +264,8 @@ def test_cli_run_native_against_the_chat_endpoint(fake_server, capsys):
     summary = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and summary["mode"] == "native" and summary["decode_failures"] == 1
     assert "native decode failure" in err
-    assert fake_server.bodies(CHAT)[0]["tools"]
-    assert ChatAsTextBackend  # the CLI builds one for --mode native
+    assert fake_server.bodies(CHAT)[0]["tools"]       # the CLI asked the chat endpoint, with the tools
+    assert not fake_server.bodies("/completion")      # ... and not the text endpoint
 
 
 def test_sampling_options_and_the_server_slot_are_forwarded():
