@@ -51,6 +51,11 @@ def test_the_demo_grammar_is_valid_and_reads_like_the_protocol():
         'TOOL: multiply ARGS: {"a": 25, "b": -1.5e2}\nTOOL: toggle_light ARGS: {"room": "kitchen", "on": false}',
         "ANSWER: 508",
         "Thought: done.\nANSWER: It is 8 °C and raining: take a coat.",
+        'TOOL: get_time ARGS: {}\n',                          # the newline a model ends a line with
+        "ANSWER: x\nmore",                                    # answers of any length and shape
+        "ANSWER: Two steps:\n\n- Tools: calculate\n1. toolbox\n> observations\n",
+        "ANSWER: Here:\n```python\ndef f(tool):\n    return tool\n```",
+        "ANSWER: a\n_toolkit_ and **Observational** notes\n\t`tools`",
     ]
     bad = [
         'TOOL: calculate ARGS: {"expression": 17}',          # wrong type
@@ -62,7 +67,12 @@ def test_the_demo_grammar_is_valid_and_reads_like_the_protocol():
         'TOOL: calculate(expression="1")',                    # other argument forms
         'TOOL: calculate ARGS: {"expression": "1"}\nOBSERVATION: 1',
         'TOOL: calculate ARGS: {"expression": "1"}\nANSWER: 1',
-        "ANSWER: ", "ANSWER:  x", "ANSWER: x\nmore", "just prose", "",
+        'TOOL: get_time ARGS: {}\n\n',                        # one newline ends the calls, not two
+        "ANSWER: ", "ANSWER:  x", "just prose", "",
+        # an answer's later line the parser would read as a call or an OBSERVATION
+        'ANSWER: x\nTOOL: get_time ARGS: {}', "ANSWER: x\ntool", "ANSWER: x\n  - **Tool:** get_time",
+        "ANSWER: x\n> `tool` get_time", "ANSWER: x\nObservation: 1", "ANSWER: x\n1. __OBSERVATION__ y",
+        "ANSWER: x\n\u3000tool: y",
         "Thought: a\nThought: b\nThought: c\nThought: d\nANSWER: x",  # at most 3 thoughts
         'TOOL: get_weather ARGS: {"city": "\\ud83d\\ude00"}',   # surrogate escapes
         'TOOL: get_weather ARGS: {"city": "a\nb"}',             # raw control character
@@ -353,3 +363,18 @@ def test_limits_on_thoughts_and_calls():
     assert not grammar.matches("Thought: x\nTOOL: get_time ARGS: {}")
     assert not grammar.matches("TOOL: get_time ARGS: {}\nTOOL: get_time ARGS: {}")
     assert Grammar.parse(reply_grammar([])).matches("ANSWER: no tools")
+
+
+_ANSWER_BITS = ["tool", "TOOL", "Tools", "observation", "OBSERVATION:", "ANSWER:", ":", " ", "\t", "-", "*",
+                "**", "__", "`", "```", ">", "1.", "2)", "x", "s", "\n", "_", "\u3000", "\u00a0", "ARGS: {}"]
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(_ANSWER_BITS), max_size=14))
+def test_every_multi_line_answer_the_grammar_allows_is_read_as_that_answer(bits):
+    grammar = Grammar.parse(reply_grammar(demo.demo_tools()))
+    text = "ANSWER: first\n" + "".join(bits)
+    if grammar.matches(text):
+        reply = parse_reply(text, demo.demo_tools())
+        assert (reply.calls, reply.dropped) == ([], [])
+        assert reply.answer == text[len("ANSWER: "):].strip()

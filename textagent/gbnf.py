@@ -319,8 +319,12 @@ def _merge(base: Mapping[str, Any], sub: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-_STATIC_NAMES = ("root", "calls", "call", "thought", "answer", "answer-first", "value", "object", "array",
-                 "string", "char", "hex4", "integer", "number", "boolean", "null")
+_HEAD_NAMES = ("root", "calls", "call")
+
+
+def _static_names() -> tuple[str, ...]:
+    """The rule names taken by the head and by grammars/reply.gbnf (generated rules avoid them)."""
+    return (*_HEAD_NAMES, *re.findall(r"^([a-z0-9-]+)\s*::=", static_rules(), re.M))
 
 
 def _tools(tools: Any) -> list[Any]:
@@ -331,7 +335,7 @@ def _tools(tools: Any) -> list[Any]:
 
 def schema_grammar(schema: Mapping[str, Any], *, name: str = "json") -> str:
     """A grammar whose root is one canonical JSON value of ``schema`` (for tests and debugging)."""
-    builder = _Builder(_STATIC_NAMES)
+    builder = _Builder(_static_names())
     builder.prefix = rule_name(name)
     expr = builder.schema(schema, builder.prefix, schema)
     return _assemble(f"root ::= {expr}", builder)
@@ -344,7 +348,7 @@ def reply_grammar(tools: Any, *, max_thoughts: int = 3, max_calls: int | None = 
     ``TOOL: name ARGS: {...}`` (one to ``max_calls``, None: no limit) or one ``ANSWER: ...`` line.
     """
     tool_list = _tools(tools)
-    builder = _Builder(_STATIC_NAMES)
+    builder = _Builder(_static_names())
     alts = []
     for tool in tool_list:
         builder.prefix = f"tool-{rule_name(tool.name)}"
@@ -363,7 +367,9 @@ def reply_grammar(tools: Any, *, max_thoughts: int = 3, max_calls: int | None = 
     lines = [head]
     if alts:
         more = _repeat('("\\n" call)', 0, None if max_calls is None else max(max_calls, 1) - 1)
-        lines.append(f"calls ::= call{' ' + more if more else ''}")
+        # the newline the model ends its last call line with is allowed before the end: without
+        # it a model that wants to stop after a call is made to start another one
+        lines.append(f"calls ::= call{' ' + more if more else ''} \"\\n\"?")
         lines.append('call ::= "TOOL: " (' + " | ".join(alts) + ")")
     return _assemble("\n".join(lines), builder)
 
