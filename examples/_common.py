@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from textagent import Agent, LlamaCppBackend, ScriptedBackend
+from textagent import Agent, ScriptedBackend
+from textagent.backends import connect
 from textagent.local import running_server
 from textagent.templates import format_from_renderer
 from textagent.toolkits.demo import demo_tools
@@ -23,7 +24,7 @@ def main(task: str, scripted_replies: list[str], argv: list[str] | None = None) 
             print("No server to talk to. Start one with `textagent serve` (in another terminal), "
                   "pass --endpoint http://host:port of a llama.cpp server, or use --scripted.", file=sys.stderr)
             return 2
-        backend = LlamaCppBackend(url)
+        backend = connect("llamacpp", url)
         chat_format = format_from_renderer(backend.apply_template)
 
     def show(step):

@@ -135,40 +135,27 @@ def _print_step(step: Any) -> None:
 def _make_backend(args: argparse.Namespace, stack: list[Any]):
     """Returns (backend, chat format) for --endpoint/--api, or the embedded local server.
 
-    Native modes talk to the chat endpoint (/v1/chat/completions) of the same server."""
-    from .backends import ChatAsTextBackend, LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
+    A mode that needs chat (native function calling) talks to the chat endpoint
+    (/v1/chat/completions) of the same server."""
+    from .backends import connect
     from .local import LocalServer, running_server
+    from .modes import mode_needs
 
     chat_format = args.chat_format
-    native = args.mode.startswith("native")
-    grammar_field = args.grammar_field
+    chat = mode_needs(args.mode).chat
     if args.endpoint:
-        url = args.endpoint
-        if args.api in ("llamacpp", "chat") and native:
-            backend = ChatAsTextBackend(url, model=args.model, api_key=args.api_key, timeout=args.timeout)
-        elif args.api == "llamacpp":
-            backend = LlamaCppBackend(url, api_key=args.api_key, timeout=args.timeout)
-        elif args.api == "completions" and native:
-            backend = ChatAsTextBackend(url, model=args.model, api_key=args.api_key, timeout=args.timeout)
-        elif args.api == "completions":
-            backend = OpenAICompletionsBackend(url, model=args.model, api_key=args.api_key, timeout=args.timeout,
-                                               grammar_field=grammar_field)
-        elif args.api == "chat":
-            backend = ChatAsTextBackend(url, model=args.model, api_key=args.api_key, timeout=args.timeout,
-                                        grammar_field=grammar_field)
-        else:
-            backend = OllamaBackend(url, model=args.model or "qwen2.5-coder:0.5b", timeout=args.timeout)
-        chat_format = chat_format or ("server" if args.api == "llamacpp" else "chatml")
-        return backend, chat_format
-    kind = ChatAsTextBackend if native else LlamaCppBackend
+        backend = connect(args.api, args.endpoint, model=args.model, api_key=args.api_key, timeout=args.timeout,
+                          chat=chat, grammar_field=args.grammar_field)
+        return backend, chat_format or ("server" if args.api == "llamacpp" else "chatml")
     state = running_server() if args.gguf is None else None
     if state:
         log.info("using the server `textagent serve` started at %s", state["url"])
-        return kind(state["url"], timeout=args.timeout), chat_format or state.get("chat_format", "server")
+        return (connect("llamacpp", state["url"], timeout=args.timeout, chat=chat),
+                chat_format or state.get("chat_format", "server"))
     server = LocalServer(args.gguf, progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None)
     stack.append(server)
     server.start()
-    return kind(server.url, timeout=args.timeout), chat_format or server.chat_format
+    return connect("llamacpp", server.url, timeout=args.timeout, chat=chat), chat_format or server.chat_format
 
 
 def _resolve_format(name: str, backend: Any):
@@ -208,6 +195,7 @@ def _raise_interrupt(*_: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from . import checks
     from .agent import Agent
+    from .modes import mode_needs
 
     if not args.question.strip():
         raise TextagentError("the question is empty; give the question to ask as the argument of `run`")
@@ -252,9 +240,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         summary = {"answer": result.answer, "stop_reason": result.stop_reason, "steps": len(result.steps),
                    "usage": result.usage.to_dict()}
-        if result.mode != "text":
+        if result.mode != "text":   # the default mode is not named
             summary["mode"] = result.mode
-        if result.mode.startswith("native"):
+        if mode_needs(args.mode).tools:
             summary["decode_failures"] = result.decode_failures
         if result.error is not None:
             summary["error"] = {"type": type(result.error).__name__, "message": str(result.error)}

@@ -238,8 +238,11 @@ def test_mode_availability():
     assert ok == ["text", "baseline"] and "unknown mode" in missing["bogus"]
     ok, missing = R.mode_availability(["text", "constrained", "native", "native+fallback"])
     assert ok == ["text", "constrained", "native", "native+fallback"] and not missing
+    # the mode says what it needs, the API what it offers (one rule with `textagent run`)
     ok, missing = R.mode_availability(["constrained", "native"], api="completions")
-    assert ok == [] and "llama.cpp" in missing["constrained"]
+    assert ok == ["native"] and "llama.cpp" in missing["constrained"]
+    ok, missing = R.mode_availability(["text", "constrained", "native"], api="ollama")
+    assert ok == ["text"] and "grammar" in missing["constrained"] and "chat" in missing["native"]
 
 
 def test_backend_per_mode():
@@ -265,8 +268,9 @@ def test_non_text_modes_reach_the_agent(monkeypatch):
     monkeypatch.setattr(R, "Agent", FakeAgent)
     record = R.run_episode(BY_ID["single-calc-mul"], "native", object())
     assert seen["mode"] == "native" and record["stop_reason"] == "error" and "stop here" in record["error"]
+    seen.clear()
     R.run_episode(BY_ID["single-calc-mul"], "text", object())
-    assert "mode" not in seen or seen.get("mode") == "native"
+    assert seen.get("mode", "text") == "text"
 
 
 # -- the command line ------------------------------------------------------------------------------

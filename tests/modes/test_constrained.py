@@ -100,5 +100,6 @@ def test_cli_grammar_prints_the_grammar(capsys):
 
 
 def test_cli_refuses_constrained_mode_on_ollama(capsys):
-    code = main(["run", "--endpoint", "http://127.0.0.1:9", "--api", "ollama", "--mode", "constrained", "q"])
+    code = main(["run", "--endpoint", "http://127.0.0.1:9", "--api", "ollama", "--model", "m", "--mode", "constrained",
+                 "q"])
     assert code == 1 and "needs a backend that sends a GBNF grammar" in capsys.readouterr().err

@@ -1,6 +1,8 @@
-"""Backends: where completions come from. Each HTTP backend owns one requests.Session."""
+"""Backends: where completions come from. Each HTTP backend owns one requests.Session;
+``connect(api, url, ...)`` builds the one an endpoint needs."""
 from .base import Backend, Capabilities, Completion, Usage
 from .chat import ChatAsTextBackend
+from .factory import APIS, api_capabilities, connect
 from .http_settings import HttpSettings
 from .llamacpp import LlamaCppBackend
 from .ollama import OllamaBackend
@@ -8,4 +10,5 @@ from .openai import OpenAICompletionsBackend
 from .scripted import ScriptedBackend
 
 __all__ = ["Backend", "Capabilities", "Completion", "HttpSettings", "Usage", "ScriptedBackend", "LlamaCppBackend",
-           "OpenAICompletionsBackend", "ChatAsTextBackend", "OllamaBackend"]
+           "OpenAICompletionsBackend", "ChatAsTextBackend", "OllamaBackend", "connect", "APIS",
+           "api_capabilities"]

@@ -132,6 +132,12 @@ class HTTPBackend(BodyReader):
         return f"{type(self).__name__}({self.url!r})"
 
     # -- URLs and messages -------------------------------------------------------------------
+    def probe(self, path: str) -> None:
+        """``GET path`` once, the body unread: is a server there? Raises the BackendError of
+        the failure (refused, timed out, an HTTP error status)."""
+        resp, _ = self._open("GET", path)
+        resp.close()
+
     def _url(self, path: str) -> str:
         return self.url + "/" + path.lstrip("/")
 

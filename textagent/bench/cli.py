@@ -339,10 +339,10 @@ def _sigterm_as_interrupt():
 
 
 def _server_model(url: str) -> str:
-    from ..backends import LlamaCppBackend
+    from ..backends import connect
 
     try:
-        props = LlamaCppBackend(url, retries=0).props()
+        props = connect("llamacpp", url, retries=0).props()
     except BackendError:
         return ""
     path = props.get("model_path") or ""

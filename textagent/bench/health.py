@@ -10,7 +10,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..backends._http import HTTPBackend
 from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
 
 __all__ = ["check_endpoint", "DeadEndpoint"]
@@ -27,12 +26,12 @@ class DeadEndpoint(BackendError):
 def check_endpoint(url: str, api: str, *, api_key: str | None = None, timeout: float = 10.0,
                    load_timeout: float = 300.0, on_wait: Callable[[str], Any] | None = None) -> None:
     """Raise DeadEndpoint, saying what is wrong and what to do, unless ``url`` answers."""
-    from ..backends import LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
+    from ..backends import connect
 
     spec = (min(timeout, 5.0), timeout)
     try:
         if api == "llamacpp":
-            server = LlamaCppBackend(url, api_key=api_key, timeout=spec, retries=0)
+            server = connect("llamacpp", url, api_key=api_key, timeout=spec, retries=0)
             try:
                 server.health()
             except BackendHTTPError as exc:
@@ -40,10 +39,10 @@ def check_endpoint(url: str, api: str, *, api_key: str | None = None, timeout: f
                     raise
                 server.wait_healthy(load_timeout, on_wait)   # loading the model
             return
-        backend: HTTPBackend = (OllamaBackend(url, model="-", timeout=spec, retries=0) if api == "ollama"
-                                else OpenAICompletionsBackend(url, api_key=api_key, timeout=spec, retries=0))
-        resp, _ = backend._open("GET", _PROBES[api])
-        resp.close()
+        # the probe asks no model: any name will do for Ollama; the key goes to OpenAI-style servers only
+        backend = (connect("ollama", url, model="-", timeout=spec, retries=0) if api == "ollama"
+                   else connect("completions", url, api_key=api_key, timeout=spec, retries=0))
+        backend.probe(_PROBES[api])
     except BackendHTTPError as exc:
         if exc.status in (401, 403):
             raise DeadEndpoint(f"{url} refused the API key (HTTP {exc.status}); pass --api-key or set "

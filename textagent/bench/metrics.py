@@ -13,9 +13,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["FAILURES", "FAILURE_TITLES", "wilson", "classify", "step_facts", "ModeSummary", "summarize",
-           "latest_records", "NATIVE_MODES", "episode_tokens"]
+           "latest_records", "native_tools", "episode_tokens"]
 
-NATIVE_MODES = ("native", "native+fallback")
+
+def native_tools(mode: str) -> bool:
+    """Whether episodes of ``mode`` (a record's mode name) use the server's function calling, as
+    the mode itself declares (textagent.modes; the bench's own baselines do not)."""
+    from ..modes import MODES, mode_needs
+
+    return mode in MODES and mode_needs(mode).tools
+
 
 # Failure classes, in the order they are tried (the first that applies labels the episode).
 FAILURES = ("backend_error", "call_not_needed", "hallucinated_observation", "loop", "unparseable", "budget",
@@ -70,7 +77,7 @@ def decode_failure(step: Mapping[str, Any], mode: str) -> bool:
     The Agent's ``details["decode_failure"]`` (or another explicit flag) wins; otherwise a step whose content looks like a call
     (JSON with a "name", a fenced JSON block, ``<tool_call>``) counts.
     """
-    if mode not in NATIVE_MODES:
+    if not native_tools(mode):
         return False
     details = step.get("details")
     if isinstance(details, Mapping) and "native" in details:   # the Agent's own record (textagent.modes.native)
@@ -257,7 +264,7 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
         s.first_step_errors = sum(1 for f in facts if f["first_step_format_error"])
         s.recovered = sum(1 for f in facts if f["recovered"])
         s.recovery_rate = s.recovered / s.first_step_errors if s.first_step_errors else None
-        if mode in NATIVE_MODES:
+        if native_tools(mode):
             s.decode_failure_rate = sum(f["native_decode_failures"] for f in facts) / steps if steps else 0.0
         s.seconds_per_task = sum(float(r.get("seconds") or 0) for r in rs) / len(rs)
         s.tool_errors = sum(f["tool_errors"] for f in facts)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paired
-from .metrics import FAILURE_TITLES, FAILURES, NATIVE_MODES, ModeSummary, latest_records, summarize, task_scores, throughput
+from .metrics import FAILURE_TITLES, FAILURES, ModeSummary, native_tools, latest_records, summarize, task_scores, throughput
 from .runner import EPISODES_FILE, load_records
 
 __all__ = ["write_report", "render_markdown", "write_chart", "compare_runs", "metric_rows", "RUN_FILE",
@@ -64,7 +64,7 @@ def metric_rows(s: ModeSummary) -> list[tuple[str, str]]:
          else f"{_num(s.first_evaluated)} / {_num(s.first_prompt)}"),
         ("format-error rate (per step)", _pct(s.format_error_rate)),
         ("recovery rate (first-step format errors fixed)", recovery),
-        ("native decode-failure rate (per step)", _pct(s.decode_failure_rate) if s.mode in NATIVE_MODES else "n/a"),
+        ("native decode-failure rate (per step)", _pct(s.decode_failure_rate) if native_tools(s.mode) else "n/a"),
         ("time per task", f"{s.seconds_per_task:.1f} s"),
         ("tool errors", str(s.tool_errors)),
     ]

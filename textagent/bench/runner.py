@@ -31,13 +31,15 @@ from typing import IO, Any
 from ..agent import Agent, Result, Step
 from ..checks import from_names
 from ..backends.base import Capabilities, Completion, Usage
+from ..backends.factory import api_capabilities, connect
 from ..errors import BackendError
 from ..jsonl import parse_jsonl, read_jsonl
+from ..modes import Needs, mode_needs
 from ..protocol import Reply, ToolCall
 from ..templates import ChatFormat, get_format
 from ..tools import ToolOutcome
 from .. import prompts
-from .metrics import NATIVE_MODES, classify
+from .metrics import classify
 from .plain_loop import ANSWER, UNUSABLE, run_plain
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
@@ -81,17 +83,24 @@ class Slot:
 # Modes and backends
 # --------------------------------------------------------------------------------------------
 
+def _needs(mode: str) -> Needs:
+    """What a bench mode needs of its backend: the Agent's modes say; baseline and bfcl-prompt
+    send text completions."""
+    return mode_needs(mode) if mode in AGENT_MODES else Needs()
+
+
 def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[list[str], dict[str, str]]:
     """(modes that can run, {mode: why not}) on an endpoint of this API."""
     ok: list[str] = []
     missing: dict[str, str] = {}
+    can = api_capabilities(api)
     for mode in modes:
         if mode not in MODES:
             missing[mode] = f"unknown mode; choose from {', '.join(MODES)}"
-        elif mode == "constrained" and api != "llamacpp":
+        elif _needs(mode).grammar and not can.grammar:
             missing[mode] = "needs a llama.cpp endpoint (--api llamacpp): it sends a GBNF grammar"
-        elif mode in ("native", "native+fallback") and api not in ("llamacpp", "chat"):
-            missing[mode] = "needs an OpenAI-style /v1/chat/completions endpoint (llama.cpp or --api chat)"
+        elif _needs(mode).chat and not can.chat:
+            missing[mode] = "needs an OpenAI-style /v1/chat/completions endpoint (llama.cpp, --api completions or chat)"
         else:
             ok.append(mode)
     return ok, missing
@@ -99,22 +108,9 @@ def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[l
 
 def make_backend(mode: str, url: str, *, api: str = "llamacpp", model_name: str | None = None,
                  api_key: str | None = None, timeout: float = 300) -> Any:
-    """The backend a mode needs on ``url``: native modes talk to /v1/chat/completions
-    (ChatAsTextBackend.chat), constrained needs llama.cpp's /completion (grammar), text and
-    baseline use the endpoint's own API."""
-    from ..backends import ChatAsTextBackend, LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
-
-    if mode in ("native", "native+fallback"):
-        return ChatAsTextBackend(url, model=model_name, api_key=api_key, timeout=timeout)
-    if mode == "constrained" or api == "llamacpp":
-        return LlamaCppBackend(url, api_key=api_key, timeout=timeout)
-    if api == "completions":
-        return OpenAICompletionsBackend(url, model=model_name, api_key=api_key, timeout=timeout)
-    if api == "chat":
-        return ChatAsTextBackend(url, model=model_name, api_key=api_key, timeout=timeout)
-    if api == "ollama":
-        return OllamaBackend(url, model=model_name, api_key=api_key, timeout=timeout)
-    raise ValueError(f"unknown api {api!r}: llamacpp, completions, chat or ollama")
+    """The backend a mode needs on ``url`` (backends.connect): modes that need chat talk to
+    /v1/chat/completions (ChatAsTextBackend.chat), the others use the endpoint's own API."""
+    return connect(api, url, model=model_name, api_key=api_key, timeout=timeout, chat=_needs(mode).chat)
 
 
 class BackendFactory:
@@ -144,7 +140,6 @@ class BackendFactory:
         return backend, self.format_for(slot.endpoint)
 
     def format_for(self, endpoint: str) -> ChatFormat:
-        from ..backends import LlamaCppBackend
         from ..templates import format_from_renderer
 
         with self._lock:
@@ -156,7 +151,7 @@ class BackendFactory:
             if self.api != "llamacpp":
                 fmt = get_format("chatml")
             else:
-                fmt = format_from_renderer(LlamaCppBackend(endpoint, api_key=self.api_key).apply_template,
+                fmt = format_from_renderer(connect("llamacpp", endpoint, api_key=self.api_key).apply_template,
                                            name="server")
         else:
             fmt = get_format(self.chat_format)
@@ -168,10 +163,8 @@ class BackendFactory:
         """How many slots a llama.cpp server has (``/props`` total_slots), if it says."""
         if self.api != "llamacpp":
             return None
-        from ..backends import LlamaCppBackend
-
         try:
-            value = LlamaCppBackend(endpoint, api_key=self.api_key, retries=0).props().get("total_slots")
+            value = connect("llamacpp", endpoint, api_key=self.api_key, retries=0).props().get("total_slots")
         except BackendError:
             return None
         return value if isinstance(value, int) and value > 0 else None
@@ -261,7 +254,9 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
     max_steps = min(task.max_steps, settings.max_steps) if settings.max_steps else task.max_steps
     if settings.first_reply:
         max_steps = 1
-    recorder = _Recording(backend) if mode in ("text", "baseline", "bfcl-prompt") else None
+    needs = _needs(mode)
+    # the modes that send text completions without a grammar (their stop words show hallucinations)
+    recorder = _Recording(backend) if not (needs.grammar or needs.chat) else None
     started = time.monotonic()
     error_text = None
     try:
@@ -279,10 +274,8 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
                                      reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
                                      trace=buffer, **options)
         else:
-            kwargs: dict[str, Any] = {}
-            if mode != "text":
-                kwargs["mode"] = mode
-            if settings.stream and mode in ("text", "constrained"):
+            kwargs: dict[str, Any] = {"mode": mode}
+            if settings.stream and not needs.chat:   # the text modes stream
                 kwargs["stream"] = True
             agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
                           reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
@@ -367,7 +360,7 @@ def _episode_tools(task: Task, mode: str, env: Env) -> tuple[Any, dict[str, str]
         from .bfcl.tasks import item_documents
 
         documents = item_documents(task.bfcl)
-        tools, names = make_tools(documents, native=mode in NATIVE_MODES)
+        tools, names = make_tools(documents, native=_needs(mode).tools)
         return tools, names, documents
     from .bfcl.schema import function_docs
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Conversation, FormatError, Mode, ModeContext
+from .base import Conversation, FormatError, Mode, ModeContext, Needs, needs_of
 from .constrained import ConstrainedMode
 from .native import NativeMode
 from .text import EarlyStop, TextMode
 
-__all__ = ["Mode", "ModeContext", "Conversation", "FormatError", "TextMode", "ConstrainedMode", "NativeMode", "EarlyStop", "MODES", "get_mode"]
+__all__ = ["Mode", "ModeContext", "Conversation", "FormatError", "TextMode", "ConstrainedMode", "NativeMode", "EarlyStop", "MODES", "get_mode",
+           "Needs", "mode_needs"]
 
 #: Mode names and what builds them.
 MODES = {
@@ -36,3 +37,8 @@ def get_mode(mode: Any) -> Mode:
     if isinstance(mode, Mode):
         return mode
     raise TypeError(f"mode must be a name ({', '.join(MODES)}) or a mode object, not {type(mode).__name__}")
+
+
+def mode_needs(mode: Any) -> Needs:
+    """What a mode (a name in MODES or a mode object) needs of its backend: chat, grammar, tools."""
+    return needs_of(get_mode(mode))

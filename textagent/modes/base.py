@@ -17,7 +17,26 @@ from ..steps import Note, Step
 from ..templates import ChatFormat
 from ..tools import ToolOutcome, ToolSet
 
-__all__ = ["Mode", "ModeContext", "Conversation", "FormatError"]
+__all__ = ["Mode", "ModeContext", "Conversation", "FormatError", "Needs", "needs_of"]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a mode needs of its backend; callers ask this (``mode.needs``), never the mode's name.
+
+    ``chat``: the conversation goes to a chat endpoint (/v1/chat/completions) as messages;
+    ``grammar``: the server holds the reply to a GBNF grammar; ``tools``: the server's own
+    function calling (``tools`` in the request, ``tool_calls`` back)."""
+
+    chat: bool = False
+    grammar: bool = False
+    tools: bool = False
+
+
+def needs_of(mode: Any) -> Needs:
+    """A mode object's ``needs`` (a mode without the attribute needs nothing special)."""
+    needs = getattr(mode, "needs", None)
+    return needs if isinstance(needs, Needs) else Needs()
 
 
 class FormatError(Exception):
@@ -54,7 +73,8 @@ class Conversation:
 @runtime_checkable
 class Mode(Protocol):
     """The pieces of the loop that differ between modes. ``name`` is what traces record;
-    ``prompts`` the mode's model-facing text (checks word what they send back with it)."""
+    ``prompts`` the mode's model-facing text (checks word what they send back with it);
+    ``needs`` (a Needs, optional) what it asks of the backend."""
 
     name: str
     prompts: Prompts

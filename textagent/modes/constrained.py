@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ModeNotSupported
 from ..gbnf import reply_grammar
-from .base import ModeContext
+from .base import ModeContext, Needs
 from .text import TextMode
 
 __all__ = ["ConstrainedMode"]
@@ -27,6 +27,7 @@ class ConstrainedMode(TextMode):
     answer; ``max_calls`` call lines at most in one reply (None: no limit)."""
 
     name = "constrained"
+    needs = Needs(grammar=True)
 
     def __init__(self, *, max_thoughts: int = 3, max_calls: int | None = None):
         super().__init__()

@@ -36,7 +36,7 @@ from ..prompts import Worked
 from ..protocol import ParseError, Reply, ToolCall, parse_reply, render_call
 from ..steps import Note, Step
 from ..tools import ToolOutcome
-from .base import Conversation, FormatError, ModeContext
+from .base import Conversation, FormatError, ModeContext, Needs
 from .text import RETRYABLE
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,7 @@ class NativeMode:
     """Function calling through the chat endpoint. ``fallback=True`` is ``native+fallback``."""
 
     prompts = prompts.for_family("native")
+    needs = Needs(chat=True, tools=True)
 
     def __init__(self, *, fallback: bool = False, tool_choice: Any = "auto"):
         self.fallback, self.tool_choice = fallback, tool_choice

@@ -22,7 +22,7 @@ from ..prompts import Worked
 from ..protocol import _QUOTE_PREFIX, ParseError, Reply, ToolCall, _Reader, _scan, _stops_gathering, parse_reply
 from ..steps import Note, Step
 from ..tools import ToolOutcome
-from .base import Conversation, FormatError, ModeContext
+from .base import Conversation, FormatError, ModeContext, Needs
 
 __all__ = ["TextMode", "TextFacts", "EarlyStopFacts", "EarlyStop", "complete_calls"]
 
@@ -201,6 +201,7 @@ class TextMode:
     """The text protocol: the model writes ``TOOL: name ARGS: {...}`` lines or ``ANSWER: ...``."""
 
     name = "text"
+    needs = Needs()
     prompts = prompts.for_family("text")
 
     def __init__(self) -> None:

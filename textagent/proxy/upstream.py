@@ -91,15 +91,14 @@ class Upstream:
                 self._server.start()
                 url, fmt = self._server.url, fmt or self._server.chat_format
                 self.model = c.model or (self._server.model_path.stem if self._server.model_path else self.model)
-        if c.api == "llamacpp" or c.endpoint is None:
-            self.backend = LlamaCppBackend(url, api_key=c.api_key, timeout=c.timeout)
-            self.backend.wait_healthy(timeout=c.timeout, on_wait=self.progress)
-        elif c.api == "completions":
-            self.backend = OpenAICompletionsBackend(url, model=c.model, api_key=c.api_key, timeout=c.timeout)
-        elif c.api == "ollama":
-            self.backend = OllamaBackend(url, model=c.model or "qwen2.5-coder:0.5b", timeout=c.timeout)
-        else:
+        api = "llamacpp" if c.endpoint is None else c.api
+        if api not in ("llamacpp", "completions", "ollama"):
             raise TextagentError(f"unknown --api {c.api!r}; the proxy talks to llamacpp, completions or ollama")
+        from ..backends import connect
+
+        self.backend = connect(api, url, model=c.model, api_key=c.api_key, timeout=c.timeout)
+        if api == "llamacpp":
+            self.backend.wait_healthy(timeout=c.timeout, on_wait=self.progress)
         fmt = fmt or ("server" if isinstance(self.backend, LlamaCppBackend) else "chatml")
         try:
             self.format = format_from_renderer(self.backend.apply_template, name="server") if fmt == "server" \
