@@ -11,7 +11,8 @@ import http.client
 import json
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -22,7 +23,7 @@ from ._deadline import _time_left, _timed_out
 from ._describe import BODY_EXCERPT_CHARS, excerpt, failure_reason, size_text, url_path
 from ._payload import server_error_message
 
-__all__ = ["DONE", "BodyReader"]
+__all__ = ["DONE", "BodyReader", "StreamEnd", "MORE", "LAST", "HOLD"]
 
 _READ_SIZE = 64 * 1024
 
@@ -45,6 +46,22 @@ class _Done:
 
 
 DONE = _Done()
+
+# What one stream event is to BodyReader._stream_text (see there).
+MORE, LAST, HOLD = "more", "last", "hold"
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    """How a stream of text ended: its ``text``, the ``event`` read last, the events that
+    counted (``seen``), whether the final event came (``complete``) or ``on_text`` stopped it
+    early (``early``); neither: the stream was cut off."""
+
+    text: str
+    event: Any
+    seen: int
+    complete: bool = False
+    early: bool = False
 
 
 class BodyReader:
@@ -352,6 +369,33 @@ class BodyReader:
                 yield dispatch(partial=True)
         finally:
             resp.close()
+
+    def _stream_text(self, events: Iterator[Any], resp: requests.Response,
+                     on_text: Callable[[str], Any] | None,
+                     read: Callable[[Any], tuple[str, str] | None]) -> StreamEnd:
+        """The one loop over a text stream's events (every backend's, SSE or NDJSON).
+
+        ``read(event)`` gives the event's text and what the event is: ``LAST`` (the final one:
+        the stream is complete), ``MORE`` (``on_text`` is asked whether to stop after it) or
+        ``HOLD`` (it ends the text but more events are due: no early stop); None skips the
+        event. Closes ``events`` and ``resp``."""
+        text, seen, event = "", 0, None
+        try:
+            for event in events:
+                got = read(event)
+                if got is None:
+                    continue
+                piece, kind = got
+                seen += 1
+                text += piece
+                if kind == LAST:
+                    return StreamEnd(text, event, seen, complete=True)
+                if kind == MORE and on_text is not None and piece and on_text(text):
+                    return StreamEnd(text, event, seen, early=True)
+        finally:
+            events.close()
+            resp.close()
+        return StreamEnd(text, event, seen)
 
     def _iter_ndjson(self, resp: requests.Response, url: str, retries: int) -> Iterator[Any]:
         """Parsed objects of a newline-delimited JSON body; ``{"error": ...}`` lines raise."""

@@ -19,6 +19,7 @@ import requests
 
 from ..errors import BackendConnectionError, BackendHTTPError, BackendResponseError, BackendTimeout
 from ._http import DONE, HTTPBackend
+from ._reading import LAST, MORE
 from ._payload import _count, llama_timings, server_error_message
 from .base import Capabilities, Completion, Usage
 from .http_settings import HttpSettings, TimeoutSpec
@@ -160,30 +161,26 @@ class LlamaCppBackend(HTTPBackend):
         started: float,
         on_text: Callable[[str], Any] | None,
     ) -> Completion:
-        text = ""
         last_timings: Mapping[str, Any] | None = None
-        events = self._iter_sse(resp, url, retries)
-        seen = 0
-        try:
-            for event in events:
-                if event is DONE:
-                    continue
-                chunk = self._stream_piece(event, "content", "stream event", url, retries)
-                seen += 1
-                text += chunk
-                if isinstance(event.get("timings"), Mapping):
-                    last_timings = event["timings"]
-                if event.get("stop"):
-                    return self._completion(event, text, url, retries, started)
-                if on_text is not None and chunk and on_text(text):
-                    return self._early_stop(text, last_timings, retries, started)
-        finally:
-            events.close()
-            resp.close()
-        if not seen:
+
+        def read(event: Any) -> tuple[str, str] | None:
+            nonlocal last_timings
+            if event is DONE:
+                return None
+            chunk = self._stream_piece(event, "content", "stream event", url, retries)
+            if isinstance(event.get("timings"), Mapping):
+                last_timings = event["timings"]
+            return chunk, LAST if event.get("stop") else MORE
+
+        end = self._stream_text(self._iter_sse(resp, url, retries), resp, on_text, read)
+        if end.complete:
+            return self._completion(end.event, end.text, url, retries, started)
+        if end.early:
+            return self._early_stop(end.text, last_timings, retries, started)
+        if not end.seen:
             what = "an empty stream"
         else:
-            what = f"a stream that ended after {seen} events without the final one (stop: true)"
+            what = f"a stream that ended after {end.seen} events without the final one (stop: true)"
         raise self._cut_off(what, url, retries)
 
     @staticmethod

@@ -9,6 +9,7 @@ import requests
 
 from ..errors import ModeNotSupported
 from ._http import HTTPBackend
+from ._reading import LAST, MORE
 from ._payload import _count, _number
 from .base import Capabilities, Completion, Usage
 from .http_settings import HttpSettings
@@ -172,25 +173,20 @@ class OllamaBackend(HTTPBackend):
         started: float,
         on_text: Callable[[str], Any] | None,
     ) -> Completion:
-        text = ""
-        seen = 0
-        lines = self._iter_ndjson(resp, url, retries)
-        try:
-            for obj in lines:
-                piece = self._stream_piece(obj, "response", "stream line", url, retries)
-                seen += 1
-                text += piece
-                if obj.get("done"):
-                    return self._completion(obj, text, url, retries, started)
-                if on_text is not None and piece and on_text(text):
-                    return Completion(
-                        text=text,
-                        finish_reason="early_stop",
-                        timings={"wall_ms": (time.perf_counter() - started) * 1000},
-                        retries=retries,
-                    )
-        finally:
-            lines.close()
-            resp.close()
+        def read(obj: Any) -> tuple[str, str]:
+            piece = self._stream_piece(obj, "response", "stream line", url, retries)
+            return piece, LAST if obj.get("done") else MORE
+
+        end = self._stream_text(self._iter_ndjson(resp, url, retries), resp, on_text, read)
+        if end.complete:
+            return self._completion(end.event, end.text, url, retries, started)
+        if end.early:
+            return Completion(
+                text=end.text,
+                finish_reason="early_stop",
+                timings={"wall_ms": (time.perf_counter() - started) * 1000},
+                retries=retries,
+            )
+        seen = end.seen
         what = "an empty stream" if not seen else f"a stream that ended after {seen} lines without \"done\": true"
         raise self._cut_off(what, url, retries)

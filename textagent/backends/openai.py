@@ -14,6 +14,7 @@ import requests
 
 from ..errors import BackendResponseError, ModeNotSupported
 from ._http import DONE, HTTPBackend
+from ._reading import HOLD, LAST, MORE
 from ._payload import llama_timings, openai_usage
 from .base import Capabilities, Completion
 from .http_settings import HttpSettings
@@ -150,61 +151,58 @@ class _OpenAIBase(HTTPBackend):
         started: float,
         on_text: Callable[[str], Any] | None,
     ) -> Completion:
-        text = ""
         finish: str | None = None
         stop_word: str | None = None
         usage: Any = None
         timings: Any = None
-        done = False
-        seen = 0
-        events = self._iter_sse(resp, url, retries)
-        try:
-            for event in events:
-                if event is DONE:
-                    done = True
-                    break
-                if not isinstance(event, Mapping):
-                    raise BackendResponseError(
-                        f"{self.api_name} server at {self.url} sent a stream event that is not an object: "
-                        f"{event!r:.200}",
-                        url=url,
-                        retries=retries,
-                    )
-                seen += 1
-                if isinstance(event.get("usage"), Mapping):
-                    usage = event["usage"]
-                if isinstance(event.get("timings"), Mapping):
-                    timings = event["timings"]
-                choices = event.get("choices") or []
-                choice = choices[0] if isinstance(choices, list) and choices else None
-                if not isinstance(choice, Mapping):
-                    continue
-                piece = self._piece(choice) or ""
-                if not isinstance(piece, str):
-                    raise BackendResponseError(
-                        f"{self.api_name} server at {self.url} sent a stream chunk whose text is not a string",
-                        url=url,
-                        retries=retries,
-                    )
-                text += piece
-                if choice.get("finish_reason"):
-                    finish = _finish(choice["finish_reason"])
-                    if isinstance(choice.get("stop_reason"), str):
-                        stop_word = choice["stop_reason"]
-                elif on_text is not None and piece and on_text(text):
-                    return Completion(
-                        text=text,
-                        finish_reason="early_stop",
-                        usage=openai_usage(usage, timings),
-                        timings={**llama_timings(timings), "wall_ms": (time.perf_counter() - started) * 1000},
-                        retries=retries,
-                    )
-        finally:
-            events.close()
-            resp.close()
-        if not done and finish is None:
+
+        def read(event: Any) -> tuple[str, str]:
+            nonlocal finish, stop_word, usage, timings
+            if event is DONE:
+                return "", LAST
+            if not isinstance(event, Mapping):
+                raise BackendResponseError(
+                    f"{self.api_name} server at {self.url} sent a stream event that is not an object: "
+                    f"{event!r:.200}",
+                    url=url,
+                    retries=retries,
+                )
+            if isinstance(event.get("usage"), Mapping):
+                usage = event["usage"]
+            if isinstance(event.get("timings"), Mapping):
+                timings = event["timings"]
+            choices = event.get("choices") or []
+            choice = choices[0] if isinstance(choices, list) and choices else None
+            if not isinstance(choice, Mapping):
+                return "", MORE
+            piece = self._piece(choice) or ""
+            if not isinstance(piece, str):
+                raise BackendResponseError(
+                    f"{self.api_name} server at {self.url} sent a stream chunk whose text is not a string",
+                    url=url,
+                    retries=retries,
+                )
+            if not choice.get("finish_reason"):
+                return piece, MORE
+            finish = _finish(choice["finish_reason"])
+            if isinstance(choice.get("stop_reason"), str):
+                stop_word = choice["stop_reason"]
+            return piece, HOLD   # usage may follow before [DONE]
+
+        end = self._stream_text(self._iter_sse(resp, url, retries), resp, on_text, read)
+        if end.early:
+            return Completion(
+                text=end.text,
+                finish_reason="early_stop",
+                usage=openai_usage(usage, timings),
+                timings={**llama_timings(timings), "wall_ms": (time.perf_counter() - started) * 1000},
+                retries=retries,
+            )
+        if not end.complete and finish is None:
+            seen = end.seen
             what = "an empty stream" if not seen else f"a stream that ended after {seen} events without [DONE]"
             raise self._cut_off(what, url, retries)
+        text = end.text
         return Completion(
             text=text,
             finish_reason=finish,
