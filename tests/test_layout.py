@@ -1,4 +1,5 @@
-"""The package's shape: the loop stays small, modes never reach into the Agent, no import cycles."""
+"""The package's shape: the loop stays small, modes never reach into the Agent, protocol/ is the
+ground floor, no import cycles (imports inside functions count: they run too)."""
 import ast
 import pathlib
 
@@ -13,8 +14,8 @@ def _module_name(path: pathlib.Path) -> str:
 
 
 def _imports(path: pathlib.Path, *, typing: bool = True) -> set[str]:
-    """Modules of the package that ``path`` imports outside any function; with ``typing``, also
-    those imported for type checkers only (``if TYPE_CHECKING:``)."""
+    """Modules of the package that ``path`` imports, at the top or inside a function; with
+    ``typing``, also those imported for type checkers only (``if TYPE_CHECKING:``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     here = _module_name(path).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
@@ -22,8 +23,6 @@ def _imports(path: pathlib.Path, *, typing: bool = True) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                continue
             if not typing and isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 continue
             if isinstance(child, ast.ImportFrom):
@@ -41,9 +40,23 @@ def _imports(path: pathlib.Path, *, typing: bool = True) -> set[str]:
 
 
 def _graph(*, typing: bool = True) -> dict[str, set[str]]:
+    """module -> the modules importing it runs: those it names, and the packages they are in
+    (importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``), leaving out the packages the
+    module is in itself (Python has run those before it)."""
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    return {name: {m for m in _imports(path, typing=typing) if m in modules and m != name}
-            for name, path in modules.items()}
+    graph = {}
+    for name, path in modules.items():
+        named = _imports(path, typing=typing)
+        runs = named | {".".join(m.split(".")[:i]) for m in named for i in range(1, m.count(".") + 1)}
+        graph[name] = {m for m in runs if m in modules and m != name and not name.startswith(m + ".")}
+    return graph
+
+
+# protocol.feedback words the model's feedback with textagent.prompts; it moves above protocol/
+# (issue #24), until then these edges are known and the only ones.
+PENDING = {"textagent.protocol.feedback": {"textagent.prompts", "textagent._schema"}}
+# what protocol/ may import outside itself: the exceptions and the package's resource files
+GROUND = {"textagent.errors", "textagent._resources"}
 
 
 def test_the_loop_stays_small():
@@ -56,11 +69,18 @@ def test_no_mode_imports_the_agent():
     assert offenders == []
 
 
+def test_protocol_is_the_ground_floor():
+    graph = _graph()
+    above = {m: sorted(d for d in deps if not d.startswith("textagent.protocol") and d not in GROUND
+                       and d not in PENDING.get(m, ()))
+             for m, deps in graph.items() if m.startswith("textagent.protocol")}
+    assert {m: d for m, d in above.items() if d} == {}
+
+
 def test_no_import_cycle_in_the_package():
     # imports for type checkers only never run, so they cannot make a cycle
     graph = _graph(typing=False)
-    # a package's __init__ importing its own submodules is how packages work; leave those edges out
-    graph = {m: {d for d in deps if not d.startswith(m + ".")} for m, deps in graph.items()}
+    graph = {m: deps - PENDING.get(m, set()) for m, deps in graph.items()}
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 

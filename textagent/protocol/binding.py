@@ -1,14 +1,80 @@
-"""Binding a bare argument (``ARGS: 17 * 24``) to a tool's parameter, from its JSON schema.
+"""Binding a bare argument (``ARGS: 17 * 24``) to a tool's parameter, from its JSON schema:
+the one bare-argument binder (``Tool.bind`` in textagent.tools uses it too). The rules:
+
+- text holding a JSON object is the arguments object itself;
+- the text binds to the single required parameter, else to the only parameter when none is
+  required (a required name without a property still counts: the schema requires it);
+- for a parameter that takes no strings, text that reads as JSON, or as a Python literal
+  (``True``, ``False``, ``None``: small models write Python), becomes that value even when it
+  is not of the parameter's type, so validation names the real value ("3.5 is not of type
+  'integer'") and 3.0 can still become 3; other text stays text.
+
+What to do when no parameter fits is the caller's choice: the parser keeps the text, and
+``Tool.bind`` explains the problem to the model.
 
 Tools come in many shapes (Tool objects, a ToolSet or mapping, OpenAI-style dicts, plain
 names); :func:`tool_specs` reduces them all to name -> parameter schema.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..tools.binding import bind_bare
+__all__ = ["tool_specs", "bind", "bind_bare", "bare_target", "bare_value"]
+
+_PY_LITERALS = {"True": True, "False": False, "None": None}
+
+
+def bare_target(parameters: Mapping[str, Any]) -> str | None:
+    """The parameter bare text binds to, or None when there is no single one."""
+    props = parameters.get("properties") or {}
+    required = list(parameters.get("required") or [])
+    if len(required) == 1:
+        return required[0]
+    if not required and len(props) == 1:
+        return next(iter(props))
+    return None
+
+
+def bare_value(text: str, schema: Any) -> Any:
+    """The bare text as the value of a parameter with this schema (see the module rules)."""
+    if not isinstance(schema, Mapping) or _accepts_string(schema):
+        return text
+    stripped = text.strip()
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        return _PY_LITERALS.get(stripped, text)
+
+
+def bind_bare(text: str, parameters: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The arguments object bare text stands for, or None when it fits no single parameter."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            value = json.loads(stripped)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            return value
+    props = parameters.get("properties") or {}
+    if not stripped and not props and not parameters.get("required"):
+        return {}
+    key = bare_target(parameters)
+    return None if key is None else {key: bare_value(text, props.get(key))}
+
+
+def _accepts_string(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind is None:
+        if "enum" in schema:
+            return any(isinstance(v, str) for v in schema["enum"])
+        if "anyOf" in schema or "oneOf" in schema:
+            return any(isinstance(s, Mapping) and _accepts_string(s)
+                       for s in schema.get("anyOf", []) + schema.get("oneOf", []))
+        return True
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
 
 
 def tool_specs(tools: Any) -> dict[str, dict]:
@@ -47,8 +113,8 @@ def _one_spec(t: Any) -> tuple[str | None, dict]:
 
 
 def bind(name: str, text: str, specs: dict) -> dict | str:
-    """Bind a bare argument with the tools' own binder (``textagent.tools.binding``); the text
-    stays as it is when the tool is unknown or no single parameter takes it."""
+    """Bind a bare argument to tool ``name``'s parameter (:func:`bind_bare`); the text stays as it
+    is when the tool is unknown or no single parameter takes it."""
     params = specs.get(name)
     if not params:
         return text

@@ -5,6 +5,8 @@ that example's label."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from .error_table import ERROR_CLASSES, ParseError
 from .lines import DQ_RE, SQ_RE
@@ -44,12 +46,13 @@ def _key_views(key: tuple) -> tuple[tuple, ...]:
             ("s", state), ("e", expected))
 
 
-def label_for(key: tuple) -> str:
+def label_for(key: tuple, read: Callable[[str], Any]) -> str:
     """The label of a failure with this key: (parser state, expected terminals, character class,
-    whether the tool name read is `args`)."""
+    whether the tool name read is `args`). ``read`` reads a reply (the reader passes itself, so
+    the examples are read as replies are: this module imports no reader)."""
     if getattr(_TLS, "building", False):
         return "bad_call"
-    index = _error_index()
+    index = _error_index(read)
     for view in _key_views(key):
         label = index.get(view)
         if label is not None:
@@ -57,13 +60,11 @@ def label_for(key: tuple) -> str:
     return "bad_call"
 
 
-def _error_index() -> dict:
-    """Parse every known-bad example once and remember where it failed -> its label."""
+def _error_index(read: Callable[[str], Any]) -> dict:
+    """Parse every known-bad example once (with ``read``) and remember where it failed -> its label."""
     global _INDEX
     if _INDEX is not None:
         return _INDEX
-    from .reader import Reader  # the examples are read as replies; the reader asks this module
-
     with _INDEX_LOCK:
         if _INDEX is None:
             index: dict = {}
@@ -72,7 +73,7 @@ def _error_index() -> dict:
                 for cls in ERROR_CLASSES:
                     for example in cls.examples:
                         try:
-                            Reader(example, None).read(False)
+                            read(example)
                         except ParseError as err:
                             if err._key is not None:
                                 for view in _key_views(err._key):

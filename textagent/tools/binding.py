@@ -1,25 +1,14 @@
-"""The one argument binder: bare text -> an arguments object, and JSON values -> what the
-function's type hints ask for.
+"""Arguments as the function takes them: JSON values -> what its type hints ask for (Enums,
+dates, dataclasses, ...), and strings folded to the case of an allowed value.
 
-Both the parser (``TOOL: name ARGS: bare text``) and ``Tool.bind`` use it. The rules:
-
-- text holding a JSON object is the arguments object itself;
-- the text binds to the single required parameter, else to the only parameter when none is
-  required (a required name without a property still counts: the schema requires it);
-- for a parameter that takes no strings, text that reads as JSON, or as a Python literal
-  (``True``, ``False``, ``None``: small models write Python), becomes that value even when it
-  is not of the parameter's type, so validation names the real value ("3.5 is not of type
-  'integer'") and 3.0 can still become 3; other text stays text.
-
-What to do when no parameter fits is the caller's choice: the parser keeps the text, and
-``Tool.bind`` explains the problem to the model.
+Bare text -> an arguments object is the protocol's binder (``textagent.protocol.binding``:
+the parser and ``Tool.bind`` use the same one); its names are re-exported here.
 """
 from __future__ import annotations
 
 import collections.abc
 import dataclasses
 import enum
-import json
 import math
 import types
 import typing
@@ -28,49 +17,11 @@ from typing import Any
 
 from .._schema import DATE_FORMATS
 from ..errors import ToolArgumentError
+from ..protocol.binding import bare_target, bare_value, bind_bare
 from ._text import _json_type_of, _short_repr, say
-from .schema import _DATE_TYPES, _KEY_MARKS, _accepts_string, _building, _enum_members, _pydantic_model
+from .schema import _DATE_TYPES, _KEY_MARKS, _building, _enum_members, _pydantic_model
 
-_PY_LITERALS = {"True": True, "False": False, "None": None}
-
-
-def bare_target(parameters: Mapping[str, Any]) -> str | None:
-    """The parameter bare text binds to, or None when there is no single one."""
-    props = parameters.get("properties") or {}
-    required = list(parameters.get("required") or [])
-    if len(required) == 1:
-        return required[0]
-    if not required and len(props) == 1:
-        return next(iter(props))
-    return None
-
-
-def bare_value(text: str, schema: Any) -> Any:
-    """The bare text as the value of a parameter with this schema (see the module rules)."""
-    if not isinstance(schema, Mapping) or _accepts_string(schema):
-        return text
-    stripped = text.strip()
-    try:
-        return json.loads(stripped)
-    except (ValueError, RecursionError):
-        return _PY_LITERALS.get(stripped, text)
-
-
-def bind_bare(text: str, parameters: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The arguments object bare text stands for, or None when it fits no single parameter."""
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        try:
-            value = json.loads(stripped)
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, dict):
-            return value
-    props = parameters.get("properties") or {}
-    if not stripped and not props and not parameters.get("required"):
-        return {}
-    key = bare_target(parameters)
-    return None if key is None else {key: bare_value(text, props.get(key))}
+__all__ = ["bare_target", "bare_value", "bind_bare", "fold_case", "coerce", "bad_date"]
 
 
 def fold_case(args: dict[str, Any], props: Mapping[str, Any]) -> dict[str, Any]:

@@ -254,14 +254,4 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _accepts_string(schema: Mapping[str, Any]) -> bool:
-    kind = schema.get("type")
-    if kind is None:
-        if "enum" in schema:
-            return any(isinstance(v, str) for v in schema["enum"])
-        if "anyOf" in schema or "oneOf" in schema:
-            return any(isinstance(s, Mapping) and _accepts_string(s)
-                       for s in schema.get("anyOf", []) + schema.get("oneOf", []))
-        return True
-    return kind == "string" or (isinstance(kind, list) and "string" in kind)
 
