@@ -51,6 +51,18 @@ def test_a_format_error_fixed_after_feedback_is_recovered() -> None:
     assert record["failure"] == "unparseable"
 
 
+def test_a_call_fixed_after_argument_feedback_is_recovered() -> None:
+    wrong_type = 'TOOL: spotify.play ARGS: {"artist": "Taylor Swift", "duration": "twenty"}'
+    record = run_episode(_task(), "text", ScriptedBackend([wrong_type + "\n" + B, A + "\n" + B, "ANSWER: playing"]))
+    assert _views(record) == (False, True, True, True)
+
+
+def test_the_feedback_view_is_the_first_parsed_reply_when_no_call_passed() -> None:
+    unknown = 'TOOL: spotify.stop ARGS: {}'
+    record = run_episode(_task(), "text", ScriptedBackend([A[:-1], unknown, unknown, "ANSWER: gave up"]))
+    assert _views(record)[:2] == (False, False) and record["bfcl"]["feedback"]["error_type"] is not None
+
+
 def test_a_repeated_call_counts_once_in_the_agent_view() -> None:
     record = run_episode(_task(), "text", ScriptedBackend([A + "\n" + B, A, "ANSWER: done"]))
     assert _views(record)[2] is True

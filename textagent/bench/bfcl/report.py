@@ -95,10 +95,11 @@ def render_bfcl(records: Sequence[Mapping[str, Any]], modes: Sequence[str], *, f
     rows = [[f"**{c}**" if c == OVERALL else c, *[_cell(cells[m]) for m in shown]] for c, cells in table.items()]
     out += [_table(["category", *shown], rows), ""]
     out += ["### Views", "",
-            "**first reply**: BFCL's view. **with feedback**: the first reply that parsed, after textagent's "
-            "feedback on a format error (text modes); *recovered* counts the items right only thanks to it. "
+            "**first reply**: BFCL's view. **with feedback**: the first reply that parsed and whose calls "
+            "passed the tools' schemas, after textagent's feedback on a format error or on a call's arguments "
+            "(else the first that parsed); *recovered* counts the items right only thanks to it. "
             "**agent**: every call made before the final answer, the tools returning a neutral result "
-            "(`{\"status\": \"success\"}`), a call repeated word for word counted once. All rows are over "
+            "(`{\"status\": \"success\"}`), a call repeated word for word counted once, a call its tool refused not counted. All rows are over "
             "all categories above.", ""]
     overall = table[OVERALL]
     if first_reply:

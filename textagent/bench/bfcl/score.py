@@ -2,12 +2,14 @@
 
 - **first reply** (BFCL's own view): the calls of the model's first reply; a reply that did not
   parse is ``unparseable``. This is the number comparable with the leaderboard.
-- **with feedback**: the calls of the first reply that parsed, which in the text modes may come
-  after textagent's feedback on a format error. An item right here but not in the first view is
-  *recovered*.
+- **with feedback**: the calls of the first reply that parsed *and whose calls the tools took*
+  (a known tool, arguments that pass its schema), which may come after textagent's feedback on
+  a format error or on a call's arguments; when no reply got that far, the first that parsed.
+  An item right here but not in the first view is *recovered*.
 - **agent**: every call made before the final answer (or the end of the run), the tools returning
   a neutral result; an agent may spread the calls of a parallel question over several steps.
-  A call repeated word for word counts once.
+  A call repeated word for word counts once; a call its tool refused (unknown tool, arguments
+  outside the schema) was not made.
 
 On the irrelevance categories a reply that did not parse is no call, so it is right, as BFCL
 scores a reply it cannot decode there.
@@ -35,6 +37,15 @@ def _usable(step: Any) -> bool:
         return False
     decoded = (step.details or {}).get("bfcl_decode")
     return decoded is None or decoded in ("ok", "no_calls")
+
+
+# outcomes the tool set answers without running the tool: the call itself was wrong
+_REFUSED = ("unknown_tool", "bad_arguments")
+
+
+def _accepted(step: Any) -> bool:
+    """The reply was read and every call it made was taken by its tool."""
+    return _usable(step) and not any(o.error in _REFUSED for o in step.outcomes)
 
 
 def step_calls(step: Any, names: Mapping[str, str] | None = None) -> list[Call] | None:
@@ -77,13 +88,16 @@ def score_steps(item: BfclItem, steps: Sequence[Any], names: Mapping[str, str] |
     """{"first", "feedback", "agent": verdict dict, "recovered": bool} for an episode's steps."""
     per_step = [step_calls(s, names) for s in steps]
     first = _verdict(item, per_step[0]) if per_step else Verdict(False, "unparseable", "no reply")
+    taken = next((c for s, c in zip(steps, per_step) if _accepted(s)), None)
     usable = next((c for c in per_step if c is not None), None)
-    feedback = first if not per_step or per_step[0] is not None else _verdict(item, usable)
+    feedback = _verdict(item, taken) if taken is not None else (
+        first if not per_step or per_step[0] is not None else _verdict(item, usable))
     seen: set[str] = set()
     made: list[Call] = []
-    for calls in per_step:
-        for call in calls or []:
-            if _canon(call) not in seen:
+    for step, calls in zip(steps, per_step):
+        refused = {i for i, o in enumerate(step.outcomes) if o.error in _REFUSED}
+        for i, call in enumerate(calls or []):
+            if i not in refused and _canon(call) not in seen:
                 seen.add(_canon(call))
                 made.append(call)
     agent = _verdict(item, made if any(c is not None for c in per_step) else None)
