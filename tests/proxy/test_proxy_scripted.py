@@ -84,14 +84,22 @@ def test_a_bad_reply_is_repaired_inside_the_proxy(upstream, proxy, bad, expected
     assert resp.json()["usage"]["completion_tokens"] == 24   # both attempts are counted
 
 
-def test_when_repairs_run_out_the_client_gets_a_plain_message(upstream, proxy):
+def test_when_repairs_run_out_the_client_gets_the_words_without_protocol_lines(upstream, proxy):
     for _ in range(3):
-        upstream.json("/completion", said('TOOL: nope ARGS: {"x": 1}'))
+        upstream.json("/completion", said('Thought: I will look it up.\nTOOL: nope ARGS: {"x": 1}'))
     resp = post(proxy, {"messages": ASK, "tools": [WEATHER]})
     assert resp.headers[REPAIRS_HEADER] == "2"
     message = resp.json()["choices"][0]["message"]
-    assert "tool_calls" not in message and message["content"] == 'TOOL: nope ARGS: {"x": 1}'
+    assert "tool_calls" not in message and message["content"] == "I will look it up."
     assert resp.json()["choices"][0]["finish_reason"] == "stop"
+
+
+def test_when_repairs_run_out_with_no_words_the_client_gets_an_error(upstream, proxy):
+    for _ in range(3):
+        upstream.json("/completion", said('TOOL: nope ARGS: {"x": 1}'))
+    resp = post(proxy, {"messages": ASK, "tools": [WEATHER]})
+    assert resp.status_code == 422 and resp.json()["error"]["code"] == "no_usable_reply"
+    assert "TOOL" not in resp.text
 
 
 def test_valid_calls_survive_when_repairs_run_out(upstream, proxy):
@@ -342,7 +350,8 @@ def test_health_answers_while_the_upstream_is_down_and_requests_get_503():
     up = Upstream(UpstreamConfig(endpoint=closed_port_url(), chat_format="chatml", timeout=60))
     with ProxyServer(up) as proxy:
         health = requests.get(proxy.url + "/health", timeout=5)
-        assert health.status_code == 200 and health.json()["upstream"]["state"] == "starting"
+        assert health.status_code == 503 and health.json()["status"] == "starting"
+        assert health.json()["upstream"]["state"] == "starting"
         assert error_of(post(proxy, {"messages": ASK}), 503)["code"] == "upstream_starting"
         up.state = "failed"
         assert error_of(post(proxy, {"messages": ASK}), 503)["code"] == "upstream_failed"

@@ -1,4 +1,5 @@
-"""The ASGI app: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions``.
+"""The ASGI app: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions`` and
+``POST /v1/responses`` (responses.py).
 
 Every answer is JSON (errors in OpenAI's shape, never a traceback); every request is logged as
 one JSON line on the ``textagent.proxy.access`` logger and, with a trace directory, written to
@@ -38,7 +39,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -47,7 +48,8 @@ from ..trace import json_line
 from .convert import ChatRequest, ReplyMemory, TooDeep, loads, message_key, parse_request, transcript
 from .errors import Cancelled, ProxyError, error_body, from_backend_error
 from .repair import Answer, answer
-from .streaming import chunks, completion_object, dump, sse
+from .responses import ResponsesShape, parse_responses
+from .streaming import ChatChunks, EventStream, OnContent, completion_object, dump
 from .upstream import Upstream
 
 __all__ = ["ProxyConfig", "create_app", "REPAIRS_HEADER"]
@@ -77,6 +79,18 @@ class _JSON(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return dump(content)
+
+
+class _ChatShape:
+    """The answer as ``chat.completion`` and ``chat.completion.chunk`` objects."""
+
+    @staticmethod
+    def complete(result: Answer, *, id: str, model: str, request: ChatRequest) -> dict[str, Any]:
+        return completion_object(result, id=id, model=model)
+
+    @staticmethod
+    def writer(*, id: str, model: str, request: ChatRequest) -> ChatChunks:
+        return ChatChunks(id=id, model=model, include_usage=request.include_usage)
 
 
 class _Exchange:
@@ -273,7 +287,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
                                   f"{kind[:60] or 'without a type'!r}", code="unsupported_media_type")
         return bytes(body)
 
-    def parse(body: bytes) -> tuple[Any, ChatRequest]:
+    def parse(body: bytes, read: Callable[[Any], ChatRequest]) -> tuple[Any, ChatRequest]:
         try:
             data = loads(body)
         except TooDeep:
@@ -281,13 +295,15 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         except ValueError:
             raise ProxyError(400, "the request body is not valid JSON (RFC 8259: no NaN or Infinity)",
                              code="invalid_json") from None
-        return data, parse_request(data)
+        return data, read(data)
 
     async def health(request: Request) -> Response:
         ex = _Exchange(request)
         state = await anyio.to_thread.run_sync(upstream.health, limiter=limiter("health"))
-        ex.done(200, None)
-        return _JSON({"status": "ok", "upstream": state})
+        ready = state["state"] == "ready"
+        ex.done(200 if ready else 503, None)
+        return _JSON({"status": "ok" if ready else state["state"], "upstream": state},
+                     status_code=200 if ready else 503)
 
     async def models(request: Request) -> Response:
         ex = _Exchange(request)
@@ -300,10 +316,44 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         return _JSON({"object": "list", "data": [{"id": upstream.model, "object": "model", "created": 0,
                                                   "owned_by": "textagent"}]})
 
-    async def chat(request: Request) -> Response:
-        ex = _Exchange(request, "chatcmpl-")
+    def failed(exc: Exception) -> Response:
+        """The response to a request that failed before its answer began."""
+        if isinstance(exc, ProxyError):
+            return _error(exc, {"retry-after": "1"} if exc.code == "proxy_busy" else None)
+        if isinstance(exc, Cancelled):
+            return Response(status_code=499)
+        log.error("internal error answering a request", exc_info=exc)
+        return _JSON(error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"),
+                     status_code=500)
+
+    def shown_error(exc: Exception) -> dict[str, Any]:
+        return exc.body() if isinstance(exc, ProxyError) else \
+            error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log")
+
+    def ended(ex: _Exchange, trace: dict[str, Any], status: int, result: Answer | None,
+              error: Exception | None) -> None:
+        """The access log line and trace of a request that ended."""
+        if isinstance(error, ProxyError):
+            trace["error"] = error.body()["error"]
+        elif isinstance(error, Cancelled):
+            ex.record["client_disconnected"] = True
+            status = 499
+        elif error is not None:
+            trace["error"] = shown_error(error)["error"]
+        if result is not None:
+            ex.record.update(repairs=result.repairs, finish_reason=result.finish_reason,
+                             prompt_tokens=result.usage.prompt_tokens,
+                             completion_tokens=result.usage.completion_tokens)
+            trace.update(repairs=result.repairs, attempts=result.attempts, response=result.message())
+        ex.done(status, config.trace_dir, trace)
+
+    async def answering(request: Request, prefix: str, read: Callable[[Any], ChatRequest], shape: Any) -> Response:
+        """One request to ``/v1/chat/completions`` or ``/v1/responses``: ``read`` makes the
+        ChatRequest of its body, ``shape`` writes the answer (``complete``) or the events of a
+        streamed one (``writer``)."""
+        ex = _Exchange(request, prefix)
         trace: dict[str, Any] = {}
-        admitted = False
+        admitted = streamed = False
 
         def leave_queue() -> None:   # once the request holds a slot, or fails
             nonlocal admitted
@@ -316,50 +366,53 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             raw = await read_body(request)
             queue.admit()
             admitted = True
-            body, chat_request = await anyio.to_thread.run_sync(parse, raw, limiter=limiter("cpu"))
+            body, chat_request = await anyio.to_thread.run_sync(parse, raw, read, limiter=limiter("cpu"))
             trace["request"] = body
             ex.record.update(stream=chat_request.stream, tools=len(chat_request.tools),
                              tool_choice=chat_request.tool_choice)
             upstream.require()
+            upstream.backend_for(chat_request.sampling)   # a field the upstream cannot take: 400 now
             turns = await anyio.to_thread.run_sync(transcript, chat_request, memory, limiter=limiter("cpu"))
+            model = chat_request.model or upstream.model
+            if chat_request.stream:
+                streamed = True
+
+                def done(status: int, result: Answer | None, error: Exception | None) -> None:
+                    leave_queue()
+                    ended(ex, trace, status, result, error)
+
+                return EventStream(lambda on_content: _run(request, chat_request, turns, leave_queue, on_content),
+                                   shape.writer(id=ex.id, model=model, request=chat_request), fail=failed,
+                                   error_body=shown_error, headers={}, done=done)
             result = await _run(request, chat_request, turns, leave_queue)
-        except ProxyError as exc:
-            trace["error"] = exc.body()["error"]
-            ex.done(exc.status, config.trace_dir, trace)
-            return _error(exc, {"retry-after": "1"} if exc.code == "proxy_busy" else None)
-        except Cancelled:
-            ex.record["client_disconnected"] = True
-            ex.done(499, config.trace_dir, trace)
-            return Response(status_code=499)
+        except (ProxyError, Cancelled) as exc:
+            response = failed(exc)
+            ended(ex, trace, response.status_code, None, exc)
+            return response
         finally:
-            leave_queue()
-        ex.record.update(repairs=result.repairs, finish_reason=result.finish_reason,
-                         prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens)
-        model = chat_request.model or upstream.model
-        trace.update(repairs=result.repairs, attempts=result.attempts, response=result.message())
-        ex.done(200, config.trace_dir, trace)
-        headers = {REPAIRS_HEADER: str(result.repairs)}
-        if not chat_request.stream:
-            return _JSON(completion_object(result, id=ex.id, model=model), headers=headers)
+            if not streamed:
+                leave_queue()
+        ended(ex, trace, 200, result, None)
+        return _JSON(shape.complete(result, id=ex.id, model=model, request=chat_request),
+                     headers={REPAIRS_HEADER: str(result.repairs)})
 
-        async def events() -> Any:
-            for data in chunks(result, id=ex.id, model=model, include_usage=chat_request.include_usage):
-                yield sse(data)
-            yield sse(None)
+    async def chat(request: Request) -> Response:
+        return await answering(request, "chatcmpl-", parse_request, _ChatShape)
 
-        return StreamingResponse(events(), media_type="text/event-stream",
-                                 headers={**headers, "cache-control": "no-cache"})
+    async def responses(request: Request) -> Response:
+        return await answering(request, "resp_", parse_responses, ResponsesShape)
 
     async def _run(request: Request, chat_request: ChatRequest, turns: list[dict[str, str]],
-                   left_queue: Callable[[], None]) -> Answer:
+                   left_queue: Callable[[], None], on_content: OnContent | None = None) -> Answer:
         """The answer to ``turns`` (the calls under the client's tool names); ``left_queue`` is
-        called once the request holds a slot, or fails."""
+        called once the request holds a slot, or fails; ``on_content`` gets the content in pieces."""
         cancelled = threading.Event()
 
         def work(slot: int) -> Answer:
             try:
                 result = answer(upstream, chat_request, turns, constrained=config.mode == "constrained",
-                                max_repairs=config.max_repairs, slot=slot, cancelled=cancelled)
+                                max_repairs=config.max_repairs, slot=slot, cancelled=cancelled,
+                                on_content=on_content)
             except BackendError as exc:
                 if cancelled.is_set():
                     raise Cancelled() from None
@@ -403,8 +456,8 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        message = {404: f"no route {request.url.path}; the proxy serves /v1/chat/completions, /v1/models "
-                        "and /health",
+        message = {404: f"no route {request.url.path}; the proxy serves /v1/chat/completions, /v1/responses, "
+                        "/v1/models and /health",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(status, "internal error")
         return _JSON(error_body(status, message), status_code=status)
 
@@ -417,6 +470,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         HTTPException: not_found, Exception: crashed}
     return Starlette(routes=[Route("/health", health, methods=["GET"]),
                              Route("/v1/models", models, methods=["GET"]),
-                             Route("/v1/chat/completions", chat, methods=["POST"])],
+                             Route("/v1/chat/completions", chat, methods=["POST"]),
+                             Route("/v1/responses", responses, methods=["POST"])],
                      exception_handlers=handlers,
                      middleware=[Middleware(_Guard, host=host, config=config)])

@@ -11,12 +11,10 @@ model wrote, repairs included, so the next turn repeats the model's own bytes.
 """
 from __future__ import annotations
 
-import hashlib
+import ast
 import json
 import math
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +26,8 @@ from ..tools.mcp import writable_name
 from ..tools.schema import deeper_than
 from ..tools.validation import MAX_ARG_DEPTH
 from .errors import ProxyError
+from .memory import ReplyMemory, _Keys, message_key
+from .structured import Format, parse_format
 
 __all__ = ["ChatRequest", "parse_request", "transcript", "ReplyMemory", "message_key", "loads", "TooDeep"]
 
@@ -80,6 +80,9 @@ class ChatRequest:
     include_usage: bool = False
     model: str = ""
     names: dict[str, str] = field(default_factory=dict)   # tool name in the text protocol -> the client's
+    format: Format | None = None        # response_format: the answer is JSON (of a schema)
+    sampling: dict[str, Any] = field(default_factory=dict)   # top_p, penalties, logit_bias: for the upstream
+    echo: dict[str, Any] = field(default_factory=dict)       # what a Responses answer repeats of its request
 
     def client_name(self, name: str) -> str:
         """The client's name of a tool the model called (the text protocol writes fewer names)."""
@@ -233,6 +236,63 @@ def _messages(body: Mapping[str, Any], names: _Names) -> list[dict[str, Any]]:
             if isinstance(message.get("name"), str) and message["name"]:
                 clean["name"] = names.written(message["name"])
         out.append(clean)
+    return _text_histories(out, names)
+
+
+# smolagents writes its calls into an assistant message's text and the results into user messages
+_CALLING = re.compile(r"^Calling tools:\n(\[.*\])\s*\Z", re.M | re.S)
+_OBSERVED = re.compile(r"\A(?:Call id: (\S+)\n)?(?:Observation:|(?=Error:))", re.S)
+
+
+def _text_calls(text: str, names: _Names) -> tuple[str, list[dict[str, Any]]] | None:
+    """The prose and the calls of an assistant text ending ``Calling tools:\n[{...}, ...]`` (a
+    Python literal), or None when it is not that."""
+    found = _CALLING.search(text)
+    if found is None:
+        return None
+    try:
+        items = ast.literal_eval(found.group(1))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(items, list) or not items:
+        return None
+    calls = []
+    for j, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            return None
+        try:
+            call = _call(item, "", names)
+        except ProxyError:
+            return None
+        calls.append({**call, "id": call["id"] or f"text_call_{j}"})
+    return text[:found.start()].strip(), calls
+
+
+def _text_histories(messages: list[dict[str, Any]], names: _Names) -> list[dict[str, Any]]:
+    """Text-serialised calls and results read as what they are: an assistant text with
+    ``Calling tools: [...]`` as its tool_calls, the user ``Observation:`` (or ``Error:``) text
+    after it as the tool message answering them."""
+    out: list[dict[str, Any]] = []
+    open_calls: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "assistant" and not message.get("tool_calls"):
+            read = _text_calls(message["content"], names)
+            if read is not None:
+                message = {**message, "content": read[0], "tool_calls": read[1]}
+                open_calls = read[1]
+                out.append(message)
+                continue
+        if role == "user" and open_calls:
+            seen = _OBSERVED.match(message["content"])
+            if seen is not None:
+                call = next((c for c in open_calls if c["id"] == seen.group(1)), open_calls[0])
+                out.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"],
+                            "content": message["content"][seen.end():].strip()})
+                continue
+        if role != "system":
+            open_calls = []
+        out.append(message)
     return out
 
 
@@ -261,6 +321,31 @@ def _call(call: Any, where: str, names: _Names) -> dict[str, Any]:
     return {"id": str(call.get("id") or ""), "name": name, "args": dict(args)}
 
 
+def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The sampling fields the upstream is asked to honour (checked here; which upstream takes
+    which is the upstream's business: ``Upstream.sampling``). ``logprobs`` cannot be honoured:
+    the content is the model's text after the protocol's keywords, not its tokens."""
+    if body.get("logprobs") not in (None, False) or body.get("top_logprobs") not in (None, 0):
+        raise _bad("logprobs are not available through textagent proxy: the content is read out of the model's "
+                   "text-protocol reply, so its tokens are not the content's", "logprobs", "unsupported_parameter")
+    out: dict[str, Any] = {}
+    for key, low, high in (("top_p", 0, 1), ("frequency_penalty", -2, 2), ("presence_penalty", -2, 2)):
+        value = _number(body, key, float, low=low)
+        if value is not None:
+            if value > high:
+                raise _bad(f"'{key}' must be at most {high}, got {value}", key)
+            out[key] = value
+    bias = body.get("logit_bias")
+    if bias is not None:
+        if not isinstance(bias, Mapping) or not all(
+                isinstance(k, str) and k.isdigit() and isinstance(v, (int, float)) and not isinstance(v, bool)
+                and math.isfinite(v) and -100 <= v <= 100 for k, v in bias.items()):
+            raise _bad("'logit_bias' must map token ids (strings of digits) to numbers from -100 to 100", "logit_bias")
+        if bias:
+            out["logit_bias"] = dict(bias)
+    return out
+
+
 def parse_request(body: Any) -> ChatRequest:
     """Check a chat completions body; ProxyError(400) names what is wrong."""
     if not isinstance(body, Mapping):
@@ -282,70 +367,13 @@ def parse_request(body: Any) -> ChatRequest:
     stream_options = body.get("stream_options") or {}
     if not isinstance(stream_options, Mapping):
         raise _bad("'stream_options' must be an object", "stream_options")
-    return ChatRequest(
+    return ChatRequest(format=parse_format(body.get("response_format")), sampling=_sampling(body),
         messages=messages, tools=tools, tool_choice=choice, function=function,
         parallel=body.get("parallel_tool_calls") is not False,
         temperature=_number(body, "temperature", float, low=0), max_tokens=max_tokens, stop=list(stop or []),
         seed=_number(body, "seed", int), stream=body.get("stream") is True,
         include_usage=stream_options.get("include_usage") is True,
         model=body["model"] if isinstance(body.get("model"), str) else "", names=dict(names.client))
-
-
-def _ascii_json(value: Any) -> bytes:
-    # ASCII: a lone surrogate is its \uXXXX escape, so every string has its own bytes
-    return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str).encode("ascii")
-
-
-class _Keys:
-    """``message_key`` for each assistant message of one conversation, in linear time: the
-    turns before a message are hashed once, as the conversation grows (a running hash), never
-    re-read for a later message. The turns hashed must not change afterwards."""
-
-    def __init__(self) -> None:
-        self._hash = hashlib.sha256()
-        self._hashed = 0
-
-    def key(self, before: list[dict[str, str]], content: str | None, calls: list[tuple[str, Any]]) -> str:
-        for turn in before[self._hashed:]:
-            self._hash.update(_ascii_json([turn["role"], turn["content"]]) + b"\n")
-        self._hashed = len(before)
-        whole = self._hash.copy()
-        whole.update(b"\x00" + _ascii_json([content or "", [list(c) for c in calls]]))
-        return whole.hexdigest()
-
-
-def message_key(before: list[dict[str, str]], content: str | None, calls: list[tuple[str, Any]]) -> str:
-    """What identifies an assistant message the proxy returned when the client sends it back: the
-    turns it answered and its content and calls (names and arguments; a client may rewrite ids).
-    Two conversations that get the same reply keep their own records (repairs included)."""
-    return _Keys().key(before, content, calls)
-
-
-def _calls_of(message: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    return [(c["name"], c["args"]) for c in message.get("tool_calls") or []]
-
-
-class ReplyMemory:
-    """The turns the model really wrote for a returned assistant message (its raw reply, and any
-    repair before it: bad reply, feedback, ...), by ``message_key``; the oldest are forgotten."""
-
-    def __init__(self, size: int = 4096):
-        self.size = size
-        self._turns: OrderedDict[str, list[dict[str, str]]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remember(self, key: str, turns: list[dict[str, str]]) -> None:
-        with self._lock:
-            self._turns[key] = turns
-            self._turns.move_to_end(key)
-            while len(self._turns) > self.size:
-                self._turns.popitem(last=False)
-
-    def recall(self, before: list[dict[str, str]], message: Mapping[str, Any],
-               keys: _Keys | None = None) -> list[dict[str, str]] | None:
-        key = (keys or _Keys()).key(before, message.get("content"), _calls_of(message))
-        with self._lock:
-            return self._turns.get(key)
 
 
 def _assistant_text(message: Mapping[str, Any]) -> str:
@@ -359,11 +387,15 @@ def _assistant_text(message: Mapping[str, Any]) -> str:
 
 def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[dict[str, str]]:
     """The conversation as text-protocol turns (system, then user and assistant alternating,
-    ending with a user turn), ready for ``ChatFormat.render``. ProxyError 400 when it cannot be
-    one (an assistant turn before any user turn, or no user or tool turn at the end).
+    ending with a user turn, or with an assistant turn the model continues: a prefill), ready
+    for ``ChatFormat.render``. ProxyError 400 when it cannot be one (an assistant turn before
+    any user turn, or calls without their results at the end). Under ``response_format`` a
+    final assistant message is the answer to write as JSON (a user turn asks for it).
     Linear in the conversation: consecutive user and tool messages are joined once, and the
     keys that look up the model's own replies are a running hash."""
     system_texts = [m["content"] for m in request.messages if m["role"] == "system" and m["content"].strip()]
+    if request.format is not None:
+        system_texts.append(request.format.instruction())
     system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
     turns: list[dict[str, str]] = [{"role": "system", "content": system},
                                    *prompts.example_turns(prompts.worked_examples(request.tools, request.tools.examples or None))]
@@ -390,6 +422,10 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
             close_user_turn()
             for call in message.get("tool_calls") or []:
                 names[call["id"]] = call["name"]
+            if i == len(request.messages) - 1 and not message.get("tool_calls") and request.format is None:
+                if message["content"].strip():   # a prefill: the model goes on from it
+                    turns.append({"role": "assistant", "content": _prefill(message["content"])})
+                continue
             remembered = memory.recall(turns, message, keys) if memory is not None else None
             turns.extend(remembered or [{"role": "assistant", "content": _assistant_text(message)}])
             continue
@@ -403,7 +439,21 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
             text = prompts.observation(name, message["content"])
         seen_user = True
         pending.append(text)
+    last = request.messages[-1]
+    if last["role"] == "assistant" and last.get("tool_calls"):
+        raise _bad("the conversation ends with tool calls: send their results as tool messages", "messages")
+    if last["role"] == "assistant" and request.format is not None:   # the answer so far, to write as JSON
+        pending.append(prompts.for_family("proxy").template("json_from_answer").substitute())
     close_user_turn()
-    if turns[-1]["role"] != "user" or len(turns) < 2:
-        raise _bad("the conversation must end with a user or tool message", "messages")
+    if len(turns) < 2 or turns[-1]["role"] == "system":
+        raise _bad("the conversation must hold a user message", "messages")
     return turns
+
+
+_PROTOCOL_START = re.compile(r"\s*(?:thought|tool|answer|final answer)\s*:", re.I | re.A)
+
+
+def _prefill(content: str) -> str:
+    """A final assistant message as the start of the model's reply: protocol text as it is,
+    anything else as the start of its answer."""
+    return content if _PROTOCOL_START.match(content) else "ANSWER: " + content

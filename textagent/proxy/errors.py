@@ -15,7 +15,7 @@ __all__ = ["ProxyError", "Cancelled", "error_body", "from_backend_error", "redac
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
           405: "invalid_request_error", 408: "invalid_request_error", 413: "invalid_request_error",
-          415: "invalid_request_error", 500: "server_error", 502: "upstream_error", 503: "upstream_unavailable",
+          415: "invalid_request_error", 422: "model_error", 500: "server_error", 502: "upstream_error", 503: "upstream_unavailable",
           504: "upstream_timeout"}
 
 # scheme://userinfo@ : the userinfo runs to the authority's last "@" (a password may hold one)

@@ -3,8 +3,11 @@ that cannot be used back to the model with textagent's feedback, up to ``max_rep
 
 A reply can be used when it parses, its calls name the request's tools with arguments valid
 for their schemas, and it fits ``tool_choice`` (a call for ``required`` or a named function,
-none for ``none``). What the client gets is a list of valid calls or a plain message; when the
-repairs run out it gets the valid calls of the last reply, else its text.
+none for ``none``) and, under ``response_format``, its answer is JSON of the schema. What the
+client gets is a list of valid calls or a message whose content is the answer (no keyword of
+the protocol in it). When the repairs run out it gets the valid calls of the last reply; else,
+where ``tool_choice`` or ``response_format`` demanded something, an error (422), and otherwise
+the reply's words without its protocol lines.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import math
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,11 +26,13 @@ from ..backends.base import Usage
 from ..gbnf import reply_grammar
 from ..modes.text import EarlyStop, _kept
 from ..protocol import ParseError, Reply, parse_reply
+from ..protocol.lines import classify, unwrap
 from ..tools import ToolSet
 from ..tools.validation import _format_path
 from .convert import ChatRequest
-from .errors import Cancelled
+from .errors import Cancelled, ProxyError
 from .upstream import Upstream
+from .watch import AnswerStream
 
 __all__ = ["Cancelled", "Answer", "answer", "grammar_for", "arguments_json"]
 
@@ -57,16 +63,20 @@ class Answer:
 def grammar_for(request: ChatRequest, constrained: bool) -> str | None:
     """The GBNF the reply is held to: the tools' grammar in constrained mode, and where
     ``tool_choice`` asks for it (answer only for ``none``; calls only for ``required`` or a
-    named function) in either mode. None: free text."""
+    named function) in either mode; an answer under ``response_format`` held to its JSON.
+    None: free text."""
     max_calls = None if request.parallel else 1
     if request.tool_choice == "none":
-        return reply_grammar(ToolSet())
-    if request.tool_choice == "auto":
-        return reply_grammar(request.tools, max_calls=max_calls) if constrained else None
-    tools = request.tools.select(request.function) if request.function else request.tools
-    grammar = reply_grammar(tools, max_calls=max_calls)
-    head, rest = grammar.split("\n", 1)
-    return head.replace("(calls | answer)", "calls") + "\n" + rest
+        grammar = reply_grammar(ToolSet())
+    elif request.tool_choice == "auto":
+        grammar = reply_grammar(request.tools, max_calls=max_calls) if constrained else None
+    else:
+        tools = request.tools.select(request.function) if request.function else request.tools
+        head, rest = reply_grammar(tools, max_calls=max_calls).split("\n", 1)
+        return head.replace("(calls | answer)", "calls") + "\n" + rest
+    if grammar is not None and request.format is not None:
+        grammar = request.format.grammar(grammar)
+    return grammar
 
 
 def _new_id() -> str:
@@ -104,6 +114,10 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
                 tools=", ".join(tools))), []
         if not answer.strip():
             return prompts.feedback(prompts.template("empty_reply.txt").substitute()), []
+        if request.format is not None:
+            problem, _ = request.format.check(answer)
+            if problem is not None:
+                return prompts.feedback(problem), []
         return None, []
     if request.tool_choice == "none":
         return prompts.feedback(prompts.for_family("proxy").template("no_call.txt").substitute()), []
@@ -130,12 +144,59 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     return None, valid
 
 
+_LEADING_KEYWORD = re.compile(r"\A(?:\s*(?:final[ \t]+)?answer[ \t]*:)+\s*", re.I | re.A)
+_THOUGHT = re.compile(r"^\s*thought\s*:\s*", re.I | re.A | re.M)
+
+
+def _content(reply: Reply, request: ChatRequest) -> str:
+    """The client's content of a usable answer: no protocol keyword, the JSON under response_format."""
+    text = reply.answer if reply.answer is not None else reply.thought.strip()
+    text = _LEADING_KEYWORD.sub("", text)   # a model that wrote "ANSWER: ANSWER: ..."
+    return request.format.check(text)[1] if request.format is not None else text
+
+
+def _prose(text: str, reply: Reply | None) -> str:
+    """What a reply that could not be used says in words: its answer or prose, never a call
+    line, an ARGS line or a keyword."""
+    if reply is not None:
+        text = reply.answer if reply.is_final and reply.answer is not None else reply.thought
+        return _THOUGHT.sub("", _LEADING_KEYWORD.sub("", text)).strip()
+    kept = []
+    for line in text.split("\n"):
+        info = classify(line)
+        if info.kind == "obs":
+            break
+        if info.kind in ("call", "args"):
+            continue
+        kept.append(unwrap(line, info)[info.end:] if info.kind == "answer" else line)
+    return _THOUGHT.sub("", "\n".join(kept)).strip()
+
+
+def _not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
+    """The error for a request whose demand no reply met after ``repairs`` repairs, if it has one."""
+    after = f"after {repairs} repair{'s' if repairs != 1 else ''}"
+    if request.tool_choice in ("required", "function"):
+        wanted = f"a call of {request.client_name(request.function)}" if request.function else "a tool call"
+        return ProxyError(422, f"tool_choice asked for {wanted}; the model wrote none that is valid {after}",
+                          param="tool_choice", code="tool_choice_not_met")
+    if request.format is not None:
+        return ProxyError(422, f"response_format asked for JSON{' of its schema' if request.format.schema else ''}; "
+                               f"the model's answer was not that {after}", param="response_format",
+                          code="response_format_not_met")
+    return None
+
+
 def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]], *, constrained: bool,
-           max_repairs: int, slot: int, cancelled: threading.Event) -> Answer:
-    """Ask until the reply can be used or ``max_repairs`` repairs are spent. Raises Cancelled
-    when ``cancelled`` is set (the stream to the upstream is closed at its next token) and
-    BackendError when the upstream fails."""
+           max_repairs: int, slot: int, cancelled: threading.Event,
+           on_content: Callable[[str, int], Any] | None = None) -> Answer:
+    """Ask until the reply can be used or ``max_repairs`` repairs are spent. A conversation
+    ending with an assistant turn is a prefill: the first reply continues it, and the content
+    is what the model added to it. ``on_content(piece, repairs)`` gets the answer's content in
+    pieces, some while the model writes it (see watch.AnswerStream). Raises Cancelled when ``cancelled`` is
+    set (the stream to the upstream is closed at its next token), BackendError when the
+    upstream fails, ProxyError when ``tool_choice`` or ``response_format`` cannot be met."""
     tools = request.tools.select(request.function) if request.function else request.tools
+    backend = upstream.backend_for(request.sampling)
     grammar = grammar_for(request, constrained) if upstream.takes_grammar else None
     stop = [*([] if grammar else ["OBSERVATION"]), *upstream.format.stop, *request.stop]
     options: dict[str, Any] = {**upstream.options(slot), "stream": True}
@@ -145,21 +206,33 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         options["temperature"] = request.temperature
     if request.seed is not None:
         options["seed"] = request.seed
+    prefill = turns[-1]["content"] if turns[-1]["role"] == "assistant" else ""
+    base = turns[:-1] if prefill else turns
+    streams = on_content is not None and request.format is None and request.tool_choice in ("auto", "none")
     written: list[dict[str, str]] = []
     out = Answer(None, [], "stop")
+    send = None if on_content is None else (lambda piece: on_content(piece, out.repairs))
     while True:
         if cancelled.is_set():   # the client went away: nothing more is sent upstream
             raise Cancelled()
+        lead = "" if written else prefill   # only the first reply continues the prefill
+        skip = _prefilled_answer(lead, tools)
         watcher = EarlyStop(tools)
-        prompt = upstream.format.render([*turns, *written])
-        completion = upstream.backend.complete(
+        streamer = AnswerStream(send, tools, prefix=lead, skip=skip) if streams and send else None
+        prompt = upstream.format.render([*base, *written] if written else turns)
+        completion = backend.complete(
             prompt, stop=stop, max_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
-            on_text=lambda text: cancelled.is_set() or watcher(text), **options)
+            on_text=lambda text: cancelled.is_set() or watcher(lead + text) or bool(streamer and streamer(text)),
+            **options)
         if cancelled.is_set():
             raise Cancelled()
         text = completion.text
-        if completion.finish_reason == "early_stop" and watcher.cut is not None:
-            text = text[:watcher.cut]
+        if completion.finish_reason == "early_stop":
+            if streamer is not None and streamer.cut is not None:
+                text = text[:streamer.cut]
+            elif watcher.cut is not None:
+                text = (lead + text)[:watcher.cut][len(lead):]
+        text = lead + text
         out.usage += completion.usage
         attempt: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
         out.attempts.append(attempt)
@@ -171,6 +244,8 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             attempt["parse_error"] = err.message
         else:
             feedback, valid = _problem(request, reply, tools)
+        if streamer is not None and streamer.started:
+            feedback, valid = None, []   # the client has this answer's start: it is the answer
         kept = _kept(Step(0, text, reply=reply))
         if feedback is None:
             written.append({"role": "assistant", "content": kept})
@@ -178,8 +253,13 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             if valid:
                 out.calls, out.finish_reason = valid, "tool_calls"
             else:
-                out.content = reply.answer if reply.answer is not None else reply.thought.strip()
+                content = _content(reply, request) if reply is not None else skip + streamer.sent
+                out.content = content[len(skip):] if skip and content.startswith(skip) else content
                 out.finish_reason = "length" if length else "stop"
+                if streamer is not None:
+                    streamer.finish(out.content)
+                elif send is not None and out.content:
+                    send(out.content)
             return out
         attempt["feedback"] = feedback
         if length or out.repairs >= max_repairs:
@@ -187,8 +267,27 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             out.turns = [*written, {"role": "assistant", "content": kept}]
             if valid:
                 out.calls, out.finish_reason = valid, "tool_calls"
-            else:
-                out.content, out.finish_reason = text, "length" if length else "stop"
+                return out
+            error = _not_met(request, out.repairs)
+            if error is not None and not (length and request.format is not None):
+                raise error
+            out.content, out.finish_reason = _prose(text, reply), "length" if length else "stop"
+            if not out.content:
+                raise ProxyError(422, f"the model wrote no usable reply after {out.repairs} repairs",
+                                 code="no_usable_reply")
+            if send is not None:
+                send(out.content)
             return out
         written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
         out.repairs += 1
+
+
+def _prefilled_answer(prefill: str, tools: Any) -> str:
+    """The answer text a prefill already holds (the client has it)."""
+    if not prefill:
+        return ""
+    try:
+        reply = parse_reply(prefill, tools)
+    except ParseError:
+        return ""
+    return reply.answer or "" if reply.is_final else ""

@@ -2,21 +2,27 @@
 ``chat.completion.chunk`` server-sent events (role, content or ``tool_calls`` deltas, the
 finish reason, usage when ``stream_options.include_usage``, then ``data: [DONE]``).
 
-The answer is streamed once it is known to be usable: a reply is only valid as a whole (the
-text protocol's calls are checked after the last line), and the client must never see a call
-that a repair replaces."""
+An answer's content is streamed while the model writes it, once the reply is known to be an
+answer (see watch.py); calls once the reply holding them is complete and every call in it is
+valid: the client never sees a call that a repair replaces."""
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import anyio
+import anyio.from_thread
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from ..backends.base import Usage
 from ..trace import json_line
 from .repair import Answer
 
-__all__ = ["usage_object", "completion_object", "chunks", "sse", "dump"]
+__all__ = ["usage_object", "completion_object", "ChatChunks", "EventStream", "sse", "dump"]
 
 _CONTENT_PIECE = 64   # characters of content per delta
 
@@ -34,30 +40,117 @@ def completion_object(answer: Answer, *, id: str, model: str, created: int | Non
             "usage": usage_object(answer.usage)}
 
 
-def chunks(answer: Answer, *, id: str, model: str, include_usage: bool) -> Iterator[dict[str, Any]]:
-    """The chunk objects of a streamed answer."""
-    created = int(time.time())
+class ChatChunks:
+    """The ``chat.completion.chunk`` events of one streamed answer, as it becomes known: the
+    role (with ``content: ""`` when content follows), content pieces, then per call one delta
+    with ``id``, ``type`` and ``name`` and one with the ``arguments``, the finish reason, a usage
+    chunk when ``include_usage``, and ``[DONE]``."""
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-                                "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
-                                             "logprobs": None}]}
-        if include_usage:
+    def __init__(self, *, id: str, model: str, include_usage: bool):
+        self.id, self.model, self.include_usage = id, model, include_usage
+        self.created = int(time.time())
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                                "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
+                                                                  "logprobs": None}]}
+        if self.include_usage:
             data["usage"] = None
         return data
 
-    yield chunk({"role": "assistant", "content": "" if not answer.calls else None})
-    content = answer.content or ""
-    for at in range(0, len(content), _CONTENT_PIECE):
-        yield chunk({"content": content[at:at + _CONTENT_PIECE]})
-    for index, call in enumerate(answer.calls):
-        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                     "function": {"name": call["name"], "arguments": ""}}]})
-        yield chunk({"tool_calls": [{"index": index, "function": {"arguments": call["arguments"]}}]})
-    yield chunk({}, answer.finish_reason)
-    if include_usage:
-        yield {"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [],
-               "usage": usage_object(answer.usage)}
+    def start(self, content: bool) -> list[bytes]:
+        return [sse(self.chunk({"role": "assistant", "content": "" if content else None}))]
+
+    def content(self, piece: str) -> list[bytes]:
+        return [sse(self.chunk({"content": piece[at:at + _CONTENT_PIECE]}))
+                for at in range(0, len(piece), _CONTENT_PIECE)]
+
+    def end(self, answer: Answer) -> list[bytes]:
+        out = []
+        for index, call in enumerate(answer.calls):
+            out.append(sse(self.chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                       "function": {"name": call["name"], "arguments": ""}}]})))
+            out.append(sse(self.chunk({"tool_calls": [{"index": index,
+                                                       "function": {"arguments": call["arguments"]}}]})))
+        out.append(sse(self.chunk({}, answer.finish_reason)))
+        if self.include_usage:
+            out.append(sse({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                            "model": self.model, "choices": [], "usage": usage_object(answer.usage)}))
+        return out + [sse(None)]
+
+    def error(self, body: dict[str, Any]) -> list[bytes]:
+        """An error after the stream began (OpenAI streams it as an event with the error body)."""
+        return [sse(body), sse(None)]
+
+
+OnContent = Callable[[str, int], None]   # a piece of content, the repairs so far
+
+
+class EventStream:
+    """The ASGI response of a streamed request, whose status is decided by what comes first: a
+    failure before anything is known is an ordinary error response (``fail`` makes it); the
+    first piece of content, or the finished answer, starts a 200 event stream, written by
+    ``writer`` (``start``, ``content``, ``end``, ``error``: lists of bytes). ``run(on_content)``
+    answers the request; ``on_content`` may be called from a worker thread. ``done(status,
+    answer, error)`` is told how it ended."""
+
+    def __init__(self, run: Callable[[OnContent], Awaitable[Answer]], writer: Any, *,
+                 fail: Callable[[Exception], Response], error_body: Callable[[Exception], dict[str, Any]],
+                 headers: dict[str, str], done: Callable[[int, Answer | None, Exception | None], None]):
+        self.run, self.writer, self.fail, self.error_body = run, writer, fail, error_body
+        self.headers, self.done = headers, done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        sender, receiver = anyio.create_memory_object_stream[tuple[str, Any, int]](math.inf)
+
+        def on_content(piece: str, repairs: int) -> None:
+            anyio.from_thread.run_sync(sender.send_nowait, ("content", piece, repairs))
+
+        async def produce() -> None:
+            try:
+                result = await self.run(on_content)
+            except Exception as exc:  # noqa: BLE001 - written to the client below
+                sender.send_nowait(("error", exc, 0))
+            else:
+                sender.send_nowait(("done", result, result.repairs))
+
+        started = False
+
+        async def begin(content: bool, repairs: int) -> None:
+            nonlocal started
+            started = True
+            headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in
+                       {**self.headers, "x-textagent-repairs": str(repairs), "content-type": "text/event-stream",
+                        "cache-control": "no-cache"}.items()]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await write(self.writer.start(content))
+
+        async def write(pieces: list[bytes]) -> None:
+            await send({"type": "http.response.body", "body": b"".join(pieces), "more_body": True})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(produce)
+            async with receiver:
+                async for kind, value, repairs in receiver:
+                    if kind == "error":
+                        if not started:
+                            response = self.fail(value)
+                            await response(scope, receive, send)
+                            self.done(response.status_code, None, value)
+                            return
+                        if type(value).__name__ != "Cancelled":
+                            await write(self.writer.error(self.error_body(value)))
+                        self.done(200, None, value)
+                        break
+                    if not started:
+                        await begin(kind == "content", repairs)
+                    if kind == "content":
+                        await write(self.writer.content(value))
+                        continue
+                    await write(self.writer.end(value))
+                    self.done(200, value, None)
+                    break
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def dump(data: Any) -> bytes:

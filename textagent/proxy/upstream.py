@@ -3,6 +3,7 @@ while an embedded llama-server starts), asked for its state by ``/health``, and 
 requests through its slots."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import threading
@@ -20,6 +21,11 @@ from .errors import ProxyError, redact
 __all__ = ["UpstreamConfig", "Upstream"]
 
 log = logging.getLogger(__name__)
+
+# the sampling fields each backend's upstream takes (in its request body, or Ollama's options)
+_SAMPLING = {"LlamaCppBackend": {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"},
+             "OpenAICompletionsBackend": {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"},
+             "OllamaBackend": {"top_p", "frequency_penalty", "presence_penalty"}}
 
 
 @dataclass
@@ -169,6 +175,22 @@ class Upstream:
     def options(self, slot: int) -> dict[str, Any]:
         """Request options for a request on ``slot`` (llama.cpp pins it, keeping its KV cache)."""
         return {"id_slot": slot} if isinstance(self.backend, LlamaCppBackend) else {}
+
+    def backend_for(self, sampling: dict[str, Any]) -> Any:
+        """The backend with ``sampling`` (top_p, penalties, logit_bias) in every request body;
+        ProxyError 400 for a field this upstream cannot take."""
+        if not sampling:
+            return self.backend
+        refused = sorted(set(sampling) - _SAMPLING.get(type(self.backend).__name__, set()))
+        if refused or not isinstance(getattr(self.backend, "params", None), dict):
+            raise ProxyError(400, f"this upstream ({self.config.api}) cannot honour {', '.join(refused or sampling)}",
+                             param=(refused or list(sampling))[0], code="unsupported_parameter")
+        fields = dict(sampling)
+        if "logit_bias" in fields and isinstance(self.backend, LlamaCppBackend):
+            fields["logit_bias"] = [[int(token), bias] for token, bias in fields["logit_bias"].items()]
+        backend = copy.copy(self.backend)   # shares the HTTP session; only the body differs
+        backend.params = {**self.backend.params, **fields}
+        return backend
 
     @staticmethod
     def conversation_key(conversation: str) -> str:

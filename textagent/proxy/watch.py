@@ -1,0 +1,112 @@
+"""What of a reply can reach the client while the model still writes it.
+
+An answer's text can: once a line of the reply is an ``ANSWER:`` line (with only prose or
+thoughts before it), the reply is an answer, and the content read so far is a prefix of the
+content of the whole reply (``parse_reply`` joins the answer's lines and strips the ends). What
+would change that is cut off: a later line that starts a call or a self-written OBSERVATION
+ends the reply there (the stream to the upstream is closed), so a reply whose content has been
+sent stays that answer. Calls are checked as a whole (a later call can fail and send the reply
+back to the model) and are sent once the reply is complete.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..protocol import ParseError, parse_reply
+from ..protocol.lines import classify
+
+__all__ = ["AnswerStream"]
+
+_DECIDED = 20     # characters of a line after which it cannot turn into a keyword line
+_REREAD = 8       # characters of new text before the answer is read again
+
+
+class AnswerStream:
+    """The ``on_text`` watcher of one attempt: ``send(piece)`` gets each new piece of the
+    answer's content. ``skip`` is content the client has already (a prefill's answer), not
+    sent again. True (close the stream) once a line that would end the answer begins; ``cut``
+    is where the reply is then kept to."""
+
+    def __init__(self, send: Callable[[str], Any], tools: Any, *, prefix: str = "", skip: str = ""):
+        self.send, self.tools, self.prefix, self.skip = send, tools, prefix, skip
+        self.sent = ""              # content sent so far (after skip)
+        self.cut: int | None = None
+        self._lines = 0             # complete lines classified
+        self._at = 0                # where the next line starts
+        self._answer = False        # a line so far is the ANSWER line
+        self._off = False           # a call came first, or the text went wrong: nothing to stream
+        self._read = 0              # length of the text last read
+
+    @property
+    def started(self) -> bool:
+        return bool(self.sent)
+
+    def __call__(self, text: str) -> bool:
+        if self._off or self.cut is not None:
+            return self.cut is not None
+        text = self.prefix + text
+        while True:
+            nl = text.find("\n", self._at)
+            if nl == -1:
+                break
+            if self._line(text[self._at:nl]):
+                self.cut = self._at - len(self.prefix)
+                return True
+            self._at = nl + 1
+        if self._off:
+            return False
+        tail = text[self._at:]
+        kind = classify(tail).kind if tail.strip() else "blank"
+        if not self._answer and kind == "answer":
+            known = text   # the ANSWER line itself: its text is the answer's
+        elif self._answer and kind in ("prose", "blank", "fence") and len(tail.lstrip()) >= _DECIDED:
+            known = text
+        elif self._answer and self._answer_kind(kind, tail):
+            self.cut = self._at - len(self.prefix)
+            return True
+        else:
+            known = text[:self._at]
+        if self._answer or kind == "answer":
+            self._emit(known)
+        return False
+
+    def _answer_kind(self, kind: str, tail: str) -> bool:
+        return kind in ("call", "obs") and len(tail.lstrip()) >= _DECIDED
+
+    def _line(self, line: str) -> bool:
+        """Takes one complete line; True when it ends the answer."""
+        kind = classify(line).kind
+        if self._answer:
+            return kind in ("call", "obs")
+        if kind == "answer":
+            self._answer = True
+        elif kind in ("call", "args", "obs"):
+            self._off = True
+        return False
+
+    def _emit(self, known: str) -> None:
+        grown = len(known) - self._read
+        if grown <= 0 or (grown < _REREAD and not known.endswith("\n")):
+            return
+        self._read = len(known)
+        try:
+            reply = parse_reply(known, self.tools)
+        except ParseError:
+            return
+        if reply.calls or reply.answer is None:
+            return
+        content = reply.answer
+        if not content.startswith(self.skip):
+            self._off = True
+            return
+        content = content[len(self.skip):]
+        if content.startswith(self.sent) and len(content) > len(self.sent):
+            piece, self.sent = content[len(self.sent):], content
+            self.send(piece)
+
+    def finish(self, content: str) -> None:
+        """The rest of the reply's final ``content`` (after ``skip``)."""
+        if content.startswith(self.sent) and len(content) > len(self.sent):
+            piece, self.sent = content[len(self.sent):], content
+            self.send(piece)
