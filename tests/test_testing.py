@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from textagent.protocol import NAME_PATTERN, ParseError, ToolCall, _classify, parse_reply
+from textagent.protocol import NAME_PATTERN, ParseError, ToolCall, parse_reply
+from textagent.protocol.lines import classify as _classify
 from textagent.testing import (
     NEAR_MISS_LABELS,
     answer_texts,

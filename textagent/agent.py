@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import prompts
-from .backends._http import request_deadline
+from .backends import request_deadline
 from .backends.base import Backend, Usage
 from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout

@@ -315,7 +315,7 @@ def check_names(spec: str) -> str:
     return spec
 
 
-def _positive(kind: type) -> Callable[[str], Any]:
+def positive(kind: type) -> Callable[[str], Any]:
     """An argparse type: a number of ``kind`` greater than zero (a one-line usage error otherwise)."""
     def convert(text: str) -> Any:
         try:
@@ -358,18 +358,24 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_token_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--token-budget", type=_positive(int), help="token budget for the whole run")
-    p.add_argument("--reply-tokens", type=_positive(int), default=512, help="max tokens of one reply (default 512)")
-    p.add_argument("--max-tokens", type=_positive(int), dest="old_budget", help=argparse.SUPPRESS)   # deprecated
+    p.add_argument("--token-budget", type=positive(int), help="token budget for the whole run")
+    p.add_argument("--reply-tokens", type=positive(int), default=512, help="max tokens of one reply (default 512)")
+    p.add_argument("--max-tokens", type=positive(int), dest="old_budget", help=argparse.SUPPRESS)   # deprecated
 
 
-def _ollama_url(host: str) -> str:
+_positive = positive   # the names proxy/cli.py imports (it moves to the public ones)
+
+
+def ollama_url(host: str) -> str:
     """OLLAMA_HOST as Ollama's own client reads it: ``host``, ``host:port`` or a URL (port 11434)."""
     host = host.strip().rstrip("/")
     parts = urllib.parse.urlsplit(host if "://" in host else "http://" + host)
     if parts.port is None and parts.scheme == "http":
         parts = parts._replace(netloc=parts.netloc + ":11434")
     return urllib.parse.urlunsplit(parts)
+
+
+_ollama_url = ollama_url
 
 
 def apply_conventions(args: argparse.Namespace) -> None:
@@ -380,7 +386,7 @@ def apply_conventions(args: argparse.Namespace) -> None:
         env = {"completions": ENV_BASE_URL, "chat": ENV_BASE_URL, "ollama": ENV_OLLAMA_HOST}.get(args.api)
         if env and os.environ.get(env, "").strip():
             url = os.environ[env].strip()
-            endpoints = [_ollama_url(url) if env == ENV_OLLAMA_HOST else url]
+            endpoints = [ollama_url(url) if env == ENV_OLLAMA_HOST else url]
             args.endpoint = endpoints if isinstance(args.endpoint, list) else endpoints[0]
             log.info("endpoint from $%s: %s", env, endpoints[0])
     if args.model and not endpoints and not args.gguf:
@@ -468,15 +474,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "(native+fallback also reads calls the model wrote as text)")
     r.add_argument("--grammar-field", help="constrained mode on --api completions/chat: the request field that "
                                            "takes the grammar (llama.cpp: grammar; vLLM: guided_grammar)")
-    r.add_argument("--max-steps", type=_positive(int), default=10)
+    r.add_argument("--max-steps", type=positive(int), default=10)
     add_token_options(r)
-    r.add_argument("--max-seconds", type=_positive(float), help="wall-time budget for the whole run")
+    r.add_argument("--max-seconds", type=positive(float), help="wall-time budget for the whole run")
     r.add_argument("--checks", default="none", type=check_names,
                    help="checks run on every answer and step: module:Name of your own textagent.checks.Check, "
                         "comma-separated (default none: the first answer is taken)")
     r.add_argument("--temperature", type=float, default=0.0)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--timeout", type=_positive(float), default=300, help="read timeout of one request, seconds")
+    r.add_argument("--timeout", type=positive(float), default=300, help="read timeout of one request, seconds")
     r.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False, help="stream tokens")
     r.add_argument("--trace", help="append a JSONL trace of the run to this file")
     r.add_argument("--json", action="store_true", help="print one JSON line with answer, stop_reason, steps, usage")
@@ -490,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "JSON schema, or one ANSWER line.")
     g.add_argument("--tools", default="demo", help="comma-separated demo tools and/or module:function (default: all demo tools)")
     g.add_argument("--max-thoughts", type=int, default=3, help="thought lines allowed before the calls (default 3)")
-    g.add_argument("--max-calls", type=_positive(int), help="call lines allowed in one reply (default: no limit)")
+    g.add_argument("--max-calls", type=positive(int), help="call lines allowed in one reply (default: no limit)")
     g.set_defaults(func=cmd_grammar)
 
     s = sub.add_parser("serve", help="run the embedded llama-server in the foreground",
@@ -499,8 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--gguf", help=gguf_help())
     s.add_argument("--model", dest="old_gguf", help=argparse.SUPPRESS)   # the old spelling, deprecated
     s.add_argument("--port", type=int, help="port (default: a free one)")
-    s.add_argument("--ctx-size", type=_positive(int), default=8192, help="context per slot")
-    s.add_argument("--parallel", "-np", type=_positive(int), default=1, help="slots (concurrent requests)")
+    s.add_argument("--ctx-size", type=positive(int), default=8192, help="context per slot")
+    s.add_argument("--parallel", "-np", type=positive(int), default=1, help="slots (concurrent requests)")
     s.add_argument("--threads", "-t", type=int, default=DEFAULT_THREADS,
                    help="CPU threads (default: llama-server's own, all cores; 1 is faster on a machine busy "
                         "with other work: docs/perf.md)")

@@ -42,7 +42,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the test extra
     raise ImportError("textagent.testing needs hypothesis: pip install 'textagent[test]'") from exc
 
-from .protocol import NAME_PATTERN, ToolCall, _classify, render_call
+from .protocol import NAME_PATTERN, ToolCall, render_call
+from .protocol.lines import classify
 
 __all__ = [
     "json_schemas",
@@ -112,7 +113,7 @@ _PROSE_ALPHABET = st.characters(blacklist_categories=("Cs",), blacklist_characte
 
 
 def _is_prose(line: str) -> bool:
-    return _classify(line).kind is None and line.lstrip(" \t>")[:1] not in ("{", "[")
+    return classify(line).kind is None and line.lstrip(" \t>")[:1] not in ("{", "[")
 
 
 def prose_lines() -> SearchStrategy[str]:
@@ -287,7 +288,7 @@ def answer_texts() -> SearchStrategy[str]:
     gives back: no line of them is a call or an OBSERVATION, and no surrounding whitespace."""
     return st.lists(prose_lines(), min_size=1, max_size=4).map(
         lambda ls: "\n".join(ln.rstrip() for ln in ls).strip()).filter(
-        lambda t: bool(t) and all(_classify(ln).kind in (None, "answer", "args", "fence") for ln in t.split("\n")))
+        lambda t: bool(t) and all(classify(ln).kind in (None, "answer", "args", "fence") for ln in t.split("\n")))
 
 
 _FRAGMENTS = ("TOOL:", "tool", "ARGS:", "args", "ANSWER:", "Final Answer:", "OBSERVATION", "```", "~~~", "{", "}",

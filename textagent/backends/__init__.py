@@ -1,5 +1,6 @@
 """Backends: where completions come from. Each HTTP backend owns one requests.Session;
 ``connect(api, url, ...)`` builds the one an endpoint needs."""
+from ._deadline import request_deadline
 from .base import Backend, Capabilities, Completion, Usage
 from .chat import ChatAsTextBackend
 from .factory import APIS, api_capabilities, connect
@@ -11,4 +12,4 @@ from .scripted import ScriptedBackend
 
 __all__ = ["Backend", "Capabilities", "Completion", "HttpSettings", "Usage", "ScriptedBackend", "LlamaCppBackend",
            "OpenAICompletionsBackend", "ChatAsTextBackend", "OllamaBackend", "connect", "APIS",
-           "api_capabilities"]
+           "api_capabilities", "request_deadline"]

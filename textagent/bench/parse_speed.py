@@ -25,8 +25,9 @@ import sys
 import time
 from typing import Any, Callable
 
-from .. import protocol
 from ..protocol import ParseError, parse_reply
+from ..protocol.lines import classify
+from ..protocol.reader import Reader
 
 TYPICAL = ('Thought: the user wants the weather in Paris for three days, so I call the tool.\n'
            'TOOL: get_weather ARGS: {"city": "Paris", "days": 3, "units": "metric"}\n')
@@ -115,13 +116,13 @@ def mixed_text(size: int, seed: int = 0) -> str:
         r = rnd.random()
         if r < 0.45:
             line = " ".join(rnd.choice(_WORDS) for _ in range(rnd.randint(3, 16)))
-            if protocol._classify(line).kind is not None or line.lstrip(" >")[:1] in "{[":
+            if classify(line).kind is not None or line.lstrip(" >")[:1] in "{[":
                 line = "so " + line
         elif r < 0.55:
             line = "Thought: " + " ".join(rnd.choice(_WORDS) for _ in range(rnd.randint(3, 10)))
         elif r < 0.62:
             line = "".join(chr(rnd.randint(0x20, 0x2FFF)) for _ in range(rnd.randint(5, 60)))
-            if protocol._classify(line).kind is not None or line.lstrip(" >")[:1] in "{[" or "\r" in line:
+            if classify(line).kind is not None or line.lstrip(" >")[:1] in "{[" or "\r" in line:
                 line = "so " + line
         elif r < 0.72:
             line = f'TOOL: get_weather ARGS: {{"city": "Paris", "days": {rnd.randint(1, 9)}, "note": "a, b"}}'
@@ -223,7 +224,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
     results["forms_us"] = {name: _per_call(lambda t=text: _try(t), min_time) * 1e6 for name, text in FORMS.items()}
     results["typical"]["grammar_only_us"] = _per_call(
-        lambda: protocol.Reader(TYPICAL, None, shortcut=False).read(False), min_time) * 1e6
+        lambda: Reader(TYPICAL, None, shortcut=False).read(False), min_time) * 1e6
 
     # 1 MB of mixed text
     text = mixed_text(1_000_000)

@@ -84,7 +84,7 @@ def _get_time(env: Env) -> Tool:
     def get_time(timezone: str = "UTC") -> dict[str, str]:
         if not isinstance(timezone, str):
             raise TypeError(f"timezone must be text like \"Europe/Paris\", not {type(timezone).__name__}")
-        label, tz = demo._resolve_zone(timezone)
+        label, tz = demo.resolve_zone(timezone)
         now = env.now.astimezone(tz).replace(microsecond=0)
         return {"timezone": label, "now": now.isoformat(), "weekday": now.strftime("%A")}
 
@@ -93,16 +93,7 @@ def _get_time(env: Env) -> Tool:
 
 def _toggle_light(env: Env) -> Tool:
     def toggle_light(room: str, on: bool) -> str:
-        if not isinstance(room, str):
-            raise TypeError(f"room must be text like \"kitchen\", not {type(room).__name__}")
-        if not isinstance(on, bool):
-            raise TypeError(f"on must be true or false, not {on!r}")
-        key = " ".join(room.lower().replace("_", " ").replace("-", " ").split())
-        if key not in env.lights:
-            raise ValueError(f"unknown room {room[:40]!r}; valid rooms: {', '.join(demo.ROOMS)}")
-        with env.lock:
-            before, env.lights[key] = env.lights[key], on
-        return f"{key} light is now {'on' if on else 'off'}" + ("" if before != on else " (it already was)")
+        return demo.switch_light(env.lights, env.lock, room, on)
 
     return _counted(env, demo.toggle_light, toggle_light)
 

@@ -19,7 +19,9 @@ from typing import Any
 from .. import prompts
 from ..backends.base import Completion
 from ..prompts import Worked
-from ..protocol import _QUOTE_PREFIX, ParseError, Reply, ToolCall, _Reader, _scan, _stops_gathering, parse_reply
+from ..protocol import ParseError, Reply, ToolCall, parse_reply
+from ..protocol.lines import QUOTE_PREFIX, scan, stops_gathering
+from ..protocol.reader import Reader
 from ..steps import Note, Step
 from ..tools import ToolOutcome
 from .base import Conversation, FormatError, ModeContext, Needs
@@ -134,16 +136,16 @@ class EarlyStop:
         self._maybe = self._maybe or _MAYBE_CALL.search(line) is not None
         if self._open is not None:
             stack, quoted = self._open
-            if not _stops_gathering(line):
+            if not stops_gathering(line):
                 body = line.rstrip()
-                quote = _QUOTE_PREFIX.match(body) if quoted else None
-                if _scan(body[quote.end():] if quote else body, 0, stack, 0) == "ok" and stack:
+                quote = QUOTE_PREFIX.match(body) if quoted else None
+                if scan(body[quote.end():] if quote else body, 0, stack, 0) == "ok" and stack:
                     return False   # still open: the reply cannot parse yet
             self._open = None      # closed, or something else happened: read it all again
         if not self._calls and not self._maybe:
             return False
         pending = text[self._base:nl]
-        reader = _Reader(pending, self.tools)
+        reader = Reader(pending, self.tools)
         marks: list = []
         try:
             reply = reader.read(False, in_answer=self._in_answer, marks=marks)
@@ -161,7 +163,7 @@ class EarlyStop:
         if not reader.observed:      # (after an OBSERVATION the probes are dropped too)
             for probe in _PROBES:
                 try:
-                    again = _Reader(pending + "\n" + probe, self.tools).read(False, in_answer=self._in_answer)
+                    again = Reader(pending + "\n" + probe, self.tools).read(False, in_answer=self._in_answer)
                 except ParseError:
                     continue   # the probe cannot attach to anything: fine
                 if again.calls != reply.calls:
@@ -260,13 +262,13 @@ class TextMode:
                 observations[note.outcome] += "\n" + note.text
             else:
                 observations.append(note.text)
-        self._append(step, _kept(step), observations)
+        self._append(step, kept_text(step), observations)
 
     def reject(self, step: Step, feedback: str) -> None:
         self._append(step, step.raw, [feedback])
 
     def answer(self, step: Step) -> None:
-        self._append(step, _kept(step), None)
+        self._append(step, kept_text(step), None)
 
     def _append(self, step: Step, reply_text: str, observations: list[str] | None) -> None:
         """Extend the transcript; earlier text is never re-rendered (KV-cache reuse relies on it).
@@ -284,10 +286,13 @@ class TextMode:
         return self.conversation.prompt
 
 
-def _kept(step: Step) -> str:
+def kept_text(step: Step) -> str:
     """The reply up to a self-written observation: the invented part never enters the transcript."""
     reply = step.reply
     if reply is None or reply.truncated_at is None:
         return step.raw
     # lines as the parser counts them: split at "\n" only (not at \r, \x1c, \u2028 ...)
     return "".join(line + "\n" for line in step.raw.split("\n")[: reply.truncated_at - 1])
+
+
+_kept = kept_text   # the name proxy/repair.py imports (it moves to kept_text)

@@ -28,7 +28,6 @@ from typing import Any
 from .error_table import ERROR_CLASSES, KNOWN_BAD, ErrorClass, ParseError
 from .feedback import excerpt
 from .grammar import grammar_text
-from .lines import QUOTE_PREFIX, classify, scan, stops_gathering
 from .reader import Reader
 from .render import render_answer, render_call
 from .types import MAX_DEPTH, NAME_PATTERN, CallSyntax, Dropped, Reply, ToolCall
@@ -50,13 +49,6 @@ __all__ = [
     "NAME_PATTERN",
     "MAX_DEPTH",
 ]
-
-# The names other textagent modules used before the split (modes.text, testing, bench).
-_Reader = Reader
-_QUOTE_PREFIX = QUOTE_PREFIX
-_classify = classify
-_scan = scan
-_stops_gathering = stops_gathering
 
 
 def parse_reply(text: str, tools: Any = None, *, strict: bool = False) -> Reply:

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 from ..tools import Example, ToolSet, tool
 
 __all__ = ["calculate", "get_time", "get_weather", "multiply", "toggle_light", "demo_tools", "DEMO_EXAMPLES",
-           "lights", "reset_lights", "WEATHER", "ROOMS",
+           "lights", "reset_lights", "switch_light", "WEATHER", "ROOMS",
            "MAX_EXPRESSION_CHARS", "MAX_NESTING", "MAX_DIGITS"]
 
 # --------------------------------------------------------------------------------------------
@@ -288,7 +288,8 @@ def _zone_index() -> tuple[dict[str, str], dict[str, str]]:
     return full, cities
 
 
-def _resolve_zone(name: str) -> tuple[str, _dt.tzinfo]:
+def resolve_zone(name: str) -> tuple[str, _dt.tzinfo]:
+    """(the name shown, the zone) for what get_time was given: UTC, an IANA name or a city."""
     text = name.strip()
     if text.lower() in _UTC_NAMES:
         return "UTC", _dt.timezone.utc
@@ -326,7 +327,7 @@ def get_time(timezone: Annotated[str, {"examples": ["Europe/Paris"]}] = "UTC") -
     """
     if not isinstance(timezone, str):
         raise TypeError(f"timezone must be text like \"Europe/Paris\", not {type(timezone).__name__}")
-    label, tz = _resolve_zone(timezone)
+    label, tz = resolve_zone(timezone)
     now = _now(tz).replace(microsecond=0)
     return {"timezone": label, "now": now.isoformat(), "weekday": now.strftime("%A")}
 
@@ -417,19 +418,24 @@ def toggle_light(room: Annotated[str, {"examples": ["kitchen"]}], on: bool) -> s
         room: One of kitchen, living room, bedroom, bathroom, office, hallway.
         on: true to switch the light on, false to switch it off.
     """
+    return switch_light(lights, _lights_lock, room, on)
+
+
+def switch_light(state: dict[str, bool], lock: threading.Lock, room: Any, on: Any) -> str:
+    """What toggle_light does, on the lights in ``state`` (room -> on?) under ``lock``: the demo's
+    shared lights, or a bench episode's own (textagent.bench.tools)."""
     if not isinstance(room, str):
         raise TypeError(f"room must be text like \"kitchen\", not {type(room).__name__}")
     if not isinstance(on, bool):
         raise TypeError(f"on must be true or false, not {on!r}")
     key = " ".join(room.lower().replace("_", " ").replace("-", " ").split())
-    if key not in lights:
+    if key not in state:
         shown = room if len(room) <= 40 else room[:40] + "…"
         raise ValueError(f"unknown room {shown!r}; valid rooms: {', '.join(ROOMS)}")
-    with _lights_lock:
-        before = lights[key]
-        lights[key] = on
-    state = "on" if on else "off"
-    return f"{key} light is now {state}" + ("" if before != on else " (it already was)")
+    with lock:
+        before = state[key]
+        state[key] = on
+    return f"{key} light is now {'on' if on else 'off'}" + ("" if before != on else " (it already was)")
 
 
 # The worked exchanges the model may see before its task; demo_tools() shows the call-less ones
