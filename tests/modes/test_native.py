@@ -115,8 +115,8 @@ def test_several_calls_in_one_reply_and_missing_ids():
         msg("250; the light is off."),
     ])
     assert [o.output for o in result.steps[0].outcomes][0] == "250" and result.steps[0].outcomes[1].ok
-    ids = result.steps[0].details["tool_call_ids"]
-    assert ids == ["call_1_1", "call_1_2"]
+    ids = [c.id for c in result.steps[0].calls]
+    assert ids == ["call_1_1", "call_1_2"] and "tool_call_ids" not in result.steps[0].details
     sent = backend.requests[1]["messages"]
     assert [m.get("tool_call_id") for m in sent[-2:]] == ids
     assert [tc["id"] for tc in sent[-3]["tool_calls"]] == ids

@@ -169,7 +169,6 @@ class NativeFacts:
 
     native: str = "content"
     tool_calls: list[Any] = field(default_factory=list)
-    tool_call_ids: list[str] = field(default_factory=list)
     invalid_arguments: dict[int, str] = field(default_factory=dict)
     decode_failure: str | None = None
     content_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -220,9 +219,8 @@ class NativeMode:
             calls = []
             for i, raw in enumerate(raw_calls):
                 name, args, error = _read_tool_call(raw)
-                calls.append(ToolCall(name, args))
-                facts.tool_call_ids.append(raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str)
-                                           else f"call_{step.index}_{i + 1}")
+                call_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else None
+                calls.append(ToolCall(name, args, call_id or f"call_{step.index}_{i + 1}"))
                 if error is not None:
                     facts.invalid_arguments[i] = error
             return Reply(calls, None, content, [])
@@ -250,8 +248,8 @@ class NativeMode:
         log.info("step %d: the server returned no tool_calls; %d call(s) read from the content (%s)",
                  step.index, len(reply.calls), kind)
         facts.fallback = True
-        facts.tool_call_ids = [f"call_{step.index}_{i + 1}" for i in range(len(reply.calls))]
-        return Reply(reply.calls, None, content, [])
+        calls = [ToolCall(c.name, c.args, f"call_{step.index}_{i + 1}") for i, c in enumerate(reply.calls)]
+        return Reply(calls, None, content, [])
 
     def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
         error = _facts(step).invalid_arguments.get(index)
@@ -266,11 +264,10 @@ class NativeMode:
     def _assistant(self, step: Step) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": step.raw}
         facts = _facts(step)
-        ids = facts.tool_call_ids
-        if ids and step.reply is not None:
+        if step.reply is not None and any(call.id for call in step.reply.calls):
             raw_calls = facts.tool_calls
             message["tool_calls"] = [
-                {"id": ids[i], "type": "function",
+                {"id": call.id, "type": "function",
                  "function": {"name": call.name, "arguments": _arguments_text(raw_calls[i] if i < len(raw_calls)
                                                                             else None, call)}}
                 for i, call in enumerate(step.reply.calls)]
@@ -281,14 +278,15 @@ class NativeMode:
     def observe(self, step: Step, notes: Sequence[Note]) -> None:
         messages = self.conversation.messages
         messages.append(self._assistant(step))
-        ids = _facts(step).tool_call_ids
+        calls = step.calls
         observations = []
         for i, outcome in enumerate(step.outcomes):
             text = outcome.output
             if outcome.error in RETRYABLE:
                 text = self.prompts.render("tool_error", output=text)
             text = "\n".join([text, *(n.text for n in notes if n.outcome == i)])
-            messages.append({"role": "tool", "tool_call_id": ids[i] if i < len(ids) else f"call_{i + 1}",
+            call_id = calls[i].id if i < len(calls) else None
+            messages.append({"role": "tool", "tool_call_id": call_id or f"call_{i + 1}",
                              "name": outcome.name, "content": text})
             observations.append(text)
         for note in notes:   # notes on the step as a whole: a user turn after the results

@@ -14,17 +14,25 @@ MAX_DEPTH = 256
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One call: the tool's name and its arguments.
+    """One call: the tool's name, its arguments, and its id.
 
     ``args`` is a dict, except for a bare argument (``ARGS: 17 * 24``) that could not be bound to
-    a parameter because no schema was known: then it is the argument text.
+    a parameter because no schema was known: then it is the argument text. ``id``: the id the
+    call goes by in a chat conversation (native function calling: the server's ``tool_calls``
+    id, which the tool's result answers); None for calls read from text. Two calls are equal
+    when name and arguments are, whatever their ids.
     """
 
     name: str
     args: dict | str = field(default_factory=dict)
+    id: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "args": self.args}
+        """``{"name", "args"}``, and ``"id"`` when the call has one."""
+        out: dict[str, Any] = {"name": self.name, "args": self.args}
+        if self.id is not None:
+            out["id"] = self.id
+        return out
 
 
 @dataclass(frozen=True)
