@@ -17,7 +17,7 @@ from . import prompts
 from .backends import request_deadline
 from .backends.base import Backend, Usage
 from .checks import Check, RunView, as_checks
-from .errors import BackendError, BackendTimeout
+from .errors import BackendError, BackendTimeout, RunTimeLimit
 from .modes import Conversation, FormatError, Mode, ModeContext, get_mode
 from .options import check_options, drop_deprecated
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
@@ -119,7 +119,7 @@ class Agent:
             except _Stop as stop:
                 reason, answer = stop.reason, stop.answer
             except BackendTimeout as exc:
-                if getattr(exc, "time_limit", False) or self._time_up():
+                if isinstance(exc, RunTimeLimit) or self._time_up():
                     reason, answer = "time_limit", None   # the request was cut to the run's time limit
                 else:
                     log.info("the backend timed out after %d steps; the run ends with backend_error: %s", len(self.steps), exc)

@@ -10,6 +10,7 @@ __all__ = [
     "BackendError",
     "BackendConnectionError",
     "BackendTimeout",
+    "RunTimeLimit",
     "BackendHTTPError",
     "BackendResponseError",
     "ScriptExhausted",
@@ -39,6 +40,11 @@ class BackendConnectionError(BackendError):
 
 class BackendTimeout(BackendError):
     """The server accepted the request but did not answer in time."""
+
+
+class RunTimeLimit(BackendTimeout):
+    """A request was cut off by the run's time limit (Agent's ``max_seconds``, through
+    ``backends.request_deadline``), not by the server's silence: the run ends with ``time_limit``."""
 
 
 class BackendHTTPError(BackendError):

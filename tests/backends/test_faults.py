@@ -60,3 +60,15 @@ def test_a_stream_that_stalls_after_its_headers_is_a_read_timeout(api, fake_serv
         fake_server.sse(path, events, chunk_delay=30)
     with pytest.raises(BackendTimeout, match="middle of its answer|no event|read timeout"):
         complete(api, make(fake_server.url, backoff=0, timeout=(2, 0.3)), stream=True)
+
+
+def test_the_runs_deadline_is_its_own_exception_type():
+    import time
+
+    from textagent.backends import request_deadline
+    from textagent.errors import RunTimeLimit, TextagentError
+
+    assert issubclass(RunTimeLimit, BackendTimeout) and issubclass(RunTimeLimit, TextagentError)
+    backend = LlamaCppBackend("http://127.0.0.1:9", retries=0)
+    with request_deadline(time.monotonic() - 1), pytest.raises(RunTimeLimit):
+        backend.complete("p", stop=[], max_tokens=1)

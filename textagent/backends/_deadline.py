@@ -7,7 +7,7 @@ import contextvars
 import time
 from collections.abc import Iterator
 
-from ..errors import BackendTimeout
+from ..errors import BackendTimeout, RunTimeLimit
 
 __all__ = ["request_deadline"]
 
@@ -18,7 +18,7 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("textag
 def request_deadline(deadline: float | None) -> Iterator[None]:
     """Requests made inside the block end by ``deadline`` (a ``time.monotonic()`` value; None:
     no deadline): their timeouts are cut to the time left and bodies and streams are read no
-    longer than that. Past it they raise BackendTimeout with ``time_limit = True``."""
+    longer than that. Past it they raise RunTimeLimit (a BackendTimeout)."""
     token = _DEADLINE.set(deadline)
     try:
         yield
@@ -32,6 +32,5 @@ def _time_left() -> float | None:
 
 
 def _timed_out(message: str, url: str, retries: int, *, time_limit: bool = False) -> BackendTimeout:
-    exc = BackendTimeout(message, url=url, retries=retries)
-    exc.time_limit = time_limit  # type: ignore[attr-defined]  # the run's deadline, not the server's silence
-    return exc
+    """RunTimeLimit when it is the run's deadline (``time_limit``), else the server's silence."""
+    return (RunTimeLimit if time_limit else BackendTimeout)(message, url=url, retries=retries)
