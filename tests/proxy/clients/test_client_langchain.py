@@ -77,3 +77,14 @@ def test_create_react_agent_with_response_format(upstream, model):
     assert out["structured_response"] == Weather(city="Paris", temp=24)
     last = upstream.bodies("/completion")[-1]
     assert "ANSWER: Sunny, 24 C.<|im_end|>" in last["prompt"] and "structured-answer" in last["grammar"]
+
+
+@pytest.mark.integration
+def test_create_react_agent_with_response_format_on_the_real_model(real_proxy):
+    model = ChatOpenAI(base_url=real_proxy.url + "/v1", api_key="-", model="m", max_retries=0, temperature=0,
+                       timeout=180)
+    agent = create_react_agent(model, [get_weather], response_format=Weather)
+    out = agent.invoke({"messages": [("user", "What is the weather in Paris? Give the city and temperature.")]},
+                       {"recursion_limit": 8})
+    assert isinstance(out["structured_response"], Weather)   # held by the grammar, checked by the proxy
+    assert all("ANSWER:" not in str(m.content) for m in out["messages"])

@@ -53,3 +53,16 @@ def test_response_format(upstream, ask):
     reply = ask(messages=[{"role": "user", "content": "Oslo?"}],
                 response_format={"type": "json_schema", "json_schema": {"name": "c", "schema": schema}})
     assert json.loads(reply.choices[0].message.content) == {"city": "Oslo"}
+
+
+@pytest.mark.integration
+def test_a_call_and_a_streamed_answer_on_the_real_model(real_proxy):
+    ask = dict(model="openai/m", api_base=real_proxy.url + "/v1", api_key="-", num_retries=0, temperature=0,
+               timeout=180)
+    first = litellm.completion(messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[WEATHER],
+                               tool_choice="required", **ask)
+    call = first.choices[0].message.tool_calls[0]
+    assert call.function.name == "get_weather" and "city" in json.loads(call.function.arguments)
+    chunks = litellm.completion(messages=[{"role": "user", "content": "Name three colours."}], stream=True, **ask)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text.strip() and "ANSWER:" not in text

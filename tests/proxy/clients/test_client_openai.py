@@ -111,3 +111,20 @@ def test_the_responses_api_refuses_what_it_cannot_keep(client):
     with pytest.raises(openai.BadRequestError) as caught:
         client.responses.create(model="m", input="hi", previous_response_id="resp_1")
     assert caught.value.body["param"] == "previous_response_id"
+
+
+@pytest.mark.integration
+def test_a_tool_round_trip_and_a_streamed_answer_on_the_real_model(real_proxy):
+    client = openai.OpenAI(base_url=real_proxy.url + "/v1", api_key="-", max_retries=0, timeout=180)
+    messages: list = [{"role": "user", "content": "What is the weather in Paris right now?"}]
+    first = client.chat.completions.create(model="m", messages=messages, tools=[WEATHER], tool_choice="required",
+                                           temperature=0)
+    call = first.choices[0].message.tool_calls[0]
+    assert call.function.name == "get_weather" and isinstance(json.loads(call.function.arguments)["city"], str)
+    messages += [first.choices[0].message, {"role": "tool", "tool_call_id": call.id, "content": "sunny, 24 C"}]
+    chunks = list(client.chat.completions.create(model="m", messages=messages, tools=[WEATHER], tool_choice="none",
+                                                 temperature=0, stream=True))
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert content.strip() and "ANSWER:" not in content and "TOOL:" not in content
+    answer = client.responses.create(model="m", input="Say hello in French.", temperature=0)
+    assert answer.output_text.strip() and "ANSWER:" not in answer.output_text

@@ -81,3 +81,15 @@ def test_required_that_cannot_be_met_is_an_error_not_an_answer(upstream, model, 
     with pytest.raises(openai.UnprocessableEntityError) as caught:
         Runner.run_sync(agent, "x")
     assert caught.value.body["code"] == "tool_choice_not_met"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_a_tool_run_on_the_real_model(real_proxy, kind):
+    client = AsyncOpenAI(base_url=real_proxy.url + "/v1", api_key="-", max_retries=0, timeout=180)
+    agent = Agent(name="weather", instructions="Use the tool, then answer.", tools=[get_weather],
+                  model=MODELS[kind](model="m", openai_client=client),
+                  model_settings=agents.ModelSettings(temperature=0))
+    result = Runner.run_sync(agent, "What is the weather in Paris?", max_turns=4)
+    assert isinstance(result.final_output, str) and result.final_output.strip()
+    assert "ANSWER:" not in result.final_output and "TOOL:" not in result.final_output

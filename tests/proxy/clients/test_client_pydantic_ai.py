@@ -66,3 +66,10 @@ def test_a_streamed_answer(upstream, model):
     import asyncio
 
     assert "".join(asyncio.run(run())) == "It is sunny in Paris today."
+
+
+@pytest.mark.integration
+def test_native_output_on_the_real_model(real_proxy):
+    model = OpenAIChatModel("m", provider=OpenAIProvider(base_url=real_proxy.url + "/v1", api_key="-"))
+    agent = Agent(model, output_type=NativeOutput(Weather), model_settings={"temperature": 0})
+    assert isinstance(agent.run_sync("Paris is at 21 degrees. Report it.").output, Weather)

@@ -52,3 +52,12 @@ def test_a_bad_call_is_repaired_before_smolagents_sees_it(upstream, proxy):
     agent = ToolCallingAgent(tools=[get_weather], model=model, max_steps=2, verbosity_level=0)
     assert agent.run("Weather in Paris?") == "Paris: sunny"
     assert "city" in upstream.bodies("/completion")[1]["prompt"]   # the repair named the missing argument
+
+
+@pytest.mark.integration
+def test_a_tool_calling_run_on_the_real_model(real_proxy):
+    model = OpenAIServerModel(model_id="m", api_base=real_proxy.url + "/v1", api_key="-", temperature=0)
+    agent = ToolCallingAgent(tools=[get_weather], model=model, max_steps=4, verbosity_level=0)
+    agent.run("What is the weather in Paris? Use the tool, then give the final answer.")
+    steps = [s for s in agent.memory.steps if getattr(s, "tool_calls", None)]
+    assert steps and all(c.name in ("get_weather", "final_answer") for s in steps for c in s.tool_calls)
