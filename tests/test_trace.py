@@ -131,3 +131,41 @@ def test_two_runs_writing_one_trace_at_once_keep_their_own_steps(tmp_path):
     assert len(runs["a"].steps) == 40 and len(runs["b"].steps) == 25
     assert all(s["raw"] == "a" * 2000 for s in runs["a"].steps) and runs["a"].result["answer"] == "a"
     assert runs["b"].complete and all(s["raw"] == "b" * 2000 for s in runs["b"].steps)
+
+
+@pytest.mark.parametrize("mode, replies", [
+    ("text", ['TOOL: calculate ARGS: {"expression": "2+2"}\nOBSERVATION: made up', "TOOL: nope(", "ANSWER: 4"]),
+    ("native", [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "calculate", "arguments": '{"expression": "2+2"}'}}]},
+        {"role": "assistant", "content": "4"}]),
+])
+def test_a_step_reads_back_from_its_record_as_the_trace_wrote_it(tmp_path, mode, replies):
+    from textagent import Agent, Step
+    from textagent.backends import ScriptedBackend
+    from textagent.toolkits.demo import demo_tools
+
+    path = tmp_path / "t.jsonl"
+    if mode == "native":
+        from textagent.backends.base import Capabilities, Completion
+
+        class Chat(ScriptedBackend):
+            capabilities = Capabilities(chat=True)
+
+            def chat_backend(self):
+                return self
+
+            def chat(self, messages, **kw):
+                message = self.replies.pop(0)
+                return Completion(message.get("content") or "", finish_reason="stop", message=message)
+
+        backend = Chat(["x"])
+        backend.replies = list(replies)
+    else:
+        backend = ScriptedBackend(replies)
+    result = Agent(backend, demo_tools(), mode=mode, trace=path).run("2+2?")
+    written = [{k: v for k, v in s.items() if k != "run"} for s in load_trace(path).steps]
+    assert written == [json.loads(json.dumps(s.to_record())) for s in result.steps]
+    again = [Step.from_record(r).to_record() for r in written]
+    assert again == written
+    if mode == "native":
+        assert written[0]["calls"][0]["id"] == "c1"

@@ -24,7 +24,7 @@ from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
 from .tools import ToolSet
 from .tools.execution import cap_outputs
-from .trace import TraceWriter, result_record, step_record
+from .trace import TraceWriter, result_record
 
 __all__ = ["Agent", "Result", "Step", "STOP_REASONS", "FormatError"]
 
@@ -112,7 +112,7 @@ class Agent:
                         self._step()
                     finally:  # a step that ends the run is traced and reported too
                         for step in self.steps[traced:]:
-                            trace.write({**step_record(step), "details": step.details})
+                            trace.step(step)
                             if self.on_step:
                                 self.on_step(step)
                         traced = len(self.steps)

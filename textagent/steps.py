@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 from .backends.base import Completion, Usage
-from .protocol import ParseError, Reply, ToolCall
+from .protocol import Dropped, ParseError, Reply, ToolCall
 from .tools import ToolOutcome
 
 __all__ = ["Step", "Result", "Note", "SentBack", "STOP_REASONS", "tokens_spent"]
@@ -84,6 +84,56 @@ class Step:
             out["refused_calls"] = self.refused_calls
         out.update(self.extra)
         return out
+
+    def to_record(self) -> dict[str, Any]:
+        """The step as one JSON-able record, the form every trace line of a step has (written by
+        trace.TraceWriter, read by the bench): what the model said, how it was read, what ran,
+        what it was told, what it cost, and :attr:`details`. :meth:`from_record` reads it back."""
+        err = self.parse_error
+        return {
+            "type": "step",
+            "step": self.index,
+            "raw": self.raw,
+            "calls": [c.to_dict() for c in self.calls],
+            "answer": self.reply.answer if self.reply else None,
+            "parse_error": None if err is None else {"message": err.message, "line": err.line, "column": err.column,
+                                                     "label": getattr(err, "label", None)},
+            "format_error": self.reply is None,
+            "dropped": [d.to_dict() for d in (self.reply.dropped if self.reply else [])],
+            "outcomes": [{"name": o.name, "args": o.args, "ok": o.ok, "error": o.error, "seconds": round(o.seconds, 6)}
+                         for o in self.outcomes],
+            "observations": self.observations,
+            "usage": self.usage.to_dict(),
+            "timings": self.timings,
+            "finish_reason": self.finish_reason,
+            "retries": self.retries,
+            "details": self.details,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "Step":
+        """A step from its record (:meth:`to_record`, a trace line). What a record does not hold
+        stays empty: the reply's thought, the tools' outputs (the observations have them), the
+        mode's facts (their values are in ``extra``, so ``details`` reads the same)."""
+        calls = [ToolCall(c["name"], c.get("args", {}), c.get("id")) for c in record.get("calls") or []]
+        dropped = [Dropped(d["kind"], d["line"], d["text"]) for d in record.get("dropped") or []]
+        err = record.get("parse_error")
+        return cls(
+            index=record["step"],
+            raw=record.get("raw", ""),
+            reply=None if record.get("format_error") else Reply(calls, record.get("answer"), "", dropped),
+            parse_error=None if not err else ParseError(err["message"], line=err.get("line", 1),
+                                                        column=err.get("column", 1),
+                                                        label=err.get("label") or "bad_call"),
+            outcomes=[ToolOutcome(o["name"], o.get("args", {}), bool(o.get("ok")), "", o.get("error"),
+                                  o.get("seconds", 0.0)) for o in record.get("outcomes") or []],
+            observations=list(record.get("observations") or []),
+            usage=Usage(**(record.get("usage") or {})),
+            timings=dict(record.get("timings") or {}),
+            finish_reason=record.get("finish_reason"),
+            retries=record.get("retries", 0),
+            extra=dict(record.get("details") or {}),
+        )
 
 
 @dataclass

@@ -59,30 +59,9 @@ def json_line(record: Any) -> str:
     return line
 
 
-def _call(call: Any) -> dict[str, Any]:
-    return {"name": call.name, "args": call.args}
-
-
 def step_record(step: "Step") -> dict[str, Any]:
-    err = step.parse_error
-    return {
-        "type": "step",
-        "step": step.index,
-        "raw": step.raw,
-        "calls": [_call(c) for c in step.calls],
-        "answer": step.reply.answer if step.reply else None,
-        "parse_error": None if err is None else {"message": err.message, "line": err.line, "column": err.column,
-                                                 "label": getattr(err, "label", None)},
-        "format_error": step.reply is None,
-        "dropped": [{"kind": d.kind, "line": d.line, "text": d.text} for d in (step.reply.dropped if step.reply else [])],
-        "outcomes": [{"name": o.name, "args": o.args, "ok": o.ok, "error": o.error, "seconds": round(o.seconds, 6)}
-                     for o in step.outcomes],
-        "observations": step.observations,
-        "usage": step.usage.to_dict(),
-        "timings": step.timings,
-        "finish_reason": step.finish_reason,
-        "retries": step.retries,
-    }
+    """A step's trace line: :meth:`Step.to_record` (the one record form of a step)."""
+    return step.to_record()
 
 
 def result_record(result: "Result") -> dict[str, Any]:
@@ -138,7 +117,7 @@ class TraceWriter:
         self.write({"type": "start", "task": task, "tools": tools, "time": time.time(), **config})
 
     def step(self, step: "Step") -> None:
-        self.write(step_record(step))
+        self.write(step.to_record())
 
     def result(self, result: "Result") -> None:
         self.write(result_record(result))
