@@ -1,7 +1,8 @@
 """The bench on the real llama-server (Qwen 0.5B): three tasks in every mode this textagent runs.
 
-It asserts that every episode ends with a named stop reason, is written with its trace, and
-that the report renders; not that the model succeeds.
+It asserts that every episode ends with a named stop reason, is written with its trace, that
+the report renders, and that the text modes solve the tasks the 0.5B solves on the suite (a
+broken prompt, parser or tool path shows as a failed task, not as a different number).
 """
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ def test_three_tasks_in_every_available_mode(qwen_server, tmp_path):
         assert r["trace"] and r["trace"][-1]["type"] == "result"
         assert r["usage"]["prompt_tokens"]
         assert (r["failure"] is None) == r["success"]
+    solved = {(r["task"], r["mode"]) for r in records if r["success"]}
+    for mode in ("text", "constrained"):
+        assert sum((t, mode) in solved for t in TASKS) >= 2, [(r["task"], r["mode"], r["failure"]) for r in records]
     report = write_report(tmp_path).read_text()
     assert "| metric | " + " | ".join(dict.fromkeys(r["mode"] for r in records)) in report
 
