@@ -240,3 +240,17 @@ def test_health_is_503_while_the_upstream_does_not_answer():
             assert health.json()["upstream"]["state"] == "unavailable"
         finally:
             proxy.stop()
+
+
+def test_health_of_an_upstream_without_a_health_endpoint_says_whether_it_answers():
+    from httpfake import FakeServer
+    from textagent.proxy import ProxyServer, Upstream, UpstreamConfig
+
+    srv = FakeServer()
+    up = Upstream(UpstreamConfig(endpoint=srv.url, api="completions", model="m", chat_format="chatml", timeout=5))
+    with ProxyServer(up) as proxy:
+        assert up.wait(10) and up.state == "ready"
+        assert requests.get(proxy.url + "/health", timeout=10).json()["status"] == "ok"
+        srv.stop()
+        health = requests.get(proxy.url + "/health", timeout=10)
+        assert health.status_code == 503 and health.json()["upstream"]["state"] == "unavailable"

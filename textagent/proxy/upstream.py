@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import requests
+
 from ..backends import LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
 from ..errors import BackendError, TextagentError
 from ..templates import ChatFormat, format_from_renderer, get_format
@@ -157,6 +159,11 @@ class Upstream:
                 self.backend.health(timeout=(2.0, 3.0))
             except BackendError as exc:
                 out["state"], out["detail"] = "unavailable", self.redact(str(exc))
+        elif self.state == "ready" and isinstance(url, str):
+            try:   # no health endpoint in these APIs: any HTTP answer means it is reachable
+                requests.get(url, timeout=(2.0, 3.0), allow_redirects=False).close()
+            except requests.RequestException as exc:
+                out["state"], out["detail"] = "unavailable", self.redact(f"{url} does not answer: {exc}")
         return out
 
     def require(self) -> None:
