@@ -396,11 +396,13 @@ def test_a_trace_path_that_is_a_fifo_is_refused_at_once(server, capsys, tmp_path
 
 
 def test_version_and_help_import_neither_the_parser_nor_the_validator():
-    # what `textagent --version` / `--help` cost is mostly imports: lark and jsonschema are not needed
+    # what `textagent --version` / `--help` cost is mostly imports: lark, jsonschema and requests
+    # are not needed, nor (for --help) importlib.metadata
     code = ("import sys, runpy; sys.argv = ['textagent', '{flag}']\n"
             "try:\n    runpy.run_module('textagent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('lark', 'jsonschema', 'textagent.agent', 'textagent.protocol') if m in sys.modules))")
-    for flag in ("--version", "--help"):
+            "print(sorted(m for m in ('lark', 'jsonschema', 'requests', 'textagent.agent', 'textagent.protocol',"
+            " 'importlib.metadata') if m in sys.modules))")
+    for flag, loaded in (("--version", "['importlib.metadata']"), ("--help", "[]")):
         out = subprocess.run([sys.executable, "-c", code.format(flag=flag)], capture_output=True, text=True,
                              timeout=60).stdout.strip().splitlines()[-1]
-        assert out == "[]", (flag, out)
+        assert out == loaded, (flag, out)

@@ -23,6 +23,9 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> _Any:
+    if name == "__version__":   # importlib.metadata costs 40 ms: read when asked (`--help` does not)
+        value = globals()["__version__"] = _version()
+        return value
     if name in _LAZY:
         value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
@@ -31,7 +34,7 @@ def __getattr__(name: str) -> _Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
 
 
 
@@ -50,8 +53,6 @@ def _version() -> str:
         found = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
         return found.group(1) if found else "0+unknown"
 
-
-__version__ = _version()
 
 __all__ = [
     # the loop

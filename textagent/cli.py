@@ -429,15 +429,27 @@ def setup_logging(level: str | int) -> None:
         logger.addHandler(handler)
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from . import __version__
+
+        print(f"textagent {__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
     from .local import DEFAULT_POLL, DEFAULT_THREADS
 
     parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.",
                                      epilog="Every command also takes --log-level debug|info|warning|error "
                                             "(default warning; `run -v`: info): retries, backend errors and "
                                             "fallbacks are logged on stderr.")
-    parser.add_argument("--version", action="version", version=f"textagent {__version__}")
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("parse", help="parse a model reply and print JSON", description=PARSE_HELP,

@@ -24,8 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
-
 from .errors import LocalServerError
 
 log = logging.getLogger(__name__)
@@ -301,6 +299,8 @@ class LocalServer:
             raise
 
     def _wait_healthy(self) -> None:
+        import requests   # here: `textagent --help` reads this module's names without loading requests
+
         deadline = time.monotonic() + self.startup_timeout
         said_loading = False
         while time.monotonic() < deadline:
@@ -363,6 +363,8 @@ def clear_state() -> None:
 
 def running_server() -> dict[str, str] | None:
     """The server ``textagent serve`` is running, if it is alive and healthy."""
+    import requests
+
     try:
         state = json.loads(_state_file().read_text())
         os.kill(int(state["pid"]), 0)
