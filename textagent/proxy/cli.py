@@ -21,8 +21,8 @@ DEFAULT_PORT = 8000
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="textagent proxy",
-        description="Serve POST /v1/chat/completions with OpenAI function calling (tools, tool_choice, tool_calls, "
-                    "streaming) in front of a model server that has none: the conversation is written in textagent's "
+        description="Serve POST /v1/chat/completions (and /v1/responses) with OpenAI function calling (tools, "
+                    "tool_choice, tool_calls, response_format, streaming) in front of a model server that has none: the conversation is written in textagent's "
                     "text protocol, replies are parsed and validated, and bad ones are repaired inside the proxy. "
                     "Without --endpoint it uses the embedded llama-server (the one `textagent serve` runs, or one it "
                     "starts). GET /health answers at once; GET /v1/models lists the model. See docs/proxy.md.")

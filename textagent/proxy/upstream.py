@@ -25,9 +25,9 @@ __all__ = ["UpstreamConfig", "Upstream"]
 log = logging.getLogger(__name__)
 
 # the sampling fields each backend's upstream takes (in its request body, or Ollama's options)
-_SAMPLING = {"LlamaCppBackend": {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"},
-             "OpenAICompletionsBackend": {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"},
-             "OllamaBackend": {"top_p", "frequency_penalty", "presence_penalty"}}
+_SAMPLING = ((LlamaCppBackend, {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"}),
+             (OpenAICompletionsBackend, {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"}),
+             (OllamaBackend, {"top_p", "frequency_penalty", "presence_penalty"}))
 
 
 @dataclass
@@ -188,7 +188,8 @@ class Upstream:
         ProxyError 400 for a field this upstream cannot take."""
         if not sampling:
             return self.backend
-        refused = sorted(set(sampling) - _SAMPLING.get(type(self.backend).__name__, set()))
+        taken = next((fields for kind, fields in _SAMPLING if isinstance(self.backend, kind)), set())
+        refused = sorted(set(sampling) - taken)
         if refused or not isinstance(getattr(self.backend, "params", None), dict):
             raise ProxyError(400, f"this upstream ({self.config.api}) cannot honour {', '.join(refused or sampling)}",
                              param=(refused or list(sampling))[0], code="unsupported_parameter")
