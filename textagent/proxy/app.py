@@ -417,8 +417,9 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
                 if cancelled.is_set():
                     raise Cancelled() from None
                 raise from_backend_error(exc, upstream.redact) from None
-            memory.remember(message_key(turns, result.content, [(c["name"], c["args"]) for c in result.calls]),
-                            result.turns)
+            if turns[-1]["role"] == "user":   # a prefill's content is not a message the client sends back
+                memory.remember(message_key(turns, result.content, [(c["name"], c["args"]) for c in result.calls]),
+                                result.turns)
             result.calls = [{**c, "name": chat_request.client_name(c["name"])} for c in result.calls]
             return result
 
