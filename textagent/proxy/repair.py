@@ -227,11 +227,10 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         if cancelled.is_set():
             raise Cancelled()
         text = completion.text
-        if completion.finish_reason == "early_stop":
-            if streamer is not None and streamer.cut is not None:
-                text = text[:streamer.cut]
-            elif watcher.cut is not None:
-                text = (lead + text)[:watcher.cut][len(lead):]
+        if streamer is not None and streamer.started:
+            text = streamer.close(text)
+        elif completion.finish_reason == "early_stop" and watcher.cut is not None:
+            text = (lead + text)[:watcher.cut][len(lead):]
         text = lead + text
         out.usage += completion.usage
         attempt: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}

@@ -105,6 +105,20 @@ class AnswerStream:
             piece, self.sent = content[len(self.sent):], content
             self.send(piece)
 
+    def close(self, text: str) -> str:
+        """The whole reply ``text`` as kept once the model stopped: an answer that has been sent
+        ends before a call or OBSERVATION line, also a last line too short to judge before."""
+        if self.started and self.cut is None:
+            whole = self.prefix + text
+            while self._at <= len(whole):
+                nl = whole.find("\n", self._at)
+                end = len(whole) if nl == -1 else nl
+                if self._line(whole[self._at:end]):
+                    self.cut = self._at - len(self.prefix)
+                    break
+                self._at = end + 1
+        return text if self.cut is None else text[:self.cut]
+
     def finish(self, content: str) -> None:
         """The rest of the reply's final ``content`` (after ``skip``)."""
         if content.startswith(self.sent) and len(content) > len(self.sent):

@@ -1,0 +1,55 @@
+"""AnswerStream: what it sends while a reply arrives is always the start of the content of the
+whole reply, however the reply is cut into pieces, and it stops a reply at a line that would
+change that."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from textagent.protocol import parse_reply
+from textagent.proxy.watch import AnswerStream
+
+LINES = st.sampled_from(["plain words of the answer", "", "  indented line", "```python", "```", "x = {'a': 1}",
+                         "- a list item", "> quoted", "Thought: not a keyword here", "**bold** text", "ARGS: {}",
+                         "1. first", "the word tool in prose", "tail   ", "TOOL: f", 'TOOL: f ARGS: {"a": 1}',
+                         "OBSERVATION: made up"])
+
+
+def feed(text: str, cuts: list[int], **kw) -> tuple[AnswerStream, list[str], str]:
+    sent: list[str] = []
+    stream = AnswerStream(sent.append, None, **kw)
+    for end in sorted({*cuts, len(text)}):
+        if stream(text[:end]):
+            break
+    return stream, sent, stream.close(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINES, max_size=8), st.text(alphabet="ab ", max_size=30), st.lists(st.integers(0, 400), max_size=30))
+def test_what_is_sent_is_the_start_of_the_final_content(lines, first, cuts):
+    text = "Thought: hm\nANSWER: " + first + "\n" + "\n".join(lines)
+    stream, sent, kept = feed(text, cuts)
+    reply = parse_reply(kept)
+    if not sent:   # nothing sent, nothing promised: the reply may still be calls
+        return
+    content = reply.answer
+    assert reply.is_final and content.startswith("".join(sent))
+    stream.finish(content)
+    assert "".join(sent) == content
+
+
+def test_a_call_line_ends_the_answer_and_nothing_of_it_is_sent():
+    text = "ANSWER: it is sunny in Paris today\nTOOL: get_weather ARGS: {\"city\": \"Paris\"}\nmore"
+    stream, sent, kept = feed(text, list(range(0, len(text), 3)))
+    assert stream.cut == len("ANSWER: it is sunny in Paris today\n") and "".join(sent) == "it is sunny in Paris today"
+
+
+def test_a_reply_that_calls_first_sends_nothing():
+    text = 'TOOL: f ARGS: {}\nANSWER: then this answer, dropped by the parser'
+    stream, sent, _ = feed(text, list(range(0, len(text), 5)))
+    assert sent == [] and stream.cut is None
+
+
+def test_a_prefill_is_not_sent_again():
+    stream, sent, _ = feed(" Paris, the capital.", [3, 9], prefix="ANSWER: The capital is", skip="The capital is")
+    stream.finish(" Paris, the capital.")
+    assert "".join(sent) == " Paris, the capital."
