@@ -198,6 +198,9 @@ def test_endpoint_and_api_key_come_from_the_usual_environment_variables(server, 
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.port}")
     assert run_cli(capsys, "run", "--api", "ollama", "--model", "m", "q")[0] == 0
     assert server.requests[-1].path == "/api/generate" and server.bodies("/api/generate")[-1]["model"] == "m"
+    sent = len(server.requests)
+    code, _, err = run_cli(capsys, "run", "--api", "ollama", "q")   # no default model: one rule everywhere
+    assert code == 1 and "needs a model" in err and len(server.requests) == sent
 
 
 def test_retries_are_logged_with_verbose_or_log_level(server, capsys):
