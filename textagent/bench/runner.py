@@ -28,24 +28,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..agent import Agent, Result, Step
+from ..agent import Agent
 from ..checks import from_names
 from ..backends.base import Capabilities, Completion, Usage
 from ..backends.factory import api_capabilities, connect
 from ..errors import BackendError
 from ..jsonl import parse_jsonl, read_jsonl
 from ..modes import Needs, mode_needs
-from ..protocol import Reply, ToolCall
 from ..templates import ChatFormat, get_format
-from ..tools import ToolOutcome
 from .. import prompts
 from .metrics import classify
-from .plain_loop import ANSWER, UNUSABLE, run_plain
+from .baseline import AGENT_OPTIONS, BaselineMode
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
 __all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "mode_availability",
-           "make_backend", "BackendFactory", "run_episode", "run_baseline", "run_bench", "load_records",
+           "make_backend", "BackendFactory", "run_episode", "run_bench", "load_records",
            "EPISODES_FILE", "Progress", "episode_key", "ReferenceBackend", "check_suite"]
 
 AGENT_MODES = ("text", "constrained", "native", "native+fallback")
@@ -190,50 +188,6 @@ class _Recording:
         return getattr(self._backend, name)
 
 
-# The seed loops' regex: the first TOOL line, its arguments read with json.loads.
-SEED_CALL = re.compile(r"TOOL: (\w+) ARGS: (.*)")
-_SEED_ANSWER = re.compile(r"^\s*(?:FINAL\s+)?ANSWER\s*:\s*", re.I | re.M)
-
-
-def run_baseline(backend: Any, tools: Any, task: str, *, chat_format: str | ChatFormat = "chatml",
-                 max_steps: int = 8, max_seconds: float | None = None, reply_tokens: int = 256,
-                 observation_limit: int = 4000, tool_timeout: float | None = 30,
-                 trace: str | Path | IO[str] | None = None, **options: Any) -> Result:
-    """The seed-style loop, for comparison: the same prompt as the Agent, then regex
-    ``TOOL: (\\w+) ARGS: (.*)`` + ``json.loads``; one call per reply; no feedback. A reply
-    without a match is the answer (after ``ANSWER:`` if present); arguments that are not JSON
-    end the run (``format_errors``)."""
-    shown = tools.examples_for(task) if hasattr(tools, "examples_for") else getattr(tools, "examples", None)
-    example = prompts.example_turns(prompts.worked_examples(tools, shown or None))
-    messages = [{"role": "system", "content": prompts.system_prompt(tools)}, *example,
-                {"role": "user", "content": prompts.task(task)}]
-
-    def read(step: Step) -> tuple[str, str | None]:
-        match = SEED_CALL.search(step.raw)
-        if match is None:
-            final = _SEED_ANSWER.split(step.raw, maxsplit=1)[-1].strip()
-            step.reply = Reply(calls=[], answer=final, thought="")
-            return ANSWER, final
-        try:
-            args = json.loads(match.group(2))
-        except ValueError:
-            return UNUSABLE, None   # reply None: a format error, and no feedback to fix it
-        call = ToolCall(match.group(1), args if isinstance(args, dict) else json.dumps(args))
-        step.reply = Reply(calls=[call], answer=None, thought="")
-        if isinstance(args, dict):
-            outcome = tools.execute(call, timeout=tool_timeout, limit=observation_limit)
-        else:   # the seeds called fn(**args): anything but an object fails
-            outcome = ToolOutcome(call.name, call.args, False,
-                                  f"ERROR: TypeError: arguments must be a JSON object, got {type(args).__name__}",
-                                  "bad_arguments")
-        step.outcomes.append(outcome)
-        return prompts.observation(outcome.name, outcome.output), None
-
-    return run_plain(backend, tools, task, messages, read, mode="baseline", chat_format=chat_format,
-                     stop=["OBSERVATION"], max_steps=max_steps, max_seconds=max_seconds, reply_tokens=reply_tokens,
-                     trace=trace, **options)
-
-
 def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
     return (str(record.get("task")), str(record.get("mode")), int(record.get("repeat", 0)))
 
@@ -260,28 +214,23 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
     started = time.monotonic()
     error_text = None
     try:
+        question, kwargs = task.question, {}
         if mode == "baseline":
-            result = run_baseline(recorder, tools, task.question, chat_format=chat_format, max_steps=max_steps,
-                                  max_seconds=settings.max_seconds, reply_tokens=settings.reply_tokens,
-                                  observation_limit=settings.observation_limit, trace=buffer, **options)
+            kwargs = {"mode": BaselineMode(), **AGENT_OPTIONS}
         elif mode == "bfcl-prompt":
-            from .bfcl.prompt_mode import run_bfcl_prompt
+            from .bfcl.prompt_mode import BfclPromptMode
 
             item = task.bfcl
-            result = run_bfcl_prompt(recorder, tools, item.user_text if item is not None else task.question,
-                                     functions=documents, system=item.system_text if item is not None else "",
-                                     chat_format=chat_format, max_steps=max_steps, max_seconds=settings.max_seconds,
-                                     reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
-                                     trace=buffer, **options)
+            question = item.user_text if item is not None else task.question
+            kwargs = {"mode": BfclPromptMode(documents, item.system_text if item is not None else ""), **AGENT_OPTIONS}
         else:
-            kwargs: dict[str, Any] = {"mode": mode}
+            kwargs = {"mode": mode, "checks": from_names(settings.checks)}
             if settings.stream and not needs.chat:   # the text modes stream
                 kwargs["stream"] = True
-            agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
-                          reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
-                          chat_format=chat_format, trace=buffer, checks=from_names(settings.checks), **kwargs,
-                          **options)
-            result = agent.run(task.question)
+        agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
+                      reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
+                      chat_format=chat_format, trace=buffer, **kwargs, **options)
+        result = agent.run(question)
     except Exception as exc:  # noqa: BLE001 - a harness or mode failure is recorded, never fatal
         result = None
         error_text = f"{type(exc).__name__}: {exc}"

@@ -6,7 +6,9 @@ import json
 import pytest
 
 from textagent import ScriptedBackend
-from textagent.bench.bfcl.prompt_mode import DecodeError, decode, run_bfcl_prompt, system_prompt
+from textagent import Agent
+from textagent.bench.baseline import AGENT_OPTIONS
+from textagent.bench.bfcl.prompt_mode import BfclPromptMode, DecodeError, decode, system_prompt
 from textagent.bench.bfcl.schema import make_tools
 
 DOCS = [{"name": "spotify.play", "description": "Play.", "parameters": {"type": "dict", "properties": {
@@ -52,6 +54,10 @@ def test_decode_refuses_what_bfcl_cannot_decode(reply: str) -> None:
 def test_decode_does_not_compute_huge_powers() -> None:
     with pytest.raises(DecodeError):
         decode("[f(x=10**100000)]")
+
+
+def run_bfcl_prompt(backend, tools, task, *, functions, **kw):
+    return Agent(backend, tools, mode=BfclPromptMode(functions), chat_format="chatml", **AGENT_OPTIONS, **kw).run(task)
 
 
 def test_loop_runs_calls_then_takes_a_reply_without_calls_as_the_answer() -> None:

@@ -6,9 +6,9 @@ the functions as indented JSON, the answer a Python list ``[f(a=1), g(b="x")]``)
 decoded as BFCL decodes it (``ast`` of the list, keyword arguments only), **no retries**: a reply
 that does not decode is taken as a reply without calls, as BFCL scores it.
 
-On a multi-step task the loop goes on the way BFCL's multi-turn prompting does: the decoded
-calls run, their results come back as one user turn (``[{'role': 'tool', 'name': ..., 'content':
-...}]``), and a reply with no call ends the run as the answer.
+On a multi-step task the loop (the Agent's, as for every mode) goes on the way BFCL's multi-turn
+prompting does: the decoded calls run, their results come back as one user turn (``[{'role':
+'tool', 'name': ..., 'content': ...}]``), and a reply with no call ends the run as the answer.
 """
 from __future__ import annotations
 
@@ -17,16 +17,17 @@ import json
 import operator
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from pathlib import Path
 from string import Template
-from typing import IO, Any
+from typing import Any
 
-from ...agent import Result, Step
+from ... import prompts as _prompts
+from ...backends.base import Completion
+from ...modes import Conversation, ModeContext, Needs
 from ...protocol import Reply, ToolCall
-from ...templates import ChatFormat
-from ..plain_loop import ANSWER, run_plain
+from ...steps import Step
+from ...tools import ToolOutcome
 
-__all__ = ["system_prompt", "decode", "DecodeError", "run_bfcl_prompt"]
+__all__ = ["system_prompt", "decode", "DecodeError", "BfclPromptMode"]
 
 
 class DecodeError(ValueError):
@@ -126,36 +127,67 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def run_bfcl_prompt(backend: Any, tools: Any, task: str, *, functions: Sequence[Mapping[str, Any]],
-                    chat_format: str | ChatFormat = "chatml", max_steps: int = 8, max_seconds: float | None = None,
-                    reply_tokens: int = 256, observation_limit: int = 4000, tool_timeout: float | None = 30,
-                    system: str = "", trace: str | Path | IO[str] | None = None, **options: Any) -> Result:
-    """Run ``task`` with BFCL's prompt: ``functions`` are the documents shown (BFCL's JSON),
-    ``tools`` the ToolSet that runs the decoded calls; ``system`` an item's own system turn,
-    appended to BFCL's prompt as BFCL does. Steps record ``details["bfcl_decode"]``: "ok",
-    "no_calls" or the decode error."""
-    prompt_text = system_prompt(functions) + (("\n\n" + system) if system else "")
-    messages = [{"role": "system", "content": prompt_text}, {"role": "user", "content": task}]
+class BfclPromptMode:
+    """BFCL's Prompt mode as a mode of the one Agent loop: BFCL's system prompt with
+    ``functions`` (BFCL's JSON documents) and the item's own system turn; the reply decoded as
+    BFCL decodes it, never sent back. Steps record ``details["bfcl_decode"]``: "ok",
+    "no_calls" or the decode error. Run it with ``baseline.AGENT_OPTIONS``."""
 
-    def read(step: Step) -> tuple[str, str | None]:
+    name = "bfcl-prompt"
+    needs = Needs()
+    prompts = _prompts.for_family("text")   # unused: BFCL's prompt has no feedback to word
+
+    def __init__(self, functions: Sequence[Mapping[str, Any]], system: str = ""):
+        self.functions, self.system = list(functions), system
+        self.conversation = Conversation()
+
+    def setup(self, ctx: ModeContext) -> None:
+        self.ctx = ctx
+
+    def start(self, task: str, examples: Sequence[Any]) -> None:   # BFCL shows no worked examples
+        text = system_prompt(self.functions) + (("\n\n" + self.system) if self.system else "")
+        messages = [{"role": "system", "content": text}, {"role": "user", "content": task}]
+        self.conversation = Conversation(messages, self.ctx.format.render(messages))
+
+    def query(self, step: Step, max_tokens: int) -> Completion:
+        conv = self.conversation
+        return self.ctx.backend.complete(conv.prompt, stop=list(self.ctx.format.stop), max_tokens=max_tokens,
+                                         messages=[dict(m) for m in conv.messages], **self.ctx.options)
+
+    def parse(self, completion: Completion, step: Step) -> Reply:
         try:
-            decoded = decode(step.raw)
+            decoded = decode(completion.text)
             step.extra["bfcl_decode"] = "ok" if decoded else "no_calls"
         except DecodeError as exc:
             decoded = []
             step.extra["bfcl_decode"] = str(exc)
         if not decoded:   # no call, or no decodable call: BFCL takes it as the turn's end
-            step.reply = Reply(calls=[], answer=step.raw.strip(), thought="")
-            return ANSWER, step.raw.strip()
-        calls = [ToolCall(name, _jsonable(args)) for name, args in decoded]
-        step.reply = Reply(calls=calls, answer=None, thought="")
-        results = []
-        for call in calls:
-            outcome = tools.execute(call, timeout=tool_timeout, limit=observation_limit)
-            step.outcomes.append(outcome)
-            shown = f"{call.name}(" + ", ".join(f"{k}={v!r}" for k, v in call.args.items()) + ")"
-            results.append({"role": "tool", "name": shown, "content": outcome.output})
-        return repr(results), None
+            return Reply(calls=[], answer=completion.text.strip(), thought="")
+        return Reply(calls=[ToolCall(name, _jsonable(args)) for name, args in decoded], answer=None, thought="")
 
-    return run_plain(backend, tools, task, messages, read, mode="bfcl-prompt", chat_format=chat_format,
-                     max_steps=max_steps, max_seconds=max_seconds, reply_tokens=reply_tokens, trace=trace, **options)
+    def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
+        return self.ctx.tools.execute(call, timeout=timeout, limit=self.ctx.observation_limit)
+
+    def observe(self, step: Step, notes: Sequence[Any]) -> None:
+        """The results as one user turn, the way BFCL's multi-turn prompting sends them."""
+        results = [{"role": "tool", "name": f"{call.name}(" + ", ".join(f"{k}={v!r}" for k, v in call.args.items()) + ")",
+                    "content": outcome.output} for call, outcome in zip(step.reply.calls, step.outcomes)]
+        self._append(step, repr(results))
+
+    def reject(self, step: Step, feedback: str) -> None:   # never: every reply is calls or the answer
+        self._append(step, None)
+
+    def answer(self, step: Step) -> None:
+        self._append(step, None)
+
+    def _append(self, step: Step, user_text: str | None) -> None:
+        conv = self.conversation
+        conv.prompt += step.raw
+        conv.messages.append({"role": "assistant", "content": step.raw})
+        if user_text is not None:
+            conv.prompt += self.ctx.format.follow_up(user_text)
+            conv.messages.append({"role": "user", "content": user_text})
+        step.observations = [user_text] if user_text is not None else []
+
+    def transcript(self) -> str:
+        return self.conversation.prompt
