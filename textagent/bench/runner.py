@@ -34,6 +34,7 @@ from ..backends.base import Capabilities, Completion, Usage
 from ..backends.factory import api_capabilities, connect
 from ..errors import BackendError
 from ..jsonl import parse_jsonl, read_jsonl
+from ..modes import MODES as AGENT_MODE_NAMES
 from ..modes import Needs, mode_needs
 from ..templates import ChatFormat, get_format
 from .. import prompts
@@ -46,7 +47,7 @@ __all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "mode_availability",
            "make_backend", "BackendFactory", "run_episode", "run_bench", "load_records",
            "EPISODES_FILE", "Progress", "episode_key", "ReferenceBackend", "check_suite"]
 
-AGENT_MODES = ("text", "constrained", "native", "native+fallback")
+AGENT_MODES = tuple(AGENT_MODE_NAMES)   # the Agent's own modes (textagent.modes.MODES)
 #: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
 MODES = (*AGENT_MODES, "baseline", "bfcl-prompt")
 EPISODES_FILE = "episodes.jsonl"
