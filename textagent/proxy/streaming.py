@@ -101,18 +101,24 @@ class EventStream:
         self.headers, self.done = headers, done
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        sender, receiver = anyio.create_memory_object_stream[tuple[str, Any, int]](math.inf)
+        sender, receiver = anyio.create_memory_object_stream(math.inf)   # (kind, value, repairs)
+
+        def put(item: tuple[str, Any, int]) -> None:
+            try:
+                sender.send_nowait(item)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass   # the response is over (the client went away): nobody reads it
 
         def on_content(piece: str, repairs: int) -> None:
-            anyio.from_thread.run_sync(sender.send_nowait, ("content", piece, repairs))
+            anyio.from_thread.run_sync(put, ("content", piece, repairs))
 
         async def produce() -> None:
             try:
                 result = await self.run(on_content)
             except Exception as exc:  # noqa: BLE001 - written to the client below
-                sender.send_nowait(("error", exc, 0))
+                put(("error", exc, 0))
             else:
-                sender.send_nowait(("done", result, result.repairs))
+                put(("done", result, result.repairs))
 
         started = False
 
