@@ -67,6 +67,13 @@ def test_an_answer_that_repeats_its_keyword_is_clean(upstream, proxy):
     assert message(post(proxy, {"messages": ASK}))["content"] == "sunny"
 
 
+@pytest.mark.parametrize("reply, content", [("Thought: I know this.\nParis is the capital.", "Paris is the capital."),
+                                             ("Thought: Paris.", "Paris.")])
+def test_a_prose_answer_keeps_its_words_not_its_thoughts(upstream, proxy, reply, content):
+    upstream.json("/completion", said(reply))
+    assert message(post(proxy, {"messages": ASK, "tools": [WEATHER]}))["content"] == content
+
+
 # -- a conversation ending with an assistant message ---------------------------------------------
 
 def test_a_final_assistant_message_is_continued(upstream, proxy):

@@ -151,6 +151,9 @@ _THOUGHT = re.compile(r"^\s*thought\s*:\s*", re.I | re.A | re.M)
 def _content(reply: Reply, request: ChatRequest) -> str:
     """The client's content of a usable answer: no protocol keyword, the JSON under response_format."""
     text = reply.answer if reply.answer is not None else reply.thought.strip()
+    if text == reply.thought.strip():   # prose without ANSWER: its thought lines are not the answer
+        said = "\n".join(line for line in text.split("\n") if not _THOUGHT.match(line)).strip()
+        text = said or _THOUGHT.sub("", text).strip()
     text = _LEADING_KEYWORD.sub("", text)   # a model that wrote "ANSWER: ANSWER: ..."
     return request.format.check(text)[1] if request.format is not None else text
 
