@@ -85,6 +85,6 @@ def test_create_react_agent_with_response_format_on_the_real_model(real_proxy):
                        timeout=180)
     agent = create_react_agent(model, [get_weather], response_format=Weather)
     out = agent.invoke({"messages": [("user", "What is the weather in Paris? Give the city and temperature.")]},
-                       {"recursion_limit": 8})
+                       {"recursion_limit": 12})
     assert isinstance(out["structured_response"], Weather)   # held by the grammar, checked by the proxy
     assert all("ANSWER:" not in str(m.content) for m in out["messages"])

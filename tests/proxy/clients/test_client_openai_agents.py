@@ -90,6 +90,6 @@ def test_a_tool_run_on_the_real_model(real_proxy, kind):
     agent = Agent(name="weather", instructions="Use the tool, then answer.", tools=[get_weather],
                   model=MODELS[kind](model="m", openai_client=client),
                   model_settings=agents.ModelSettings(temperature=0))
-    result = Runner.run_sync(agent, "What is the weather in Paris?", max_turns=4)
+    result = Runner.run_sync(agent, "What is the weather in Paris?", max_turns=6)
     assert isinstance(result.final_output, str) and result.final_output.strip()
     assert "ANSWER:" not in result.final_output and "TOOL:" not in result.final_output
