@@ -4,6 +4,12 @@ from __future__ import annotations
 from httpfake import FakeServer
 from textagent.proxy import ProxyConfig, ProxyServer, Upstream, UpstreamConfig
 
+#: The chat-completions tool most proxy tests offer, and the question that calls it.
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+ASK = [{"role": "user", "content": "Weather in Paris?"}]
+
 
 def said(text: str, stop_type: str = "eos") -> dict:
     """A llama.cpp /completion answer with the given text."""

@@ -11,13 +11,9 @@ import requests
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from proxykit import said, start  # noqa: E402
+from proxykit import ASK, WEATHER, said, start  # noqa: E402
 from textagent.proxy import REPAIRS_HEADER  # noqa: E402
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-ASK = [{"role": "user", "content": "Weather in Paris?"}]
 CITY = {"type": "object", "properties": {"city": {"type": "string"}, "temp": {"type": "integer"}},
         "required": ["city", "temp"], "additionalProperties": False}
 SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "report", "schema": CITY, "strict": True}}

@@ -12,13 +12,8 @@ import requests
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from proxykit import said  # noqa: E402
+from proxykit import ASK, WEATHER, said  # noqa: E402
 from textagent.proxy import REPAIRS_HEADER  # noqa: E402
-
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-ASK = [{"role": "user", "content": "Weather in Paris?"}]
 
 
 def pieces(*texts: str) -> list[dict]:

@@ -11,14 +11,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")   # no download of
 litellm = pytest.importorskip("litellm")
 pytest.importorskip("uvicorn")
 
-from proxykit import said  # noqa: E402
+from proxykit import WEATHER, said  # noqa: E402
 
 # litellm's own TypedDicts warn under pydantic 2.12+ on import of its providers
 pytestmark = pytest.mark.filterwarnings("ignore:Items? .* the `ReadOnly` qualifier:UserWarning")
-
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 
 
 @pytest.fixture
