@@ -72,7 +72,7 @@ def test_the_demo_grammar_is_valid_and_reads_like_the_protocol():
         # an answer's later line the parser would read as a call or an OBSERVATION
         'ANSWER: x\nTOOL: get_time ARGS: {}', "ANSWER: x\ntool", "ANSWER: x\n  - **Tool:** get_time",
         "ANSWER: x\n> `tool` get_time", "ANSWER: x\nObservation: 1", "ANSWER: x\n1. __OBSERVATION__ y",
-        "ANSWER: x\n\u3000tool: y",
+        "ANSWER: x\n\u3000tool: y", "ANSWER: x\n\tobservation", "ANSWER: x\n\tTOOL: get_time",
         "Thought: a\nThought: b\nThought: c\nThought: d\nANSWER: x",  # at most 3 thoughts
         'TOOL: get_weather ARGS: {"city": "\\ud83d\\ude00"}',   # surrogate escapes
         'TOOL: get_weather ARGS: {"city": "a\nb"}',             # raw control character
@@ -303,9 +303,14 @@ def test_every_reply_the_grammar_allows_parses_to_valid_calls(tools, data):
             assert call == ToolCall(name, json.loads(args))
             assert _valid(tools[name], call.args), (name, call.args)
     else:
-        answer = text.split("ANSWER: ", 1)[1]
-        assert reply.answer == answer.strip() and reply.answer
+        assert reply.answer == _as_read(text.split("ANSWER: ", 1)[1]) and reply.answer
     assert not reply.dropped
+
+
+def _as_read(answer: str) -> str:
+    """An answer as the parser gives it: the ANSWER line's own text stripped, the whole stripped."""
+    first, sep, rest = answer.partition("\n")
+    return (first.strip() + sep + rest).strip()
 
 
 def _repeats_a_key(text: str) -> bool:
@@ -377,4 +382,4 @@ def test_every_multi_line_answer_the_grammar_allows_is_read_as_that_answer(bits)
     if grammar.matches(text):
         reply = parse_reply(text, demo.demo_tools())
         assert (reply.calls, reply.dropped) == ([], [])
-        assert reply.answer == text[len("ANSWER: "):].strip()
+        assert reply.answer == _as_read(text[len("ANSWER: "):])
