@@ -52,6 +52,8 @@ def test_the_demo_grammar_is_valid_and_reads_like_the_protocol():
         "ANSWER: 508",
         "Thought: done.\nANSWER: It is 8 °C and raining: take a coat.",
         'TOOL: get_time ARGS: {}\n',                          # the newline a model ends a line with
+        'TOOL: get_time ARGS: {}\nANSWER',                    # ... or the line it meant to write next
+        'TOOL: get_time ARGS: {}\nOBSERVATION',
         "ANSWER: x\nmore",                                    # answers of any length and shape
         "ANSWER: Two steps:\n\n- Tools: calculate\n1. toolbox\n> observations\n",
         "ANSWER: Here:\n```python\ndef f(tool):\n    return tool\n```",
@@ -304,7 +306,8 @@ def test_every_reply_the_grammar_allows_parses_to_valid_calls(tools, data):
             assert _valid(tools[name], call.args), (name, call.args)
     else:
         assert reply.answer == _as_read(text.split("ANSWER: ", 1)[1]) and reply.answer
-    assert not reply.dropped
+    # what may end the calls: the keyword of the line the model meant to write next, dropped
+    assert all((d.kind, d.text) == ("observation", "OBSERVATION") for d in reply.dropped), reply.dropped
 
 
 def _as_read(answer: str) -> str:

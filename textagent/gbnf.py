@@ -367,9 +367,7 @@ def reply_grammar(tools: Any, *, max_thoughts: int = 3, max_calls: int | None = 
     lines = [head]
     if alts:
         more = _repeat('("\\n" call)', 0, None if max_calls is None else max(max_calls, 1) - 1)
-        # the newline the model ends its last call line with is allowed before the end: without
-        # it a model that wants to stop after a call is made to start another one
-        lines.append(f"calls ::= call{' ' + more if more else ''} \"\\n\"?")
+        lines.append(f"calls ::= call{' ' + more if more else ''} calls-end?")
         lines.append('call ::= "TOOL: " (' + " | ".join(alts) + ")")
     return _assemble("\n".join(lines), builder)
 
