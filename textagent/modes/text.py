@@ -294,5 +294,3 @@ def kept_text(step: Step) -> str:
     # lines as the parser counts them: split at "\n" only (not at \r, \x1c, \u2028 ...)
     return "".join(line + "\n" for line in step.raw.split("\n")[: reply.truncated_at - 1])
 
-
-_kept = kept_text   # the name proxy/repair.py imports (it moves to kept_text)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cli import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, _ollama_url, _positive, gguf_help
+from ..cli import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, gguf_help, ollama_url, positive
 
 ENV_PROXY_KEY = "TEXTAGENT_PROXY_API_KEY"
 DEFAULT_PORT = 8000
@@ -48,16 +48,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="a web origin (http://host:port) whose pages may call the proxy without an API key; "
                         "repeatable, '*' allows any (default: only pages on localhost)")
-    p.add_argument("--max-queue", type=_positive(int), default=64,
+    p.add_argument("--max-queue", type=positive(int), default=64,
                    help="requests waiting for an upstream slot at once (default 64; more get 503)")
     p.add_argument("--max-repairs", type=int, default=2,
                    help="repairs of one reply inside the proxy before the client gets it as text (default 2)")
-    p.add_argument("--parallel", type=_positive(int),
+    p.add_argument("--parallel", type=positive(int),
                    help="requests sent upstream at a time (default: llama.cpp's slots, 2 for the embedded server, "
                         "else 4); more wait for a free slot")
-    p.add_argument("--timeout", type=_positive(float), default=300,
+    p.add_argument("--timeout", type=positive(float), default=300,
                    help="read timeout of one upstream request, seconds (default 300)")
-    p.add_argument("--max-body", type=_positive(int), default=4 * 1024 * 1024,
+    p.add_argument("--max-body", type=positive(int), default=4 * 1024 * 1024,
                    help="largest request body in bytes (default 4 MiB; larger: 413)")
     p.add_argument("--trace", metavar="DIR", help="write a JSON trace of every request into DIR")
     p.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True,
@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not endpoint and args.api == "completions" and os.environ.get(ENV_BASE_URL, "").strip():
         endpoint = os.environ[ENV_BASE_URL].strip()
     if not endpoint and args.api == "ollama" and os.environ.get(ENV_OLLAMA_HOST, "").strip():
-        endpoint = _ollama_url(os.environ[ENV_OLLAMA_HOST])
+        endpoint = ollama_url(os.environ[ENV_OLLAMA_HOST])
     if not endpoint and args.api != "llamacpp":
         print(f"textagent proxy: --api {args.api} needs --endpoint", file=sys.stderr)
         return EXIT_ERROR

@@ -24,11 +24,11 @@ from .. import prompts
 from ..steps import Step
 from ..backends.base import Usage
 from ..gbnf import reply_grammar
-from ..modes.text import EarlyStop, _kept
+from ..modes.text import EarlyStop, kept_text
 from ..protocol import ParseError, Reply, parse_reply
 from ..protocol.lines import classify, unwrap
 from ..tools import ToolSet
-from ..tools.validation import _format_path
+from ..tools.validation import format_path
 from .convert import ChatRequest
 from .errors import Cancelled, ProxyError
 from .upstream import Upstream
@@ -128,7 +128,7 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
         bad = _not_finite(outcome.args) if outcome.ok else None
         if bad is not None:   # valid for the schema, but the client must get JSON
             path, number = bad
-            at = prompts.template("arg_at.txt").substitute(path=_format_path(path)) if path else ""
+            at = prompts.template("arg_at.txt").substitute(path=format_path(path)) if path else ""
             problem = prompts.for_family("proxy").template("arg_not_json").substitute(at=at, value=json.dumps(number))
             failed.append(prompts.observation(outcome.name, prompts.template("tool_bad_arguments.txt").substitute(
                 error=problem, usage=tools[outcome.name].signature()), failed=True))
@@ -248,7 +248,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             feedback, valid = _problem(request, reply, tools)
         if streamer is not None and streamer.started:
             feedback, valid = None, []   # the client has this answer's start: it is the answer
-        kept = _kept(Step(0, text, reply=reply))
+        kept = kept_text(Step(0, text, reply=reply))
         if feedback is None:
             written.append({"role": "assistant", "content": kept})
             out.turns = written

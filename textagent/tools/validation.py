@@ -124,7 +124,7 @@ def unexpected(key: Any, known: list[str], at: str | None = None) -> str:
     return say("arg_unexpected", **fields) if at is None else say("key_unexpected", at=at, **fields)
 
 
-def _format_path(path: Iterable[Any]) -> str:
+def format_path(path: Iterable[Any]) -> str:
     out = ""
     for part in path:
         if isinstance(part, int):
@@ -159,7 +159,7 @@ def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
             messages.append(msg)
 
     for err in errors:
-        path = _format_path(err.absolute_path)
+        path = format_path(err.absolute_path)
         at = say("arg_at", path=path) if path else ""
         kind = err.validator
         if kind == "required" and isinstance(err.instance, dict):
@@ -216,7 +216,7 @@ def check_shape(value: Any) -> None:
             if isinstance(node, dict):
                 for key, item in node.items():
                     if not isinstance(key, str):
-                        where = say("arg_names_where", path=_format_path(path)) if path else ""
+                        where = say("arg_names_where", path=format_path(path)) if path else ""
                         raise ToolArgumentError(say("arg_names_not_strings", where=where, key=_short_repr(key),
                                                     kind=type(key).__name__))
                     budget -= len(key)

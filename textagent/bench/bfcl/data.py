@@ -87,14 +87,14 @@ def wheel_path() -> Path:
 
 
 def _verified(path: Path) -> bool:
-    from ...local import _sha256
+    from ...local import sha256_of
 
     if not path.is_file() or path.stat().st_size != WHEEL_SIZE:
         return False
     stamp = path.with_name(path.name + ".sha256")
     if stamp.is_file() and stamp.read_text().strip() == WHEEL_SHA256 and stamp.stat().st_mtime >= path.stat().st_mtime:
         return True
-    if _sha256(path) != WHEEL_SHA256:
+    if sha256_of(path) != WHEEL_SHA256:
         return False
     stamp.write_text(WHEEL_SHA256 + "\n")
     return True
@@ -108,16 +108,16 @@ def fetch_wheel(*, progress: Callable[[str], None] = lambda _: None,
     if _verified(target):
         return target
     from ...errors import LocalServerError
-    from ...local import _pip_download, _sha256
+    from ...local import pip_download, sha256_of
 
     target.parent.mkdir(parents=True, exist_ok=True)
     progress(f"fetching BFCL data: {BFCL_REQUIREMENT} (the wheel alone, {WHEEL_SIZE / 1e6:.1f} MB) ...")
     with tempfile.TemporaryDirectory(prefix="textagent-bfcl-", dir=target.parent) as tmp:
         try:
-            wheel = (download or _pip_download)(BFCL_REQUIREMENT, Path(tmp))
+            wheel = (download or pip_download)(BFCL_REQUIREMENT, Path(tmp))
         except LocalServerError as exc:
             raise BfclDataError(str(exc)) from exc
-        size, digest = wheel.stat().st_size, _sha256(wheel)
+        size, digest = wheel.stat().st_size, sha256_of(wheel)
         if size != WHEEL_SIZE or digest != WHEEL_SHA256:
             raise BfclDataError(f"{BFCL_REQUIREMENT}: got {size} bytes with sha256 {digest}, expected {WHEEL_SIZE} "
                                 f"bytes with sha256 {WHEEL_SHA256}; nothing was cached")
