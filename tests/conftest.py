@@ -59,7 +59,7 @@ def _start(model: str, **kw):
 
 @pytest.fixture(scope="session")
 def qwen_server():
-    """The embedded default: llama-server with Qwen2.5-Coder-0.5B-Instruct."""
+    """The smaller model: llama-server with Qwen2.5-Coder-0.5B-Instruct."""
     server = _start("qwen2.5-coder-0.5b")
     yield server
     server.stop()
@@ -67,7 +67,7 @@ def qwen_server():
 
 @pytest.fixture(scope="session")
 def qwen15_server():
-    """The larger model: llama-server with Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)."""
+    """The embedded default: llama-server with Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)."""
     server = _start("qwen2.5-coder-1.5b")
     yield server
     server.stop()

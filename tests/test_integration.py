@@ -93,7 +93,7 @@ def test_cli_run_against_the_endpoint(qwen_server):
     assert summary["usage"]["prompt_tokens"] > 0
 
 
-def test_cli_run_on_the_embedded_default_leaves_no_server_behind(qwen_server, tmp_path):
+def test_cli_run_on_the_embedded_default_leaves_no_server_behind(qwen15_server, tmp_path):
     env = dict(os.environ, TEXTAGENT_STATE_DIR=str(tmp_path))  # no `serve` state: start a server for this run
     proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--json", "-v", SEEDS["calc"]],
                           capture_output=True, text=True, timeout=600, env=env)
@@ -104,14 +104,14 @@ def test_cli_run_on_the_embedded_default_leaves_no_server_behind(qwen_server, tm
     assert not _servers_on(port.group(1))    # the run's own server, not any other on the machine
 
 
-def test_cli_run_on_the_larger_model_answers_the_seed_with_a_tool_call(qwen15_server, tmp_path):
+def test_cli_run_on_the_smaller_model_answers_the_seed_with_a_tool_call(qwen_server, tmp_path):
     env = dict(os.environ, TEXTAGENT_STATE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--gguf", "qwen2.5-coder-1.5b", "--json", "-v",
+    proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--gguf", "qwen2.5-coder-0.5b", "--json", "-v",
                            SEEDS["calc"]], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["stop_reason"] == "answer" and "508" in summary["answer"]
-    assert "step 1: calling calculate(" in proc.stderr and "qwen2.5-coder-1.5b" in proc.stderr
+    assert "step 1: calling calculate(" in proc.stderr and "qwen2.5-coder-0.5b" in proc.stderr
 
 
 def _servers_on(port: str) -> list[str]:
