@@ -169,3 +169,25 @@ def test_a_step_reads_back_from_its_record_as_the_trace_wrote_it(tmp_path, mode,
     assert again == written
     if mode == "native":
         assert written[0]["calls"][0]["id"] == "c1"
+
+
+def test_run_records_are_the_lines_the_writer_wrote(tmp_path):
+    from textagent import Agent, ScriptedBackend
+    from textagent.toolkits.demo import demo_tools
+    from textagent.trace import run_records
+
+    path = tmp_path / "t.jsonl"
+    agent = Agent(ScriptedBackend(['TOOL: calculate ARGS: {"expression": "2+2"}', "TOOL: nope ARGS: {",
+                                   "ANSWER: 4"]), demo_tools(), trace=path)
+    start = agent.start_record("What is 2+2?")
+    result = agent.run("What is 2+2?")
+    written = [json.loads(line) for line in path.read_text().splitlines()]
+    built = [json.loads(json.dumps(r)) for r in run_records(start, result.steps, result, run_id=written[0]["run"])]
+    for a, b in zip(written, built, strict=True):
+        assert list(a) == list(b)   # the same fields in the same order
+        a.pop("time", None), b.pop("time", None)
+        assert a == b
+    assert [r["type"] for r in built] == ["start", "step", "step", "step", "result"]
+    # a run that raised: what there is, under one new id
+    partial = run_records(None, result.steps[:1], None)
+    assert [r["type"] for r in partial] == ["step"] and partial[0]["run"] != written[0]["run"]

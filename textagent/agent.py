@@ -24,7 +24,7 @@ from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
 from .tools import ToolSet
 from .tools.execution import cap_outputs
-from .trace import TraceWriter, result_record
+from .trace import TraceWriter, start_record
 
 __all__ = ["Agent", "Result", "Step", "STOP_REASONS", "FormatError"]
 
@@ -102,8 +102,7 @@ class Agent:
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
         error: BaseException | None = None
         with TraceWriter(self.trace) as trace:
-            trace.start(task=task, tools=list(self.tools), max_steps=self.max_steps, chat_format=self.format.name,
-                        mode=self.mode.name)
+            trace.write(self.start_record(task))
             traced = 0
             try:
                 while True:
@@ -129,8 +128,7 @@ class Agent:
                 reason, answer, error = "backend_error", None, exc
             result = Result(answer, reason, self.steps, self.usage, time.monotonic() - self.started, error,
                             self.mode.transcript(), self.mode.name)
-            trace.write({**result_record(result), "mode": result.mode, "decode_failures": result.decode_failures,
-                         "early_stops": result.early_stops})
+            trace.result(result)
         return result
 
     def _step(self) -> Step:
@@ -174,6 +172,11 @@ class Agent:
         return step
 
     # -- pieces -----------------------------------------------------------------------------
+    def start_record(self, task: str) -> dict[str, Any]:
+        """The first trace line of a run of ``task`` on this agent (trace.start_record)."""
+        return start_record(task=task, tools=list(self.tools), max_steps=self.max_steps, chat_format=self.format.name,
+                            mode=self.mode.name)
+
     def _view(self) -> RunView:
         return RunView(self.task, tuple(self.steps), self.tools, tuple(self.shown), self.mode.prompts)
 

@@ -87,8 +87,9 @@ class Step:
 
     def to_record(self) -> dict[str, Any]:
         """The step as one JSON-able record, the form every trace line of a step has (written by
-        trace.TraceWriter, read by the bench): what the model said, how it was read, what ran,
-        what it was told, what it cost, and :attr:`details`. :meth:`from_record` reads it back."""
+        trace.TraceWriter; the bench's come from trace.run_records): what the model said, how it
+        was read, what ran, what it was told, what it cost, and :attr:`details`.
+        :meth:`from_record` reads it back."""
         err = self.parse_error
         return {
             "type": "step",

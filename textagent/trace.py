@@ -13,6 +13,7 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -27,7 +28,8 @@ except ImportError:   # Windows: no advisory locks; lines are still flushed whol
 if TYPE_CHECKING:
     from .steps import Result, Step
 
-__all__ = ["TraceWriter", "Trace", "load_trace", "load_traces", "step_record", "result_record", "json_line"]
+__all__ = ["TraceWriter", "Trace", "load_trace", "load_traces", "start_record", "step_record", "result_record",
+           "run_records", "new_run_id", "json_line"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -59,12 +61,23 @@ def json_line(record: Any) -> str:
     return line
 
 
+def new_run_id() -> str:
+    """The id every line of one run carries (``"run"``)."""
+    return uuid.uuid4().hex[:12]
+
+
+def start_record(*, task: str, tools: list[str], **config: Any) -> dict[str, Any]:
+    """A run's first trace line: the task, the tools' names, the time, and the run's settings."""
+    return {"type": "start", "task": task, "tools": tools, "time": time.time(), **config}
+
+
 def step_record(step: "Step") -> dict[str, Any]:
     """A step's trace line: :meth:`Step.to_record` (the one record form of a step)."""
     return step.to_record()
 
 
 def result_record(result: "Result") -> dict[str, Any]:
+    """A run's last trace line: how it ended, what it cost, and the mode's counts."""
     error = result.error
     return {
         "type": "result",
@@ -74,7 +87,22 @@ def result_record(result: "Result") -> dict[str, Any]:
         "usage": result.usage.to_dict(),
         "seconds": round(result.seconds, 6),
         "error": None if error is None else {"type": type(error).__name__, "message": str(error)},
+        "mode": result.mode,
+        "decode_failures": result.decode_failures,
+        "early_stops": result.early_stops,
     }
+
+
+def run_records(start: dict[str, Any] | None, steps: Sequence["Step"], result: "Result | None", *,
+                run_id: str | None = None) -> list[dict[str, Any]]:
+    """The lines :class:`TraceWriter` writes for a run, built from the run itself: ``start``
+    (:func:`start_record`), one per step, the result's; a part that is None is left out (a run
+    that raised has no result). Each line carries ``run_id`` (a new one when None)."""
+    run = run_id or new_run_id()
+    lines = ([start] if start is not None else []) + [s.to_record() for s in steps]
+    if result is not None:
+        lines.append(result_record(result))
+    return [{**line, "run": run} for line in lines]
 
 
 class TraceWriter:
@@ -86,7 +114,7 @@ class TraceWriter:
 
     def __init__(self, target: str | Path | IO[str] | None):
         self._own = isinstance(target, (str, Path))
-        self.run_id = uuid.uuid4().hex[:12]
+        self.run_id = new_run_id()
         self._file: IO[str] | None = open(target, "a", encoding="utf-8") if self._own else target  # type: ignore[arg-type]
         if self._own and not _ends_a_line(target):  # type: ignore[arg-type]
             # a run that crashed mid-record left half a line: start ours on a fresh one
@@ -114,7 +142,7 @@ class TraceWriter:
         self._locked(json_line({**record, "run": self.run_id}) + "\n")
 
     def start(self, *, task: str, tools: list[str], **config: Any) -> None:
-        self.write({"type": "start", "task": task, "tools": tools, "time": time.time(), **config})
+        self.write(start_record(task=task, tools=tools, **config))
 
     def step(self, step: "Step") -> None:
         self.write(step.to_record())

@@ -151,6 +151,31 @@ def test_a_harness_failure_is_recorded_not_raised(tmp_path):
     assert record["failure"] == "backend_error" and "no template" in record["error"]
 
 
+def test_a_run_that_raises_keeps_its_steps_so_far_in_the_trace():
+    class Breaks(ScriptedBackend):
+        def complete(self, prompt, **kwargs):
+            if self.calls:
+                raise RuntimeError("mode bug")
+            return super().complete(prompt, **kwargs)
+
+    task = BY_ID["single-calc-mul"]
+    record = R.run_episode(task, "text", Breaks(['TOOL: calculate ARGS: {"expression": "17 * 24"}']))
+    assert record["stop_reason"] == "error" and "mode bug" in record["error"]
+    assert [r["type"] for r in record["trace"]] == ["start", "step"]
+    assert len({r["run"] for r in record["trace"]}) == 1
+    assert record["trace"][1]["stop_word"] is None   # text mode: the stop word of each reply
+
+
+def test_a_reply_cut_at_observation_is_a_hallucination_from_its_stop_word():
+    task = BY_ID["single-weather-berlin"]
+    record = R.run_episode(task, "text", ScriptedBackend(["Let me look it up.\nOBSERVATION: 20 °C"] * 3))
+    steps = [r for r in record["trace"] if r["type"] == "step"]
+    assert steps and all(s["stop_word"].startswith("OBSERVATION") for s in steps)
+    assert record["hallucinated"]
+    grammar = R.run_episode(task, "constrained", ScriptedBackend(["ANSWER: 20"]))
+    assert all("stop_word" not in r for r in grammar["trace"])   # grammar modes: no stop words
+
+
 def test_progress_bar_shows_eta(tmp_path):
     import io
 
@@ -227,8 +252,13 @@ def test_non_text_modes_reach_the_agent(monkeypatch):
     seen = {}
 
     class FakeAgent:
+        steps = []
+
         def __init__(self, backend, tools, **kw):
             seen.update(kw)
+
+        def start_record(self, task):
+            return {"type": "start", "task": task}
 
         def run(self, task):
             raise RuntimeError("stop here")
@@ -342,6 +372,9 @@ def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
     class NativeAgent:
         def __init__(self, *a, **kw):
             pass
+
+        def start_record(self, task):
+            return {"type": "start", "task": task}
 
         def run(self, task):
             step = Step(1, '{"name": "calculate", "arguments": {"expression": "hello"}}')

@@ -14,8 +14,6 @@ Workers are threads, one per server slot; a worker pins its episodes to its slot
 """
 from __future__ import annotations
 
-import io
-import json
 import logging
 import os
 import queue
@@ -33,13 +31,15 @@ from ..checks import from_names
 from ..backends.base import Capabilities, Completion, Usage
 from ..backends.factory import api_capabilities, connect
 from ..errors import BackendError
-from ..jsonl import parse_jsonl, read_jsonl
+from ..jsonl import read_jsonl
 from ..modes import MODES as AGENT_MODE_NAMES
 from ..modes import Needs, mode_needs
 from ..templates import ChatFormat, get_format
 from .. import prompts
+from ..trace import json_line, run_records
 from .metrics import classify
 from .baseline import AGENT_OPTIONS, BaselineMode
+from .recording import Recording
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
@@ -173,22 +173,6 @@ class BackendFactory:
 # One episode
 # --------------------------------------------------------------------------------------------
 
-class _Recording:
-    """Wraps a completion backend to remember each completion's stop word (hallucination check)."""
-
-    def __init__(self, backend: Any):
-        self._backend = backend
-        self.stop_words: list[str | None] = []
-
-    def complete(self, prompt: str, **kwargs: Any) -> Completion:
-        completion = self._backend.complete(prompt, **kwargs)
-        self.stop_words.append(completion.stop_word)
-        return completion
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._backend, name)
-
-
 def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
     return (str(record.get("task")), str(record.get("mode")), int(record.get("repeat", 0)))
 
@@ -202,7 +186,6 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
     tools, name_map, documents = _episode_tools(task, mode, env)
     if settings.examples == "all" and getattr(tools, "max_examples", None) is not None:
         tools.max_examples = None   # the same examples for every question of a tool set
-    buffer = io.StringIO()
     options: dict[str, Any] = {"temperature": settings.temperature, "seed": settings.seed + repeat}
     if slot is not None and settings.pin_slots:
         options["id_slot"] = slot
@@ -211,9 +194,9 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
         max_steps = 1
     needs = _needs(mode)
     # the modes that send text completions without a grammar (their stop words show hallucinations)
-    recorder = _Recording(backend) if not (needs.grammar or needs.chat) else None
+    recorder = Recording(backend) if not (needs.grammar or needs.chat) else None
     started = time.monotonic()
-    error_text = None
+    error_text, agent, start = None, None, None
     try:
         question, kwargs = task.question, {}
         if mode == "baseline":
@@ -230,17 +213,20 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
                 kwargs["stream"] = True
         agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
                       reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
-                      chat_format=chat_format, trace=buffer, **kwargs, **options)
+                      chat_format=chat_format, **kwargs, **options)
+        start = agent.start_record(question)
         result = agent.run(question)
     except Exception as exc:  # noqa: BLE001 - a harness or mode failure is recorded, never fatal
         result = None
         error_text = f"{type(exc).__name__}: {exc}"
     seconds = time.monotonic() - started
-    trace = [line.value for line in parse_jsonl(buffer.getvalue(), "trace", bad="skip")]
+    # the trace from the run itself: its steps so far when it raised
+    trace = run_records(start, result.steps if result is not None else agent.steps if agent is not None else [],
+                        result)
     if recorder is not None:
         step_records = [r for r in trace if r.get("type") == "step"]
-        for record, word in zip(step_records, recorder.stop_words):
-            record["stop_word"] = word
+        for record, completion in zip(step_records, recorder.completions):
+            record["stop_word"] = completion.stop_word
     if result is not None:
         calls = [{"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
                  for s in result.steps for o in s.outcomes]
@@ -506,11 +492,11 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
         (out / trace_rel).parent.mkdir(parents=True, exist_ok=True)
         with open(out / trace_rel, "w", encoding="utf-8") as tf:
             for line in record["trace"]:
-                tf.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+                tf.write(json_line(line) + "\n")
         with lock:
             if sink.closed:   # finished after Ctrl-C: the run has already been reported
                 return
-            sink.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sink.write(json_line(record) + "\n")
             sink.flush()
             result.records.append(record)
             bar.update(record)

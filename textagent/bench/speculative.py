@@ -130,27 +130,12 @@ class ConfigResult:
         return sum(r.success for r in self.replies)
 
 
-class _Capture:
-    """Wraps a backend to keep each completion's text and timings."""
-
-    def __init__(self, backend: Any):
-        self._backend = backend
-        self.completions: list[Any] = []
-
-    def complete(self, prompt: str, **kwargs: Any) -> Any:
-        completion = self._backend.complete(prompt, **kwargs)
-        self.completions.append(completion)
-        return completion
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._backend, name)
-
-
 def measure(config: SpecConfig, tasks: Sequence[Any], *, model: str, draft_path: str | None, mode: str,
             threads: int | None, reply_tokens: int, progress: Callable[[str], None]) -> ConfigResult:
     """Start a server with this config, run every task's first reply, stop the server."""
     from ..errors import TextagentError
     from ..local import LocalServer
+    from .recording import Recording
     from .runner import BackendFactory, Settings, Slot, run_episode
 
     args = server_args(config, draft_path)
@@ -166,7 +151,7 @@ def measure(config: SpecConfig, tasks: Sequence[Any], *, model: str, draft_path:
         settings = Settings(reply_tokens=reply_tokens, first_reply=True, temperature=0.0)
         for i, task in enumerate(tasks):
             backend, chat_format = factory(mode, Slot(server.url, 0))
-            capture = _Capture(backend)
+            capture = Recording(backend)
             started = time.monotonic()
             record = run_episode(task, mode, capture, chat_format=chat_format, settings=settings, slot=0)
             seconds = time.monotonic() - started
