@@ -84,6 +84,23 @@ def test_a_bad_reply_is_repaired_inside_the_proxy(upstream, proxy, bad, expected
     assert resp.json()["usage"]["completion_tokens"] == 24   # both attempts are counted
 
 
+def test_a_repair_validates_calls_without_running_anything(upstream, proxy, monkeypatch):
+    from textagent.tools import Tool, ToolSet
+
+    ran = []
+    monkeypatch.setattr(ToolSet, "execute", lambda self, call, **kw: ran.append(("execute", call)))
+    monkeypatch.setattr(Tool, "__call__", lambda self, *a, **kw: ran.append(("call", self.name)))
+    upstream.json("/completion", said('TOOL: get_weather ARGS: {"city": "Paris", "days": "two"}'))
+    upstream.json("/completion", said('TOOL: get_weather ARGS: {"city": "Paris", "days": 2}'))
+    resp = post(proxy, {"messages": ASK, "tools": [WEATHER]})
+    assert resp.headers[REPAIRS_HEADER] == "1"
+    call = resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert json.loads(call["arguments"]) == {"city": "Paris", "days": 2}
+    first, second = prompts_sent(upstream)
+    assert "is not of type 'integer'" in second["prompt"][len(first["prompt"]):]
+    assert ran == []
+
+
 def test_when_repairs_run_out_the_client_gets_the_words_without_protocol_lines(upstream, proxy):
     for _ in range(3):
         upstream.json("/completion", said('Thought: I will look it up.\nTOOL: nope ARGS: {"x": 1}'))

@@ -301,3 +301,93 @@ def test_async_tools_are_awaited_when_an_event_loop_runs_in_the_calling_thread(t
     assert failed.output == "ERROR: LookupError: no tea"
     assert result.ok and result.steps[0].outcomes[0].output == '{"item": "milk", "price": 3}'
     assert "coroutine" not in backend.prompts[1]
+
+
+# --------------------------------------------------------------------------------------------
+# check: the same validation as execute, nothing run
+# --------------------------------------------------------------------------------------------
+
+def _nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class TestCheck:
+    @staticmethod
+    def recording_tools(**kw) -> tuple[ToolSet, list]:
+        ran: list = []
+
+        @tool
+        def book(city: str, people: int = 2) -> str:
+            """Book a table.
+
+            Args:
+                city: City name.
+                people: How many guests.
+            """
+            ran.append((city, people))
+            raise RuntimeError("the tool ran")
+
+        return ToolSet([book], **kw), ran
+
+    def test_check_never_runs_the_tool(self):
+        tools, ran = self.recording_tools()
+        out = tools.check(Call("book", {"city": "Paris", "people": 4}))
+        assert out == ToolOutcome("book", {"city": "Paris", "people": 4}, True, "", None, out.seconds)
+        ignored = tools.check(Call("book", {"city": "Paris", "confirmation": "yes"}))
+        assert ignored.ok and ignored.args == {"city": "Paris"} and ignored.ignored == ("confirmation",)
+        assert ignored.output == ""
+        assert ran == []
+        run = tools.execute(Call("book", {"city": "Paris"}))   # the tool is real: execute runs it
+        assert run.error == "tool_error" and ran == [("Paris", 2)]
+
+    def test_check_starts_no_thread(self, monkeypatch):
+        tools, ran = self.recording_tools()
+        monkeypatch.setattr(threading.Thread, "start", lambda self: pytest.fail("check started a thread"))
+        assert tools.check(Call("book", {"city": "Paris"})).ok and ran == []
+
+    @pytest.mark.parametrize("extra_args", ["ignore", "error"])
+    @pytest.mark.parametrize("call", [
+        Call("bok", {"city": "Paris"}),                        # unknown tool, with a suggestion
+        Call("launch", {}),                                    # unknown tool
+        Call(["book"], {}),                                    # a name that is no string
+        Call("book", {}),                                      # missing required
+        Call("book", {"people": 3}),                           # missing required, another given
+        Call("book", {"city": "Paris", "people": "three"}),    # wrong type
+        Call("book", {"city": 7}),                             # wrong type
+        Call("book", {"city": "Paris", "confirmation": "y"}),  # extra argument: ignored or refused
+        Call("book", {"cty": "Paris"}),                        # a misspelt required one
+        Call("book", [1, 2]),                                  # arguments not an object
+        Call("book", {"city": "Paris", "people": _nested(200)}),   # too deep
+        Call("book", "Paris"),                                 # a bare argument
+    ], ids=lambda c: repr(c)[:40])
+    def test_check_and_execute_agree_on_bad_calls(self, call, extra_args):
+        tools, ran = self.recording_tools(extra_args=extra_args)
+        checked = tools.check(call)
+        executed = tools.execute(call)
+        if checked.ok:   # the tool ran under execute (and raised): the same call, bound alike
+            assert executed.error == "tool_error" and checked.output == ""
+            assert (checked.name, checked.args, checked.ignored) == (executed.name, executed.args, executed.ignored)
+            return
+        assert ran == []
+        assert checked.error in ("unknown_tool", "bad_arguments") and checked.output.startswith("ERROR: ")
+        assert (checked.name, checked.args, checked.ok, checked.output, checked.error, checked.ignored) == \
+            (executed.name, executed.args, executed.ok, executed.output, executed.error, executed.ignored)
+
+    def test_the_bad_calls_are_bad(self):
+        tools, _ = self.recording_tools()
+        assert tools.check(Call("book", {})).error == "bad_arguments"
+        out = tools.check(Call("book", {"city": "Paris", "people": _nested(200)}))
+        assert out.error == "bad_arguments" and "Usage: book(" in out.output
+        refused = ToolSet(tools.values(), extra_args="error").check(Call("book", {"city": "P", "x": 1}))
+        assert refused.error == "bad_arguments" and refused.ignored == ()
+
+    def test_check_cuts_its_error_to_the_limit(self):
+        tools, _ = self.recording_tools()
+        out = tools.check(Call("book", {"city": "Paris", "people": "many"}), limit=60)
+        assert not out.ok and len(out.output) <= 60 and "[truncated" in out.output
+        assert out.output == tools.execute(Call("book", {"city": "Paris", "people": "many"}), limit=60).output
+        with pytest.raises(ValueError):
+            tools.check(Call("book", {}), limit=0)

@@ -124,7 +124,7 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     calls = reply.calls if request.parallel else reply.calls[:1]
     valid, failed = [], []
     for call in calls:
-        outcome = tools.execute(call, timeout=10, limit=None)
+        outcome = tools.check(call, limit=None)   # validated only: the client runs its tools
         bad = _not_finite(outcome.args) if outcome.ok else None
         if bad is not None:   # valid for the schema, but the client must get JSON
             path, number = bad
@@ -242,7 +242,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         try:
             reply = parse_reply(text, tools)
         except ParseError as err:
-            reply, feedback, valid = None, prompts.feedback(err.feedback(tools)), []
+            reply, feedback, valid = None, prompts.feedback(prompts.parse_feedback(err, tools)), []
             attempt["parse_error"] = err.message
         else:
             feedback, valid = _problem(request, reply, tools)

@@ -11,6 +11,7 @@
 
     tools = ToolSet([get_forecast, some_plain_function])
     outcome = tools.execute(call, timeout=30, limit=4000)   # never raises for model mistakes
+    checked = tools.check(call)    # the same validation, the tool not run
 
 A ``Tool`` carries a name, a description (what the model reads), a JSON schema of its
 arguments (``parameters``) and the function. Schemas come from type hints and the docstring

@@ -1,6 +1,7 @@
 """Running calls safely: every problem the model or the tool can cause becomes a
 ``ToolOutcome`` with ``ok=False`` and an ``ERROR: ...`` text for the model, never an exception
-in the caller. Calls run in reused worker threads, abandoned when they time out; an
+in the caller. ``check`` looks the tool up and binds the arguments (one code path, which
+``execute`` runs first); calls run in reused worker threads, abandoned when they time out; an
 ``async def`` tool is awaited."""
 from __future__ import annotations
 
@@ -203,32 +204,34 @@ def _known_part(tool: Tool, args: Any, extra_args: str) -> dict[str, Any] | None
     return {k: v for k, v in args.items() if k not in extra} if extra else None
 
 
-def execute(tools: Mapping[str, Tool], call: Any, *, timeout: float | None, limit: int | None,
-            extra_args: str = "ignore") -> ToolOutcome:
-    """Run one call (anything with ``.name`` and ``.args``) with one of ``tools``; see ToolSet.execute."""
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+def _name_of(raw_name: Any) -> str:
+    """The name an outcome shows: the call's own when it is a sane string, else a short repr."""
+    return raw_name if isinstance(raw_name, str) and len(raw_name) <= 128 and raw_name.isprintable() \
+        else _show(raw_name, 60)
+
+
+def _checked(tools: Mapping[str, Tool], call: Any, *, limit: int | None,
+             extra_args: str) -> tuple[ToolOutcome, Tool | None, Any]:
+    """The one code path that looks a call's tool up and binds its arguments (the
+    extra_args="ignore" retry and every bad-arguments message included). Returns the outcome
+    (``ok`` with no output when the call may run), the tool and the bound arguments."""
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be a positive number of characters or None, got {limit!r}")
     started = time.perf_counter()
     raw_name = getattr(call, "name", None)
     raw_args = getattr(call, "args", None)
-    name = raw_name if isinstance(raw_name, str) and len(raw_name) <= 128 and raw_name.isprintable() \
-        else _show(raw_name, 60)
+    name = _name_of(raw_name)
 
-    ignored: tuple[str, ...] = ()
-
-    def done(ok: bool, output: str, error: str | None, args: Any = raw_args) -> ToolOutcome:
-        if ignored:
-            names = ", ".join(f"`{_show(k, 40)}`" for k in ignored)
-            output += "\n" + say("tool_ignored_args", names=names, tool=found.name)
-        return ToolOutcome(name, args, ok, truncate(output, limit), error, time.perf_counter() - started, ignored)
+    def failed(output: str, error: str) -> tuple[ToolOutcome, Tool | None, Any]:
+        return (ToolOutcome(name, raw_args, False, truncate(output, limit), error, time.perf_counter() - started),
+                found, None)
 
     found = tools.get(raw_name) if isinstance(raw_name, str) else None
     if found is None:
         hint = closest(raw_name, tools)
-        return done(False, say("tool_unknown", name=_show(raw_name, 60), tools=", ".join(tools) or say("none_valid"),
-                               suggestion=say("tool_suggestion", name=hint) if hint else ""), "unknown_tool")
+        return failed(say("tool_unknown", name=_show(raw_name, 60), tools=", ".join(tools) or say("none_valid"),
+                          suggestion=say("tool_suggestion", name=hint) if hint else ""), "unknown_tool")
+    ignored: tuple[str, ...] = ()
     try:
         try:
             bound = found.bind(raw_args)
@@ -242,23 +245,51 @@ def execute(tools: Mapping[str, Tool], call: Any, *, timeout: float | None, limi
                 raise first from None   # the rest is not valid either: report everything
             ignored = tuple(k for k in raw_args if k not in known)
     except ToolArgumentError as exc:
-        return done(False, say("tool_bad_arguments", error=_exc_text(exc).rstrip("."), usage=found.signature()),
-                    "bad_arguments")
+        return failed(say("tool_bad_arguments", error=_exc_text(exc).rstrip("."), usage=found.signature()),
+                      "bad_arguments")
     except RecursionError:
-        return done(False, say("tool_args_too_deep", usage=found.signature()), "bad_arguments")
+        return failed(say("tool_args_too_deep", usage=found.signature()), "bad_arguments")
     except Exception as exc:  # noqa: BLE001 - odd args must not crash the caller
-        return done(False, say("tool_args_unreadable", kind=type(exc).__name__, message=_show(str(exc), 200),
-                               usage=found.signature()), "bad_arguments")
+        return failed(say("tool_args_unreadable", kind=type(exc).__name__, message=_show(str(exc), 200),
+                          usage=found.signature()), "bad_arguments")
+    return ToolOutcome(name, bound, True, "", None, time.perf_counter() - started, ignored), found, bound
+
+
+def check(tools: Mapping[str, Tool], call: Any, *, limit: int | None = None,
+          extra_args: str = "ignore") -> ToolOutcome:
+    """Validate one call without running it; see ToolSet.check."""
+    return _checked(tools, call, limit=limit, extra_args=extra_args)[0]
+
+
+def execute(tools: Mapping[str, Tool], call: Any, *, timeout: float | None, limit: int | None,
+            extra_args: str = "ignore") -> ToolOutcome:
+    """Run one call (anything with ``.name`` and ``.args``) with one of ``tools``: check it, then
+    run it; see ToolSet.execute."""
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+    started = time.perf_counter()
+    checked, found, bound = _checked(tools, call, limit=limit, extra_args=extra_args)
+    if not checked.ok or found is None:
+        return checked
+    ignored = checked.ignored
+
+    def done(ok: bool, output: str, error: str | None) -> ToolOutcome:
+        if ignored:
+            names = ", ".join(f"`{_show(k, 40)}`" for k in ignored)
+            output += "\n" + say("tool_ignored_args", names=names, tool=found.name)
+        return ToolOutcome(checked.name, bound, ok, truncate(output, limit), error, time.perf_counter() - started,
+                           ignored)
+
     result, exc, timed_out = _run_with_timeout(lambda: _settle(found(**bound)), timeout)
     if timed_out:
         log.info("tool %s did not finish within %g s and was abandoned", found.name, timeout)
-        return done(False, say("tool_timeout", name=found.name, seconds=f"{timeout:g}"), "timeout", bound)
+        return done(False, say("tool_timeout", name=found.name, seconds=f"{timeout:g}"), "timeout")
     if exc is not None:
         log.debug("tool %s raised %s", found.name, type(exc).__name__, exc_info=exc)
-        return done(False, _exc_text(exc), "tool_error", bound)
+        return done(False, _exc_text(exc), "tool_error")
     try:
         output = render_result(result)
     except Exception as err:  # noqa: BLE001 - any failure of the result's own __str__/__repr__, too
         return done(False, say("tool_result_unshowable", kind=type(err).__name__, name=found.name,
-                               message=_show(str(err), 200)), "tool_error", bound)
-    return done(True, output, None, bound)
+                               message=_show(str(err), 200)), "tool_error")
+    return done(True, output, None)

@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from ..examples import Example, select_examples
-from .execution import ToolOutcome, closest, execute
+from .execution import ToolOutcome, check, closest, execute
 from .tool import Tool
 
 
@@ -139,7 +139,15 @@ class ToolSet(Mapping[str, Tool]):
         """The tool name closest to ``name`` (case-insensitive, difflib), or None."""
         return closest(name, self._tools)
 
+    def check(self, call: Any, *, limit: int | None = 4000) -> ToolOutcome:
+        """Validate one call (anything with ``.name`` and ``.args``) without running its tool:
+        an unknown tool or bad arguments give the very outcome execute() would (``error``, the
+        ``ERROR: ...`` output, cut to ``limit``); valid arguments ``ok=True`` with the bound
+        ``args`` (and ``ignored``) and an empty output. No thread, no timeout: nothing runs."""
+        return check(self._tools, call, limit=limit, extra_args=self.extra_args)
+
     def execute(self, call: Any, *, timeout: float | None = 30, limit: int | None = 4000) -> ToolOutcome:
-        """Run one call (anything with ``.name`` and ``.args``). Never raises for model mistakes
-        or tool failures: they become a ToolOutcome with ``ok=False`` and an ``ERROR: ...`` output."""
+        """Run one call (anything with ``.name`` and ``.args``): check() it, then run it. Never
+        raises for model mistakes or tool failures: they become a ToolOutcome with ``ok=False``
+        and an ``ERROR: ...`` output."""
         return execute(self._tools, call, timeout=timeout, limit=limit, extra_args=self.extra_args)
