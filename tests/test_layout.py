@@ -52,9 +52,6 @@ def _graph(*, typing: bool = True) -> dict[str, set[str]]:
     return graph
 
 
-# protocol.feedback words the model's feedback with textagent.prompts; it moves above protocol/
-# (issue #24), until then these edges are known and the only ones.
-PENDING = {"textagent.protocol.feedback": {"textagent.prompts", "textagent._schema"}}
 # what protocol/ may import outside itself: the exceptions and the package's resource files
 GROUND = {"textagent.errors", "textagent._resources"}
 
@@ -71,8 +68,7 @@ def test_no_mode_imports_the_agent():
 
 def test_protocol_is_the_ground_floor():
     graph = _graph()
-    above = {m: sorted(d for d in deps if not d.startswith("textagent.protocol") and d not in GROUND
-                       and d not in PENDING.get(m, ()))
+    above = {m: sorted(d for d in deps if not d.startswith("textagent.protocol") and d not in GROUND)
              for m, deps in graph.items() if m.startswith("textagent.protocol")}
     assert {m: d for m, d in above.items() if d} == {}
 
@@ -80,7 +76,6 @@ def test_protocol_is_the_ground_floor():
 def test_no_import_cycle_in_the_package():
     # imports for type checkers only never run, so they cannot make a cycle
     graph = _graph(typing=False)
-    graph = {m: deps - PENDING.get(m, set()) for m, deps in graph.items()}
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 

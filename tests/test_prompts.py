@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 
 from textagent import prompts
-from textagent.protocol import parse_reply
+from textagent.protocol import ParseError, parse_reply
 from textagent.toolkits import demo
 from textagent.tools import Example, ToolSet, tool
 
@@ -141,3 +141,40 @@ def test_replies_must_add_up_to_the_calls():
 
     with pytest.raises(ValueError, match="must be positive and add up to its 2 calls"):
         Example("x", (("a", {}, "1"), ("b", {}, "2")), "y", replies=(1,))
+
+
+def _error(text, tools=None):
+    with pytest.raises(ParseError) as info:
+        parse_reply(text, tools)
+    return info.value
+
+
+def test_parse_feedback_says_where_and_gives_a_call_to_copy():
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]}}}
+    calc = {"type": "function", "function": {"name": "calculate", "parameters": {
+        "type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}
+    err = _error('I will check.\n- TOOL: get_wether ARGS: {"city": Paris}', [weather, calc])
+    fb = prompts.parse_feedback(err)
+    assert "line 2, column 35" in fb.lower()
+    assert 'TOOL: get_weather ARGS: {"city": "text"}' in fb  # the closest real tool, its required parameter
+    assert "ANSWER:" not in fb   # no way out offered: small models took it instead of fixing the call
+    assert err.excerpt.split("\n")[0] in fb
+    assert "Put text values in double quotes" in fb and err.hint in fb
+    # no tools known: an example with the name the model tried; tools given win over the error's
+    plain = _error('TOOL: get_wether ARGS: {"city": Paris}')
+    assert 'TOOL: get_wether ARGS: {"key": "value"}' in prompts.parse_feedback(plain)
+    assert 'TOOL: calculate ARGS: {"expression": "text"}' in prompts.parse_feedback(plain, [calc])
+
+
+def test_parse_feedback_comes_from_the_template_file():
+    template = (PROMPT_DIR / "text" / "format_error.txt").read_text(encoding="utf-8")
+    fixed = [ln for ln in template.splitlines() if ln.strip() and "$" not in ln]
+    fb = prompts.parse_feedback(_error("TOOL:"))
+    assert fixed and all(line in fb for line in fixed)
+
+
+def test_parse_feedback_on_an_error_without_excerpt_says_the_reply_was_empty():
+    fb = prompts.parse_feedback(ParseError("nothing to read", label="bad_call"))
+    assert "    (empty reply)" in fb and "nothing to read" in fb

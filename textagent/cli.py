@@ -54,6 +54,7 @@ def _print_json(data: Any) -> None:
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
+    from . import prompts
     from .protocol import ParseError, parse_reply
 
     if args.file and args.file != "-":
@@ -68,7 +69,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     try:
         reply = parse_reply(text, tools, strict=args.strict)
     except ParseError as err:
-        _print_json({"error": err.to_dict(tools)})
+        _print_json({"error": {**err.to_dict(), "feedback": prompts.parse_feedback(err, tools)}})
         return 2
     _print_json(reply.to_dict())
     return 0

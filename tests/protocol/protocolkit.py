@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import HealthCheck, settings
 
+from textagent import prompts
 from textagent.protocol import KNOWN_BAD, ParseError, Reader, Reply, parse_reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +62,7 @@ def check_total(text: str, parse=parse_reply) -> None:
         assert_inside(text, err)
         assert err.label in KNOWN_BAD
         assert str(err) and err.excerpt.endswith("^")
-        err.feedback()
+        prompts.parse_feedback(err)
     else:
         assert isinstance(reply, Reply)
         assert (reply.answer is None) == bool(reply.calls)

@@ -1,9 +1,12 @@
 """The error table: every known-bad reply raises its own label, at a position inside the reply."""
 from __future__ import annotations
 
+import json
+import pickle
+
 import pytest
 from hypothesis import given
-from protocolkit import PROPERTY, assert_inside, error, grammar_only
+from protocolkit import PROPERTY, ROOT, TOOLS, assert_inside, error, grammar_only
 
 from textagent.protocol import ERROR_CLASSES, KNOWN_BAD, MAX_DEPTH, ParseError, parse_reply
 from textagent.testing import near_miss_replies
@@ -80,3 +83,38 @@ def test_a_parse_error_is_a_textagent_error_and_a_value_error():
     with pytest.raises(TextagentError) as info:
         parse_reply('TOOL: calculate ARGS: {"expression": "17 * 24"')
     assert isinstance(info.value, ValueError) and info.value.to_dict()["label"] == "unbalanced_braces"
+
+
+def test_error_fields():
+    text = 'I will check.\n- TOOL: get_wether ARGS: {"city": Paris}'
+    err = error(text, tools=TOOLS)
+    assert isinstance(err, ValueError)
+    assert err.label == "unquoted_string"
+    assert (err.line, err.column) == (2, 35)
+    assert err.name == "get_wether" and err.tools is TOOLS   # the tools the reply was read against
+    assert "a string" in err.expected
+    assert err.excerpt == '- TOOL: get_wether ARGS: {"city": Paris}\n' + " " * 34 + "^"
+    assert str(err) == "line 2, column 35: a text value is not quoted: found `Paris`"
+    assert "\n" not in str(err)
+    d = err.to_dict()
+    assert list(d) == ["message", "line", "column", "expected", "label", "excerpt"]   # data; prompts word it
+    json.dumps(d)
+    copy = pickle.loads(pickle.dumps(err))
+    assert (copy.label, copy.line, copy.column, copy.message) == (err.label, err.line, err.column, err.message)
+
+
+def test_long_lines_get_a_window_in_the_excerpt():
+    text = "TOOL: f ARGS: {\"a\": " + "1, \"b\": " * 40 + "oops}"
+    err = error(text)
+    first, caret = err.excerpt.split("\n")
+    assert len(first) <= 102
+    assert first.startswith("\u2026")
+    assert first[len(caret) - 1:].startswith("oops")
+
+
+def test_every_hint_comes_from_the_hints_file():
+    hints = json.loads((ROOT / "textagent" / "prompts" / "text" / "format_hints.json").read_text(encoding="utf-8"))
+    assert set(hints) == {c.label for c in ERROR_CLASSES}
+    for cls in ERROR_CLASSES:
+        assert cls.hint == hints[cls.label]
+    assert error('TOOL: search ARGS: {"q": cats}').hint == hints["unquoted_string"]

@@ -1,7 +1,9 @@
 """Model-facing text. Every word the model reads comes from a template file in this folder."""
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -9,8 +11,12 @@ from string import Template
 from typing import Any, NamedTuple
 
 from .. import _schema
+from ..protocol import ParseError, ToolCall, render_call
+from ..protocol.binding import tool_specs
+from ..protocol.types import NAME_RE
 
 __all__ = ["template", "system_prompt", "Worked", "worked_examples", "placeholder_examples", "call_groups", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
+           "parse_feedback", "example_call",
            "listed", "Prompts", "for_family", "FAMILIES"]
 
 
@@ -155,8 +161,6 @@ def _described(args: dict[str, Any]) -> str:
 def example_turns(examples: Sequence[Worked]) -> list[dict[str, str]]:
     """The worked examples as conversation turns: each task, each TOOL line answered by its
     OBSERVATION (a result starting with "ERROR:" as a failed call), then the ANSWER."""
-    from ..protocol import ToolCall, render_call
-
     turns: list[dict[str, str]] = []
     for worked in examples:
         turns.append({"role": "user", "content": task(worked.task)})
@@ -204,3 +208,48 @@ def feedback(text: str) -> str:
 
 def task(text: str) -> str:
     return template("task.txt").substitute(task=text)
+
+
+def parse_feedback(err: ParseError, tools: Any = None) -> str:
+    """What the model reads about a reply that did not parse: what is wrong, where, how to fix
+    it, and one correct call to copy. ``tools`` (else ``err.tools``, those the reply was read
+    against) make that call use a real tool: the one the model tried, else the closest name."""
+    text = for_family("text")
+    specs = tool_specs(tools if tools is not None else err.tools)
+    names = ", ".join(specs) if specs else ""
+    expected = ", ".join(err.expected) if err.expected else ""
+    values = {
+        "message": err.message,
+        "line": str(err.line),
+        "column": str(err.column),
+        "excerpt": "\n".join("    " + ln for ln in (err.excerpt or text.render("format_no_excerpt")).split("\n")),
+        "hint": err.hint,
+        "expected": text.render("format_expected", expected=expected) if expected else "",
+        "example": example_call(specs, err.name),
+        "tools": text.render("format_tools", tools=names) if names else "",
+    }
+    out = text.template("format_error").safe_substitute(values)
+    return re.sub(r"\n{3,}", "\n\n", out).strip()
+
+
+def example_call(specs: Mapping[str, Mapping[str, Any]], name: str | None) -> str:
+    """A correct call to show (``specs``: tool name -> parameter schema): the tool the model
+    tried, else the closest name, else one that takes arguments, with placeholder values for its
+    required parameters."""
+    if not specs:
+        return render_call(ToolCall(name if name and NAME_RE.match(name) else "tool_name", {"key": "value"}))
+    chosen = None
+    if name in specs:
+        chosen = name
+    elif name:
+        close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.5)
+        chosen = close[0] if close else None
+    if chosen is None:
+        chosen = next((n for n, p in specs.items() if p.get("required")), next(iter(specs)))
+    params = specs[chosen]
+    props = params.get("properties") or {}
+    required = params.get("required", list(props))
+    args = {k: _schema.example_value(props.get(k) or {}) for k in required if k in props}
+    if not NAME_RE.match(chosen):  # pragma: no cover - tool layers validate names
+        return f"TOOL: {chosen} ARGS: {json.dumps(args, ensure_ascii=False)}"
+    return render_call(ToolCall(chosen, args))

@@ -16,8 +16,8 @@ The package, one job per module:
 * :mod:`.grammar` -- the LALR grammar ``grammars/reply.lark`` for one call (the only module
   that imports lark);
 * :mod:`.error_table` and :mod:`.labels` -- the error classes with their known-bad replies,
-  ParseError, and the matching that labels a failure from the examples;
-* :mod:`.feedback` -- what the model reads about an error;
+  ParseError (data only: ``textagent.prompts.parse_feedback`` words it for the model), and the
+  matching that labels a failure from the examples;
 * :mod:`.binding` -- a bare argument bound to a tool's parameter;
 * :mod:`.render` -- the canonical call and answer lines.
 """
@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .error_table import ERROR_CLASSES, KNOWN_BAD, ErrorClass, ParseError
-from .feedback import excerpt
+from .error_table import ERROR_CLASSES, KNOWN_BAD, ErrorClass, ParseError, excerpt
 from .grammar import grammar_text
 from .reader import Reader
 from .render import render_answer, render_call

@@ -2,7 +2,8 @@
 
 The table is data: each class's known-bad examples teach the parser which label a failure gets
 (see :mod:`.labels`); the hint the model reads for a label is in
-``textagent/prompts/text/format_hints.json``.
+``textagent/prompts/text/format_hints.json``. A ParseError holds data only (where, what was
+expected, the excerpt, the label); ``textagent.prompts.parse_feedback`` words it for the model.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from typing import Any
 
 from .. import _resources
 from ..errors import TextagentError
-from .feedback import feedback_text
 from .types import MAX_DEPTH
 
 
@@ -199,7 +199,9 @@ class ParseError(TextagentError, ValueError):
     past the end of the line, meaning "at the end of the line"). ``expected`` lists what would
     have been accepted there, ``excerpt`` is the line with a caret under the column, ``label``
     is the error class (a key of :data:`KNOWN_BAD`), ``name`` the tool name when it was read.
-    ``str(err)`` is a one-line message; :meth:`feedback` is the text for the model.
+    ``tools`` are the tools the reply was read against, when given (``parse_reply(text, tools)``).
+    ``str(err)`` is a one-line message; ``textagent.prompts.parse_feedback(err)`` is the text
+    for the model.
     """
 
     def __init__(self, message: str, *, line: int = 1, column: int = 1, expected: Iterable[str] = (),
@@ -213,7 +215,7 @@ class ParseError(TextagentError, ValueError):
         self.excerpt = excerpt
         self.label = label
         self.name = name
-        self._tools = tools
+        self.tools = tools
         self._key: tuple | None = None
 
     def __str__(self) -> str:
@@ -228,16 +230,9 @@ class ParseError(TextagentError, ValueError):
         cls = CLASS_BY_LABEL.get(self.label)
         return cls.hint if cls else ""
 
-    def feedback(self, tools: Any = None) -> str:
-        """Text for the model: what is wrong, where, how to fix it and one correct example.
-
-        ``tools`` (or the tools given to :func:`parse_reply`) makes the example use a real tool
-        name (the one the model tried when it exists, else the closest) and its parameters.
-        """
-        return feedback_text(self, tools if tools is not None else self._tools)
-
-    def to_dict(self, tools: Any = None) -> dict[str, Any]:
-        """The JSON shape ``textagent parse`` prints under ``"error"`` (feedback with ``tools``)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The error's data as JSON (``textagent parse`` prints it under ``"error"``, with the
+        feedback the model would read)."""
         return {
             "message": self.message,
             "line": self.line,
@@ -245,8 +240,20 @@ class ParseError(TextagentError, ValueError):
             "expected": list(self.expected),
             "label": self.label,
             "excerpt": self.excerpt,
-            "feedback": self.feedback(tools),
         }
+
+
+def excerpt(lines: list[str], line: int, column: int, width: int = 100) -> str:
+    """The line with a caret under the column, cut to a window around it when long."""
+    src = lines[line - 1] if 0 < line <= len(lines) else ""
+    start = 0
+    if len(src) > width:
+        start = max(0, min(column - 1 - width // 2, len(src) - width))
+    shown = src[start:start + width]
+    pad = "".join("\t" if c == "\t" else " " for c in shown[:max(column - 1 - start, 0)])
+    lead = "\u2026" if start else ""
+    tail = "\u2026" if start + width < len(src) else ""
+    return f"{lead}{shown}{tail}\n{' ' if lead else ''}{pad}^"
 
 
 def _rebuild_error(message, line, column, expected, excerpt, label, name):

@@ -9,8 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .binding import bind, tool_specs
-from .error_table import CLASS_BY_LABEL, ParseError
-from .feedback import excerpt
+from .error_table import CLASS_BY_LABEL, ParseError, excerpt
 from .grammar import (GrammarFailure, SemanticError, clip, describe_expected, parse_call_text, several_objects,
                       unique_pairs)
 from .labels import NOT_EXPECTED, char_class, label_for
