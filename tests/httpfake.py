@@ -11,7 +11,8 @@ Replies are queued per path (FIFO) and consumed one per request; ``repeat=True``
 for every later request. A request with nothing scripted gets HTTP 599 and is recorded in
 ``srv.unexpected``. Faults: ``delay`` (seconds before the status line), ``chunk_delay``,
 ``cut=True`` (drop the connection after the scripted chunks, mid-stream), ``close=True``
-(drop the connection without answering at all).
+(drop the connection without answering at all). A callable among a stream's chunks (or events)
+is called, not sent, when the stream reaches it: a test's hook to wait for what the client got.
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ class Recorded:
 def _event_bytes(event: Any) -> bytes:
     """One SSE event: a dict/list becomes ``data: <json>``; a str/bytes is written as given
     (a str without a trailing newline gets the blank-line terminator)."""
-    if isinstance(event, bytes):
+    if isinstance(event, bytes) or callable(event):
         return event
     if isinstance(event, str):
         return (event if event.endswith("\n") else event + "\n\n").encode("utf-8")
@@ -104,11 +105,14 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.chunked:
                 self.send_header("Transfer-Encoding", "chunked")
             elif not reply.cut:
-                self.send_header("Content-Length", str(sum(len(c) for c in reply.chunks)))
+                self.send_header("Content-Length", str(sum(len(c) for c in reply.chunks if not callable(c))))
             else:  # a cut body announces its full size but stops short
-                self.send_header("Content-Length", str(sum(len(c) for c in reply.chunks) + 100))
+                self.send_header("Content-Length", str(sum(len(c) for c in reply.chunks if not callable(c)) + 100))
             self.end_headers()
             for chunk in reply.chunks:
+                if callable(chunk):
+                    chunk()
+                    continue
                 if reply.chunk_delay and fake._stopping.wait(reply.chunk_delay):
                     return
                 if reply.chunked:

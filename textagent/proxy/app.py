@@ -49,7 +49,7 @@ from .convert import ChatRequest, ReplyMemory, TooDeep, loads, message_key, pars
 from .errors import Cancelled, ProxyError, error_body, from_backend_error
 from .repair import Answer, answer
 from .responses import ResponsesShape, parse_responses
-from .streaming import ChatChunks, EventStream, OnContent, completion_object, dump
+from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object, dump
 from .upstream import Upstream
 
 __all__ = ["ProxyConfig", "create_app", "REPAIRS_HEADER"]
@@ -381,7 +381,8 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
                     leave_queue()
                     ended(ex, trace, status, result, error)
 
-                return EventStream(lambda on_content: _run(request, chat_request, turns, leave_queue, on_content),
+                return EventStream(lambda on_content, on_call: _run(request, chat_request, turns, leave_queue,
+                                                                    on_content, on_call),
                                    shape.writer(id=ex.id, model=model, request=chat_request), fail=failed,
                                    error_body=shown_error, headers={}, done=done)
             result = await _run(request, chat_request, turns, leave_queue)
@@ -403,16 +404,20 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         return await answering(request, "resp_", parse_responses, ResponsesShape)
 
     async def _run(request: Request, chat_request: ChatRequest, turns: list[dict[str, str]],
-                   left_queue: Callable[[], None], on_content: OnContent | None = None) -> Answer:
+                   left_queue: Callable[[], None], on_content: OnContent | None = None,
+                   on_call: OnCall | None = None) -> Answer:
         """The answer to ``turns`` (the calls under the client's tool names); ``left_queue`` is
-        called once the request holds a slot, or fails; ``on_content`` gets the content in pieces."""
+        called once the request holds a slot, or fails; ``on_content`` gets the content in pieces,
+        ``on_call`` each valid call as soon as it is known."""
         cancelled = threading.Event()
+        client_call = None if on_call is None else \
+            (lambda call, repairs: on_call({**call, "name": chat_request.client_name(call["name"])}, repairs))
 
         def work(slot: int) -> Answer:
             try:
                 result = answer(upstream, chat_request, turns, constrained=config.mode == "constrained",
                                 max_repairs=config.max_repairs, slot=slot, cancelled=cancelled,
-                                on_content=on_content)
+                                on_content=on_content, on_call=client_call)
             except BackendError as exc:
                 if cancelled.is_set():
                     raise Cancelled() from None

@@ -8,6 +8,11 @@ client gets is a list of valid calls or a message whose content is the answer (n
 the protocol in it). When the repairs run out it gets the valid calls of the last reply; else,
 where ``tool_choice`` or ``response_format`` demanded something, an error (422), and otherwise
 the reply's words without its protocol lines.
+
+Streamed, each valid call is sent as soon as it is complete (watch.CallStream). From then on the
+answer is calls: the ones sent stay, a reply's failing calls (or a rest that does not parse) go
+back to the model alone, told which were accepted, and the valid calls of its new reply are
+added; when the repairs run out, the calls sent are the answer.
 """
 from __future__ import annotations
 
@@ -25,14 +30,14 @@ from ..steps import Step
 from ..backends.base import Usage
 from ..gbnf import reply_grammar
 from ..modes.text import EarlyStop, kept_text
-from ..protocol import ParseError, Reply, parse_reply
+from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import classify, unwrap
 from ..tools import ToolSet
 from ..tools.validation import format_path
 from .convert import ChatRequest
 from .errors import Cancelled, ProxyError
 from .upstream import Upstream
-from .watch import AnswerStream
+from .watch import AnswerStream, CallStream
 
 __all__ = ["Cancelled", "Answer", "answer", "grammar_for", "arguments_json"]
 
@@ -105,6 +110,23 @@ def arguments_json(args: Any) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
 
 
+def _judge(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, str]:
+    """One call as the client gets it (None when it is not valid), or the observation telling the
+    model why not. Validated only (``ToolSet.check``): the client runs its tools."""
+    outcome = tools.check(call, limit=None)
+    bad = _not_finite(outcome.args) if outcome.ok else None
+    if bad is not None:   # valid for the schema, but the client must get JSON
+        path, number = bad
+        at = prompts.template("arg_at.txt").substitute(path=format_path(path)) if path else ""
+        problem = prompts.for_family("proxy").template("arg_not_json").substitute(at=at, value=json.dumps(number))
+        return None, prompts.observation(outcome.name, prompts.template("tool_bad_arguments.txt").substitute(
+            error=problem, usage=tools[outcome.name].signature()), failed=True)
+    if outcome.ok:
+        return {"id": _new_id(), "name": outcome.name, "args": outcome.args,
+                "arguments": arguments_json(outcome.args)}, ""
+    return None, prompts.observation(outcome.name, outcome.output, failed=True)
+
+
 def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | None, list[dict[str, Any]]]:
     """Feedback for the model when the reply cannot be used (else None), and its valid calls."""
     if reply.is_final:
@@ -124,19 +146,11 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     calls = reply.calls if request.parallel else reply.calls[:1]
     valid, failed = [], []
     for call in calls:
-        outcome = tools.check(call, limit=None)   # validated only: the client runs its tools
-        bad = _not_finite(outcome.args) if outcome.ok else None
-        if bad is not None:   # valid for the schema, but the client must get JSON
-            path, number = bad
-            at = prompts.template("arg_at.txt").substitute(path=format_path(path)) if path else ""
-            problem = prompts.for_family("proxy").template("arg_not_json").substitute(at=at, value=json.dumps(number))
-            failed.append(prompts.observation(outcome.name, prompts.template("tool_bad_arguments.txt").substitute(
-                error=problem, usage=tools[outcome.name].signature()), failed=True))
-        elif outcome.ok:
-            valid.append({"id": _new_id(), "name": outcome.name, "args": outcome.args,
-                          "arguments": arguments_json(outcome.args)})
+        ok, failure = _judge(call, tools)
+        if ok is not None:
+            valid.append(ok)
         else:
-            failed.append(prompts.observation(outcome.name, outcome.output, failed=True))
+            failed.append(failure)
     if failed:
         if len(calls) > 1:
             failed.append(prompts.for_family("proxy").template("rewrite.txt").substitute())
@@ -191,13 +205,17 @@ def _not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
 
 def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]], *, constrained: bool,
            max_repairs: int, slot: int, cancelled: threading.Event,
-           on_content: Callable[[str, int], Any] | None = None) -> Answer:
+           on_content: Callable[[str, int], Any] | None = None,
+           on_call: Callable[[dict[str, Any], int], Any] | None = None) -> Answer:
     """Ask until the reply can be used or ``max_repairs`` repairs are spent. A conversation
     ending with an assistant turn is a prefill: the first reply continues it, and the content
     is what the model added to it. ``on_content(piece, repairs)`` gets the answer's content in
-    pieces, some while the model writes it (see watch.AnswerStream). Raises Cancelled when ``cancelled`` is
-    set (the stream to the upstream is closed at its next token), BackendError when the
-    upstream fails, ProxyError when ``tool_choice`` or ``response_format`` cannot be met."""
+    pieces, some while the model writes it (see watch.AnswerStream); ``on_call(call, repairs)``
+    each valid call as soon as its line is complete (watch.CallStream): such a call stays in the
+    answer, and a later call that fails goes back to the model alone (``_committed``). Raises
+    Cancelled when ``cancelled`` is set (the stream to the upstream is closed at its next token),
+    BackendError when the upstream fails, ProxyError when ``tool_choice`` or ``response_format``
+    cannot be met."""
     tools = request.tools.select(request.function) if request.function else request.tools
     backend = upstream.backend_for(request.sampling)
     grammar = grammar_for(request, constrained) if upstream.takes_grammar else None
@@ -212,6 +230,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
     prefill = turns[-1]["content"] if turns[-1]["role"] == "assistant" else ""
     base = turns[:-1] if prefill else turns
     streams = on_content is not None and request.format is None and request.tool_choice in ("auto", "none")
+    streams_calls = on_call is not None and request.tool_choice != "none"
     written: list[dict[str, str]] = []
     out = Answer(None, [], "stop")
     send = None if on_content is None else (lambda piece: on_content(piece, out.repairs))
@@ -221,17 +240,37 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         lead = "" if written else prefill   # only the first reply continues the prefill
         skip = _prefilled_answer(lead, tools)
         watcher = EarlyStop(tools)
-        streamer = AnswerStream(send, tools, prefix=lead, skip=skip) if streams and send else None
+        streamer = AnswerStream(send, tools, prefix=lead, skip=skip) \
+            if streams and send and not out.calls else None
+        failures: list[str] = []
+        repeats = {(c["name"], c["arguments"]) for c in out.calls}   # sent before this reply
+
+        def judge(call: ToolCall) -> bool:
+            if streamer is not None and streamer.started:
+                return True    # the reply is an answer, and the client has its start
+            valid, failure = _judge(call, tools)
+            if valid is None:
+                failures.append(failure)
+            elif (valid["name"], valid["arguments"]) not in repeats:   # a repair may repeat an accepted call
+                out.calls.append(valid)
+                assert on_call is not None
+                on_call(valid, out.repairs)
+            return False
+
+        calls = CallStream(judge, tools, prefix=lead, limit=None if request.parallel else 1) \
+            if streams_calls else None
         prompt = upstream.format.render([*base, *written] if written else turns)
         completion = backend.complete(
             prompt, stop=stop, max_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
-            on_text=lambda text: cancelled.is_set() or watcher(lead + text) or bool(streamer and streamer(text)),
-            **options)
+            on_text=lambda text: cancelled.is_set() or bool(calls and calls(text)) or watcher(lead + text)
+            or bool(streamer and not out.calls and streamer(text)), **options)
         if cancelled.is_set():
             raise Cancelled()
         text = completion.text
         if streamer is not None and streamer.started:
             text = streamer.close(text)
+        elif completion.finish_reason == "early_stop" and calls is not None and calls.cut is not None:
+            text = text[:calls.cut]
         elif completion.finish_reason == "early_stop" and watcher.cut is not None:
             text = (lead + text)[:watcher.cut][len(lead):]
         text = lead + text
@@ -240,15 +279,29 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         out.attempts.append(attempt)
         length = completion.finish_reason == "length"
         try:
-            reply = parse_reply(text, tools)
+            reply, unparsed = parse_reply(text, tools), None
         except ParseError as err:
-            reply, feedback, valid = None, prompts.feedback(prompts.parse_feedback(err, tools)), []
+            reply, unparsed = None, prompts.feedback(prompts.parse_feedback(err, tools))
             attempt["parse_error"] = err.message
         else:
-            feedback, valid = _problem(request, reply, tools)
+            if calls is not None:
+                calls.finish(reply)   # the calls the reply's end completed
+        kept = kept_text(Step(0, text, reply=reply))
+        if out.calls:   # the client has calls: they stay, and only what failed goes back
+            feedback = _committed(out, failures, unparsed)
+            if feedback is None or length or out.repairs >= max_repairs:
+                if feedback is not None:
+                    attempt["feedback"] = feedback
+                out.turns = [*written, {"role": "assistant", "content": kept}]
+                out.content, out.finish_reason = None, "tool_calls"
+                return out
+            attempt["feedback"] = feedback
+            written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
+            out.repairs += 1
+            continue
+        feedback, valid = (unparsed, []) if reply is None else _problem(request, reply, tools)
         if streamer is not None and streamer.started:
             feedback, valid = None, []   # the client has this answer's start: it is the answer
-        kept = kept_text(Step(0, text, reply=reply))
         if feedback is None:
             written.append({"role": "assistant", "content": kept})
             out.turns = written
@@ -282,6 +335,18 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             return out
         written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
         out.repairs += 1
+
+
+def _committed(out: Answer, failures: list[str], parse_feedback: str | None) -> str | None:
+    """The feedback on a reply once the client has calls (``out.calls``): the calls of the reply
+    that failed and why (``failures``), or why it did not parse, and which calls were accepted;
+    None when nothing failed (an answer or nothing more is no failure: the calls are the answer)."""
+    problems = [*failures, *([parse_feedback] if parse_feedback else [])]
+    if not problems:
+        return None
+    accepted = "; ".join(f"{c['name']} {c['arguments']}" for c in out.calls)
+    return "\n".join([*problems, prompts.for_family("proxy").template("rewrite_failed.txt").substitute(
+        accepted=accepted)])
 
 
 def _prefilled_answer(prefill: str, tools: Any) -> str:

@@ -179,7 +179,8 @@ def response_object(answer: Answer | None, *, id: str, model: str, request: Chat
 
 
 class _Events:
-    """The Responses events of one streamed answer (see streaming.EventStream for the calls)."""
+    """The Responses events of one streamed answer (see streaming.EventStream for the calls):
+    each ``function_call`` item as soon as the call is known valid, the rest at the end."""
 
     def __init__(self, *, id: str, model: str, request: ChatRequest):
         self.id, self.model, self.request = id, model, request
@@ -188,6 +189,7 @@ class _Events:
         self.sequence = 0
         self.text = ""
         self.message = False
+        self.calls = 0   # function_call items sent
 
     def event(self, kind: str, **data: Any) -> bytes:
         data = {"type": kind, "sequence_number": self.sequence, **data}
@@ -214,6 +216,17 @@ class _Events:
         return [self.event("response.output_text.delta", item_id=self.message_id, output_index=0, content_index=0,
                            delta=piece, logprobs=[])]
 
+    def call(self, call: dict[str, Any]) -> list[bytes]:
+        """One ``function_call`` item, whole: added, its arguments, done."""
+        index, self.calls = self.calls, self.calls + 1
+        item = _call_item(call)
+        return [self.event("response.output_item.added", output_index=index, item=_call_item(call, "in_progress")),
+                self.event("response.function_call_arguments.delta", item_id=item["id"], output_index=index,
+                           delta=call["arguments"]),
+                self.event("response.function_call_arguments.done", item_id=item["id"], output_index=index,
+                           name=call["name"], arguments=call["arguments"]),
+                self.event("response.output_item.done", output_index=index, item=item)]
+
     def end(self, answer: Answer) -> list[bytes]:
         out = []
         if self.message:
@@ -224,14 +237,8 @@ class _Events:
                     self.event("response.content_part.done", item_id=self.message_id, output_index=0,
                                content_index=0, part=part),
                     self.event("response.output_item.done", output_index=0, item=_message_item(self.message_id, text))]
-        for index, call in enumerate(answer.calls):
-            item = _call_item(call)
-            out += [self.event("response.output_item.added", output_index=index, item=_call_item(call, "in_progress")),
-                    self.event("response.function_call_arguments.delta", item_id=item["id"], output_index=index,
-                               delta=call["arguments"]),
-                    self.event("response.function_call_arguments.done", item_id=item["id"], output_index=index,
-                               name=call["name"], arguments=call["arguments"]),
-                    self.event("response.output_item.done", output_index=index, item=item)]
+        for call in answer.calls[self.calls:]:   # those not sent yet
+            out += self.call(call)
         kind = "response.incomplete" if answer.finish_reason == "length" else "response.completed"
         return out + [self.event(kind, response=self.response(answer))]
 

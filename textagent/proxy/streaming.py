@@ -3,8 +3,8 @@
 finish reason, usage when ``stream_options.include_usage``, then ``data: [DONE]``).
 
 An answer's content is streamed while the model writes it, once the reply is known to be an
-answer (see watch.py); calls once the reply holding them is complete and every call in it is
-valid: the client never sees a call that a repair replaces."""
+answer; each call as soon as its line is complete and the call is valid (see watch.py): a call
+sent stays in the answer, and a repair only adds calls, so the client never sees an invalid one."""
 from __future__ import annotations
 
 import json
@@ -22,7 +22,7 @@ from ..backends.base import Usage
 from ..trace import json_line
 from .repair import Answer
 
-__all__ = ["usage_object", "completion_object", "ChatChunks", "EventStream", "sse", "dump"]
+__all__ = ["usage_object", "completion_object", "ChatChunks", "EventStream", "OnContent", "OnCall", "sse", "dump"]
 
 _CONTENT_PIECE = 64   # characters of content per delta
 
@@ -42,13 +42,15 @@ def completion_object(answer: Answer, *, id: str, model: str, created: int | Non
 
 class ChatChunks:
     """The ``chat.completion.chunk`` events of one streamed answer, as it becomes known: the
-    role (with ``content: ""`` when content follows), content pieces, then per call one delta
-    with ``id``, ``type`` and ``name`` and one with the ``arguments``, the finish reason, a usage
+    role (with ``content: ""`` when content follows), content pieces, or per call (as each is
+    known) one delta with ``id``, ``type`` and ``name`` and one with the ``arguments``, the finish
+    reason, a usage
     chunk when ``include_usage``, and ``[DONE]``."""
 
     def __init__(self, *, id: str, model: str, include_usage: bool):
         self.id, self.model, self.include_usage = id, model, include_usage
         self.created = int(time.time())
+        self.calls = 0   # calls sent
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
@@ -65,13 +67,15 @@ class ChatChunks:
         return [sse(self.chunk({"content": piece[at:at + _CONTENT_PIECE]}))
                 for at in range(0, len(piece), _CONTENT_PIECE)]
 
+    def call(self, call: dict[str, Any]) -> list[bytes]:
+        """One call's deltas: ``id``, ``type`` and ``name``, then the ``arguments``."""
+        index, self.calls = self.calls, self.calls + 1
+        return [sse(self.chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                "function": {"name": call["name"], "arguments": ""}}]})),
+                sse(self.chunk({"tool_calls": [{"index": index, "function": {"arguments": call["arguments"]}}]}))]
+
     def end(self, answer: Answer) -> list[bytes]:
-        out = []
-        for index, call in enumerate(answer.calls):
-            out.append(sse(self.chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                                       "function": {"name": call["name"], "arguments": ""}}]})))
-            out.append(sse(self.chunk({"tool_calls": [{"index": index,
-                                                       "function": {"arguments": call["arguments"]}}]})))
+        out = [piece for call in answer.calls[self.calls:] for piece in self.call(call)]   # those not sent yet
         out.append(sse(self.chunk({}, answer.finish_reason)))
         if self.include_usage:
             out.append(sse({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
@@ -84,17 +88,18 @@ class ChatChunks:
 
 
 OnContent = Callable[[str, int], None]   # a piece of content, the repairs so far
+OnCall = Callable[[dict[str, Any], int], None]   # a valid call (client names), the repairs so far
 
 
 class EventStream:
     """The ASGI response of a streamed request, whose status is decided by what comes first: a
     failure before anything is known is an ordinary error response (``fail`` makes it); the
-    first piece of content, or the finished answer, starts a 200 event stream, written by
-    ``writer`` (``start``, ``content``, ``end``, ``error``: lists of bytes). ``run(on_content)``
-    answers the request; ``on_content`` may be called from a worker thread. ``done(status,
-    answer, error)`` is told how it ended."""
+    first piece of content, the first call, or the finished answer, starts a 200 event stream,
+    written by ``writer`` (``start``, ``content``, ``call``, ``end``, ``error``: lists of bytes).
+    ``run(on_content, on_call)`` answers the request; both may be called from a worker thread.
+    ``done(status, answer, error)`` is told how it ended."""
 
-    def __init__(self, run: Callable[[OnContent], Awaitable[Answer]], writer: Any, *,
+    def __init__(self, run: Callable[[OnContent, OnCall], Awaitable[Answer]], writer: Any, *,
                  fail: Callable[[Exception], Response], error_body: Callable[[Exception], dict[str, Any]],
                  headers: dict[str, str], done: Callable[[int, Answer | None, Exception | None], None]):
         self.run, self.writer, self.fail, self.error_body = run, writer, fail, error_body
@@ -112,9 +117,12 @@ class EventStream:
         def on_content(piece: str, repairs: int) -> None:
             anyio.from_thread.run_sync(put, ("content", piece, repairs))
 
+        def on_call(call: dict[str, Any], repairs: int) -> None:
+            anyio.from_thread.run_sync(put, ("call", call, repairs))
+
         async def produce() -> None:
             try:
-                result = await self.run(on_content)
+                result = await self.run(on_content, on_call)
             except Exception as exc:  # noqa: BLE001 - written to the client below
                 put(("error", exc, 0))
             else:
@@ -152,6 +160,9 @@ class EventStream:
                         await begin(kind == "content", repairs)
                     if kind == "content":
                         await write(self.writer.content(value))
+                        continue
+                    if kind == "call":
+                        await write(self.writer.call(value))
                         continue
                     await write(self.writer.end(value))
                     self.done(200, value, None)

@@ -5,18 +5,23 @@ thoughts before it), the reply is an answer, and the content read so far is a pr
 content of the whole reply (``parse_reply`` joins the answer's lines and strips the ends). What
 would change that is cut off: a later line that starts a call or a self-written OBSERVATION
 ends the reply there (the stream to the upstream is closed), so a reply whose content has been
-sent stays that answer. Calls are checked as a whole (a later call can fail and send the reply
-back to the model) and are sent once the reply is complete.
+sent stays that answer.
+
+A call can too: once the line that ends it has ended (no later line can change it:
+``complete_calls``), each call of the reply, in order, is judged on its own (``CallStream``); the
+repair loop sends a valid one to the client at once. A later call that fails does not take back
+the ones sent: only the failing ones go back to the model (repair.py).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol import ParseError, parse_reply
+from ..modes.text import complete_calls
+from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import classify
 
-__all__ = ["AnswerStream"]
+__all__ = ["AnswerStream", "CallStream"]
 
 _DECIDED = 20     # characters of a line after which it cannot turn into a keyword line
 _REREAD = 8       # characters of new text before the answer is read again
@@ -124,3 +129,46 @@ class AnswerStream:
         if content.startswith(self.sent) and len(content) > len(self.sent):
             piece, self.sent = content[len(self.sent):], content
             self.send(piece)
+
+
+class CallStream:
+    """The ``on_text`` watcher of one attempt for its calls: at each line break, the calls that
+    no later line can change (``complete_calls`` of the text up to it) are given to
+    ``judge(call)`` one at a time, in order, each once. ``judge`` returns True when the reply
+    needs no more text (no later call can be used): the stream is then closed, ``cut`` where the
+    reply is kept to. ``limit``: judge at most this many calls of the reply."""
+
+    def __init__(self, judge: Callable[[ToolCall], bool], tools: Any, *, prefix: str = "",
+                 limit: int | None = None):
+        self.judge, self.tools, self.prefix, self.limit = judge, tools, prefix, limit
+        self.seen = 0               # calls judged
+        self.cut: int | None = None
+        self._at = 0                # text checked up to here
+
+    def __call__(self, text: str) -> bool:
+        if self.cut is not None:
+            return True
+        text = self.prefix + text
+        while True:
+            nl = text.find("\n", self._at)
+            if nl == -1:
+                return False
+            self._at = nl + 1
+            calls = complete_calls(text[:nl], self.tools)
+            if calls and self._take(calls):
+                self.cut = max(0, nl + 1 - len(self.prefix))
+                return True
+
+    def _take(self, calls: list[ToolCall]) -> bool:
+        for call in calls[self.seen:]:
+            if self.limit is not None and self.seen >= self.limit:
+                return True
+            self.seen += 1
+            if self.judge(call):
+                return True
+        return self.limit is not None and self.seen >= self.limit
+
+    def finish(self, reply: Reply) -> None:
+        """The reply ended: its calls not judged yet are judged now."""
+        if self.cut is None:
+            self._take(list(reply.calls))

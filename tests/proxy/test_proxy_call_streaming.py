@@ -1,0 +1,205 @@
+"""Streamed calls: each valid call of a reply reaches the client as soon as its line is complete;
+a later call that fails is repaired alone (the calls sent stay, with their ids); the client never
+sees an invalid call. Ordering is asserted by events (the scripted upstream waits for what the
+client got), never by the clock."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+httpx = pytest.importorskip("httpx")
+
+from proxykit import ASK, WEATHER  # noqa: E402
+from textagent.proxy import REPAIRS_HEADER  # noqa: E402
+
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "Local time in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+TOOLS = [WEATHER, TIME]
+WAIT = 30   # seconds a scripted upstream waits for the client: generous, on a shared 2-core box
+
+
+def pieces(*parts) -> list:
+    """A llama.cpp /completion stream: each str a piece of text, each callable a hook the upstream
+    calls when it gets there (tests/httpfake.py)."""
+    texts = [p for p in parts if isinstance(p, str)]
+    return [*({"content": p, "stop": False} if isinstance(p, str) else p for p in parts),
+            {"content": "", "stop": True, "stop_type": "eos", "tokens_evaluated": 50, "tokens_predicted": len(texts),
+             "timings": {"prompt_n": 50, "cache_n": 0, "predicted_n": len(texts)}}]
+
+
+def events_of(proxy, body, on_event=None, path="/v1/chat/completions") -> tuple[httpx.Headers, list]:
+    """The streamed response's headers and events, each given to ``on_event`` as it arrives."""
+    events: list = []
+    with httpx.stream("POST", proxy.url + path, json={**body, "stream": True}, timeout=120) as resp:
+        assert resp.status_code == 200, resp.read()
+        for line in resp.iter_lines():
+            if line.startswith("data: "):
+                event = line[6:] if line[6:] == "[DONE]" else json.loads(line[6:])
+                events.append(event)
+                if on_event is not None:
+                    on_event(event)
+        return resp.headers, events
+
+
+def deltas(event) -> list[dict]:
+    if not isinstance(event, dict) or not event.get("choices"):
+        return []
+    return event["choices"][0]["delta"].get("tool_calls") or []
+
+
+def assembled(events) -> list[tuple[str, str, dict]]:
+    """The calls as a client puts them together from the deltas: (id, name, arguments)."""
+    calls: dict[int, dict] = {}
+    for event in events:
+        for d in deltas(event):
+            call = calls.setdefault(d["index"], {"id": None, "name": "", "arguments": ""})
+            call["id"] = d.get("id") or call["id"]
+            call["name"] += d.get("function", {}).get("name") or ""
+            call["arguments"] += d.get("function", {}).get("arguments") or ""
+    return [(c["id"], c["name"], json.loads(c["arguments"])) for _, c in sorted(calls.items())]
+
+
+def finish_of(events) -> str:
+    return next(e["choices"][0]["finish_reason"] for e in events
+                if isinstance(e, dict) and e.get("choices") and e["choices"][0]["finish_reason"])
+
+
+class Meeting:
+    """The upstream waits (``hook``) until the client has had a call (``seen``); ``log`` says in
+    which order things happened."""
+
+    def __init__(self, wanted=lambda event: any("id" in d for d in deltas(event))):
+        self.wanted, self.got, self.log = wanted, threading.Event(), []
+
+    def seen(self, event) -> None:
+        if not self.got.is_set() and self.wanted(event):
+            self.log.append("client got the first call")
+            self.got.set()
+
+    def hook(self) -> None:
+        self.log.append("upstream goes on" if self.got.wait(WAIT) else "upstream gave up waiting")
+
+
+@pytest.mark.parametrize("first", [
+    'TOOL: get_weather ARGS: {"city": "Paris"}\n',
+    'Thought: two look-ups.\nTOOL: get_weather\nARGS: {\n  "city": "Paris"\n}\n',   # a call over lines
+])
+def test_the_first_call_reaches_the_client_before_the_model_writes_the_second(upstream, proxy, first):
+    meeting = Meeting()
+    upstream.sse("/completion", pieces(first, meeting.hook, 'TOOL: get_time ARGS: {"city": "Paris"}'))
+    headers, events = events_of(proxy, {"messages": ASK, "tools": TOOLS}, meeting.seen)
+    assert meeting.log == ["client got the first call", "upstream goes on"]
+    calls = assembled(events)
+    assert [(name, args) for _, name, args in calls] == [("get_weather", {"city": "Paris"}),
+                                                         ("get_time", {"city": "Paris"})]
+    assert all(i.startswith("call_") for i, _, _ in calls) and len({i for i, _, _ in calls}) == 2
+    assert finish_of(events) == "tool_calls" and events[-1] == "[DONE]" and headers[REPAIRS_HEADER] == "0"
+    assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": None}
+
+
+def test_an_invalid_second_call_is_repaired_alone_and_the_first_stays(upstream, proxy):
+    upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n',
+                                       'TOOL: get_time ARGS: {"town": "Paris"}'))
+    upstream.sse("/completion", pieces('TOOL: get_time ARGS: {"city": "Paris"}'))
+    _, events = events_of(proxy, {"messages": ASK, "tools": TOOLS})
+    calls = assembled(events)
+    assert [(name, args) for _, name, args in calls] == [("get_weather", {"city": "Paris"}),
+                                                         ("get_time", {"city": "Paris"})]
+    assert len([d for e in events for d in deltas(e) if "id" in d]) == 2   # call 1 once, then the repaired one
+    assert not any("town" in (d.get("function", {}).get("arguments") or "") for e in events for d in deltas(e))
+    assert finish_of(events) == "tool_calls"
+    first, second = upstream.bodies("/completion")
+    feedback = second["prompt"][len(first["prompt"]):]
+    assert "city" in feedback and 'Accepted, and not to be written again: get_weather {"city": "Paris"}' in feedback
+    assert "Write the whole reply again" not in feedback
+
+
+def test_a_repair_that_repeats_an_accepted_call_does_not_send_it_twice(upstream, proxy):
+    upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n', "TOOL: get_time ARGS: {}"))
+    upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n',
+                                       'TOOL: get_time ARGS: {"city": "Paris"}'))
+    _, events = events_of(proxy, {"messages": ASK, "tools": TOOLS})
+    assert [name for _, name, _ in assembled(events)] == ["get_weather", "get_time"]
+
+
+def test_when_repairs_run_out_the_client_keeps_the_calls_it_has(upstream, proxy):
+    upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n', "TOOL: get_time ARGS: {}"))
+    for _ in range(2):
+        upstream.sse("/completion", pieces("TOOL: get_time ARGS: {}"))
+    _, events = events_of(proxy, {"messages": ASK, "tools": TOOLS})
+    assert [(name, args) for _, name, args in assembled(events)] == [("get_weather", {"city": "Paris"})]
+    assert finish_of(events) == "tool_calls" and events[-1] == "[DONE]"
+    assert len(upstream.bodies("/completion")) == 3
+    assert not any(isinstance(e, dict) and e.get("choices") and e["choices"][0]["delta"].get("content")
+                   for e in events)
+
+
+def test_a_reply_that_breaks_after_a_sent_call_is_repaired_and_the_call_stays(upstream, proxy):
+    upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n',
+                                       'TOOL: get_time ARGS: {"city": "Par'))
+    upstream.sse("/completion", pieces("ANSWER: that is all"))   # the model gives up on the broken call
+    _, events = events_of(proxy, {"messages": ASK, "tools": TOOLS})
+    assert [name for _, name, _ in assembled(events)] == ["get_weather"] and finish_of(events) == "tool_calls"
+    first, second = upstream.bodies("/completion")
+    assert "Accepted" in second["prompt"][len(first["prompt"]):]
+
+
+def test_with_parallel_tool_calls_false_only_the_first_call_is_sent(upstream, proxy):
+    upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n',
+                                       'TOOL: get_time ARGS: {"city": "Paris"}\n'))
+    _, events = events_of(proxy, {"messages": ASK, "tools": TOOLS, "parallel_tool_calls": False})
+    assert [name for _, name, _ in assembled(events)] == ["get_weather"] and finish_of(events) == "tool_calls"
+
+
+def test_a_non_streamed_request_still_repairs_the_whole_reply(upstream, proxy):
+    """The same replies without ``stream``: the answer is the repaired reply's calls, as before."""
+    upstream.json("/completion", {"content": 'TOOL: get_weather ARGS: {"city": "Paris"}\nTOOL: get_time ARGS: {}',
+                                  "stop_type": "eos"})
+    upstream.json("/completion", {"content": 'TOOL: get_time ARGS: {"city": "Paris"}', "stop_type": "eos"})
+    resp = httpx.post(proxy.url + "/v1/chat/completions", json={"messages": ASK, "tools": TOOLS}, timeout=60)
+    assert [c["function"]["name"] for c in resp.json()["choices"][0]["message"]["tool_calls"]] == ["get_time"]
+    first, second = upstream.bodies("/completion")
+    assert "Write the whole reply again" in second["prompt"][len(first["prompt"]):]
+
+
+def test_the_responses_api_streams_each_function_call_item_as_it_is_known(upstream, proxy):
+    meeting = Meeting(lambda event: event.get("type") == "response.output_item.added"
+                      and event["item"]["type"] == "function_call")
+    upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n', meeting.hook,
+                                       "TOOL: get_time ARGS: {}"))
+    upstream.sse("/completion", pieces('TOOL: get_time ARGS: {"city": "Paris"}'))
+    tools = [{"type": "function", **t["function"]} for t in TOOLS]
+    _, events = events_of(proxy, {"input": "Weather and time in Paris?", "tools": tools}, meeting.seen,
+                          path="/v1/responses")
+    assert meeting.log == ["client got the first call", "upstream goes on"]
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert [(i["name"], json.loads(i["arguments"])) for i in done] == [("get_weather", {"city": "Paris"}),
+                                                                       ("get_time", {"city": "Paris"})]
+    final = events[-1]["response"]
+    assert events[-1]["type"] == "response.completed" and [i["call_id"] for i in final["output"]] == \
+        [i["call_id"] for i in done]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+
+
+def test_the_openai_sdk_assembles_the_streamed_calls(upstream, proxy):
+    openai = pytest.importorskip("openai")
+    meeting = Meeting()
+    upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n', meeting.hook,
+                                       'TOOL: get_time ARGS: {"town": "Paris"}'))
+    upstream.sse("/completion", pieces('TOOL: get_time ARGS: {"city": "Paris"}'))
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="-", max_retries=0, timeout=120)
+    with client.chat.completions.stream(model="m", messages=ASK, tools=TOOLS) as stream:
+        for event in stream:
+            if event.type == "tool_calls.function.arguments.delta":   # (".done" waits for the next call)
+                meeting.seen({"choices": [{"delta": {"tool_calls": [{"id": "-"}]}}]})
+        final = stream.get_final_completion()
+    assert meeting.log == ["client got the first call", "upstream goes on"]
+    choice = final.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls] == \
+        [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})]
