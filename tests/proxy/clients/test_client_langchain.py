@@ -12,8 +12,8 @@ pytest.importorskip("uvicorn")
 from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
+from clientkit import Weather, get_weather as weather  # noqa: E402
 from proxykit import said  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
 
 from langgraph.prebuilt import create_react_agent  # noqa: E402
 
@@ -21,15 +21,7 @@ from langgraph.prebuilt import create_react_agent  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
 
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return f"sunny, 24 C in {city}"
-
-
-class Weather(BaseModel):
-    city: str
-    temp: int
+get_weather = tool(weather, parse_docstring=True)
 
 
 @pytest.fixture

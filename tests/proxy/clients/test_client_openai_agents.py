@@ -13,21 +13,13 @@ pytest.importorskip("uvicorn")
 from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool  # noqa: E402
 import openai  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
+from clientkit import Weather, get_weather as weather  # noqa: E402
 from proxykit import said  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
 
 agents.set_tracing_disabled(True)   # traces would go to OpenAI's servers
 
 
-@function_tool
-def get_weather(city: str) -> str:
-    """Current weather for a city."""
-    return f"sunny, 24 C in {city}"
-
-
-class Weather(BaseModel):
-    city: str
-    temp: int
+get_weather = function_tool(weather)
 
 
 MODELS = {"responses": OpenAIResponsesModel, "chat": OpenAIChatCompletionsModel}

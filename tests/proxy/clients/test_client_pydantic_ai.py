@@ -8,16 +8,11 @@ import pytest
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("uvicorn")
 
+from clientkit import Weather, get_weather  # noqa: E402
 from proxykit import said  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
 from pydantic_ai import Agent, NativeOutput  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
-
-
-class Weather(BaseModel):
-    city: str
-    temp: int
 
 
 MODELS = {"chat": OpenAIChatModel, "responses": OpenAIResponsesModel}
@@ -32,12 +27,7 @@ def test_a_tool_run(upstream, model):
     upstream.json("/completion", said('TOOL: get_weather ARGS: {"city": "Paris"}'))
     upstream.json("/completion", said("ANSWER: Sunny,\n24 C."))
     agent = Agent(model, instructions="Be brief.")
-
-    @agent.tool_plain
-    def get_weather(city: str) -> str:
-        """Current weather for a city."""
-        return f"sunny, 24 C in {city}"
-
+    agent.tool_plain(get_weather)
     assert agent.run_sync("Weather in Paris?").output == "Sunny,\n24 C."
     assert "OBSERVATION (get_weather): sunny, 24 C in Paris" in upstream.bodies("/completion")[1]["prompt"]
 

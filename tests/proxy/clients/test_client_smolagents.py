@@ -11,18 +11,12 @@ import pytest
 pytest.importorskip("smolagents")
 pytest.importorskip("uvicorn")
 
+from clientkit import get_weather as weather  # noqa: E402
 from proxykit import said, start  # noqa: E402
 from smolagents import OpenAIServerModel, ToolCallingAgent, tool  # noqa: E402
 
 
-@tool
-def get_weather(city: str) -> str:
-    """Current weather for a city.
-
-    Args:
-        city: the city's name
-    """
-    return f"sunny, 24 C in {city}"
+get_weather = tool(weather)
 
 
 def test_a_tool_calling_run(upstream, tmp_path):
