@@ -311,7 +311,9 @@ def test_every_reply_the_grammar_allows_parses_to_valid_calls(tools, data):
 
 
 def _as_read(answer: str) -> str:
-    """An answer as the parser gives it: the ANSWER line's own text stripped, the whole stripped."""
+    """An answer as the parser gives it: lines ending CRLF read as LF, the ANSWER line's own text
+    stripped, the whole stripped."""
+    answer = "\n".join(line[:-1] if line.endswith("\r") else line for line in answer.split("\n"))
     first, sep, rest = answer.partition("\n")
     return (first.strip() + sep + rest).strip()
 
@@ -374,7 +376,7 @@ def test_limits_on_thoughts_and_calls():
 
 
 _ANSWER_BITS = ["tool", "TOOL", "Tools", "observation", "OBSERVATION:", "ANSWER:", ":", " ", "\t", "-", "*",
-                "**", "__", "`", "```", ">", "1.", "2)", "x", "s", "\n", "_", "\u3000", "\u00a0", "ARGS: {}"]
+                "**", "__", "`", "```", ">", "1.", "2)", "x", "s", "\n", "\r", "\r\n", "_", "\u3000", "\u00a0", "ARGS: {}"]
 
 
 @FUZZ
