@@ -293,10 +293,29 @@ def test_cli_runs_against_a_llama_cpp_server_and_resumes(tmp_path, capsys):
         assert meta["model"] == "tiny.gguf" and meta["modes"] == ["text", "baseline"] and meta["finished"]
         report = (out / "report.md").read_text()
         assert "| metric | text | baseline |" in report
-        # the same command again: nothing left to do
-        assert cli.main(argv) == 0
+        # the same command again, without --resume: refused, nothing sent, nothing lost
+        assert cli.main(argv) == 2
+        assert "holds 2 episodes of an earlier run" in capsys.readouterr().err
+        assert len(srv.bodies("/completion")) == 4 and len((out / "episodes.jsonl").read_text().splitlines()) == 2
+        # with --resume: nothing left to do
+        assert cli.main([*argv, "--resume"]) == 0
         assert len(srv.bodies("/completion")) == 4
         assert "resumed; 2 episodes were already done" in capsys.readouterr().err
+        # other settings would make episodes that cannot be compared: refused
+        assert cli.main([*argv, "--resume", "--reply-tokens", "64"]) == 2
+        assert "reply_tokens: 256 -> 64" in capsys.readouterr().err
+        # --resume with another mode adds it to the run: modes, commands and the plan are merged
+        srv.json("/completion", {"content": 'TOOL: calculate ARGS: {"expression": "17 * 24"}', "stop_type": "eos",
+                                 "tokens_evaluated": 600, "tokens_predicted": 12})
+        srv.json("/completion", {"content": "ANSWER: 408", "stop_type": "eos", "tokens_evaluated": 600,
+                                 "tokens_predicted": 12})
+        more = [a if a != "text,baseline" else "constrained" for a in argv]
+        assert cli.main([*more, "--resume"]) == 0
+        meta = json.loads((out / "run.json").read_text())
+        assert meta["modes"] == ["text", "baseline", "constrained"] and meta["planned"] == 3
+        assert len(meta["commands"]) == 3 and len(meta["resumed"]) == 2
+        report = (out / "report.md").read_text()
+        assert "| metric | text | baseline | constrained |" in report and "**commands**" in report
     assert cli.main(["--compare", str(out), str(out)]) == 0
     assert "No task changed outcome" in capsys.readouterr().out
 

@@ -5,7 +5,7 @@
     textagent bench --compare before/ after/
 
 ``main(argv)`` takes the arguments after ``bench``. Exit codes: 0 done, 1 error, 2 usage,
-130 interrupted (finished episodes are kept; the same command resumes).
+130 interrupted (finished episodes are kept; the same command with ``--resume`` goes on).
 """
 from __future__ import annotations
 
@@ -103,6 +103,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--no-pin", action="store_true", help="do not send id_slot (servers that reject it)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--out", help="directory for episodes.jsonl, traces/, run.json, report.md, report.png")
+    p.add_argument("--resume", action="store_true",
+                   help="go on with the run already in --out: episodes there are not run again; other modes or "
+                        "tasks are added to it (the settings must be the same)")
     p.add_argument("--report", metavar="DIR", help="only (re)write the report of an existing run directory")
     p.add_argument("--check-suite", action="store_true",
                    help="no model: replay every task's reference replies and check that they pass")
@@ -239,6 +242,18 @@ def run(args: argparse.Namespace) -> int:
                         temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin,
                         checks=args.checks, examples=args.examples, stream=args.stream,
                         first_reply=args.first_reply)
+    previous, done = _read_meta(out), load_records(out)
+    if done and not args.resume:
+        _say(f"textagent bench: {out} holds {len(done)} episodes of an earlier run "
+             f"(`{previous.get('command', '?')}`); --resume goes on with it (episodes already there are not "
+             "run again, new modes and tasks are added), or choose another --out")
+        return 2
+    if done:
+        differ = _settings_differ(previous.get("settings") or {}, asdict(settings))
+        if differ:
+            _say(f"textagent bench: --resume: {out} was run with other settings ({differ}); its episodes and "
+                 "these would not be comparable: choose another --out")
+            return 2
     factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model,
                              api_key=args.api_key, timeout=args.timeout)
     server = None
@@ -271,10 +286,8 @@ def run(args: argparse.Namespace) -> int:
                 model = _server_model(url)
             workers += [Slot(url, i if args.api == "llamacpp" else None) for i in range(k)]
         meta = _meta(args, tasks, modes, unavailable, endpoints, model, settings)
-        previous = _read_meta(out)
-        if previous.get("started") and load_records(out):
-            meta["started"] = previous["started"]
-            meta["resumed"] = [*previous.get("resumed", []), _now()]
+        if done:
+            meta = _merged(previous, meta)
         _write_meta(out, meta)
         _say(f"textagent bench: {len(tasks)} tasks x {len(modes)} modes ({', '.join(modes)}) x {args.repeat} "
              f"on {len(endpoints)} endpoint(s), {len(workers)} at once; results in {out}/")
@@ -291,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"textagent bench: report at {report}")
         if outcome.interrupted:
             _say(f"textagent bench: interrupted; {len(outcome.records)} episodes finished this time and are kept "
-                 "in episodes.jsonl; run the same command again to resume")
+                 "in episodes.jsonl; the same command with --resume goes on")
             return 130
         return 0
     except KeyboardInterrupt:
@@ -369,6 +382,29 @@ def _meta(args: argparse.Namespace, tasks: list[Any], modes: list[str], unavaila
         "concurrency": args.concurrency, "settings": asdict(settings),
         "planned": len(tasks) * len(modes) * args.repeat, "textagent": __version__,
     }
+
+
+def _settings_differ(before: dict[str, Any], now: dict[str, Any]) -> str:
+    """The settings two runs set differently, as ``name: before -> now`` (only names both have:
+    runs of older versions lack some)."""
+    return ", ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in before if k in now and before[k] != now[k])
+
+
+def _merged(previous: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """The run.json of a resumed run: its first start, every command that added to it, and the
+    modes, tasks and planned episodes of all of them."""
+    if not previous:
+        return meta
+    modes = list(dict.fromkeys([*previous.get("modes", []), *meta["modes"]]))
+    tasks = list(dict.fromkeys([*previous.get("tasks", []), *meta["tasks"]]))
+    planned = {(t, m, r) for run in (previous, meta) for t in run.get("tasks", []) for m in run.get("modes", [])
+               for r in range(run.get("repeat", 1))}
+    commands = previous.get("commands") or ([previous["command"]] if previous.get("command") else [])
+    return {**meta, "started": previous.get("started", meta["started"]),
+            "resumed": [*previous.get("resumed", []), _now()],
+            "commands": list(dict.fromkeys([*commands, meta["command"]])),
+            "modes": modes, "tasks": tasks, "n_tasks": len(tasks), "planned": len(planned),
+            "unavailable": {**previous.get("unavailable", {}), **meta["unavailable"]}}
 
 
 def _read_meta(out: Path) -> dict[str, Any]:

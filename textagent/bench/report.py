@@ -114,12 +114,15 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         facts.append(f"- **settings**: reply_tokens {st.get('reply_tokens')}, temperature {st.get('temperature')}, "
                      f"seed {st.get('seed')}, max_seconds {st.get('max_seconds')} per episode"
                      + (", first reply only" if st.get("first_reply") else ""))
-    if meta.get("command"):
+    if len(meta.get("commands", [])) > 1:
+        facts.append("- **commands** (each added to the run with `--resume`): "
+                     + "; ".join(f"`{c}`" for c in meta["commands"]))
+    elif meta.get("command"):
         facts.append(f"- **command**: `{meta['command']}`")
     planned = meta.get("planned")
     if planned and planned > len(records):
         facts.append(f"- **partial run**: {len(records)} of {planned} episodes finished "
-                     "(run the same command again to resume)")
+                     "(the same command with `--resume` goes on)")
     out += facts + [""] if facts else []
 
     out += ["## Modes side by side", ""]
