@@ -6,8 +6,8 @@
 Each episode gets fresh tools (``bench.tools.Env``), runs the Agent (or the seed-style
 ``baseline`` loop), is checked, classified and written as one JSON line to
 ``DIR/episodes.jsonl`` the moment it ends, with its full trace (also in
-``DIR/traces/<mode>/<task>.r<repeat>.jsonl``). Running the same command again resumes: episodes
-already in the file are skipped (except backend errors, which are retried).
+``DIR/traces/<mode>/<task>.r<repeat>.jsonl``). A resumed run (``bench --resume``) skips the
+episodes already in the file (except backend errors, which are retried).
 
 Workers are threads, one per server slot; a worker pins its episodes to its slot with
 ``id_slot`` so the slot's KV cache holds that worker's conversation.
