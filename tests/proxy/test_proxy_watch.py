@@ -1,12 +1,13 @@
 """AnswerStream: what it sends while a reply arrives is always the start of the content of the
 whole reply, however the reply is cut into pieces, and it stops a reply at a line that would
-change that."""
+change that. CallStream: every call it judges while the reply arrives is the call the whole reply
+has at that place."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from textagent.protocol import parse_reply
-from textagent.proxy.watch import AnswerStream
+from textagent.protocol import ParseError, parse_reply
+from textagent.proxy.watch import AnswerStream, CallStream
 
 LINES = st.sampled_from(["plain words of the answer", "", "  indented line", "```python", "```", "x = {'a': 1}",
                          "- a list item", "> quoted", "Thought: not a keyword here", "**bold** text", "ARGS: {}",
@@ -53,3 +54,49 @@ def test_a_prefill_is_not_sent_again():
     stream, sent, _ = feed(" Paris, the capital.", [3, 9], prefix="ANSWER: The capital is", skip="The capital is")
     stream.finish(" Paris, the capital.")
     assert "".join(sent) == " Paris, the capital."
+
+
+CALL_LINES = st.sampled_from(['TOOL: f ARGS: {"a": 1}', "TOOL: g", 'ARGS: {"b": 2}', "ARGS: {", '  "c": 3', "}",
+                              "ARGS:", "```json", "```", "Thought: hm", "", "plain words", "TOOL: h ARGS: 7",
+                              "ANSWER: done", '1. TOOL: f ARGS: {"a": [1,', "2]}", "OBSERVATION: made up"])
+
+
+def judged_calls(text: str, cuts: list[int], **kw) -> tuple[CallStream, list, str]:
+    judged: list = []
+    stream = CallStream(lambda call: judged.append(call) or False, None, **kw)
+    for end in sorted({*cuts, len(text)}):
+        if stream(text[:end]):
+            break
+    return stream, judged, text if stream.cut is None else text[:stream.cut]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CALL_LINES, max_size=8), st.lists(st.integers(0, 300), max_size=30))
+def test_a_call_judged_while_the_reply_arrives_is_the_whole_replys_call(lines, cuts):
+    text = "\n".join(lines)
+    stream, judged, kept = judged_calls(text, cuts)
+    early = list(judged)
+    try:
+        reply = parse_reply(kept)
+    except ParseError:
+        return   # the repair loop sends the rest back; the calls judged stay
+    stream.finish(reply)
+    assert judged == list(reply.calls) and early == judged[:len(early)]
+
+
+def test_calls_are_judged_at_their_line_ends_in_order():
+    text = 'TOOL: f ARGS: {"a": 1}\nTOOL: g\nARGS: {\n  "b": 2\n}\nTOOL: h ARGS: {}'
+    judged: list = []
+    stream = CallStream(lambda call: judged.append(call.name) or False, None)
+    for end in range(len(text) + 1):
+        stream(text[:end])
+        if end == text.index("\n") + 1:
+            assert judged == ["f"]
+    assert judged == ["f", "g"]   # h has no line end yet
+    stream.finish(parse_reply(text))
+    assert judged == ["f", "g", "h"]
+
+
+def test_with_a_limit_the_stream_closes_after_the_first_call():
+    stream, judged, kept = judged_calls('TOOL: f ARGS: {"a": 1}\nTOOL: g ARGS: {}\n', list(range(40)), limit=1)
+    assert [c.name for c in judged] == ["f"] and kept == 'TOOL: f ARGS: {"a": 1}\n'

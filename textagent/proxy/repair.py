@@ -262,8 +262,9 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         prompt = upstream.format.render([*base, *written] if written else turns)
         completion = backend.complete(
             prompt, stop=stop, max_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
-            on_text=lambda text: cancelled.is_set() or bool(calls and calls(text)) or watcher(lead + text)
-            or bool(streamer and not out.calls and streamer(text)), **options)
+            on_text=lambda text: cancelled.is_set()
+            or bool(calls and not (streamer and streamer.started) and calls(text))   # (an answer's lines: no calls)
+            or watcher(lead + text) or bool(streamer and not out.calls and streamer(text)), **options)
         if cancelled.is_set():
             raise Cancelled()
         text = completion.text
