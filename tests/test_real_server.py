@@ -131,3 +131,23 @@ def test_two_slots_answer_two_episodes_at_once(qwen_server):
     assert a0 < b1 and b0 < a1     # the episodes overlapped: both slots worked at once
     # the same question on each slot: the same replies
     assert [s.raw for s in results[0].steps] == [s.raw for s in results[1].steps]
+
+
+def test_a_server_that_dies_of_sigill_while_loading_is_restarted_with_no_repack(tmp_path, smollm_server, monkeypatch):
+    """What a CPU that advertises AMX inside a VM that does not grant it does to llama-server (it
+    dies of SIGILL in the repacked kernels while loading): here a wrapper around the real binary
+    that does so unless it is given --no-repack. The restarted server answers."""
+    from textagent.local import LocalServer, find_server_binary
+
+    real = find_server_binary()
+    wrapper = tmp_path / "llama-server"
+    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = --no-repack ] && exec "%s" "$@"; done\n'
+                       'echo "load_tensors: repacking (this CPU says AMX)"\nkill -ILL $$\n' % real)
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(wrapper))
+    said: list[str] = []
+    with LocalServer(smollm_server.model_path, ctx_size=2048, progress=said.append) as server:
+        assert server.repack is False and "--no-repack" in server.command()
+        reply = LlamaCppBackend(server.url).complete("Hello", stop=[], max_tokens=4, temperature=0.0, seed=0)
+        assert reply.usage.completion_tokens
+    assert "llama-server crashed while loading; retrying with --no-repack" in said

@@ -12,7 +12,7 @@ import pytest
 openai = pytest.importorskip("openai")
 pytest.importorskip("uvicorn")
 
-from textagent.proxy import REPAIRS_HEADER, ProxyServer, Upstream, UpstreamConfig  # noqa: E402
+from textagent.proxy import REPAIRS_HEADER, ProxyConfig, ProxyServer, Upstream, UpstreamConfig  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -149,3 +149,41 @@ def test_the_embedded_server_outlives_the_thread_that_started_it(smollm_server):
         assert upstream.health()["state"] == "ready"
     finally:
         upstream.stop()
+
+
+def test_constrained_mode_holds_a_model_that_ignores_the_protocol(smollm_server):
+    """SmolLM2 never writes a protocol line by itself; `--mode constrained` sends the tools' grammar
+    upstream, so every reply reads at once (no repair) as schema-valid calls or a clean answer."""
+    upstream = Upstream(UpstreamConfig(endpoint=smollm_server.url, chat_format="server", timeout=120))
+    with ProxyServer(upstream, ProxyConfig(mode="constrained", max_repairs=0)) as proxy:
+        assert upstream.wait(60) and upstream.state == "ready", upstream.detail
+        sdk = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=0, timeout=180)
+        for question in ["What is the weather in Paris right now?", "What time is it in Tokyo?"]:
+            raw = sdk.chat.completions.with_raw_response.create(
+                model="smollm2", tools=TOOLS, temperature=0, seed=1, max_tokens=128,
+                messages=[{"role": "user", "content": question}])
+            assert raw.headers[REPAIRS_HEADER] == "0"
+            choice = raw.parse().choices[0]
+            if choice.message.tool_calls:
+                check_calls(choice.message.tool_calls)
+                assert choice.finish_reason == "tool_calls"
+            else:
+                assert choice.message.content.strip() and "ANSWER:" not in choice.message.content
+
+
+def test_a_completions_upstream_llama_cpps_v1_completions(qwen_server):
+    """`--api completions`: the proxy speaks OpenAI /v1/completions to the upstream (here
+    llama.cpp's own), writes the chat as text and reads the model's calls back."""
+    upstream = Upstream(UpstreamConfig(endpoint=qwen_server.url + "/v1", api="completions", model="qwen",
+                                       timeout=120))
+    with ProxyServer(upstream) as proxy:
+        assert upstream.wait(60) and upstream.state == "ready", upstream.detail
+        sdk = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=0, timeout=180)
+        reply = sdk.chat.completions.create(model="qwen", tools=TOOLS, temperature=0, seed=1,
+                                            messages=[{"role": "user", "content": "What is the weather in Paris right now?"}])
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls", choice.message
+    check_calls(choice.message.tool_calls)
+    assert [c.function.name for c in choice.message.tool_calls] == ["get_weather"]
+    assert json.loads(choice.message.tool_calls[0].function.arguments)["city"].lower() == "paris"
+    assert reply.usage.prompt_tokens > 0
