@@ -44,7 +44,7 @@ class Step:
 
     ``facts`` is what the mode noted about the reply (a dataclass of the mode's own, e.g.
     modes.text.TextFacts, modes.native.NativeFacts). ``extra`` is free for loops other than the
-    Agent's (the benchmark's baselines) to annotate a step."""
+    Agent's (the benchmark's baselines, the proxy's repairs) to annotate a step."""
 
     index: int
     raw: str

@@ -13,7 +13,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 
-from proxykit import ASK, WEATHER  # noqa: E402
+from proxykit import ASK, WEATHER, start  # noqa: E402
 from textagent.proxy import REPAIRS_HEADER  # noqa: E402
 
 TIME = {"type": "function", "function": {
@@ -203,3 +203,20 @@ def test_the_openai_sdk_assembles_the_streamed_calls(upstream, proxy):
     assert choice.finish_reason == "tool_calls"
     assert [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls] == \
         [("get_weather", {"city": "Paris"}), ("get_time", {"city": "Paris"})]
+
+
+def test_the_trace_tells_which_calls_each_attempt_sent(upstream, tmp_path):
+    proxy = start(upstream, trace_dir=tmp_path, max_repairs=1)
+    try:
+        upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n', "TOOL: get_time ARGS: {}"))
+        upstream.sse("/completion", pieces("TOOL: get_time ARGS: {}"))
+        _, events = events_of(proxy, {"messages": ASK, "tools": TOOLS})
+        (path,) = tmp_path.iterdir()
+        first, second = json.loads(path.read_text())["attempts"]
+    finally:
+        proxy.stop()
+    ((call_id, _, _),) = assembled(events)
+    assert first["details"] == {"accepted": [{"id": call_id, "name": "get_weather", "arguments": '{"city": "Paris"}'}],
+                                "streamed": True}
+    assert "Accepted, and not to be written again" in first["observations"][0]
+    assert second["details"] == {"feedback_sent": False} and "city" in second["observations"][0]

@@ -15,7 +15,9 @@ pytest.importorskip("uvicorn")
 
 from httpfake import FakeServer, closed_port_url  # noqa: E402
 from proxykit import said, start  # noqa: E402
+from textagent.protocol import ToolCall  # noqa: E402
 from textagent.proxy import REPAIRS_HEADER, ProxyServer, Upstream, UpstreamConfig  # noqa: E402
+from textagent.steps import Step  # noqa: E402
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather for a city.",
@@ -452,10 +454,37 @@ def test_a_trace_per_request(upstream, tmp_path):
         (path,) = tmp_path.iterdir()
         trace = json.loads(path.read_text())
         assert path.stem == resp.json()["id"] and trace["repairs"] == 1 and trace["status"] == 200
-        assert [a["raw"] for a in trace["attempts"]] == ["TOOL: nope", 'TOOL: get_weather ARGS: {"city": "Oslo"}']
-        assert "unknown tool" in trace["attempts"][0]["feedback"]
+        first, second = trace["attempts"]
+        assert [a["type"] for a in trace["attempts"]] == ["step", "step"] and [first["step"], second["step"]] == [1, 2]
+        assert [first["raw"], second["raw"]] == ["TOOL: nope", 'TOOL: get_weather ARGS: {"city": "Oslo"}']
+        assert first["calls"] == [{"name": "nope", "args": {}}] and first["parse_error"] is None
+        assert len(first["observations"]) == 1 and "unknown tool" in first["observations"][0]
+        assert first["usage"]["completion_tokens"] == 12 and first["finish_reason"] == "stop"
+        call = resp.json()["choices"][0]["message"]["tool_calls"][0]
+        assert second["calls"] == [{"name": "get_weather", "args": {"city": "Oslo"}}] and not second["observations"]
+        assert second["details"] == {"accepted": [{"id": call["id"], "name": "get_weather",
+                                                   "arguments": call["function"]["arguments"]}]}
     finally:
         proxy.stop()
+
+
+def test_a_trace_attempt_reads_back_as_a_step(upstream, tmp_path):
+    proxy = start(upstream, trace_dir=tmp_path, max_repairs=1)
+    try:
+        upstream.json("/completion", said('TOOL: get_weather ARGS: {"town": "Oslo"}'))
+        upstream.json("/completion", said("Let me see.\nTOOL: get_weather ARGS: {"))
+        resp = post(proxy, {"messages": ASK, "tools": [WEATHER]})
+        assert resp.json()["choices"][0]["message"]["content"] == "Let me see."
+        (path,) = tmp_path.iterdir()
+        records = json.loads(path.read_text())["attempts"]
+    finally:
+        proxy.stop()
+    first, last = (Step.from_record(r) for r in records)
+    assert first.index == 1 and first.calls == [ToolCall("get_weather", {"town": "Oslo"})] and first.parse_error is None
+    assert "city" in first.observations[0] and first.details == {}   # sent back: the repair
+    assert last.index == 2 and last.reply is None and last.parse_error.label == "unbalanced_braces"
+    assert last.details == {"feedback_sent": False} and last.observations   # no repair left to send it
+    assert [s.to_record() for s in (first, last)] == records
 
 
 def test_an_openai_completions_upstream_has_no_grammar_and_the_repairs_hold_tool_choice():

@@ -344,7 +344,8 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             ex.record.update(repairs=result.repairs, finish_reason=result.finish_reason,
                              prompt_tokens=result.usage.prompt_tokens,
                              completion_tokens=result.usage.completion_tokens)
-            trace.update(repairs=result.repairs, attempts=result.attempts, response=result.message())
+            trace.update(repairs=result.repairs, attempts=[step.to_record() for step in result.attempts],
+                         response=result.message())
         ex.done(status, config.trace_dir, trace)
 
     async def answering(request: Request, prefix: str, read: Callable[[Any], ChatRequest], shape: Any) -> Response:

@@ -13,6 +13,12 @@ Streamed, each valid call is sent as soon as it is complete (watch.CallStream). 
 answer is calls: the ones sent stay, a reply's failing calls (or a rest that does not parse) go
 back to the model alone, told which were accepted, and the valid calls of its new reply are
 added; when the repairs run out, the calls sent are the answer.
+
+Each upstream completion is recorded as a ``Step`` (``Answer.attempts``, the trace's records):
+what the upstream wrote, how it was read, its usage, the feedback as its observations, and in
+``details`` the calls of it the client got (``accepted``, ``streamed`` when each went out as soon
+as it was complete), and ``feedback_sent: false`` where the feedback was not sent (the repairs
+were spent, or max_tokens cut the reply).
 """
 from __future__ import annotations
 
@@ -52,7 +58,7 @@ class Answer:
     finish_reason: str                  # tool_calls | stop | length
     usage: Usage = field(default_factory=Usage)
     repairs: int = 0
-    attempts: list[dict[str, Any]] = field(default_factory=list)   # for the trace
+    attempts: list[Step] = field(default_factory=list)             # one per upstream completion
     turns: list[dict[str, str]] = field(default_factory=list)      # what the model wrote, repairs included
 
     def message(self) -> dict[str, Any]:
@@ -244,6 +250,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             if streams and send and not out.calls else None
         failures: list[str] = []
         repeats = {(c["name"], c["arguments"]) for c in out.calls}   # sent before this reply
+        before = len(out.calls)
 
         def judge(call: ToolCall) -> bool:
             if streamer is not None and streamer.started:
@@ -276,27 +283,31 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             text = (lead + text)[:watcher.cut][len(lead):]
         text = lead + text
         out.usage += completion.usage
-        attempt: dict[str, Any] = {"raw": completion.text, "finish_reason": completion.finish_reason}
+        attempt = Step(len(out.attempts) + 1, completion.text, usage=completion.usage,
+                       timings=dict(completion.timings), finish_reason=completion.finish_reason,
+                       retries=completion.retries)
         out.attempts.append(attempt)
         length = completion.finish_reason == "length"
         try:
             reply, unparsed = parse_reply(text, tools), None
         except ParseError as err:
             reply, unparsed = None, prompts.feedback(prompts.parse_feedback(err, tools))
-            attempt["parse_error"] = err.message
+            attempt.parse_error = err
         else:
             if calls is not None:
                 calls.finish(reply)   # the calls the reply's end completed
-        kept = kept_text(Step(0, text, reply=reply))
+        attempt.reply = reply
+        kept = kept_text(Step(attempt.index, text, reply=reply))   # of the text read (prefill, cut), not raw
         if out.calls:   # the client has calls: they stay, and only what failed goes back
             feedback = _committed(out, failures, unparsed)
+            _accepted(attempt, out.calls[before:], streamed=True)
             if feedback is None or length or out.repairs >= max_repairs:
                 if feedback is not None:
-                    attempt["feedback"] = feedback
+                    _unsent(attempt, feedback)
                 out.turns = [*written, {"role": "assistant", "content": kept}]
                 out.content, out.finish_reason = None, "tool_calls"
                 return out
-            attempt["feedback"] = feedback
+            attempt.observations.append(feedback)
             written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
             out.repairs += 1
             continue
@@ -308,6 +319,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             out.turns = written
             if valid:
                 out.calls, out.finish_reason = valid, "tool_calls"
+                _accepted(attempt, valid)
             else:
                 content = _content(reply, request) if reply is not None else skip + streamer.sent
                 out.content = content[len(skip):] if skip and content.startswith(skip) else content
@@ -317,12 +329,13 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
                 elif send is not None and out.content:
                     send(out.content)
             return out
-        attempt["feedback"] = feedback
         if length or out.repairs >= max_repairs:
             # a reply cut by max_tokens is not asked again with the same budget
+            _unsent(attempt, feedback)
             out.turns = [*written, {"role": "assistant", "content": kept}]
             if valid:
                 out.calls, out.finish_reason = valid, "tool_calls"
+                _accepted(attempt, valid)
                 return out
             error = _not_met(request, out.repairs)
             if error is not None and not (length and request.format is not None):
@@ -334,8 +347,23 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             if send is not None:
                 send(out.content)
             return out
+        attempt.observations.append(feedback)
         written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
         out.repairs += 1
+
+
+def _accepted(attempt: Step, calls: list[dict[str, Any]], streamed: bool = False) -> None:
+    """Note on ``attempt`` the calls of it the client got (``streamed``: each as soon as it was complete)."""
+    if calls:
+        attempt.extra["accepted"] = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
+        if streamed:
+            attempt.extra["streamed"] = True
+
+
+def _unsent(attempt: Step, feedback: str) -> None:
+    """Note the feedback on a reply that was not sent back (the repairs were spent, or max_tokens cut it)."""
+    attempt.observations.append(feedback)
+    attempt.extra["feedback_sent"] = False
 
 
 def _committed(out: Answer, failures: list[str], parse_feedback: str | None) -> str | None:
