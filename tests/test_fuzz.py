@@ -14,7 +14,7 @@ def test_short_campaign_finds_nothing_and_counts_every_source():
     assert campaign.total >= 3000
     for source in ("adversarial", "noisy", "near-miss", "garbage", "text", "bytes", "args", "mutation"):
         assert campaign.examples[source] > 0, source
-    assert campaign.adversarial_max_seconds < 2.0
+    assert campaign.adversarial_max_seconds < 10   # backtracking would take minutes; loaded machines seconds
     assert "examples: " in campaign.report()
 
 
