@@ -505,7 +505,7 @@ def test_keep_alives_alone_do_not_keep_a_stream_within_its_timeout(fake_server):
     started = time.monotonic()
     with pytest.raises(BackendTimeout, match="keep-alive|no event"):
         backend.complete("q", stop=[], max_tokens=8)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 10   # the keep-alives would go on for 12 s
 
 
 def test_a_stream_with_events_outlives_its_read_timeout(fake_server):

@@ -139,8 +139,8 @@ class TestExecute:
         ts = ToolSet([_sleepy, get_forecast])
         assert ts.execute(Call("_sleepy", {"seconds": 30}), timeout=0.2).error == "timeout"
         started = time.perf_counter()
-        assert ts.execute(Call("get_forecast", "Oslo"), timeout=5).ok
-        assert time.perf_counter() - started < 1
+        assert ts.execute(Call("get_forecast", "Oslo"), timeout=20).ok
+        assert time.perf_counter() - started < 10   # not queued behind the 30 s call
 
     def test_worker_threads_are_reused(self):
         ts = ToolSet([get_forecast])
