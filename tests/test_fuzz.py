@@ -9,7 +9,9 @@ from textagent.protocol import ParseError
 
 
 def test_short_campaign_finds_nothing_and_counts_every_source():
-    campaign = fuzz.run_campaign(examples=3000, seed=1)
+    # the 2 s CPU limit per adversarial input is the campaign's figure on an idle machine; here
+    # the bound is generous (a shared 2-core machine), backtracking would take minutes
+    campaign = fuzz.run_campaign(examples=3000, seed=1, slow_seconds=10)
     assert campaign.ok, campaign.report()
     assert campaign.total >= 3000
     for source in ("adversarial", "noisy", "near-miss", "garbage", "text", "bytes", "args", "mutation"):
@@ -96,9 +98,16 @@ def test_run_campaign_keeps_its_deadline_in_process():
     import time
 
     started = time.monotonic()
-    campaign = fuzz.run_campaign(seconds=1.5, seed=2)
+    campaign = fuzz.run_campaign(seconds=1.5, seed=2, slow_seconds=10)
     assert time.monotonic() - started < 1.5 + 10
     assert campaign.ok and campaign.total > 0 and campaign.seconds < 1.5 + 10
+
+
+def test_an_adversarial_input_slower_than_the_limit_is_a_failure():
+    campaign = fuzz.run_campaign(seconds=1.0, seed=2, slow_seconds=1e-9)
+    assert not campaign.ok
+    assert any(f.source == "adversarial" and "took" in f.message for f in campaign.failures), campaign.report()
+    assert "(limit 1e-09 s)" in campaign.report()
 
 
 def test_without_hypothesis_fuzz_says_so_in_one_line(monkeypatch, capsys):

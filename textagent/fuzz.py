@@ -83,6 +83,7 @@ class Campaign:
     slowest_us_per_kb: float = 0.0
     slowest_size: int = 0
     adversarial_max_seconds: float = 0.0
+    slow_seconds: float = _SLOW_SECONDS   # an adversarial input taking longer is a failure
 
     @property
     def total(self) -> int:
@@ -97,7 +98,7 @@ class Campaign:
         lines += [f"  {name:<12} {count:>9,}" for name, count in self.examples.items()]
         lines.append(f"slowest input per KB (inputs >= 1 KB): {self.slowest_us_per_kb:,.0f} µs/KB "
                      f"({self.slowest_size:,} chars)")
-        lines.append(f"adversarial inputs: slowest {self.adversarial_max_seconds:.2f} s (limit {_SLOW_SECONDS:.0f} s)")
+        lines.append(f"adversarial inputs: slowest {self.adversarial_max_seconds:.2f} s (limit {self.slow_seconds:g} s)")
         lines.append(f"failures: {len(self.failures)}")
         lines += [str(f) for f in self.failures[:20]]
         return "\n".join(lines)
@@ -412,19 +413,21 @@ def _adversarial_phase(campaign: Campaign, deadline: float = float("inf"), *, qu
         _timed(campaign, text, elapsed, deadline)
         if problem:
             campaign.failures.append(Failure("adversarial", f"{name}: {problem}", text[:200]))
-        elif elapsed > _SLOW_SECONDS:
+        elif elapsed > campaign.slow_seconds:
             campaign.failures.append(Failure("adversarial", f"{name}: took {elapsed:.2f} s", text[:200]))
     campaign.examples["adversarial"] = count
 
 
 def run_campaign(*, examples: int | None = None, seconds: float | None = None, seed: int = 0,
                  corpus_dirs: Iterable[Path | str] = (DEFAULT_CORPUS,), adversarial: bool = True,
+                 slow_seconds: float = _SLOW_SECONDS,
                  progress: Callable[[str], None] = lambda _: None) -> Campaign:
     """Run the campaign for ``examples`` inputs or ``seconds`` of wall time (default 100,000 inputs).
 
     With ``seconds`` each phase ends at its share of the time (adversarial inputs 20 %, then the
     strategies up to 40 %, the argument layer up to 50 %, the grammar generator up to 60 %,
-    mutations to the end); a phase that ends early leaves its time to the next ones.
+    mutations to the end); a phase that ends early leaves its time to the next ones. An adversarial
+    input that takes more than ``slow_seconds`` of CPU time is a failure.
     Raises ImportError when hypothesis is not installed (the ``fuzz`` extra).
     """
     import hypothesis  # noqa: F401  - fail before anything runs
@@ -443,7 +446,7 @@ def run_campaign(*, examples: int | None = None, seconds: float | None = None, s
     from .toolkits.demo import demo_tools
 
     tools = demo_tools()
-    campaign = Campaign()
+    campaign = Campaign(slow_seconds=slow_seconds)
     rng = random.Random(seed)
     corpus = load_corpus(corpus_dirs)
     if adversarial:
