@@ -52,7 +52,7 @@ def test_worked_examples_become_turns_in_order():
     assert [t["role"] for t in turns] == ["user", "assistant"] + ["user"] + ["assistant", "user"] * 2 + ["assistant"]
     assert turns[1]["content"] == "ANSWER: hi"
     assert turns[3]["content"] == 'TOOL: book ARGS: {"restaurant": "A", "people": 2, "time": "18:00"}'
-    assert "The call failed" in turns[4]["content"]          # an ERROR result reads as a failed call
+    assert "The call did not run" in turns[4]["content"]          # an ERROR result reads as a failed call
     assert turns[6]["content"] == "OBSERVATION (book): ok"
     # every TOOL line of an example parses to the call it shows
     for t in turns:
