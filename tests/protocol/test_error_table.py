@@ -118,28 +118,3 @@ def test_every_hint_comes_from_the_hints_file():
     for cls in ERROR_CLASSES:
         assert cls.hint == hints[cls.label]
     assert error('TOOL: search ARGS: {"q": cats}').hint == hints["unquoted_string"]
-
-
-@pytest.mark.parametrize("args,split", [
-    ('{"artist": "A", "duration": 20, "artist": "B", "duration": 15}',
-     [{"artist": "A", "duration": 20}, {"artist": "B", "duration": 15}]),
-    # a key given once goes into every call
-    ('{"amount": 1000, "years": 10, "years": 20, "years": 30}',
-     [{"amount": 1000, "years": y} for y in (10, 20, 30)]),
-    ('{"city": "Paris", "where": {"lat": 1, "lon": 2}, "city": "Rome"}',
-     [{"city": "Paris", "where": {"lat": 1, "lon": 2}}, {"city": "Rome", "where": {"lat": 1, "lon": 2}}]),
-    # which values belong together cannot be read: no split
-    ('{"artist": "A", "duration": 20, "artist": "B", "duration": 15, "duration": 5}', []),
-    ('{"city": "Paris", "where": {"lat": 1, "lat": 2}}', []),   # only the top level is split
-])
-def test_an_argument_given_twice_carries_the_calls_it_stands_for(args, split):
-    err = error(f"TOOL: play ARGS: {args}")
-    assert err.label == "duplicate_key"
-    assert [dict(a) for a in err.split] == split
-    assert err.to_dict().get("split", []) == split
-    assert pickle.loads(pickle.dumps(err)).split == err.split
-
-
-def test_key_value_arguments_given_twice_are_not_split():
-    err = error("TOOL: play ARGS: artist=A, artist=B")
-    assert err.label == "duplicate_key" and err.split == ()

@@ -22,19 +22,6 @@ class TestBind:
         with pytest.raises(ToolArgumentError, match="missing required argument `city`"):
             get_forecast.bind(None)
 
-    def test_a_missing_argument_says_what_it_is_from_its_description(self):
-        t = Tool("primes", "Multiply primes.", {"type": "object", "required": ["count", "bare"], "properties": {
-            "count": {"type": "integer", "description": "The number of  primes\nto multiply."},
-            "bare": {"type": "string"},
-            "nested": {"type": "object", "required": ["x"],
-                       "properties": {"x": {"type": "number", "description": "x" * 300}}}}})
-        with pytest.raises(ToolArgumentError) as info:
-            t.bind({"nested": {}})
-        msg = str(info.value)
-        assert "missing required argument `count` (The number of primes to multiply)" in msg
-        assert "missing required argument `bare`;" in msg   # no description: the name alone
-        assert "missing required key `x` (" + "x" * 159 + "\u2026)" in msg   # a long one is cut
-
     def test_error_names_the_path(self):
         with pytest.raises(ToolArgumentError) as info:
             get_forecast.bind({"city": "Paris", "days": "three"})

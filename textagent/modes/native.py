@@ -283,8 +283,7 @@ class NativeMode:
         for i, outcome in enumerate(step.outcomes):
             text = outcome.output
             if outcome.error in RETRYABLE:
-                text = self.prompts.render("tool_unknown_error" if outcome.error == "unknown_tool" else "tool_error",
-                                           output=text)
+                text = self.prompts.render("tool_error", output=text)
             text = "\n".join([text, *(n.text for n in notes if n.outcome == i)])
             call_id = calls[i].id if i < len(calls) else None
             messages.append({"role": "tool", "tool_call_id": call_id or f"call_{i + 1}",

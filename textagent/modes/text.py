@@ -256,8 +256,7 @@ class TextMode:
 
     # -- writing the conversation ---------------------------------------------------------------
     def observe(self, step: Step, notes: Sequence[Note]) -> None:
-        observations = [prompts.observation(o.name, o.output, failed=o.error in RETRYABLE,
-                                            unknown=o.error == "unknown_tool") for o in step.outcomes]
+        observations = [prompts.observation(o.name, o.output, failed=o.error in RETRYABLE) for o in step.outcomes]
         for note in notes:
             if note.outcome is not None and note.outcome < len(observations):
                 observations[note.outcome] += "\n" + note.text

@@ -193,12 +193,9 @@ def quote_output(output: str) -> str:
     return "\n".join([lines[0], *(QUOTE + line for line in lines[1:])])
 
 
-def observation(name: str, output: str, *, failed: bool = False, unknown: bool = False) -> str:
-    """A tool's result as the model reads it; ``failed``: the call was refused (say so and ask
-    for it again), ``unknown``: refused because no tool has that name (then the question may
-    need none of them)."""
-    chosen = "observation_unknown.txt" if unknown else "observation_error.txt" if failed else "observation.txt"
-    return template(chosen).substitute(name=name, output=quote_output(output))
+def observation(name: str, output: str, *, failed: bool = False) -> str:
+    return template("observation_error.txt" if failed else "observation.txt").substitute(
+        name=name, output=quote_output(output))
 
 
 def listed(words: list[str], last: str = "and") -> str:
@@ -215,8 +212,7 @@ def task(text: str) -> str:
 
 def parse_feedback(err: ParseError, tools: Any = None) -> str:
     """What the model reads about a reply that did not parse: what is wrong, where, how to fix
-    it, and one correct call to copy (for an argument given twice, the calls the line stands for
-    when they can be read: ParseError.split). ``tools`` (else ``err.tools``, those the reply was read
+    it, and one correct call to copy. ``tools`` (else ``err.tools``, those the reply was read
     against) make that call use a real tool: the one the model tried, else the closest name."""
     text = for_family("text")
     specs = tool_specs(tools if tools is not None else err.tools)
@@ -232,13 +228,7 @@ def parse_feedback(err: ParseError, tools: Any = None) -> str:
         "example": example_call(specs, err.name),
         "tools": text.render("format_tools", tools=names) if names else "",
     }
-    if err.split and err.name and NAME_RE.match(err.name):
-        # the model's own values, one call per repeated argument: nothing to copy but its own
-        values["calls"] = "\n".join(render_call(ToolCall(err.name, dict(args))) for args in err.split)
-        values["count"] = str(len(err.split))
-        out = text.template("format_error_split").safe_substitute(values)
-    else:
-        out = text.template("format_error").safe_substitute(values)
+    out = text.template("format_error").safe_substitute(values)
     return re.sub(r"\n{3,}", "\n\n", out).strip()
 
 

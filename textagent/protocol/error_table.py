@@ -200,16 +200,13 @@ class ParseError(TextagentError, ValueError):
     have been accepted there, ``excerpt`` is the line with a caret under the column, ``label``
     is the error class (a key of :data:`KNOWN_BAD`), ``name`` the tool name when it was read.
     ``tools`` are the tools the reply was read against, when given (``parse_reply(text, tools)``).
-    ``split``: for an argument given twice, the argument objects of the calls the line most
-    likely stands for (each repeated argument starting a new call), to show the model; empty
-    when that cannot be read.
     ``str(err)`` is a one-line message; ``textagent.prompts.parse_feedback(err)`` is the text
     for the model.
     """
 
     def __init__(self, message: str, *, line: int = 1, column: int = 1, expected: Iterable[str] = (),
                  excerpt: str = "", label: str = "bad_call", name: str | None = None,
-                 tools: Any = None, split: Iterable[dict[str, Any]] = ()) -> None:
+                 tools: Any = None) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
@@ -219,7 +216,6 @@ class ParseError(TextagentError, ValueError):
         self.label = label
         self.name = name
         self.tools = tools
-        self.split = tuple(split)
         self._key: tuple | None = None
 
     def __str__(self) -> str:
@@ -227,7 +223,7 @@ class ParseError(TextagentError, ValueError):
 
     def __reduce__(self):
         return (_rebuild_error, (self.message, self.line, self.column, self.expected, self.excerpt,
-                                 self.label, self.name, self.split))
+                                 self.label, self.name))
 
     @property
     def hint(self) -> str:
@@ -244,7 +240,6 @@ class ParseError(TextagentError, ValueError):
             "expected": list(self.expected),
             "label": self.label,
             "excerpt": self.excerpt,
-            **({"split": [dict(a) for a in self.split]} if self.split else {}),
         }
 
 
@@ -261,6 +256,6 @@ def excerpt(lines: list[str], line: int, column: int, width: int = 100) -> str:
     return f"{lead}{shown}{tail}\n{' ' if lead else ''}{pad}^"
 
 
-def _rebuild_error(message, line, column, expected, excerpt, label, name, split=()):
+def _rebuild_error(message, line, column, expected, excerpt, label, name):
     return ParseError(message, line=line, column=column, expected=expected, excerpt=excerpt, label=label,
-                      name=name, split=split)
+                      name=name)

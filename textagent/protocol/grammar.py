@@ -179,53 +179,6 @@ def unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-class _Pairs(list):
-    """An object's members in order, duplicates kept (json.loads' object_pairs_hook)."""
-
-
-def _plain(value: Any) -> Any:
-    """A decoded value with its objects as dicts again; ValueError when a nested object repeats
-    a key (only the top level is split)."""
-    if isinstance(value, _Pairs):
-        out = {}
-        for key, member in value:
-            if key in out:
-                raise ValueError("a nested key is given twice")
-            out[key] = _plain(member)
-        return out
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def split_repeated(args_text: str) -> list[dict] | None:
-    """The calls a JSON object with repeated keys most likely stands for: small models write the
-    arguments of several calls into one object (``{"city": "Paris", "city": "Rome"}``). Each
-    repeated key gives its n-th value to the n-th call and a key given once goes into every call;
-    None when the object does not decode, no key repeats, or the repeated keys are given a
-    different number of times (then which values belong together cannot be read). Only ever
-    shown to the model as a suggestion, never run."""
-    if args_text.count("{") + args_text.count("[") > MAX_DEPTH:
-        return None
-    try:
-        pairs = json.loads(args_text, strict=False, object_pairs_hook=_Pairs)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(pairs, _Pairs):
-        return None
-    values: dict[str, list] = {}
-    try:
-        for key, value in pairs:
-            values.setdefault(key, []).append(_plain(value))
-    except ValueError:
-        return None
-    counts = {len(v) for v in values.values() if len(v) > 1}
-    if len(counts) != 1:
-        return None
-    n = counts.pop()
-    return [{k: (v[i] if len(v) > 1 else v[0]) for k, v in values.items()} for i in range(n)]
-
-
 def several_objects(text: str) -> list[dict] | None:
     """`{...}, {...}`: two or more JSON objects after one `ARGS:`, each the arguments of a call of
     the same tool (small models list the calls of a parallel question so); None otherwise."""

@@ -11,7 +11,7 @@ from typing import Any
 from .binding import bind, tool_specs
 from .error_table import CLASS_BY_LABEL, ParseError, excerpt
 from .grammar import (GrammarFailure, SemanticError, clip, describe_expected, parse_call_text, several_objects,
-                      split_repeated, unique_pairs)
+                      unique_pairs)
 from .labels import NOT_EXPECTED, char_class, label_for
 from .lines import (CLOSER, DQ_RE, END_STOP_RE, FAST_BARE_RE, FAST_MULTI_RE, FAST_RE, FENCE_RE, HEAD_RE, QUOTE_PREFIX,
                     SQ_RE, Line, Segments, classify, name_of, scan, stops_gathering, unwrap)
@@ -57,10 +57,9 @@ class Reader:
         return self._specs
 
     def error(self, label: str, line: int, column: int, *, message: str | None = None,
-              expected: Iterable[str] = (), name: str | None = None, split: Iterable[dict] = ()) -> ParseError:
+              expected: Iterable[str] = (), name: str | None = None) -> ParseError:
         return ParseError(message or CLASS_BY_LABEL[label].title, line=line, column=column, expected=expected,
-                          excerpt=excerpt(self.lines, line, column), label=label, name=name, tools=self.tools,
-                          split=split)
+                          excerpt=excerpt(self.lines, line, column), label=label, name=name, tools=self.tools)
 
     def next_nonblank(self, j: int) -> int | None:
         lines = self.lines
@@ -280,10 +279,8 @@ class Reader:
             raise self.grammar_error(f, segs, text) from None
         except SemanticError as e:
             line, col = segs.locate(e.pos)
-            split = (split_repeated(text[text.find("{"):text.rfind("}") + 1])
-                     if e.label == "duplicate_key" and "{" in text else None)
             raise self.error(e.label, line, col, message=e.message, expected=e.expected,
-                             name=name_of(text), split=split or ()) from None
+                             name=name_of(text)) from None
         if syn.kind == "array":
             line, col = segs.locate(syn.pos)
             raise self.error("args_not_object", line, col, expected=["`{`"], name=syn.name)

@@ -149,18 +149,6 @@ def _suggest(word: str, options: Iterable[str]) -> str | None:
     return lowered[match[0]] if match else None
 
 
-def _about(schema: Any, key: str) -> str:
-    """`` (what the parameter is)`` from its description, for a missing one: the model has to
-    find its value in the question, and the name alone often does not say which."""
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    described = props.get(key) if isinstance(props, dict) else None
-    text = described.get("description") if isinstance(described, dict) else None
-    if not isinstance(text, str) or not text.strip():
-        return ""
-    text = " ".join(text.split()).rstrip(".")
-    return say("arg_about", description=text if len(text) <= 160 else text[:159] + "\u2026")
-
-
 def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
     messages: list[str] = []
     seen: set[str] = set()
@@ -177,9 +165,7 @@ def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
         if kind == "required" and isinstance(err.instance, dict):
             for key in err.validator_value:
                 if key not in err.instance:
-                    about = _about(err.schema, key)
-                    add(say("key_missing", at=at, key=key, about=about) if path
-                        else say("arg_missing", key=key, about=about))
+                    add(say("key_missing", at=at, key=key) if path else say("arg_missing", key=key))
         elif kind == "additionalProperties" and isinstance(err.instance, dict):
             known = list((err.schema.get("properties") or {}).keys())
             patterns = list((err.schema.get("patternProperties") or {}).keys())
