@@ -198,12 +198,14 @@ def test_a_streamable_http_server(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        # generous: importing the SDK and its ASGI server took over 30 s beside a model bench
+        deadline = time.monotonic() + 120
+        listening = False
+        while not listening and time.monotonic() < deadline and proc.poll() is None:
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
+                listening = s.connect_ex(("127.0.0.1", port)) == 0
             time.sleep(0.1)
+        assert listening, f"the MCP server did not listen on port {port} (exit code {proc.poll()})"
         with mcp_tools(url) as tools:
             assert run(tools, "add", a=20, b=22).output == "42"
     finally:
