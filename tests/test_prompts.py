@@ -178,3 +178,27 @@ def test_parse_feedback_comes_from_the_template_file():
 def test_parse_feedback_on_an_error_without_excerpt_says_the_reply_was_empty():
     fb = prompts.parse_feedback(ParseError("nothing to read", label="bad_call"))
     assert "    (empty reply)" in fb and "nothing to read" in fb
+
+
+CALC_LINE = 'TOOL: calculate ARGS: {"expression": "17 * 24"}'
+
+
+@pytest.mark.parametrize("reply,line,repeats", [
+    (CALC_LINE + "\n" + CALC_LINE + "\n" + CALC_LINE[:30], 3, 2),     # a loop of one call
+    (CALC_LINE + "\n" + CALC_LINE[:30], 2, 0),                        # one line is no loop
+    ('TOOL: calculate ARGS: {"expression": "1 +', 1, 0),
+])
+def test_a_reply_cut_where_it_stops_parsing_is_told_it_was_cut(reply, line, repeats):
+    with pytest.raises(ParseError) as caught:
+        parse_reply(reply, demo.demo_tools())
+    text = prompts.cut_feedback(reply, caught.value)
+    assert text.startswith("Your reply was cut off at the length limit") and f"line {line}," in text
+    assert "not closed" not in text                      # the cut is not the model's mistake
+    assert (f"`{CALC_LINE}` {repeats} times" in text) == bool(repeats)
+
+
+def test_a_cut_reply_with_an_earlier_mistake_gets_the_parse_feedback():
+    reply = 'TOOL: calculate ARGS: {"expression": 17 * 24}\n' + CALC_LINE[:30]
+    with pytest.raises(ParseError) as caught:
+        parse_reply(reply, demo.demo_tools())
+    assert caught.value.line == 1 and prompts.cut_feedback(reply, caught.value) is None

@@ -289,3 +289,18 @@ def test_step_details_are_json_in_the_trace(tmp_path):
     assert lines[1]["details"] == {} and lines[-1]["decode_failures"] == 0
 
 
+
+
+def test_a_reply_cut_at_the_length_limit_is_told_so_and_the_next_reply_runs():
+    cut = "\n".join([CALC] * 5) + "\n" + CALC[:25]
+    backend = ScriptedBackend([Completion(cut, "length"), CALC, "ANSWER: 408"])
+    result = Agent(backend, demo.demo_tools()).run("q")
+    first, second = result.steps[:2]
+    assert first.parse_error is not None and first.finish_reason == "length"
+    assert first.observations == [f"OBSERVATION (format error): Your reply was cut off at the length limit in the "
+                                  f"middle of line 6, so none of it was run. It writes the line `{CALC}` 5 times. "
+                                  "Write each call once, one per line, and stop after the last one."]
+    assert second.outcomes[0].ok and result.answer == "408"
+    # the same text, ended by the model rather than the limit, is read as a mistake of its own
+    plain = Agent(ScriptedBackend([cut, "ANSWER: x"]), demo.demo_tools()).run("q")
+    assert "cut off" not in plain.steps[0].observations[0] and "not closed" in plain.steps[0].observations[0]

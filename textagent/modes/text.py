@@ -246,7 +246,8 @@ class TextMode:
         try:
             reply = parse_reply(completion.text, self.ctx.tools, strict=self.ctx.strict)
         except ParseError as err:
-            raise FormatError(prompts.feedback(prompts.parse_feedback(err, self.ctx.tools)), err) from None
+            cut = prompts.cut_feedback(completion.text, err) if completion.finish_reason == "length" else None
+            raise FormatError(prompts.feedback(cut or prompts.parse_feedback(err, self.ctx.tools)), err) from None
         if reply.is_final and not (reply.answer or "").strip():
             raise FormatError(prompts.feedback(self.prompts.render("empty_reply")))
         return reply

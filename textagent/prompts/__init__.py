@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -16,7 +17,7 @@ from ..protocol.binding import tool_specs
 from ..protocol.types import NAME_RE
 
 __all__ = ["template", "system_prompt", "Worked", "worked_examples", "placeholder_examples", "call_groups", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
-           "parse_feedback", "example_call",
+           "parse_feedback", "cut_feedback", "example_call",
            "listed", "Prompts", "for_family", "FAMILIES"]
 
 
@@ -230,6 +231,20 @@ def parse_feedback(err: ParseError, tools: Any = None) -> str:
     }
     out = text.template("format_error").safe_substitute(values)
     return re.sub(r"\n{3,}", "\n\n", out).strip()
+
+
+def cut_feedback(reply: str, err: ParseError) -> str | None:
+    """What the model reads about a reply the length limit cut off where it stops parsing (on
+    its last line: the cut, not a mistake of the model): that it was cut, and the line it
+    repeats when it wrote one over and over. None when the error comes before the last line."""
+    lines = reply.rstrip("\n").split("\n")
+    if err.line < len(lines):
+        return None
+    text = for_family("text")
+    counts = Counter(line.strip() for line in lines[:-1] if line.strip())
+    repeated, count = counts.most_common(1)[0] if counts else ("", 0)
+    repeats = text.render("reply_cut_repeats", repeated=repeated[:200], count=count) if count > 1 else ""
+    return text.render("reply_cut", line=len(lines), repeats=repeats)
 
 
 def example_call(specs: Mapping[str, Mapping[str, Any]], name: str | None) -> str:
