@@ -66,7 +66,7 @@ def test_without_examples_a_placeholder_exchange_uses_a_tool_that_takes_argument
         """Ping."""
         return "pong"
 
-    direct, single, pair = prompts.worked_examples(ToolSet([ping, book]))
+    single, direct, pair = prompts.worked_examples(ToolSet([ping, book]))
     assert direct.calls == [] and direct.answer
     task, calls = single.task, single.calls
     assert calls[0][0] == "book" and set(calls[0][1]) == {"restaurant", "people", "time"}
@@ -79,6 +79,28 @@ def test_without_examples_a_placeholder_exchange_uses_a_tool_that_takes_argument
         for name, value in args.items():
             assert f"{name} {json.dumps(value)}" in pair.task
     assert prompts.worked_examples(ToolSet([])) == []
+
+
+def test_without_examples_two_tools_that_take_arguments_are_shown_called_in_one_reply():
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    *_, pair, two = prompts.worked_examples(ToolSet([ping, book, weather]))
+    assert "twice" not in pair.task          # asked like a question about several things
+    assert two.replies == (2,) and [c[0] for c in two.calls] == ["book", "weather"]
+    for name, args, _ in two.calls:           # the task names each tool and every value
+        assert name in two.task and all(f"{k} {json.dumps(v)}" in two.task for k, v in args.items())
+    turns = prompts.example_turns([two])
+    assert turns[1]["content"].count("TOOL:") == 2 and turns[2]["content"].count("OBSERVATION") == 2
+    # a tool that takes no arguments is not the second tool
+    assert len(prompts.worked_examples(ToolSet([ping, book]))) == 3
 
 
 def test_every_demo_and_bench_example_call_binds_to_its_tool():

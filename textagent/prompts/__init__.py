@@ -133,8 +133,9 @@ def worked_examples(tools: Any, example: Any = None) -> list[Worked]:
 
 
 def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
-    """Worked examples for tools that come without any: a question answered without tools, one
-    call, and two calls of the same tool in one reply, built from a tool of the set. Each task
+    """Worked examples for tools that come without any: one call, a question answered without
+    tools, two calls of the same tool in one reply, and (when a second tool takes arguments) two
+    tools called in one reply, built from the tools of the set. Each task
     names the values its calls use: a model that sees where a call's values come from takes them
     from its own question, not from the placeholder."""
     if not tool_list:
@@ -145,13 +146,31 @@ def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
               for k, v in args.items()}
     fields = {"name": chosen.name, "values": _described(args), "others": _described(others)}
     result = template("example_result.txt").substitute(fields)
-    return [Worked(template("example_direct_task.txt").substitute(), [],
-                   template("example_direct_answer.txt").substitute()),
-            Worked(template("example_task.txt").substitute(fields), [(chosen.name, args, result)],
+    # The order matters to the 0.5B (BFCL dev, docs/bench.md): with the question answered without
+    # tools first, it answered single-call questions ("the weather in Paris") in words; shown
+    # last, it called a tool on most of BFCL's irrelevance items.
+    return [Worked(template("example_task.txt").substitute(fields), [(chosen.name, args, result)],
                    template("example_answer.txt").substitute(fields)),
+            Worked(template("example_direct_task.txt").substitute(), [],
+                   template("example_direct_answer.txt").substitute()),
             Worked(template("example_pair_task.txt").substitute(fields),
                    [(chosen.name, args, result), (chosen.name, others, result)],
-                   template("example_pair_answer.txt").substitute(fields), replies=(2,))]
+                   template("example_pair_answer.txt").substitute(fields), replies=(2,)),
+            *_two_tools(tool_list, chosen, args, result)]
+
+
+def _two_tools(tool_list: list[Any], chosen: Any, args: dict[str, Any], result: str) -> list[Worked]:
+    """Two different tools called in one reply (tuned on BFCL dev: questions asking for two
+    functions got one call without it); none when no other tool takes arguments."""
+    second = next((t for t in tool_list if t is not chosen and t.parameters.get("properties")), None)
+    if second is None:
+        return []
+    args2 = example_args(second)
+    fields = {"name": chosen.name, "values": _described(args), "name2": second.name, "values2": _described(args2)}
+    result2 = template("example_result.txt").substitute(name=second.name)
+    return [Worked(template("example_two_task.txt").substitute(fields),
+                   [(chosen.name, args, result), (second.name, args2, result2)],
+                   template("example_two_answer.txt").substitute(fields), replies=(2,))]
 
 
 def _described(args: dict[str, Any]) -> str:
