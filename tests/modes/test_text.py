@@ -289,8 +289,6 @@ def test_step_details_are_json_in_the_trace(tmp_path):
     assert lines[1]["details"] == {} and lines[-1]["decode_failures"] == 0
 
 
-
-
 def test_a_reply_cut_at_the_length_limit_is_told_so_and_the_next_reply_runs():
     cut = "\n".join([CALC] * 5) + "\n" + CALC[:25]
     backend = ScriptedBackend([Completion(cut, "length"), CALC, "ANSWER: 408"])

@@ -156,17 +156,19 @@ def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
             Worked(template("example_pair_task.txt").substitute(fields),
                    [(chosen.name, args, result), (chosen.name, others, result)],
                    template("example_pair_answer.txt").substitute(fields), replies=(2,)),
-            *_two_tools(tool_list, chosen, args, result)]
+            *_two_tools(tool_list, chosen, args, result, fields)]
 
 
-def _two_tools(tool_list: list[Any], chosen: Any, args: dict[str, Any], result: str) -> list[Worked]:
+def _two_tools(tool_list: list[Any], chosen: Any, args: dict[str, Any], result: str,
+               fields: dict[str, str]) -> list[Worked]:
     """Two different tools called in one reply (tuned on BFCL dev: questions asking for two
-    functions got one call without it); none when no other tool takes arguments."""
-    second = next((t for t in tool_list if t is not chosen and t.parameters.get("properties")), None)
+    functions got one call without it); none when no other tool takes arguments. ``fields``
+    are the first tool's, as the other examples show it."""
+    second = next((t for t in tool_list if t is not chosen and t.properties), None)
     if second is None:
         return []
     args2 = example_args(second)
-    fields = {"name": chosen.name, "values": _described(args), "name2": second.name, "values2": _described(args2)}
+    fields = {**fields, "name2": second.name, "values2": _described(args2)}
     result2 = template("example_result.txt").substitute(name=second.name)
     return [Worked(template("example_two_task.txt").substitute(fields),
                    [(chosen.name, args, result), (second.name, args2, result2)],
