@@ -142,8 +142,8 @@ def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
         return []
     chosen = _example_tool(tool_list, None)
     args = example_args(chosen)
-    others = {k: _schema.other_value(v, chosen.parameters.get("properties", {}).get(k) or {})
-              for k, v in args.items()}
+    props = chosen.properties
+    others = {k: _schema.other_value(v, props.get(k) or {}) for k, v in args.items()}
     fields = {"name": chosen.name, "values": _described(args), "others": _described(others)}
     result = template("example_result.txt").substitute(fields)
     # The order matters to the 0.5B (BFCL dev, docs/bench.md): with the question answered without
