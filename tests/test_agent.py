@@ -236,6 +236,7 @@ def test_a_tool_set_with_max_examples_shows_each_task_the_examples_most_like_it(
     for task, nearest in (("Tell me the local hour in Lima.", "Tell me the local hour in London."),
                           ("The kitchen is empty; switch its lamp off.",
                            "The living room is empty now; switch its lamp off.")):
+        agent.reset()   # a new conversation: its examples are chosen for its first question
         agent.run(task)
         shown = [e.task for e in pool if e.task in agent.conversation.prompt]
         assert shown == [e.task for e in direct] + [nearest], task
@@ -577,3 +578,68 @@ def test_the_observation_text_of_a_step_is_capped_as_a_whole():
     assert step.outcomes[0].output.startswith("1111")
     growth = len(backend.prompts[1]) - len(backend.prompts[0]) - len(calls)
     assert growth < 10_000 + 9 * 200, growth
+
+
+# -- conversations ------------------------------------------------------------------------------
+
+def test_a_follow_up_question_continues_the_conversation_as_in_the_seed():
+    backend = ScriptedBackend([
+        'TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408",
+        'TOOL: calculate ARGS: {"expression": "408 + 100"}', "ANSWER: 508",
+    ])
+    agent = Agent(backend, demo.demo_tools(), max_steps=2)
+    first = agent.run("What's 17 times 24?")
+    prompt_after_first = first.transcript
+    second = agent.run("Now add 100 to it.")
+    assert first.answer == "408" and second.answer == "508"
+    # the second question sees the first one's call and result, and the transcript only grew
+    assert backend.prompts[2].startswith(prompt_after_first)
+    assert "OBSERVATION (calculate): 408" in backend.prompts[2] and "Now add 100 to it." in backend.prompts[2]
+    assert backend.prompts[2].count("You are a helpful assistant") == 1
+    # limits are per question: two steps each, and the second result holds only its own steps
+    assert [s.index for s in second.steps] == [1, 2] and second.stop_reason == "answer"
+    roles = [m["role"] for m in agent.conversation.messages]
+    assert roles[-4:] == ["user", "assistant", "user", "assistant"]
+
+
+def test_reset_starts_a_fresh_conversation():
+    backend = ScriptedBackend(["ANSWER: hi", "ANSWER: hello again"])
+    agent = Agent(backend, demo.demo_tools())
+    agent.run("Say hi.")
+    agent.reset()
+    agent.run("Say hello.")
+    assert "Say hi." not in backend.prompts[1] and "Say hello." in backend.prompts[1]
+
+
+def test_tools_added_between_questions_are_announced_and_callable():
+    @tool
+    def shout(text: str) -> str:
+        """Shout a text.
+
+        Args:
+            text: What to shout.
+        """
+        return text.upper()
+
+    backend = ScriptedBackend(["ANSWER: ok", 'TOOL: shout ARGS: {"text": "hey"}', "ANSWER: HEY"])
+    agent = Agent(backend, demo.demo_tools())
+    agent.run("Hello.")
+    system_before = agent.conversation.messages[0]["content"]
+    agent.add_tools(shout)
+    result = agent.run("Shout hey.")
+    assert result.answer == "HEY" and result.steps[0].outcomes[0].output == "HEY"
+    assert "New tools are available from now on:\n- shout" in backend.prompts[1]
+    assert agent.conversation.messages[0]["content"] == system_before   # never re-rendered
+    assert backend.prompts[1].startswith(backend.prompts[0])
+
+
+def test_each_question_of_a_conversation_is_traced(tmp_path):
+    path = tmp_path / "t.jsonl"
+    agent = Agent(ScriptedBackend(["ANSWER: a", "ANSWER: b"]), demo.demo_tools(), trace=path)
+    agent.run("one?")
+    agent.run("two?")
+    from textagent.trace import load_traces
+
+    starts = [run.start for run in load_traces(path)]
+    assert [(s["task"], s["question"]) for s in starts] == [("one?", 1), ("two?", 2)]
+    assert starts[0]["conversation"] == starts[1]["conversation"]

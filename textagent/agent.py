@@ -18,13 +18,13 @@ from .backends import request_deadline
 from .backends.base import Backend, Usage
 from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout, RunTimeLimit
-from .modes import Conversation, FormatError, Mode, ModeContext, get_mode
+from .modes import Conversation, FormatError, Mode, ModeContext, get_mode, needs_of
 from .options import check_options, drop_deprecated
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
 from .tools import ToolSet
 from .tools.execution import cap_outputs
-from .trace import TraceWriter, start_record
+from .trace import TraceWriter, new_run_id, start_record
 
 __all__ = ["Agent", "Result", "Step", "STOP_REASONS", "FormatError"]
 
@@ -73,36 +73,76 @@ class Agent:
         self.checks = as_checks(checks)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
         self.format = get_format(chat_format)
+        self.mode = get_mode(mode)
         self.auto_examples = isinstance(example, str) and example == "auto"
         if self.auto_examples:
-            example = self.tools.examples or None   # None: placeholders built from a tool
+            self.examples = self._auto_examples()
         else:
             example = () if example is None else (example,) if hasattr(example, "calls") else tuple(example)
-        self.examples = prompts.worked_examples(self.tools, example)
-        self.mode = get_mode(mode)
+            self.examples = prompts.worked_examples(self.tools, example)
         self.mode.setup(ModeContext(backend, self.tools, self.format, backend_options, system_prompt, strict,
                                     observation_limit))
-        self.task, self.steps = "", []
+        self.task, self.steps, self.shown = "", [], []
+        self.question, self.conversation_id, self._added = 0, new_run_id(), []
+
+    # -- the conversation ---------------------------------------------------------------------
 
     @property
     def conversation(self) -> Conversation:
         """The conversation so far: ``messages``, and ``prompt`` in the text modes."""
         return self.mode.conversation
 
+    def reset(self) -> None:
+        """Forget the conversation: the next :meth:`run` starts afresh (system prompt, examples)."""
+        self.mode.conversation = Conversation()
+        self.question, self.conversation_id = 0, new_run_id()
+
+    def add_tools(self, *tools: Any) -> None:
+        """Add tools (Tools, functions or ToolSets) for the questions to come. In a conversation
+        under way the model is told of them with the next question (the transcript is only ever
+        appended to); before the first question they are simply part of the tool list."""
+        before = set(self.tools)
+        self.tools = self.tools.with_tools(*tools)
+        added = [t for name, t in self.tools.items() if name not in before]
+        if self.question:
+            self._added += added
+        self.mode.set_tools(self.tools)
+        if self.auto_examples and not self.question:
+            self.examples = self._auto_examples()
+
+    def _auto_examples(self, task: str | None = None) -> list[Any]:
+        """``example="auto"``: the tools' own examples (those closest to ``task`` when the set
+        shows only some); for tools without any, placeholder exchanges built from a tool, in the
+        text modes only: they are a device of the text protocol, and a function-calling client
+        sends the server no such turns."""
+        own = self.tools.examples_for(task) if task is not None and self.tools.max_examples is not None \
+            else self.tools.examples
+        if not own and needs_of(self.mode).tools:
+            return []
+        return prompts.worked_examples(self.tools, own or None)
+
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:
+        """Answer ``task``. A later call goes on with the same conversation, as a follow-up
+        question that sees the earlier questions, calls and results (:meth:`reset` starts
+        afresh); the limits apply to each question on its own."""
         if not isinstance(task, str) or not task.strip():
             raise ValueError(f"the task must be a non-empty question, got {task!r:.80}")
-        examples = self.examples
-        if self.auto_examples and self.tools.max_examples is not None:
-            examples = prompts.worked_examples(self.tools, self.tools.examples_for(task) or None)
-        self.task, self.shown = task, examples
-        self.mode.start(task, examples)
+        if self.question and self.mode.conversation.messages:
+            self.mode.follow(task, self._added)
+        else:
+            examples = self.examples
+            if self.auto_examples and self.tools.max_examples is not None:
+                examples = self._auto_examples(task)
+            self.shown = examples
+            self.mode.start(task, examples)
+        self.task, self._added = task, []
         self.steps: list[Step] = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
         error: BaseException | None = None
         with TraceWriter(self.trace) as trace:
             trace.write(self.start_record(task))
+            self.question += 1
             traced = 0
             try:
                 while True:
@@ -173,9 +213,10 @@ class Agent:
 
     # -- pieces -----------------------------------------------------------------------------
     def start_record(self, task: str) -> dict[str, Any]:
-        """The first trace line of a run of ``task`` on this agent (trace.start_record)."""
+        """The first trace line of a run of ``task`` on this agent (trace.start_record), the
+        next question of its conversation."""
         return start_record(task=task, tools=list(self.tools), max_steps=self.max_steps, chat_format=self.format.name,
-                            mode=self.mode.name)
+                            mode=self.mode.name, conversation=self.conversation_id, question=self.question + 1)
 
     def _view(self) -> RunView:
         return RunView(self.task, tuple(self.steps), self.tools, tuple(self.shown), self.mode.prompts)

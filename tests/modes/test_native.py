@@ -12,6 +12,7 @@ from textagent.errors import BackendConnectionError, ModeNotSupported
 from textagent.modes.native import content_calls
 from textagent.steps import Note
 from textagent.toolkits import demo
+from textagent.tools import tool as tool_fn
 from textagent.trace import load_trace
 
 
@@ -325,3 +326,39 @@ def test_too_many_tool_calls_in_one_reply_are_refused_in_one_user_message():
     assert [c["id"] for c in assistant["tool_calls"]] == ["c0", "c1", "c2"]
     tail = sent[sent.index(assistant) + 1:]
     assert [m["role"] for m in tail] == ["tool", "tool", "tool", "user"] and "37" in tail[-1]["content"]
+
+
+def test_a_native_request_for_tools_without_examples_carries_no_invented_turns():
+    @tool_fn
+    def lookup(city: str) -> str:
+        """Look a city up.
+
+        Args:
+            city: The city.
+        """
+        return city
+
+    backend = FakeChat([msg("Paris is a city.")])
+    Agent(backend, [lookup], mode="native").run("What is Paris?")
+    roles = [m["role"] for m in backend.requests[0]["messages"]]
+    assert roles == ["system", "user"] and backend.requests[0]["tools"][0]["function"]["name"] == "lookup"
+
+
+def test_a_native_conversation_continues_and_sends_tools_added_between_questions():
+    @tool_fn
+    def lookup(city: str) -> str:
+        """Look a city up.
+
+        Args:
+            city: The city.
+        """
+        return city
+
+    backend = FakeChat([msg("first"), msg("", [call("lookup", '{"city": "Rome"}', "c1")]), msg("Rome.")])
+    agent = Agent(backend, demo.demo_tools(), mode="native")
+    agent.run("Hello?")
+    agent.add_tools(lookup)
+    assert agent.run("Look up Rome.").answer == "Rome."
+    second = backend.requests[1]
+    assert [m["content"] for m in second["messages"] if m["role"] == "user"][-2:] == ["Hello?", "Look up Rome."]
+    assert "lookup" in [t["function"]["name"] for t in second["tools"]]

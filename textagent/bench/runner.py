@@ -49,7 +49,9 @@ __all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "mode_availability",
 
 AGENT_MODES = tuple(AGENT_MODE_NAMES)   # the Agent's own modes (textagent.modes.MODES)
 #: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
-MODES = (*AGENT_MODES, "baseline", "bfcl-prompt")
+#: text-no-feedback: text mode with the run (a multi-turn item: the turn) ended at the first reply that
+#: does not parse, as BFCL ends it: the feedback ablation.
+MODES = (*AGENT_MODES, "baseline", "bfcl-prompt", "text-no-feedback")
 EPISODES_FILE = "episodes.jsonl"
 log = logging.getLogger("textagent.bench")
 RECORD_VERSION = 1
@@ -182,6 +184,11 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
                 repeat: int = 0) -> dict[str, Any]:
     """Run one task in one mode and return its record (checked and classified)."""
     settings = settings or Settings()
+    from .bfcl.tasks import is_multi_turn
+
+    if is_multi_turn(task):
+        return _multi_turn_episode(task, mode, backend, chat_format=chat_format, settings=settings, slot=slot,
+                                   endpoint=endpoint, repeat=repeat)
     env = Env(lights=dict(task.setup.get("lights", {})))
     tools, name_map, documents = _episode_tools(task, mode, env)
     if settings.examples == "all" and getattr(tools, "max_examples", None) is not None:
@@ -209,6 +216,8 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
             kwargs = {"mode": BfclPromptMode(documents, item.system_text if item is not None else ""), **AGENT_OPTIONS}
         else:
             kwargs = {"mode": mode, "checks": from_names(settings.checks)}
+            if mode == "text-no-feedback":
+                kwargs.update(mode="text", max_format_errors=1)
             if settings.stream and not needs.chat:   # the text modes stream
                 kwargs["stream"] = True
         agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
@@ -285,6 +294,33 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
                                                   else bfcl_scores["first"]["error_type"])
     else:
         record["failure"] = classify(record)
+    return record
+
+
+def _multi_turn_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatFormat, settings: Settings,
+                        slot: int | None, endpoint: str | None, repeat: int) -> dict[str, Any]:
+    """A BFCL multi-turn item (bench.bfcl.episode), as a record of the same form as the others."""
+    from .bfcl.episode import run_multi_turn
+
+    options: dict[str, Any] = {"temperature": settings.temperature, "seed": settings.seed + repeat}
+    if slot is not None and settings.pin_slots:
+        options["id_slot"] = slot
+    out = run_multi_turn(task.bfcl, mode, backend, chat_format=chat_format, settings=settings, options=options)
+    mt = out["multi_turn"]
+    record: dict[str, Any] = {
+        "version": RECORD_VERSION, "task": task.id, "kind": task.kind, "split": task.split, "mode": mode,
+        "repeat": repeat, "success": out["success"], "failure": None, "stop_reason": out["stop_reason"],
+        "answer": out["answer"], "steps": out["steps"], "seconds": out["seconds"], "usage": out["usage"],
+        "checks": [CheckResult("bfcl_multi_turn", out["success"], mt.get("error") or "").to_dict()],
+        "calls": out["calls"], "attempted": out["attempted"], "needs_tools": True, "needs_no_tool": False,
+        "required_tools": [], "call_specs": [], "state": {}, "endpoint": endpoint, "slot": slot,
+        "error": out["error"], "time": time.time(), "trace": out["trace"], "multi_turn": mt,
+    }
+    from .metrics import step_facts
+
+    record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
+    record["failure"] = None if out["success"] else (
+        "backend_error" if out["stop_reason"] in ("backend_error", "error") else str(mt.get("error_type")))
     return record
 
 

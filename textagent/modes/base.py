@@ -86,6 +86,13 @@ class Mode(Protocol):
     def start(self, task: str, examples: Sequence[Worked]) -> None:
         """Begin a run: the conversation up to the task, with these worked examples."""
 
+    def follow(self, task: str, added: Sequence[Any]) -> None:
+        """Continue the conversation with a follow-up question; ``added``: the tools added since
+        the last question (set_tools has given the mode the whole set already)."""
+
+    def set_tools(self, tools: ToolSet) -> None:
+        """The tool set changed (Agent.add_tools): read and check calls against ``tools`` from now on."""
+
     def query(self, step: Step, max_tokens: int) -> Completion:
         """Ask the model for the next reply (may note facts in ``step.facts``)."""
 

@@ -46,6 +46,10 @@ class ConstrainedMode(TextMode):
         super().setup(ctx)
         self.grammar = reply_grammar(ctx.tools, max_thoughts=self.max_thoughts, max_calls=self.max_calls)
 
+    def set_tools(self, tools: Any) -> None:
+        super().set_tools(tools)
+        self.grammar = reply_grammar(tools, max_thoughts=self.max_thoughts, max_calls=self.max_calls)
+
     def stop(self) -> list[str]:
         # The grammar already rules out OBSERVATION lines; as a stop string it could only cut a
         # reply inside a JSON string or the answer.

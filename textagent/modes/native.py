@@ -26,7 +26,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import prompts
@@ -35,7 +35,7 @@ from ..errors import ModeNotSupported
 from ..prompts import Worked
 from ..protocol import ParseError, Reply, ToolCall, parse_reply, render_call
 from ..steps import Note, Step
-from ..tools import ToolOutcome
+from ..tools import ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs
 from .text import RETRYABLE
 
@@ -196,6 +196,15 @@ class NativeMode:
     def start(self, task: str, examples: Sequence[Worked]) -> None:
         self.conversation = Conversation([{"role": "system", "content": self.system_prompt},
                                           *_example_messages(examples), {"role": "user", "content": prompts.task(task)}])
+
+    def set_tools(self, tools: ToolSet) -> None:
+        self.ctx = replace(self.ctx, tools=tools)
+        self.tools_json = tools.to_openai()
+
+    def follow(self, task: str, added: Sequence[Any]) -> None:
+        """A follow-up question; tools added since the last one are in the next request's
+        ``tools``, as a function-calling client sends them."""
+        self.conversation.messages.append({"role": "user", "content": prompts.task(task)})
 
     def query(self, step: Step, max_tokens: int) -> Completion:
         step.facts = NativeFacts()

@@ -23,7 +23,7 @@ from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import QUOTE_PREFIX, scan, stops_gathering
 from ..protocol.reader import Reader
 from ..steps import Note, Step
-from ..tools import ToolOutcome
+from ..tools import Tool, ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs
 
 __all__ = ["TextMode", "TextFacts", "EarlyStopFacts", "EarlyStop", "complete_calls"]
@@ -211,13 +211,30 @@ class TextMode:
 
     def setup(self, ctx: ModeContext) -> None:
         self.ctx = ctx
-        self.system_prompt = ctx.system_prompt if ctx.system_prompt is not None else \
-            prompts.system_prompt(ctx.tools)
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt a conversation starts with: the tools as they are now."""
+        ctx = self.ctx
+        return ctx.system_prompt if ctx.system_prompt is not None else prompts.system_prompt(ctx.tools)
 
     def start(self, task: str, examples: Sequence[Worked]) -> None:
         messages = [{"role": "system", "content": self.system_prompt}, *prompts.example_turns(examples),
                     {"role": "user", "content": prompts.task(task)}]
         self.conversation = Conversation(messages, self.ctx.format.render(messages))
+
+    def set_tools(self, tools: ToolSet) -> None:
+        self.ctx = replace(self.ctx, tools=tools)
+
+    def follow(self, task: str, added: Sequence[Tool]) -> None:
+        """A follow-up question, after the tools added since the last one (listed as the
+        system prompt lists tools: the system prompt itself is never rewritten)."""
+        text = prompts.task(task)
+        if added:
+            text = self.prompts.render("new_tools", tools=prompts.tool_listing(added)) + "\n\n" + text
+        conv = self.conversation
+        conv.prompt += self.ctx.format.follow_up(text)
+        conv.messages.append({"role": "user", "content": text})
 
     # -- asking ---------------------------------------------------------------------------------
     def stop(self) -> list[str]:

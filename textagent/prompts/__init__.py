@@ -16,7 +16,7 @@ from ..protocol import ParseError, ToolCall, render_call
 from ..protocol.binding import tool_specs
 from ..protocol.types import NAME_RE
 
-__all__ = ["template", "system_prompt", "Worked", "worked_examples", "placeholder_examples", "call_groups", "example_turns", "describe_tool", "example_args", "observation", "feedback", "task",
+__all__ = ["template", "system_prompt", "Worked", "worked_examples", "placeholder_examples", "call_groups", "example_turns", "describe_tool", "tool_listing", "example_args", "observation", "feedback", "task",
            "parse_feedback", "cut_feedback", "example_call",
            "listed", "Prompts", "for_family", "FAMILIES"]
 
@@ -105,10 +105,14 @@ def _example_tool(tool_list: list[Any], name: str | None) -> Any:
     return chosen or max(tool_list, key=lambda t: bool((t.parameters or {}).get("required")))
 
 
-def system_prompt(tools: Any) -> str:
+def tool_listing(tools: Any) -> str:
+    """The tools as the system prompt lists them (a ToolSet or a sequence of tools)."""
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
-    listing = "\n".join(describe_tool(t) for t in tool_list) or "(none)"
-    return template("system.txt").substitute(tools=listing)
+    return "\n".join(describe_tool(t) for t in tool_list) or "(none)"
+
+
+def system_prompt(tools: Any) -> str:
+    return template("system.txt").substitute(tools=tool_listing(tools))
 
 
 class Worked(NamedTuple):

@@ -58,8 +58,8 @@ def test_split_limit_per_category_and_only(wheel: Path) -> None:
 
 
 def test_an_unknown_category_is_a_usage_error(wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert cli.main(["--tasks", "bfcl:multi_turn_base", "--out", str(tmp_path / "o"), "--endpoint", "http://x"]) == 2
-    assert "unsupported BFCL category 'multi_turn_base'" in capsys.readouterr().err
+    assert cli.main(["--tasks", "bfcl:multi_turn_composite", "--out", str(tmp_path / "o"), "--endpoint", "http://x"]) == 2
+    assert "unsupported BFCL category 'multi_turn_composite'" in capsys.readouterr().err
 
 
 def run_bfcl(out: Path, replies: list[str], *extra: str) -> tuple[dict, int]:

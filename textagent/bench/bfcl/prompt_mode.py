@@ -7,16 +7,18 @@ decoded as BFCL decodes it (``ast`` of the list, keyword arguments only), **no r
 that does not decode is taken as a reply without calls, as BFCL scores it.
 
 On a multi-step task the loop (the Agent's, as for every mode) goes on the way BFCL's multi-turn
-prompting does: the decoded calls run, their results come back as one user turn (``[{'role':
-'tool', 'name': ..., 'content': ...}]``), and a reply with no call ends the run as the answer.
+prompting does: the decoded calls run, their results come back as one user turn (as the Qwen
+handler's chat template writes ``tool`` messages: ``<tool_response>`` blocks), and a reply with
+no call (or one that does not decode) ends the turn.
 """
 from __future__ import annotations
 
 import ast
 import json
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
+from dataclasses import replace
 from string import Template
 from typing import Any
 
@@ -27,7 +29,7 @@ from ...protocol import Reply, ToolCall
 from ...steps import Step
 from ...tools import ToolOutcome
 
-__all__ = ["system_prompt", "decode", "DecodeError", "BfclPromptMode"]
+__all__ = ["system_prompt", "decode", "DecodeError", "BfclPromptMode", "tool_responses", "held_out_message"]
 
 
 class DecodeError(ValueError):
@@ -123,6 +125,20 @@ def decode(text: str) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
+def tool_responses(outputs: Iterable[str]) -> str:
+    """Tool results as Qwen2.5's chat template writes a run of ``tool`` messages (one user turn)."""
+    return "\n".join(f"<tool_response>\n{output}\n</tool_response>" for output in outputs)
+
+
+HELD_OUT = "{functions}\nI have updated some more functions you can choose from. What about now?"
+
+
+def held_out_message(functions: Sequence[Mapping[str, Any]]) -> str:
+    """BFCL's user turn for functions held out until then (``multi_turn_miss_func``), Prompt mode:
+    ``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING`` with the documents as Python writes the list."""
+    return HELD_OUT.format(functions=list(functions))
+
+
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
@@ -149,6 +165,16 @@ class BfclPromptMode:
         messages = [{"role": "system", "content": text}, {"role": "user", "content": task}]
         self.conversation = Conversation(messages, self.ctx.format.render(messages))
 
+    def set_tools(self, tools: Any) -> None:
+        self.ctx = replace(self.ctx, tools=tools)
+
+    def follow(self, task: str, added: Sequence[Any]) -> None:
+        """The next user turn of a multi-turn item, as BFCL sends it (held-out functions come
+        in the turn's own text: :func:`held_out_message`)."""
+        conv = self.conversation
+        conv.prompt += self.ctx.format.follow_up(task)
+        conv.messages.append({"role": "user", "content": task})
+
     def query(self, step: Step, max_tokens: int) -> Completion:
         conv = self.conversation
         return self.ctx.backend.complete(conv.prompt, stop=list(self.ctx.format.stop), max_tokens=max_tokens,
@@ -169,10 +195,9 @@ class BfclPromptMode:
         return self.ctx.tools.execute(call, timeout=timeout, limit=self.ctx.observation_limit)
 
     def observe(self, step: Step, notes: Sequence[Any]) -> None:
-        """The results as one user turn, the way BFCL's multi-turn prompting sends them."""
-        results = [{"role": "tool", "name": f"{call.name}(" + ", ".join(f"{k}={v!r}" for k, v in call.args.items()) + ")",
-                    "content": outcome.output} for call, outcome in zip(step.reply.calls, step.outcomes)]
-        self._append(step, repr(results))
+        """The results as one user turn, the way BFCL's Qwen handler sends them: its chat template
+        writes consecutive ``tool`` messages into one user turn, each in ``<tool_response>`` tags."""
+        self._append(step, tool_responses(o.output for o in step.outcomes))
 
     def reject(self, step: Step, feedback: str) -> None:   # never: every reply is calls or the answer
         self._append(step, None)

@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 
 from ..tasks import Task, TaskFileError
 from .data import AST_CATEGORIES, BfclDataError, BfclItem, language_of, load_category
+from .multi_turn import MAX_CALL_STEPS, MULTI_TURN_CATEGORIES, MultiTurnItem, load_multi_turn
 from .schema import language_hint
 
-__all__ = ["PREFIX", "MAX_STEPS", "is_bfcl_spec", "bfcl_tasks", "item_documents", "item_question"]
+__all__ = ["PREFIX", "MAX_STEPS", "is_bfcl_spec", "bfcl_tasks", "item_documents", "item_question", "is_multi_turn"]
 
 PREFIX = "bfcl:"
 #: Steps an agent gets on one BFCL item: the calls, maybe a correction, the answer.
@@ -41,9 +42,12 @@ def bfcl_tasks(spec: str | Sequence[str], *, progress: Callable[[str], None] = l
     else:
         categories = list(spec)
     if not categories:
-        raise TaskFileError(f"bfcl: name at least one category: {', '.join(AST_CATEGORIES)}")
+        raise TaskFileError(f"bfcl: name at least one category: {', '.join(AST_CATEGORIES + MULTI_TURN_CATEGORIES)}")
     tasks = []
     for category in dict.fromkeys(categories):
+        if category in MULTI_TURN_CATEGORIES:
+            tasks += _multi_turn_tasks(category, progress)
+            continue
         try:
             items = load_category(category, progress=progress)
         except BfclDataError as exc:
@@ -52,3 +56,20 @@ def bfcl_tasks(spec: str | Sequence[str], *, progress: Callable[[str], None] = l
             tasks.append(Task(id=item.id, question=item_question(item), tools=tuple(f["name"] for f in item.functions),
                               checks=(), kind=category, max_steps=MAX_STEPS, split=item.split, bfcl=item))
     return tasks
+
+
+def _multi_turn_tasks(category: str, progress: Callable[[str], None]) -> list[Task]:
+    """A multi-turn category's items as tasks, ordered by tool set (items with the same system
+    prompt one after another keep it in the server's cache), BFCL's order within a tool set.
+    ``max_steps`` is per user turn."""
+    try:
+        items = load_multi_turn(category, progress=progress)
+    except BfclDataError as exc:
+        raise TaskFileError(str(exc)) from exc
+    items = sorted(items, key=lambda i: (i.tool_set_key(), i.index))
+    return [Task(id=i.id, question=i.turn_text(0), tools=tuple(f["name"] for f in i.functions), checks=(),
+                 kind=category, max_steps=MAX_CALL_STEPS + 1, split=i.split, bfcl=i) for i in items]
+
+
+def is_multi_turn(task: Task) -> bool:
+    return isinstance(task.bfcl, MultiTurnItem)
