@@ -58,13 +58,17 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         "machine busy with other work: docs/perf.md)")
     p.add_argument("--poll", type=int, default=DEFAULT_POLL,
                    help="embedded server: llama-server --poll level 0..100 (default: the server's own, 50)")
+    p.add_argument("--ctx-size", type=int, metavar="TOKENS",
+                   help="embedded server: context per slot (default 8192; 32768 when BFCL multi-turn items are run: "
+                        "BFCL's own prompt alone reaches ~9.3k tokens, and a conversation grows with every turn)")
     p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                    help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0")
     p.add_argument("--chat-format", default="server", choices=["server", "chatml", "llama3", "gemma", "plain"],
                    help="prompt format for completion endpoints (default: the model's own, from llama.cpp)")
     p.add_argument("--tasks", help="task file (JSONL; default: the shipped suite), or bfcl:CAT[,CAT...] for "
-                                   "BFCL's single-turn categories (simple_python, multiple, parallel, "
-                                   "parallel_multiple, irrelevance, live_*; fetched from PyPI on first use)")
+                                   "BFCL's categories: single-turn (simple_python, multiple, parallel, parallel_multiple, "
+                                   "irrelevance, live_*) and multi-turn (multi_turn_base, multi_turn_miss_func, "
+                                   "multi_turn_miss_param, multi_turn_long_context); fetched from PyPI on first use")
     p.add_argument("--allow-imports", action="store_true",
                    help="let the task file run code: its module:function tools are imported and its MCP server "
                         "commands started (refused by default: a task file is data)")
@@ -268,11 +272,14 @@ def run(args: argparse.Namespace) -> int:
             if args.api != "llamacpp":
                 _say("textagent bench: the embedded server speaks llamacpp; pass --endpoint for other APIs")
                 return 2
+            from .bfcl.tasks import is_multi_turn
+
+            ctx = args.ctx_size or (32768 if any(is_multi_turn(t) for t in tasks) else 8192)
             server = LocalServer(args.gguf, parallel=args.concurrency, threads=args.threads or None, poll=args.poll,
-                                 extra_args=args.server_arg, progress=_say)
+                                 extra_args=args.server_arg, progress=_say, ctx_size=ctx)
             server.start()
             endpoints = [server.url]
-            model = (f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}"
+            model = (f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}, -c {ctx} per slot"
                      + (f", -t {args.threads}" if args.threads else "") + (f", --poll {args.poll}" if args.poll is not None else "")
                      + "".join(f" {a}" for a in args.server_arg) + ")")
         workers: list[Slot] = []

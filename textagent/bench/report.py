@@ -149,6 +149,11 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     bfcl_section = render_bfcl(records, modes, first_reply=first_reply)
     if bfcl_section:
         out += [bfcl_section, ""]
+    from .bfcl.multi_report import render_multi_turn
+
+    multi_section = render_multi_turn(records, modes)
+    if multi_section:
+        out += [multi_section, ""]
     paired_section = render_paired(records, modes)
     if paired_section:
         out += [paired_section, ""]

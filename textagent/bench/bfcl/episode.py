@@ -37,18 +37,22 @@ FC_HELD_OUT = "I have updated some more functions you can choose from. What abou
 
 
 def simulator_tools(docs: Sequence[Mapping[str, Any]], sim: Simulator, executed: list[str], *,
-                    native: bool = False) -> tuple[ToolSet, dict[str, str]]:
+                    native: bool = False, check: bool = True) -> tuple[ToolSet, dict[str, str]]:
     """(tools, {tool name: BFCL name}) whose calls run on ``sim``; each executed call's string
-    is appended to ``executed``. Arguments the function does not have are refused (a located
-    error for the model), as unknown names would make BFCL's executor fail."""
+    is appended to ``executed``. With ``check`` a call is validated against the document first
+    (arguments it does not have are refused: a located error for the model); without, every
+    call of a listed function goes to BFCL's executor as BFCL's Prompt mode sends it, and the
+    model reads the executor's own error."""
     names = [str(d["name"]) for d in docs]
     mapping = native_names(names) if native else {n: n for n in names}
     back = {v: k for k, v in mapping.items()}
     tools = []
     for doc in docs:
-        params = to_json_schema(doc.get("parameters") or {"type": "dict", "properties": {}})
-        params.update(type="object", additionalProperties=False)
-        params.setdefault("properties", {})
+        params: dict[str, Any] = {"type": "object"}
+        if check:
+            params = to_json_schema(doc.get("parameters") or {"type": "dict", "properties": {}})
+            params.update(type="object", additionalProperties=False)
+            params.setdefault("properties", {})
         tools.append(Tool(back[str(doc["name"])], str(doc.get("description") or ""), params,
                           fn=_runner(sim, str(doc["name"]), executed)))
     return ToolSet(tools, extra_args="error"), mapping
@@ -88,14 +92,16 @@ def run_multi_turn(item: MultiTurnItem, mode: str, backend: Any, *, chat_format:
     attempted: list[str] = []
     started = time.monotonic()
     try:
-        tools, mapping = simulator_tools(item.functions, sim, executed, native=native)
+        check = mode != "bfcl-prompt"
+        tools, mapping = simulator_tools(item.functions, sim, executed, native=native, check=check)
         step_calls: list[list[str]] = []
 
         def on_step(step: Any) -> None:
             step_calls.append(list(executed))
             executed.clear()
 
-        agent = Agent(backend, tools, max_steps=MAX_CALL_STEPS + 1, max_seconds=settings.max_seconds,
+        # no time limit per turn: BFCL has none, and a turn cut by the clock would score as force-quit
+        agent = Agent(backend, tools, max_steps=MAX_CALL_STEPS + 1, max_seconds=None,
                       reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
                       chat_format=chat_format, on_step=on_step, trace=trace,
                       **_agent_kwargs(mode, item, settings), **options)
@@ -104,7 +110,7 @@ def run_multi_turn(item: MultiTurnItem, mode: str, backend: Any, *, chat_format:
             question = item.turn_text(turn)
             if held:
                 sim.add_functions(held)
-                more, more_map = simulator_tools(held, sim, executed, native=native)
+                more, more_map = simulator_tools(held, sim, executed, native=native, check=check)
                 mapping.update(more_map)
                 agent.add_tools(*more.values())
                 question = held_out_message(held) if mode == "bfcl-prompt" else FC_HELD_OUT
