@@ -488,3 +488,14 @@ def test_headers_trickled_a_byte_at_a_time_are_cut_off(upstream):
         for sock in sockets:
             sock.close()
         proxy.stop()
+
+
+@pytest.mark.parametrize("ref", ["http://127.0.0.1:9/x.json", "file:///etc/passwd"])
+def test_a_remote_ref_in_a_tool_or_response_format_is_400_and_never_fetched(upstream, proxy, ref):
+    schema = {"type": "object", "properties": {"city": {"$ref": ref}}}
+    error = error_of(post(proxy, {"messages": ASK, "tools": [function("f", schema)]}), 400)
+    assert "never fetched" in error["message"] and error["param"] == "tools[0].function"
+    body = {"messages": ASK, "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": schema}}}
+    error = error_of(post(proxy, body), 400)
+    assert "never fetched" in error["message"] and error["param"] == "response_format.json_schema.schema"
+    assert prompts_sent(upstream) == []

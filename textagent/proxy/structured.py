@@ -17,7 +17,7 @@ from .. import prompts
 from ..gbnf import schema_grammar, static_rules
 from ..tools.schema import deeper_than
 from ..errors import ToolArgumentError
-from ..tools.validation import make_validator, validate
+from ..tools.validation import check_references, make_validator, validate
 from .errors import ProxyError
 
 __all__ = ["Format", "parse_format"]
@@ -108,5 +108,9 @@ def parse_format(raw: Any) -> Format | None:
     except jsonschema.SchemaError as exc:
         raise _bad(f"response_format's schema is not a valid JSON Schema: {exc.message}",
                    "response_format.json_schema.schema") from None
+    try:
+        check_references(schema, "response_format's schema")
+    except ValueError as exc:
+        raise _bad(str(exc), "response_format.json_schema.schema") from None
     name = spec.get("name") if isinstance(spec.get("name"), str) and spec.get("name") else "response"
     return Format(dict(schema), name)

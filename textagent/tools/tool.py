@@ -20,7 +20,8 @@ from .binding import _converter, bind_bare, coerce, fold_case
 from .docstring import parse_docstring
 from .schema import (MAX_SCHEMA_DEPTH, _accepts_null, _hoist_defs, _jsonable, _nullable, _plain, deeper_than,
                      schema_for_type)
-from .validation import MAX_ARG_CHARS, check_shape, make_validator, too_large, unexpected, validate
+from .validation import (MAX_ARG_CHARS, check_references, check_shape, make_validator, too_large, unexpected,
+                         validate)
 
 _NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), plus '.' and '-'
 
@@ -59,6 +60,7 @@ class Tool:
             Draft202012Validator.check_schema(params)
         except jsonschema.SchemaError as err:
             raise ValueError(f"tool {self.name}: invalid JSON schema for parameters: {err.message}") from None
+        check_references(params, f"tool {self.name}: the parameters' schema")
         object.__setattr__(self, "parameters", params)
         object.__setattr__(self, "_validator",
                            make_validator(params))

@@ -5,11 +5,15 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+from urllib.parse import urldefrag, urljoin
 
 import jsonschema
+import referencing
+import referencing.exceptions
 import regex
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from .._schema import DATE_FORMATS
 from ..errors import ToolArgumentError
@@ -93,9 +97,56 @@ BoundedValidator = jsonschema.validators.extend(
 )
 
 
+def _never_fetch(uri: str) -> referencing.Resource[Any]:
+    # jsonschema's default registry fetches an unknown reference over HTTP, or reads a file:// path
+    # (the proxy's clients, MCP servers and tool authors write the schemas): nothing is fetched
+    raise referencing.exceptions.NoSuchResource(ref=uri)
+
+
+#: JSON Schema's own meta-schemas, and nothing else: a reference that is not to a part of the
+#: schema itself or to a meta-schema cannot resolve.
+LOCAL_ONLY = SPECIFICATIONS.combine(referencing.Registry(retrieve=_never_fetch))  # type: ignore[call-arg]
+
+
+def _references(schema: Any, base: str) -> Iterator[tuple[str, str]]:
+    """(reference as written, absolute URI without fragment) of every $ref / $dynamicRef, and
+    ("", id) for every $id, each resolved against the $id in force where it stands."""
+    if isinstance(schema, Mapping):
+        here = base
+        if isinstance(schema.get("$id"), str):
+            here = urljoin(base, schema["$id"])
+            yield "", urldefrag(here)[0]
+        for key in ("$ref", "$dynamicRef"):
+            if isinstance(schema.get(key), str):
+                yield schema[key], urldefrag(urljoin(here, schema[key]))[0]
+        for value in schema.values():
+            yield from _references(value, here)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _references(value, base)
+
+
+def remote_references(schema: Any) -> list[str]:
+    """The references of ``schema`` that point outside it (to another document, a URL, a file),
+    other than to JSON Schema's meta-schemas. Such a schema is refused: nothing is ever fetched."""
+    found = list(_references(schema, ""))
+    own = {uri for ref, uri in found if not ref} | {""}
+    return [ref for ref, uri in found if ref and uri not in own and uri not in SPECIFICATIONS]
+
+
+def check_references(schema: Any, what: str) -> None:
+    """ValueError when ``schema`` refers outside itself (see :func:`remote_references`)."""
+    remote = remote_references(schema)
+    if remote:
+        raise ValueError(f"{what} refers to {remote[0][:200]!r} ($ref): references to other documents, URLs or "
+                         "files are never fetched; put the definition in the schema's $defs and refer to it as "
+                         "\"#/$defs/...\"")
+
+
 def make_validator(schema: dict[str, Any]) -> Any:
-    """The validator of a tool's parameters: Draft 2020-12, its formats, patterns with a time limit."""
-    return BoundedValidator(schema, format_checker=_FORMATS)
+    """The validator of a tool's parameters: Draft 2020-12, its formats, patterns with a time limit,
+    references resolved within the schema only (LOCAL_ONLY: never fetched)."""
+    return BoundedValidator(schema, format_checker=_FORMATS, registry=LOCAL_ONLY)
 
 
 def validate(validator: jsonschema.protocols.Validator, args: dict[str, Any]) -> None:
@@ -106,6 +157,9 @@ def validate(validator: jsonschema.protocols.Validator, args: dict[str, Any]) ->
             [str(p) for p in e.absolute_path], e.validator != "required", str(e.validator))))
     except RecursionError:
         raise ToolArgumentError(say("args_too_deep_to_check")) from None
+    except referencing.exceptions.Unresolvable as exc:   # refused before this, by check_references
+        raise ToolArgumentError(f"the tool's schema refers to {str(exc)[:200]}, which is not part of it; "
+                                "the arguments cannot be checked") from None
     if messages:
         shown = messages[:_MAX_LISTED_ERRORS]
         more = len(messages) - len(shown)
