@@ -409,3 +409,63 @@ def test_version_and_help_import_neither_the_parser_nor_the_validator():
         out = subprocess.run([sys.executable, "-c", code.format(flag=flag)], capture_output=True, text=True,
                              timeout=60).stdout.strip().splitlines()[-1]
         assert out == loaded, (flag, out)
+
+
+# -- chat ----------------------------------------------------------------------------------------
+
+def _typed(monkeypatch, lines):
+    """input() answers with these lines, then Ctrl-D (an exception in the list is raised instead)."""
+    feed = iter(lines)
+
+    def fake_input(prompt=""):
+        item = next(feed, EOFError())
+        if isinstance(item, BaseException):
+            raise item
+        return item
+    monkeypatch.setattr("builtins.input", fake_input)
+
+
+def test_chat_keeps_the_conversation_and_reset_starts_afresh(server, capsys, monkeypatch):
+    server.json("/completion", completion('TOOL: calculate ARGS: {"expression": "17 * 24"}'))
+    server.json("/completion", completion("ANSWER: 408"))
+    server.json("/completion", completion('TOOL: calculate ARGS: {"expression": "408 + 100"}'))
+    server.json("/completion", completion("ANSWER: 508"))
+    server.json("/completion", completion("ANSWER: hello"))
+    _typed(monkeypatch, ["What's 17 times 24?", "", "Now add 100.", "/nope", "/reset", "Hi."])
+    code, out, err = run_cli(capsys, "chat", "--endpoint", server.url, "--chat-format", "chatml")
+    assert code == 0 and out.split() == ["408", "508", "hello"]
+    prompts = [b["prompt"] for b in server.bodies("/completion")]
+    assert "OBSERVATION (calculate): 408" in prompts[2] and "Now add 100." in prompts[2]
+    assert prompts[2].startswith(prompts[1])             # one conversation, only ever appended to
+    assert "17 times 24" not in prompts[4]               # after /reset
+    assert "unknown command /nope" in err and "(a new conversation)" in err
+
+
+def test_chat_ctrl_c_at_the_prompt_leaves_cleanly_and_during_a_question_drops_it(server, capsys, monkeypatch):
+    from textagent.agent import Agent
+
+    real_run = Agent.run
+    calls = iter([KeyboardInterrupt(), None])
+
+    def run_or_interrupt(self, task):
+        item = next(calls)
+        if isinstance(item, BaseException):
+            self.mode.start(task, [])        # half a question written, then Ctrl-C
+            raise item
+        return real_run(self, task)
+    monkeypatch.setattr(Agent, "run", run_or_interrupt)
+    server.json("/completion", completion("ANSWER: fine"))
+    _typed(monkeypatch, ["first?", "second?", KeyboardInterrupt()])
+    code, out, err = run_cli(capsys, "chat", "--endpoint", server.url, "--chat-format", "chatml")
+    assert code == 0 and out.strip() == "fine" and "that question is dropped" in err
+    (body,) = server.bodies("/completion")
+    assert "first?" not in body["prompt"] and "second?" in body["prompt"]
+
+
+def test_chat_as_a_process_reads_questions_until_end_of_input(server):
+    server.json("/completion", completion("ANSWER: one"))
+    server.json("/completion", completion("ANSWER: two"))
+    done = subprocess.run([sys.executable, "-m", "textagent", "chat", "--endpoint", server.url, "--chat-format",
+                           "chatml", "--prompt", ""], input="a?\nb?\n", capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0 and done.stdout.split() == ["one", "two"] and "Traceback" not in done.stderr

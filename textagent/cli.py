@@ -1,4 +1,4 @@
-"""The ``textagent`` command line: parse, run, grammar, serve, models.
+"""The ``textagent`` command line: parse, run, chat, grammar, serve, models.
 
 Expected failures (no server, HTTP errors, a bad model file) print one clear line on
 stderr and exit non-zero; a traceback means a bug.
@@ -193,51 +193,64 @@ def _raise_interrupt(*_: Any) -> None:
     raise KeyboardInterrupt
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.ExitStack) -> Any:
+    """The Agent `run` and `chat` use: tools (demo, module:function, MCP servers), the backend
+    (an endpoint or the embedded server, stopped through ``stack``), the options given."""
     from . import checks
     from .agent import Agent
-    from .modes import mode_needs
 
-    if not args.question.strip():
-        raise TextagentError("the question is empty; give the question to ask as the argument of `run`")
     _check_trace_path(args.trace)
-    stack: list[Any] = []
-    servers = contextlib.ExitStack()
     if args.mcp and threading.current_thread() is threading.main_thread():
         # SIGTERM unwinds like Ctrl-C, so the MCP servers (in sessions of their own) are stopped
         servers.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _raise_interrupt))
-    try:
-        tools = _load_tools(args.tools) if args.tools or not args.mcp else None
-        if args.mcp:
-            from .tools.mcp import mcp_tools
+    tools = _load_tools(args.tools) if args.tools or not args.mcp else None
+    if args.mcp:
+        from .tools.mcp import mcp_tools
 
-            served = servers.enter_context(mcp_tools(*args.mcp, prefix=args.mcp_prefix))
-            try:
-                tools = served if tools is None else tools.with_tools(served)
-            except ValueError as exc:   # a tool of --tools and one of a server share a name
-                raise TextagentError(f"--mcp: {exc}; pass --mcp-prefix") from None
-            if args.verbose:
-                _say(f"MCP tools: {', '.join(served)}")
-        backend, format_name = _make_backend(args, stack)
-        options: dict[str, Any] = {"temperature": args.temperature}
-        if args.seed is not None:
-            options["seed"] = args.seed
-        if args.stream:
-            options["stream"] = True
-        agent = Agent(backend, tools, mode=args.mode, max_steps=args.max_steps, max_tokens=args.token_budget,
-                      reply_tokens=args.reply_tokens, max_seconds=args.max_seconds,
-                      chat_format=_resolve_format(format_name, backend),
-                      checks=checks.from_names(args.checks),
-                      on_step=_print_step if args.verbose else None, trace=args.trace, **options)
-        result = agent.run(args.question)
-    finally:
-        for item in reversed(stack):
-            item.stop()
-        servers.close()
+        served = servers.enter_context(mcp_tools(*args.mcp, prefix=args.mcp_prefix))
+        try:
+            tools = served if tools is None else tools.with_tools(served)
+        except ValueError as exc:   # a tool of --tools and one of a server share a name
+            raise TextagentError(f"--mcp: {exc}; pass --mcp-prefix") from None
+        if args.verbose:
+            _say(f"MCP tools: {', '.join(served)}")
+    backend, format_name = _make_backend(args, stack)
+    options: dict[str, Any] = {"temperature": args.temperature}
+    if args.seed is not None:
+        options["seed"] = args.seed
+    if args.stream:
+        options["stream"] = True
+    return Agent(backend, tools, mode=args.mode, max_steps=args.max_steps, max_tokens=args.token_budget,
+                 reply_tokens=args.reply_tokens, max_seconds=args.max_seconds,
+                 chat_format=_resolve_format(format_name, backend), checks=checks.from_names(args.checks),
+                 on_step=_print_step if args.verbose else None, trace=args.trace, **options)
+
+
+def _closing(stack: list[Any], servers: contextlib.ExitStack) -> None:
+    for item in reversed(stack):
+        item.stop()
+    servers.close()
+
+
+def _say_stop(result: Any) -> None:
     if result.stop_reason == "backend_error":
         _say(f"textagent: {result.error}")
     elif result.stop_reason != "answer":
         _say(f"textagent: stopped: {result.stop_reason} after {len(result.steps)} steps")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .modes import mode_needs
+
+    if not args.question.strip():
+        raise TextagentError("the question is empty; give the question to ask as the argument of `run`")
+    stack: list[Any] = []
+    servers = contextlib.ExitStack()
+    try:
+        result = _open_agent(args, stack, servers).run(args.question)
+    finally:
+        _closing(stack, servers)
+    _say_stop(result)
     if args.json:
         summary = {"answer": result.answer, "stop_reason": result.stop_reason, "steps": len(result.steps),
                    "usage": result.usage.to_dict()}
@@ -251,6 +264,51 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif result.answer is not None:
         print(result.answer)
     return EXIT_CODES[result.stop_reason]
+
+
+CHAT_HELP = "/reset starts a new conversation, /exit (or Ctrl-D, Ctrl-C) leaves"
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """An interactive conversation: each line a question that sees the earlier ones."""
+    import copy
+
+    stack: list[Any] = []
+    servers = contextlib.ExitStack()
+    try:
+        agent = _open_agent(args, stack, servers)
+        _say(f"textagent chat ({agent.mode.name} mode, tools: {', '.join(agent.tools) or 'none'}): {CHAT_HELP}")
+        while True:
+            try:
+                line = input(args.prompt)
+            except (EOFError, KeyboardInterrupt):
+                print()
+                return 0
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/exit", "/quit"):
+                return 0
+            if text == "/reset":
+                agent.reset()
+                _say("(a new conversation)")
+                continue
+            if text.startswith("/"):
+                _say(f"unknown command {text.split()[0]}: {CHAT_HELP}")
+                continue
+            saved, question = copy.deepcopy(agent.conversation), agent.question
+            try:
+                result = agent.run(text)
+            except KeyboardInterrupt:
+                # the question is taken back: the conversation stays as it was before it
+                agent.mode.conversation, agent.question = saved, question
+                _say("(interrupted; that question is dropped)")
+                continue
+            _say_stop(result)
+            if result.answer is not None:
+                print(result.answer, flush=True)
+    finally:
+        _closing(stack, servers)
 
 
 def cmd_grammar(args: argparse.Namespace) -> int:
@@ -441,28 +499,8 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .local import DEFAULT_POLL, DEFAULT_THREADS
-
-    parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.",
-                                     epilog="Every command also takes --log-level debug|info|warning|error "
-                                            "(default warning; `run -v`: info): retries, backend errors and "
-                                            "fallbacks are logged on stderr.")
-    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("parse", help="parse a model reply and print JSON", description=PARSE_HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", nargs="?", help="file holding the reply (default: stdin)")
-    p.add_argument("--tools", help="bind bare arguments with these tools' schemas (demo names or module:function)")
-    p.add_argument("--strict", action="store_true", help="a reply with neither a call nor ANSWER: is an error")
-    p.set_defaults(func=cmd_parse)
-
-    r = sub.add_parser("run", help="run the agent on a question",
-                       description="Run the agent. Without --endpoint it uses the embedded local llama-server "
-                                   "(the one `textagent serve` runs, or one started for this run). Exit codes: "
-                                   + ", ".join(f"{v} {k}" for k, v in EXIT_CODES.items()) + f", {EXIT_ERROR} error.")
-    r.add_argument("question")
+def _add_agent_options(r: argparse.ArgumentParser) -> None:
+    """The options `run` and `chat` share: where the model is, the tools, the mode, the limits."""
     r.add_argument("--endpoint", help=f"URL of a running server (default: ${ENV_BASE_URL} for --api completions/chat, "
                                       f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded local server)")
     r.add_argument("--api", choices=["llamacpp", "completions", "chat", "ollama"], default="llamacpp",
@@ -485,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(native+fallback also reads calls the model wrote as text)")
     r.add_argument("--grammar-field", help="constrained mode on --api completions/chat: the request field that "
                                            "takes the grammar (llama.cpp: grammar; vLLM: guided_grammar)")
-    r.add_argument("--max-steps", type=positive(int), default=10)
+    r.add_argument("--max-steps", type=positive(int), default=10, help="replies per question (default 10)")
     add_token_options(r)
     r.add_argument("--max-seconds", type=positive(float), help="wall-time budget for the whole run")
     r.add_argument("--checks", default="none", type=check_names,
@@ -496,10 +534,44 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=positive(float), default=300, help="read timeout of one request, seconds")
     r.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False, help="stream tokens")
     r.add_argument("--trace", help="append a JSONL trace of the run to this file")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .local import DEFAULT_POLL, DEFAULT_THREADS
+
+    parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.",
+                                     epilog="Every command also takes --log-level debug|info|warning|error "
+                                            "(default warning; `run -v`: info): retries, backend errors and "
+                                            "fallbacks are logged on stderr.")
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("parse", help="parse a model reply and print JSON", description=PARSE_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", nargs="?", help="file holding the reply (default: stdin)")
+    p.add_argument("--tools", help="bind bare arguments with these tools' schemas (demo names or module:function)")
+    p.add_argument("--strict", action="store_true", help="a reply with neither a call nor ANSWER: is an error")
+    p.set_defaults(func=cmd_parse)
+
+    r = sub.add_parser("run", help="run the agent on a question",
+                       description="Run the agent. Without --endpoint it uses the embedded local llama-server "
+                                   "(the one `textagent serve` runs, or one started for this run). Exit codes: "
+                                   + ", ".join(f"{v} {k}" for k, v in EXIT_CODES.items()) + f", {EXIT_ERROR} error.")
+    r.add_argument("question")
+    _add_agent_options(r)
     r.add_argument("--json", action="store_true", help="print one JSON line with answer, stop_reason, steps, usage")
     r.add_argument("-v", "--verbose", action="store_true",
                    help="print each step on stderr, and log at info level (--log-level sets another)")
     r.set_defaults(func=cmd_run)
+
+    c = sub.add_parser("chat", help="talk to the agent: a conversation, each question seeing the earlier ones",
+                       description="An interactive conversation with the agent on the embedded model (or any "
+                                   "--endpoint): each line is a question that sees the earlier questions, calls and "
+                                   f"results. {CHAT_HELP}. Answers go to stdout, steps (-v) and notes to stderr.")
+    _add_agent_options(c)
+    c.add_argument("--prompt", default="> ", help="the prompt shown before each question (default '> ')")
+    c.add_argument("-v", "--verbose", action="store_true", help="print each step on stderr")
+    c.set_defaults(func=cmd_chat)
 
     g = sub.add_parser("grammar", help="print the GBNF grammar of constrained mode for a tool set",
                        description="Print the GBNF grammar `run --mode constrained` sends to llama.cpp: optional "
@@ -546,12 +618,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS)
     known, argv = pre.parse_known_args(argv)
-    verbose = argv and argv[0] == "run" and any(a in ("-v", "--verbose") for a in argv)
+    verbose = argv and argv[0] in ("run", "chat") and any(a in ("-v", "--verbose") for a in argv)
     setup_logging(known.log_level or ("info" if verbose else "warning"))
     if argv and argv[0] in _DELEGATED:
         return importlib.import_module(_DELEGATED[argv[0]]).main(argv[1:])
     args = build_parser().parse_args(argv)
-    if args.command == "run":
+    if args.command in ("run", "chat"):
         apply_conventions(args)
     try:
         return args.func(args)
