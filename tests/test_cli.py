@@ -271,9 +271,9 @@ def test_unknown_tool_option_is_a_clear_error(capsys):
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["run", "--timeout", "0", "q"], "argument --timeout: must be greater than 0"),
-    (["run", "--max-steps", "0", "q"], "argument --max-steps: must be greater than 0"),
-    (["run", "--max-seconds", "nan", "q"], "argument --max-seconds: must be greater than 0"),
+    (["run", "--timeout", "0", "q"], "argument --timeout: must be a finite number greater than 0"),
+    (["run", "--max-steps", "0", "q"], "argument --max-steps: must be a finite number greater than 0"),
+    (["run", "--max-seconds", "nan", "q"], "argument --max-seconds: must be a finite number greater than 0"),
     (["run", "--max-steps", "two", "q"], "argument --max-steps: 'two' is not a whole number"),
 ])
 def test_bad_numbers_are_one_line_usage_errors(capsys, argv, says):
@@ -469,3 +469,28 @@ def test_chat_as_a_process_reads_questions_until_end_of_input(server):
                            "chatml", "--prompt", ""], input="a?\nb?\n", capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert done.returncode == 0 and done.stdout.split() == ["one", "two"] and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", "--endpoint", "", "q"], "argument --endpoint: --endpoint is empty"),
+    (["chat", "--endpoint", " "], "argument --endpoint: --endpoint is empty"),
+    (["run", "--api-key", "", "--endpoint", "http://127.0.0.1:9", "q"], "argument --api-key: --api-key is empty"),
+    (["serve", "--port", "99999"], "argument --port: a port is 0 (a free one) to 65535, not 99999"),
+    (["bench", "--endpoint", "", "--out", "x"], "argument --endpoint: --endpoint is empty"),
+    (["proxy", "--port", "99999"], "argument --port: a port is 0 (a free one) to 65535, not 99999"),
+    (["proxy", "--api-key", ""], "argument --api-key: --api-key is empty"),
+    (["proxy", "--endpoint", ""], "argument --endpoint: --endpoint is empty"),
+    (["fuzz", "--seconds", "nan"], "argument --seconds: must be a finite number greater than 0"),
+    (["fuzz", "--seconds", "-1"], "argument --seconds: must be a finite number greater than 0"),
+    (["fuzz", "--examples", "0"], "argument --examples: must be a finite number greater than 0"),
+])
+def test_empty_or_impossible_values_are_usage_errors_before_anything_starts(capsys, monkeypatch, argv, says):
+    import textagent.local
+
+    monkeypatch.setattr(textagent.local.LocalServer, "start", lambda self: pytest.fail("a server was started"))
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and "Traceback" not in err

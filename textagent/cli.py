@@ -18,6 +18,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._argtypes import nonempty, port_number, positive
 from .errors import BackendError, TextagentError
 
 # Exit codes: 0 answer; 2 usage error or unparseable input (`parse`); one per other stop reason.
@@ -374,20 +375,6 @@ def check_names(spec: str) -> str:
     return spec
 
 
-def positive(kind: type) -> Callable[[str], Any]:
-    """An argparse type: a number of ``kind`` greater than zero (a one-line usage error otherwise)."""
-    def convert(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
-        if not value > 0 or value != value or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"must be greater than 0 (got {text})")
-        return value
-    convert.__name__ = f"positive {kind.__name__}"
-    return convert
-
-
 # -- conventions shared with `textagent bench` ----------------------------------------------------
 
 # Read when the flag is not given; flags win. OPENAI_* only for --api completions/chat, so an
@@ -413,7 +400,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="the model id the endpoint serves (OpenAI-compatible or Ollama endpoints)")
     p.add_argument("--gguf", help=gguf_help())
     p.add_argument("--model-name", help=argparse.SUPPRESS)   # deprecated spelling of --model
-    p.add_argument("--api-key", help=f"bearer token (default: ${ENV_API_KEY} for --api completions/chat)")
+    p.add_argument("--api-key", type=nonempty("--api-key"),
+                   help=f"bearer token (default: ${ENV_API_KEY} for --api completions/chat)")
 
 
 def add_token_options(p: argparse.ArgumentParser) -> None:
@@ -501,7 +489,7 @@ class _Version(argparse.Action):
 
 def _add_agent_options(r: argparse.ArgumentParser) -> None:
     """The options `run` and `chat` share: where the model is, the tools, the mode, the limits."""
-    r.add_argument("--endpoint", help=f"URL of a running server (default: ${ENV_BASE_URL} for --api completions/chat, "
+    r.add_argument("--endpoint", type=nonempty("--endpoint"), help=f"URL of a running server (default: ${ENV_BASE_URL} for --api completions/chat, "
                                       f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded local server)")
     r.add_argument("--api", choices=["llamacpp", "completions", "chat", "ollama"], default="llamacpp",
                    help="the endpoint's API: llama.cpp /completion, OpenAI /v1/completions, "
@@ -587,7 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "fetching it on first use; `textagent run` reuses it. Ctrl-C stops it.")
     s.add_argument("--gguf", help=gguf_help())
     s.add_argument("--model", dest="old_gguf", help=argparse.SUPPRESS)   # the old spelling, deprecated
-    s.add_argument("--port", type=int, help="port (default: a free one)")
+    s.add_argument("--port", type=port_number, help="port (default: a free one)")
     s.add_argument("--ctx-size", type=positive(int), default=8192, help="context per slot")
     s.add_argument("--parallel", "-np", type=positive(int), default=1, help="slots (concurrent requests)")
     s.add_argument("--threads", "-t", type=int, default=DEFAULT_THREADS,

@@ -472,11 +472,13 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
+    from ._argtypes import positive
+
     parser = argparse.ArgumentParser(prog="textagent fuzz", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--examples", type=int, help="how many inputs (default 100,000)")
-    group.add_argument("--seconds", type=float, help="run for this long instead")
+    group.add_argument("--examples", type=positive(int), help="how many inputs (default 100,000)")
+    group.add_argument("--seconds", type=positive(float), help="run for this long instead")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--corpus", action="append",
                         help="folder of reply .txt files (default: the corpus shipped in textagent/fuzz_corpus)")

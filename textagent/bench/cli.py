@@ -24,6 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from .._argtypes import nonempty
 from ..cli import add_model_options, apply_conventions, check_names
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from ..errors import BackendError, TextagentError
@@ -46,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--modes", default=DEFAULT_MODES,
                    help=f"comma-separated modes: {', '.join(MODES)} (default: {DEFAULT_MODES}); an unknown mode "
                         "is a usage error, modes the endpoint's API cannot run are skipped with the reason")
-    p.add_argument("--endpoint", action="append", default=[],
+    p.add_argument("--endpoint", action="append", default=[], type=nonempty("--endpoint"),
                    help="server URL; repeat to spread episodes over several servers (default: start the "
                         "embedded llama-server with --concurrency slots)")
     p.add_argument("--api", choices=["llamacpp", "completions", "chat", "ollama"], default="llamacpp",

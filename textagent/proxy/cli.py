@@ -12,7 +12,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cli import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, gguf_help, ollama_url, positive
+from .._argtypes import nonempty, port_number, positive
+from ..cli import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, gguf_help, ollama_url
 
 ENV_PROXY_KEY = "TEXTAGENT_PROXY_API_KEY"
 DEFAULT_PORT = 8000
@@ -26,14 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "text protocol, replies are parsed and validated, and bad ones are repaired inside the proxy. "
                     "Without --endpoint it uses the embedded llama-server (the one `textagent serve` runs, or one it "
                     "starts). GET /health answers at once; GET /v1/models lists the model. See docs/proxy.md.")
-    p.add_argument("--endpoint", help=f"URL of the upstream server (default: ${ENV_BASE_URL} for --api completions, "
+    p.add_argument("--endpoint", type=nonempty("--endpoint"), help=f"URL of the upstream server (default: ${ENV_BASE_URL} for --api completions, "
                                       f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded llama-server)")
     p.add_argument("--api", choices=["llamacpp", "completions", "ollama"], default="llamacpp",
                    help="the upstream's API: llama.cpp /completion (default), OpenAI /v1/completions, Ollama")
     p.add_argument("--model", help="the model id the upstream serves (completions, ollama); also what /v1/models "
                                    "lists")
     p.add_argument("--gguf", help=gguf_help())
-    p.add_argument("--upstream-api-key", help=f"bearer token for the upstream (default: ${ENV_API_KEY} for "
+    p.add_argument("--upstream-api-key", type=nonempty("--upstream-api-key"), help=f"bearer token for the upstream (default: ${ENV_API_KEY} for "
                                               "--api completions)")
     p.add_argument("--mode", choices=["text", "constrained"], default="text",
                    help="text: free generation, parsed and repaired (default); constrained: the upstream is held "
@@ -42,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how the conversation is written into the prompt (default: the model's own, asked from "
                         "llama.cpp; chatml elsewhere)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
-    p.add_argument("--api-key", help=f"require this bearer token from clients (default: ${ENV_PROXY_KEY}; "
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
+    p.add_argument("--api-key", type=nonempty("--api-key"), help=f"require this bearer token from clients (default: ${ENV_PROXY_KEY}; "
                                      "unset: no key needed)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="a web origin (http://host:port) whose pages may call the proxy without an API key; "
