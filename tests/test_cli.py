@@ -494,3 +494,29 @@ def test_empty_or_impossible_values_are_usage_errors_before_anything_starts(caps
         code = exit_.code
     err = capsys.readouterr().err
     assert code == 2 and says in err and "Traceback" not in err
+
+
+def test_an_endpoints_password_never_reaches_stderr_the_trace_or_json(capsys, tmp_path):
+    url = closed_port_url().replace("http://", "http://admin:s3cr3t-pw@")
+    trace = tmp_path / "t.jsonl"
+    code, out, err = run_cli(capsys, "run", "--endpoint", url, "--chat-format", "chatml", "--json",
+                             "--trace", str(trace), "q")
+    assert code == EXIT_CODES["backend_error"]
+    shown = out + err + trace.read_text()
+    assert "s3cr3t-pw" not in shown and "admin:" not in shown and "http://***@127.0.0.1" in shown
+
+
+def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
+    import argparse
+
+    from textagent.bench.cli import _meta
+    from textagent.bench.runner import Settings, Slot, _error_record
+    from textagent.bench.tasks import Task
+
+    url = "http://admin:s3cr3t-pw@127.0.0.1:9"
+    args = argparse.Namespace(_argv=["--endpoint", url, "--out", "x"], api="llamacpp", api_key="k3y-value",
+                              tasks=None, repeat=1, concurrency=1)
+    meta = _meta(args, [], ["text"], {}, [url], "m", Settings())
+    record = _error_record(Task("t", "q", (), ()), "text", 0, Slot(url, 0), RuntimeError("x"))
+    shown = json.dumps(meta) + json.dumps(record)
+    assert "s3cr3t-pw" not in shown and "k3y-value" not in shown and "http://***@127.0.0.1:9" in shown

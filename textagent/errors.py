@@ -5,6 +5,8 @@ backend failures, which callers must be able to catch by type.
 """
 from __future__ import annotations
 
+from ._redact import redact
+
 __all__ = [
     "TextagentError",
     "BackendError",
@@ -29,8 +31,9 @@ class BackendError(TextagentError):
     """The model server could not give a completion."""
 
     def __init__(self, message: str, *, url: str | None = None, retries: int = 0):
-        super().__init__(message)
-        self.url = url
+        # an endpoint's credentials (http://user:password@host) never reach a message, a log or a trace
+        super().__init__(redact(message))
+        self.url = None if url is None else redact(url)
         self.retries = retries
 
 

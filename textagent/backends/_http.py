@@ -28,6 +28,7 @@ from typing import Any
 
 import requests
 
+from .._redact import redact
 from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
 from ._deadline import _time_left, _timed_out, request_deadline
 from ._describe import BODY_EXCERPT_CHARS, excerpt, failure_reason, unreachable, url_path
@@ -102,6 +103,7 @@ class HTTPBackend(BodyReader):
         if "://" not in url:
             url = "http://" + url
         self.url = url.rstrip("/")
+        self.shown_url = redact(self.url)   # what messages show: never the URL's credentials
         self.http = HttpSettings.merged(http, caller=f"{type(self).__name__}()", **http_options)
         self.headers: dict[str, str] = self.http.request_headers()
         self._owns_session = self.http.session is None
@@ -129,7 +131,7 @@ class HTTPBackend(BodyReader):
         self.close()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
+        return f"{type(self).__name__}({self.shown_url!r})"
 
     # -- URLs and messages -------------------------------------------------------------------
     def probe(self, path: str) -> None:
@@ -144,9 +146,9 @@ class HTTPBackend(BodyReader):
     def _no_server_message(self, url: str, exc: BaseException) -> str:
         reason = failure_reason(exc)
         if unreachable(exc):
-            return f"no server at {self.url} ({reason}); start one with `textagent serve` or pass --endpoint"
+            return f"no server at {self.shown_url} ({reason}); start one with `textagent serve` or pass --endpoint"
         return (
-            f"the connection to the {self.api_name} server at {self.url} failed before an answer arrived "
+            f"the connection to the {self.api_name} server at {self.shown_url} failed before an answer arrived "
             f"({reason}); is it still running? Start one with `textagent serve` or pass --endpoint"
         )
 
@@ -154,7 +156,7 @@ class HTTPBackend(BodyReader):
         if status in (401, 403):
             return "check the API key (api_key=... / --api-key)"
         if status == 404:
-            return f"{self.url} has no such endpoint: is it a {self.api_name} server? (choose the matching --api)"
+            return f"{self.shown_url} has no such endpoint: is it a {self.api_name} server? (choose the matching --api)"
         if status == 503:
             return "the server is busy or still loading the model; wait a moment and try again"
         if status in (502, 504):
@@ -176,7 +178,7 @@ class HTTPBackend(BodyReader):
         Raises BackendConnectionError, BackendTimeout or BackendHTTPError (status >= 400).
         """
         if self._closed:
-            raise BackendError(f"{type(self).__name__} for {self.url} was closed", url=self.url)
+            raise BackendError(f"{type(self).__name__} for {self.shown_url} was closed", url=self.shown_url)
         url = self._url(path)
         configured = self.timeout if timeout is None else normalize_timeout(timeout)
         max_retries = self.retries if retries is None else retries
@@ -186,7 +188,7 @@ class HTTPBackend(BodyReader):
             left = _time_left()
             if left is not None and left <= 0:
                 raise _timed_out(f"the run's time limit was up before the request to {self.api_name} server at "
-                                 f"{self.url}", url, attempt, time_limit=True)
+                                 f"{self.shown_url}", url, attempt, time_limit=True)
             timeouts = configured if left is None else (min(configured[0], left), min(configured[1], left))
             try:
                 resp = self.session.request(
@@ -196,10 +198,10 @@ class HTTPBackend(BodyReader):
                 failure = exc
             except requests.exceptions.ReadTimeout as exc:
                 if timeouts[1] < configured[1]:
-                    raise _timed_out(f"{self.api_name} server at {self.url} sent no answer within the run's time "
+                    raise _timed_out(f"{self.api_name} server at {self.shown_url} sent no answer within the run's time "
                                      f"limit ({timeouts[1]:.3g} s were left)", url, attempt, time_limit=True) from exc
                 raise BackendTimeout(
-                    f"{self.api_name} server at {self.url} accepted the request but sent no answer "
+                    f"{self.api_name} server at {self.shown_url} accepted the request but sent no answer "
                     f"within {timeouts[1]:g} s (read timeout); raise the timeout or ask for fewer tokens",
                     url=url,
                     retries=attempt,
@@ -220,7 +222,7 @@ class HTTPBackend(BodyReader):
                 status = resp.status_code
                 if status in RETRY_STATUSES and attempt < max_retries:
                     resp.close()  # nothing of the body was read; the request is safe to repeat
-                    log.info("%s %s answered HTTP %d; retry %d of %d", method, url, status, attempt + 1, max_retries)
+                    log.info("%s %s answered HTTP %d; retry %d of %d", method, self.shown_url + url_path(url), status, attempt + 1, max_retries)
                     self._sleep(attempt)
                     attempt += 1
                     continue
@@ -233,7 +235,7 @@ class HTTPBackend(BodyReader):
                 if attempt:
                     message += f" (gave up after {attempt} {'retry' if attempt == 1 else 'retries'})"
                 raise BackendConnectionError(message, url=url, retries=attempt) from failure
-            log.info("%s %s failed (%s); retry %d of %d", method, url, failure_reason(failure), attempt + 1, max_retries)
+            log.info("%s %s failed (%s); retry %d of %d", method, self.shown_url + url_path(url), failure_reason(failure), attempt + 1, max_retries)
             self._sleep(attempt)
             attempt += 1
 
@@ -257,7 +259,7 @@ class HTTPBackend(BodyReader):
         except (ValueError, RecursionError):
             if body.strip() and "<html" not in body[:200].lower():
                 server_message = body.strip()
-        message = f"{self.api_name} server at {self.url} answered HTTP {status}"
+        message = f"{self.api_name} server at {self.shown_url} answered HTTP {status}"
         if resp.reason:
             message += f" {resp.reason}"
         message += f" for {resp.request.method if resp.request else 'POST'} {url_path(url)}"

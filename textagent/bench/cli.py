@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._argtypes import nonempty
+from .._redact import redact
 from ..cli import add_model_options, apply_conventions, check_names
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from ..errors import BackendError, TextagentError
@@ -378,11 +379,11 @@ def _meta(args: argparse.Namespace, tasks: list[Any], modes: list[str], unavaila
           endpoints: list[str], model: str, settings: Settings) -> dict[str, Any]:
     from .. import __version__
 
-    return {
-        "command": ("textagent bench " + shlex.join(args._argv)) if getattr(args, "_argv", None) is not None
-        else "textagent " + shlex.join(sys.argv[1:]),
+    return {   # endpoint URLs without their credentials (http://user:password@host)
+        "command": redact(("textagent bench " + shlex.join(args._argv)) if getattr(args, "_argv", None) is not None
+                          else "textagent " + shlex.join(sys.argv[1:]), [args.api_key or ""]),
         "started": _now(), "finished": None,
-        "machine": _machine(), "model": model, "endpoints": endpoints, "api": args.api,
+        "machine": _machine(), "model": model, "endpoints": [redact(e) for e in endpoints], "api": args.api,
         "modes": modes, "unavailable": unavailable,
         "tasks_file": args.tasks or str(default_suite_path().name) + " (shipped suite)",
         "split": getattr(args, "split", "all"), "limit_per_category": getattr(args, "limit_per_category", None),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .._redact import redact
 from ..agent import Agent
 from ..checks import from_names
 from ..backends.base import Capabilities, Completion, Usage
@@ -280,7 +281,7 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
         "required_tools": sorted(task.required_tools),
         "call_specs": call_specs(task),
         "state": {"lights": {k: v for k, v in env.lights.items() if v}},
-        "endpoint": endpoint, "slot": slot,
+        "endpoint": None if endpoint is None else redact(endpoint), "slot": slot,
         "error": error_text,
         "time": time.time(),
         "trace": trace,
@@ -313,7 +314,7 @@ def _multi_turn_episode(task: Task, mode: str, backend: Any, *, chat_format: str
         "answer": out["answer"], "steps": out["steps"], "seconds": out["seconds"], "usage": out["usage"],
         "checks": [CheckResult("bfcl_multi_turn", out["success"], mt.get("error") or "").to_dict()],
         "calls": out["calls"], "attempted": out["attempted"], "needs_tools": True, "needs_no_tool": False,
-        "required_tools": [], "call_specs": [], "state": {}, "endpoint": endpoint, "slot": slot,
+        "required_tools": [], "call_specs": [], "state": {}, "endpoint": None if endpoint is None else redact(endpoint), "slot": slot,
         "error": out["error"], "time": time.time(), "trace": out["trace"], "multi_turn": mt,
     }
     from .metrics import step_facts
@@ -518,7 +519,7 @@ def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseExcep
             "seconds": 0.0, "usage": Usage().to_dict(), "checks": [], "calls": [], "attempted": [],
             "needs_tools": task.needs_tools, "needs_no_tool": task.needs_no_tool,
             "required_tools": sorted(task.required_tools), "call_specs": call_specs(task), "state": {},
-            "endpoint": slot.endpoint, "slot": slot.slot, "error": f"{type(exc).__name__}: {exc}",
+            "endpoint": redact(slot.endpoint), "slot": slot.slot, "error": f"{type(exc).__name__}: {exc}",
             "time": time.time(), "trace": [], "format_errors": 0, "first_step_format_error": False,
             "recovered": False, "native_decode_failures": 0, "tool_errors": 0, "sent_back": 0,
             "check_notes": 0, "loop": False, "hallucinated": False}

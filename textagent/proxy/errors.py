@@ -5,10 +5,10 @@ one that times out 504, one that answers with an error or nonsense 502.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._redact import redact
 from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
 
 __all__ = ["ProxyError", "Cancelled", "error_body", "from_backend_error", "redact"]
@@ -18,21 +18,8 @@ _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permi
           415: "invalid_request_error", 422: "model_error", 500: "server_error", 502: "upstream_error", 503: "upstream_unavailable",
           504: "upstream_timeout"}
 
-# scheme://userinfo@ : the userinfo runs to the authority's last "@" (a password may hold one)
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
-
-
 class Cancelled(Exception):
     """The client went away; the upstream generation was closed (or never started)."""
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with the userinfo of every URL in it (``http://user:password@host``) shown as
-    ``***``, and each of ``secrets`` too, wherever it appears."""
-    text = _USERINFO.sub(r"\1***@", text)
-    for secret in sorted({s for s in secrets if s and len(s) >= 3}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
 
 
 class ProxyError(Exception):
