@@ -135,3 +135,50 @@ def test_patterns_still_match_and_refuse_as_before():
     bad = tools.execute(ToolCall("f", {"code": "eur"}))
     assert not bad.ok and "does not match '^[A-Z]{3}$'" in bad.output
     assert "is not of type 'integer'" in tools.execute(ToolCall("f", {"code": "EUR", "x-n": "two"})).output
+
+
+# -- one validation budget per call (hardening round 4: S4-S6) ------------------------------------
+
+def _tool(schema):
+    from textagent.tools import Tool
+
+    return Tool("f", "d", {"type": "object", **schema}, fn=lambda **kw: kw)
+
+
+def test_nested_any_of_over_refs_stops_at_the_calls_budget():
+    from textagent.errors import ToolArgumentError
+
+    defs = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}", "minimum": 0}]}
+            for i in range(24)}   # 2^24 paths to the last one
+    defs["d24"] = {"type": "string"}
+    tool = _tool({"$defs": defs, "properties": {"root": {"$ref": "#/$defs/d0"}}})
+    started = time.monotonic()
+    with pytest.raises(ToolArgumentError, match="could not be checked against the schema within 1 s"):
+        tool.bind({"root": 5})
+    assert time.monotonic() - started < 5   # it did not answer in 15 s before
+
+
+def test_pattern_searches_share_one_budget_per_call():
+    from textagent.errors import ToolArgumentError
+
+    tool = _tool({"properties": {"xs": {"type": "array", "items": {"type": "string", "pattern": "^(a|aa)+$"}},
+                                 "m": {"type": "object", "patternProperties": {"^(a|aa)+$": {}}}}})
+    started = time.monotonic()
+    with pytest.raises(ToolArgumentError):
+        tool.bind({"xs": ["a" * 40 + "b"] * 12})   # 12 values x 0.25 s each took 3.2 s
+    with pytest.raises(ToolArgumentError):
+        tool.bind({"m": {"a" * 40 + "b" + str(i): 1 for i in range(8)}})   # 8 keys took 6 s
+    assert time.monotonic() - started < 5
+
+
+def test_unique_items_is_linear_and_compares_as_json_schema_does():
+    from textagent.errors import ToolArgumentError
+
+    tool = _tool({"properties": {"xs": {"type": "array", "uniqueItems": True}}})
+    items = [{"a": i, "b": [i, str(i)]} for i in range(1500)]
+    started = time.process_time()
+    assert tool.bind({"xs": items})["xs"] == items
+    assert time.process_time() - started < 1   # pairwise: 3.9 s of CPU
+    with pytest.raises(ToolArgumentError, match="non-unique"):
+        tool.bind({"xs": [*items, {"b": [7, "7"], "a": 7.0}]})   # key order and 7 == 7.0 do not matter
+    assert tool.bind({"xs": [1, True, "1", None, [1], {"a": 1}, {"a": True}]})   # true is not 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urldefrag, urljoin
@@ -39,12 +41,32 @@ for _kind, _name in _DATE_TYPES.items():
 # `^(a+)+$` against 30 a's and a "!" runs for minutes holding the GIL. The `regex` module runs
 # the same syntax with a time limit; a search that hits it fails the value, with a message.
 PATTERN_SECONDS = 0.25
+# One budget for checking one call's arguments, whatever the schema makes of them: patterns over
+# many values, nested anyOf over $refs (2^n), uniqueItems (pairwise) all draw on it.
+VALIDATION_SECONDS = 1.0
+_budget = threading.local()
+
+
+class _OutOfTime(Exception):
+    """The call's validation budget is spent."""
+
+
+def _time_left() -> float:
+    """Seconds the current validation has left (raises _OutOfTime when none)."""
+    deadline = getattr(_budget, "deadline", None)
+    if deadline is None:
+        return PATTERN_SECONDS
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _OutOfTime
+    return left
 
 
 def _search(pattern: str, text: str) -> bool | None:
-    """``regex.search`` within PATTERN_SECONDS: True/False, or None when it ran out of time."""
+    """``regex.search`` within PATTERN_SECONDS and the call's budget: True/False, or None when it
+    ran out of time."""
     try:
-        return regex.search(pattern, text, timeout=PATTERN_SECONDS) is not None
+        return regex.search(pattern, text, timeout=min(PATTERN_SECONDS, _time_left())) is not None
     except TimeoutError:
         return None
 
@@ -91,10 +113,46 @@ def _additional_properties(validator: Any, extra_schema: Any, instance: Any, sch
                                              f"{'was' if len(extras) == 1 else 'were'} unexpected)")
 
 
+def _canonical(value: Any) -> Any:
+    """A hashable form under which two JSON values are equal as JSON Schema compares them: key
+    order ignored, 1 == 1.0, true != 1."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, (int, float)):
+        return ("number", int(value) if isinstance(value, float) and value.is_integer() else value)
+    if isinstance(value, Mapping):
+        return ("object", frozenset((k, _canonical(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("array", tuple(_canonical(v) for v in value))
+    return ("other", repr(value))
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterable[jsonschema.ValidationError]:
+    # jsonschema compares unhashable items pairwise: 1,500 objects took 3.9 s; a hash set is linear
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: set[Any] = set()
+    for item in instance:
+        key = _canonical(item)
+        if key in seen:
+            yield jsonschema.ValidationError(f"{_short_repr(instance)} has non-unique elements")
+            return
+        seen.add(key)
+
+
+def _budgeted(check: Any) -> Any:
+    """A keyword's check that first makes sure the call's budget is not spent."""
+    @functools.wraps(check)
+    def run(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        _time_left()
+        return check(validator, value, instance, schema)
+    return run
+
+
+_CHECKS = {**jsonschema.Draft202012Validator.VALIDATORS, "pattern": _pattern, "patternProperties": _pattern_properties,
+           "additionalProperties": _additional_properties, "uniqueItems": _unique_items}
 BoundedValidator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties},
-)
+    jsonschema.Draft202012Validator, {name: _budgeted(check) for name, check in _CHECKS.items()})
 
 
 def _never_fetch(uri: str) -> referencing.Resource[Any]:
@@ -149,8 +207,12 @@ def make_validator(schema: dict[str, Any]) -> Any:
     return BoundedValidator(schema, format_checker=_FORMATS, registry=LOCAL_ONLY)
 
 
-def validate(validator: jsonschema.protocols.Validator, args: dict[str, Any]) -> None:
-    """Raise ToolArgumentError listing what is wrong with ``args`` (at most a few problems)."""
+def validate(validator: jsonschema.protocols.Validator, args: dict[str, Any], *,
+             seconds: float = VALIDATION_SECONDS) -> None:
+    """Raise ToolArgumentError listing what is wrong with ``args`` (at most a few problems);
+    also when checking them takes longer than ``seconds`` (the budget of the whole call)."""
+    outer = getattr(_budget, "deadline", None)
+    _budget.deadline = time.monotonic() + seconds if outer is None else outer
     try:
         errors = list(validator.iter_errors(args))
         messages = _error_messages(sorted(errors, key=lambda e: (
@@ -160,6 +222,10 @@ def validate(validator: jsonschema.protocols.Validator, args: dict[str, Any]) ->
     except referencing.exceptions.Unresolvable as exc:   # refused before this, by check_references
         raise ToolArgumentError(f"the tool's schema refers to {str(exc)[:200]}, which is not part of it; "
                                 "the arguments cannot be checked") from None
+    except _OutOfTime:
+        raise ToolArgumentError(say("args_too_slow_to_check", seconds=f"{seconds:g}")) from None
+    finally:
+        _budget.deadline = outer
     if messages:
         shown = messages[:_MAX_LISTED_ERRORS]
         more = len(messages) - len(shown)
