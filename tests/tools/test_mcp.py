@@ -230,3 +230,44 @@ def test_a_terminated_run_stops_its_mcp_servers(tmp_path):
         _, err = proc.communicate(timeout=30)
     assert proc.returncode != 0 and "Traceback" not in err
     assert _gone(str(script), marker)
+
+
+# -- hostile servers (hardening round 4: M1, M2) ------------------------------------------------------
+
+RAW_SERVER = """
+import json, sys
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\\n"); sys.stdout.flush()
+pages = 0
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": msg["params"]["protocolVersion"],
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}})
+    elif msg.get("method") == "tools/list":
+        pages += 1
+        tools = [{"name": f"t{pages}_{i}", "inputSchema": {"type": "object"}} for i in range(50)]
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": tools, "nextCursor": CURSOR}})
+"""
+
+
+@pytest.mark.parametrize("cursor, says", [("'same'", "sent the page cursor 'same' twice"),
+                                          ("str(pages)", "over more than 100 pages")])
+def test_a_server_that_pages_for_ever_is_one_clear_error(tmp_path, cursor, says):
+    script = tmp_path / "pager.py"
+    script.write_text(RAW_SERVER.replace("CURSOR", cursor))
+    started = time.monotonic()
+    with pytest.raises(MCPServerError, match=says):
+        with mcp_tools([sys.executable, str(script)], startup_timeout=60):
+            pass
+    assert time.monotonic() - started < 30   # 2,100 pages in 22 s before, 800 MB with 50 tools a page
+
+
+def test_a_server_that_never_answers_initialize_fails_within_the_startup_timeout(tmp_path):
+    script = tmp_path / "mute.py"
+    script.write_text("import sys, time\nsys.stdin.read()\ntime.sleep(60)\n")
+    started = time.monotonic()
+    with pytest.raises(MCPServerError, match="did not answer within 2 s"):
+        with mcp_tools([sys.executable, str(script)], startup_timeout=2):
+            pass
+    assert time.monotonic() - started < 12   # ~20 s before, and close() waited 15 s more

@@ -47,6 +47,7 @@ log = logging.getLogger("textagent.tools.mcp")
 
 DEFAULT_TIMEOUT = 30.0          # one call, when no tool timeout of the Agent applies
 DEFAULT_STARTUP_TIMEOUT = 60.0  # start the server, initialize, list its tools
+MAX_TOOL_PAGES = 100           # pages of tools/list one server may send
 _STARTING = threading.Lock()
 _WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")   # what the protocol's NAME accepts
 
@@ -176,6 +177,7 @@ class MCPConnection:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
         self._closing: asyncio.Event | None = None
+        self._task: asyncio.Task[Any] | None = None
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
@@ -218,12 +220,15 @@ class MCPConnection:
 
     def close(self) -> None:
         """Stop the server (and its children) and the loop; safe to call twice."""
-        loop, closing, thread = self._loop, self._closing, self._thread
+        loop, closing, thread, task = self._loop, self._closing, self._thread, self._task
+        started = self._client is not None
         if loop is not None and closing is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(closing.set)
+                # a server still starting (no answer to `initialize`, tools still listing) is not
+                # waiting for `closing`: its start is cancelled
+                loop.call_soon_threadsafe(closing.set if started or task is None else task.cancel)
         if thread is not None and thread is not threading.current_thread():
-            thread.join(15)
+            thread.join(15 if started else 5)
         # The SDK kills the server's process tree only when the server outlives its closed stdin;
         # a server that exits leaves its own children behind. They share its process group.
         groups, self._groups = self._groups, set()
@@ -276,15 +281,23 @@ class MCPConnection:
 
         self._loop = asyncio.get_running_loop()
         self._closing = asyncio.Event()
+        self._task = asyncio.current_task()
         try:
             async with Client(self._transport()) as client:
-                tools, cursor = [], None
+                tools, cursor, seen = [], None, set()
                 while True:
                     page = await client.list_tools(cursor=cursor)
                     tools += list(page.tools)
                     cursor = getattr(page, "next_cursor", None)
                     if not cursor:
                         break
+                    # a server that repeats a cursor, or never stops paging, would be asked for ever
+                    if cursor in seen:
+                        raise MCPServerError(f"it sent the page cursor {str(cursor)[:80]!r} twice while listing "
+                                             "its tools")
+                    if len(seen) + 1 >= MAX_TOOL_PAGES:
+                        raise MCPServerError(f"it listed its tools over more than {MAX_TOOL_PAGES} pages")
+                    seen.add(cursor)
                 self._tools, self._client = tools, client
                 self._ready.set()
                 await self._closing.wait()
