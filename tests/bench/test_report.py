@@ -202,3 +202,25 @@ def test_compare_pairs_the_episodes_both_runs_share(tmp_path):
     # text: B solves bare-is-prime and single-calc-mul, loses distract-divide
     assert "| mode: B − A | items both ran | right B / A | B only | A only |" in section
     assert "| text: B − A | 7 | 5 / 4 | 2 | 1 | +14.3 (" in section and "| 1 | noise |" in section
+
+
+def test_malformed_records_and_run_json_are_named_and_skipped_not_tracebacks(tmp_path, caplog):
+    """Hardening round 4, B1: `--report` and `--resume` on records of the wrong shape."""
+    import json as _json
+
+    from textagent.bench.cli import main as bench_main
+
+    good = {"task": "t1", "mode": "text", "repeat": 0, "success": True, "steps": 1, "seconds": 1.0,
+            "usage": {"prompt_tokens": 5}, "checks": [], "calls": [], "attempted": [], "trace": []}
+    bad = [dict(good, task="t2", repeat="x"), dict(good, task="t3", steps="many"), dict(good, task="t4", usage=[1])]
+    (tmp_path / "episodes.jsonl").write_text("\n".join(_json.dumps(r) for r in [good, *bad]) + "\n")
+    (tmp_path / "run.json").write_text(_json.dumps({"modes": 5}))
+    assert bench_main(["--report", str(tmp_path)]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert "t1" in report or "1/1" in report or "100.0 %" in report
+    logged = caplog.text
+    assert "'repeat' must be a whole number" in logged and "'steps' must be a whole number" in logged
+    assert "'usage' must be an object of numbers" in logged and "'modes' must be a list of mode names" in logged
+    # --resume refuses the run.json, naming the field, before anything starts
+    code = bench_main(["--out", str(tmp_path), "--resume", "--endpoint", "http://127.0.0.1:9", "--modes", "text"])
+    assert code == 2

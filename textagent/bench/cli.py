@@ -30,6 +30,7 @@ from ..cli import add_model_options, apply_conventions, check_names
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from ..errors import BackendError, TextagentError
 from .health import check_endpoint
+from .records import meta_problem
 from .metrics import summarize
 from .report import RUN_FILE, compare_runs, metric_rows, write_report
 from .runner import (MODES, BackendFactory, Settings, Slot, load_records, mode_availability, run_bench)
@@ -417,11 +418,17 @@ def _merged(previous: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_meta(out: Path) -> dict[str, Any]:
+    """The run.json of ``out`` ({} when there is none); TaskFileError when it cannot be used."""
     try:
         data = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except OSError:
         return {}
-    return data if isinstance(data, dict) else {}
+    except ValueError as exc:
+        raise TaskFileError(f"{out / RUN_FILE} is not JSON ({exc}); move it away to start the run afresh") from None
+    problem = meta_problem(data)
+    if problem is not None:
+        raise TaskFileError(f"{out / RUN_FILE}: {problem}; fix it or move it away to start the run afresh")
+    return dict(data)
 
 
 def _write_meta(out: Path, meta: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@ to their traces), ``report.png`` (when matplotlib is installed), and the diff of
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -10,12 +11,14 @@ from typing import Any
 
 from . import paired
 from .metrics import FAILURE_TITLES, FAILURES, ModeSummary, native_tools, latest_records, summarize, task_scores, throughput
+from .records import meta_problem
 from .runner import EPISODES_FILE, load_records
 
 __all__ = ["write_report", "render_markdown", "write_chart", "compare_runs", "metric_rows", "RUN_FILE",
            "load_run"]
 
 RUN_FILE = "run.json"
+log = logging.getLogger("textagent.bench")
 
 
 def load_run(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -27,6 +30,10 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         try:
             meta = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            meta = {}
+        problem = meta_problem(meta)
+        if problem is not None:   # the report is still written, from the episodes alone
+            log.warning("%s: not used (%s)", folder / RUN_FILE, problem)
             meta = {}
     records = latest_records(load_records(path))
     if not records and not (path / EPISODES_FILE if path.is_dir() else path).exists():

@@ -41,6 +41,7 @@ from .metrics import classify
 from .progress import Progress
 from .baseline import AGENT_OPTIONS, BaselineMode
 from .recording import Recording
+from .records import record_problem
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
@@ -389,10 +390,12 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
         return []
     records = []
     for line in read_jsonl(path, bad="keep"):
+        # a record skipped is run again on resume; nothing else is lost
         if line.error is not None:
-            # the episode is run again on resume; nothing else is lost
             log.warning("%s: skipped a record that is not whole (%s)", line.where, line.error)
-        elif isinstance(line.value, dict) and "task" in line.value and "mode" in line.value:
+        elif (problem := record_problem(line.value)) is not None:
+            log.warning("%s: skipped a record that cannot be read (%s)", line.where, problem)
+        else:
             records.append(line.value)
     return records
 

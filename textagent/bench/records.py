@@ -1,0 +1,79 @@
+"""What a bench record and a run.json must hold to be read: the type of every field the report,
+the metrics and ``--resume`` read. A record that does not fit is named and skipped (its episode
+runs again on resume); a run.json that does not fit is refused with the field named."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["record_problem", "meta_problem"]
+
+
+def _int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _strings(x: Any) -> bool:
+    return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda x: x is None or check(x)
+
+
+def _usage(x: Any) -> bool:
+    return isinstance(x, Mapping) and all(v is None or _number(v) for v in x.values())
+
+
+def _dicts(x: Any) -> bool:
+    return isinstance(x, list) and all(isinstance(v, Mapping) for v in x)
+
+
+_RECORD: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "task": (lambda x: isinstance(x, str), "a string"), "mode": (lambda x: isinstance(x, str), "a string"),
+    "repeat": (_int, "a whole number"), "success": (lambda x: isinstance(x, bool), "true or false"),
+    "steps": (_int, "a whole number"), "seconds": (_number, "a number"), "usage": (_optional(_usage), "an object of numbers"),
+    "kind": (_optional(lambda x: isinstance(x, str)), "a string"), "split": (_optional(lambda x: isinstance(x, str)), "a string"),
+    "checks": (_dicts, "a list of objects"), "calls": (_dicts, "a list of objects"), "attempted": (_strings, "a list of strings"),
+    "trace": (_dicts, "a list of objects"), "failure": (_optional(lambda x: isinstance(x, str)), "a string"),
+    "stop_reason": (lambda x: isinstance(x, str), "a string"), "format_errors": (_int, "a whole number"),
+    "tool_errors": (_int, "a whole number"), "bfcl": (lambda x: isinstance(x, Mapping), "an object"),
+    "multi_turn": (lambda x: isinstance(x, Mapping), "an object"),
+}
+_REQUIRED = ("task", "mode")
+
+_META: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "modes": (_strings, "a list of mode names"), "tasks": (_strings, "a list of task ids"),
+    "commands": (_strings, "a list of strings"), "resumed": (_strings, "a list of strings"),
+    "endpoints": (_strings, "a list of strings"), "settings": (lambda x: isinstance(x, Mapping), "an object"),
+    "unavailable": (lambda x: isinstance(x, Mapping), "an object"), "planned": (_int, "a whole number"),
+    "n_tasks": (_int, "a whole number"), "repeat": (_int, "a whole number"), "concurrency": (_int, "a whole number"),
+    "command": (lambda x: isinstance(x, str), "a string"), "machine": (lambda x: isinstance(x, Mapping), "an object"),
+}
+
+
+def _problem(data: Any, fields: Mapping[str, tuple[Callable[[Any], bool], str]], required: tuple[str, ...]) -> str | None:
+    if not isinstance(data, Mapping):
+        return "not a JSON object"
+    for key in required:
+        if key not in data:
+            return f"no {key!r}"
+    for key, (ok, what) in fields.items():
+        if key in data and not ok(data[key]):
+            return f"{key!r} must be {what}, not {data[key]!r:.60}"
+    return None
+
+
+def record_problem(record: Any) -> str | None:
+    """Why an episode record cannot be read, or None."""
+    return _problem(record, _RECORD, _REQUIRED)
+
+
+def meta_problem(meta: Any) -> str | None:
+    """Why a run.json cannot be read, or None."""
+    return _problem(meta, _META, ())
