@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import time
+from pathlib import Path
 import os
 import sys
 import textwrap
@@ -182,3 +184,50 @@ def test_serve_and_bench_take_threads_and_poll():
     assert (serve.threads, serve.poll) == (local.DEFAULT_THREADS, local.DEFAULT_POLL)
     bench = bench_parser().parse_args(["--threads", "2", "--poll", "50"])
     assert (bench.threads, bench.poll) == (2, 50)
+
+
+LOADING_FOREVER = '''#!{python}
+import signal, sys, time, http.server, threading
+signal.signal(signal.SIGTERM, lambda *a: None)   # as llama-server while it loads: "stop once loaded"
+port = int(sys.argv[sys.argv.index("--port") + 1])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(503); self.end_headers(); self.wfile.write(b'{{"error": "Loading model"}}')
+    def log_message(self, *a):
+        pass
+threading.Thread(target=http.server.HTTPServer(("127.0.0.1", port), H).serve_forever, daemon=True).start()
+time.sleep(600)
+'''
+
+
+def test_sigterm_to_run_while_the_server_loads_leaves_no_server_behind(tmp_path):
+    """Hardening round 4, B3: llama-server was left running with PPID 1 at full CPU."""
+    import signal
+    import subprocess
+
+    binary = tmp_path / "llama-server"
+    binary.write_text(LOADING_FOREVER.format(python=sys.executable))
+    binary.chmod(0o755)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    env = {**os.environ, "TEXTAGENT_LLAMA_SERVER": str(binary), "TEXTAGENT_STATE_DIR": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.Popen([sys.executable, "-m", "textagent", "run", "--gguf", str(model), "-v", "q"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        child = None
+        while child is None and time.monotonic() < deadline:
+            found = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout.split()
+            child = int(found[0]) if found else None
+            time.sleep(0.2)
+        assert child is not None, "the stand-in server was never started"
+        time.sleep(1)   # it is loading (503) now
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=30)
+        assert run.returncode == 130 and "Traceback" not in err
+        with pytest.raises(ProcessLookupError):
+            os.kill(child, 0)
+    finally:
+        if run.poll() is None:
+            run.kill()

@@ -201,9 +201,6 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
     from .agent import Agent
 
     _check_trace_path(args.trace)
-    if args.mcp and threading.current_thread() is threading.main_thread():
-        # SIGTERM unwinds like Ctrl-C, so the MCP servers (in sessions of their own) are stopped
-        servers.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _raise_interrupt))
     tools = _load_tools(args.tools) if args.tools or not args.mcp else None
     if args.mcp:
         from .tools.mcp import mcp_tools
@@ -227,6 +224,13 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
                  on_step=_print_step if args.verbose else None, trace=args.trace, **options)
 
 
+def _unwind_on_sigterm(servers: contextlib.ExitStack) -> None:
+    """SIGTERM unwinds like Ctrl-C, so the embedded llama-server (also while it loads the model)
+    and MCP servers (in sessions of their own) are stopped, not left running without a parent."""
+    if threading.current_thread() is threading.main_thread():
+        servers.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _raise_interrupt))
+
+
 def _closing(stack: list[Any], servers: contextlib.ExitStack) -> None:
     for item in reversed(stack):
         item.stop()
@@ -247,6 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise TextagentError("the question is empty; give the question to ask as the argument of `run`")
     stack: list[Any] = []
     servers = contextlib.ExitStack()
+    _unwind_on_sigterm(servers)
     try:
         result = _open_agent(args, stack, servers).run(args.question)
     finally:
@@ -276,6 +281,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     stack: list[Any] = []
     servers = contextlib.ExitStack()
+    _unwind_on_sigterm(servers)
     try:
         agent = _open_agent(args, stack, servers)
         _say(f"textagent chat ({agent.mode.name} mode, tools: {', '.join(agent.tools) or 'none'}): {CHAT_HELP}")

@@ -232,6 +232,7 @@ class LocalServer:
                  jinja: bool = True, repack: bool | None = None, extra_args: Sequence[str] = (),
                  startup_timeout: float = 300, progress: Progress = _quiet, log_path: str | os.PathLike[str] | None = None):
         self.model_arg, self.port, self.ctx_size, self.parallel = model, port, ctx_size, parallel
+        self.ready = False   # answered /health: the model is loaded
         # threads, poll: None leaves llama-server's own default (all cores; --poll 50)
         self.threads, self.poll, self.jinja, self.extra_args = threads, poll, jinja, list(extra_args)
         # None: try with weight repacking and fall back without it if the server crashes while loading.
@@ -314,6 +315,7 @@ class LocalServer:
             with contextlib.suppress(requests.RequestException):
                 r = requests.get(self.url + "/health", timeout=2)
                 if r.status_code == 200:
+                    self.ready = True
                     return
                 if r.status_code == 503 and not said_loading:
                     self.progress("llama-server is loading the model ...")
@@ -329,7 +331,13 @@ class LocalServer:
 
     def stop(self, timeout: float = 10) -> None:
         proc, self.process = self.process, None
+        ready, self.ready = self.ready, False
         if proc is None or proc.poll() is not None:
+            return
+        if not ready:
+            # while it loads the model, llama-server takes SIGTERM as "stop once loaded"
+            proc.kill()
+            proc.wait(5)
             return
         proc.terminate()
         try:
