@@ -100,3 +100,43 @@ def test_calls_are_judged_at_their_line_ends_in_order():
 def test_with_a_limit_the_stream_closes_after_the_first_call():
     stream, judged, kept = judged_calls('TOOL: f ARGS: {"a": 1}\nTOOL: g ARGS: {}\n', list(range(40)), limit=1)
     assert [c.name for c in judged] == ["f"] and kept == 'TOOL: f ARGS: {"a": 1}\n'
+
+
+# -- linear in the reply (hardening round 4: S1-S3) --------------------------------------------------
+
+def _cpu(watch, text: str, chunk: int) -> float:
+    import time
+
+    started = time.process_time()
+    for end in range(chunk, len(text) + chunk, chunk):
+        if watch(text[:end]):
+            break
+    return time.process_time() - started
+
+
+def _growth(make, build, sizes=(300, 1200), chunk=8) -> float:
+    """CPU of the larger reply over the smaller's: ~4 when linear, ~16 when quadratic."""
+    small, large = (min(_cpu(make(), build(n), chunk) for _ in range(3)) for n in sizes)
+    return large / max(small, 1e-4)
+
+
+def test_call_streaming_reads_a_long_pretty_printed_call_in_linear_time():
+    def build(n):
+        body = "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(n)) + '  "city": "Paris"\n}'
+        return "TOOL: get_weather ARGS: " + body + "\nANSWER: x\n"
+    assert _growth(lambda: CallStream(lambda call: False, None), build) < 8   # 1,600 lines took 9.1 s
+
+
+def test_early_stop_reads_a_repeated_call_line_in_linear_time():
+    from textagent.modes.text import EarlyStop
+
+    def build(n):
+        return 'TOOL: get_weather ARGS: {"city": "Paris"}\n' * (n // 3) + "ANSWER: done\n"
+    assert _growth(lambda: EarlyStop(None), build) < 8   # 400 lines took 3.9 s
+
+
+def test_answer_streaming_reads_a_long_answer_in_linear_time():
+    def build(n):
+        return "ANSWER: " + ("word " * 10 + "\n") * (n // 5)
+    sent: list[str] = []
+    assert _growth(lambda: AnswerStream(sent.append, None), build, sizes=(3_000, 12_000), chunk=4) < 8  # 128 KB: 3.1 s

@@ -20,8 +20,7 @@ from .. import prompts
 from ..backends.base import Completion
 from ..prompts import Worked
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
-from ..protocol.lines import QUOTE_PREFIX, scan, stops_gathering
-from ..protocol.reader import Reader
+from ..protocol.stream import CompleteCalls, complete_calls
 from ..steps import Note, Step
 from ..tools import Tool, ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs
@@ -31,39 +30,9 @@ __all__ = ["TextMode", "TextFacts", "EarlyStopFacts", "EarlyStop", "complete_cal
 # Failures the model can fix by writing the call again; the observation says so.
 RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
 
-_MAYBE_CALL = re.compile(r"tool", re.I | re.A)   # keywords are ASCII (PROTOCOL.md §1)
 # A line that starts another call (decorations as the parser allows them: "- **TOOL:**", "1. tool").
 _NEXT_CALL = re.compile(r"^\W*(?:\d+[.)]\s*)?\W*tool\b", re.I | re.A)
 _DECIDE_AFTER = 12   # characters of that line enough to tell (decorations included)
-# Lines that would extend a call the reply ends with, if it could be extended: an ARGS line
-# after a call without arguments, an object after `ARGS:` (also on the next line).
-_PROBES = ('ARGS: {"_": 0}', '{"_": 0}')
-
-
-def complete_calls(text: str, tools: Any = None) -> list[ToolCall] | None:
-    """The calls of ``text`` (complete lines) if it holds at least one and no line that could
-    follow would change them; else None.
-
-    "Could change": the last call has no arguments yet (an ``ARGS:`` line may follow), ends with
-    ``ARGS:`` (the object may start on the next line, also in a fence), or has an object still
-    open (the parse fails). The check asks the parser itself, with probe lines appended.
-    """
-    if not _MAYBE_CALL.search(text):
-        return None
-    try:
-        reply = parse_reply(text, tools)
-    except ParseError:
-        return None
-    if not reply.calls:
-        return None
-    for probe in _PROBES:
-        try:
-            again = parse_reply(text + "\n" + probe, tools)
-        except ParseError:
-            continue  # the probe cannot attach to anything: fine
-        if again.calls != reply.calls:
-            return None
-    return reply.calls
 
 
 class EarlyStop:
@@ -71,27 +40,17 @@ class EarlyStop:
     complete calls followed by a line break that cannot extend them and then a line that does not
     start another call (decided after a few characters of it; ``cut`` drops that line).
 
-    Only line breaks are checked, each once: at each, the answer is ``complete_calls`` of the
-    text before it, computed incrementally so that a reply costs time linear in its length.
-    What is read and can no longer change (the lines before the last item the parser read that
-    did not look past the end of the text) is not read again: the parse goes on from there, with
-    the state it had (inside an ANSWER or not, the calls so far). A blank line changes nothing.
-    While an object opened in a call is still open at the end, each new line is only scanned
-    for its brackets (as the parser's own gathering would) until it closes. A parse error that
-    no later text can change ends the watching. ``cut`` is where the kept text ends (just after
-    that line break).
+    Only line breaks are checked, each once, by one incremental reader of the reply
+    (protocol.stream.CompleteCalls: linear in the reply's length, also when the model repeats one
+    call line for ever). A parse error that no later text can change ends the watching. ``cut``
+    is where the kept text ends (just after that line break).
     """
 
     def __init__(self, tools: Any = None):
         self.tools = tools
         self.checked = 0
         self.cut: int | None = None
-        self._base = 0                 # text[:_base] (whole lines) is read for good
-        self._in_answer = False        # ... and ends inside an ANSWER
-        self._calls = 0                # ... holding this many calls
-        self._maybe = False            # text[_base:] mentions "tool" (else it holds no call)
-        self._open: tuple[list, bool] | None = None  # an object still open: (stack, quoted)
-        self._never = False            # no later text can make the reply complete
+        self._reader = CompleteCalls(tools)
         self._ready: int | None = None  # complete calls end here; the next line decides
 
     def __call__(self, text: str) -> bool:
@@ -104,7 +63,7 @@ class EarlyStop:
             if nl == -1:
                 return False
             start, self.checked = self.checked, nl + 1
-            if not self._never and self._ready is None and self._complete(text, start, nl):
+            if self._ready is None and self._reader.at(text, start, nl) is not None:
                 self._ready = nl + 1
             nl = text.find("\n", self.checked)
 
@@ -126,61 +85,6 @@ class EarlyStop:
             return False
         self.cut = self._ready
         return True
-
-    def _complete(self, text: str, start: int, nl: int) -> bool:
-        """``complete_calls(text[:nl]) is not None``, given that it was None at every earlier
-        line break; the new line is ``text[start:nl]``."""
-        line = text[start:nl]
-        if not line.strip():
-            return False   # skipped wherever a look-ahead meets it: nothing changes
-        self._maybe = self._maybe or _MAYBE_CALL.search(line) is not None
-        if self._open is not None:
-            stack, quoted = self._open
-            if not stops_gathering(line):
-                body = line.rstrip()
-                quote = QUOTE_PREFIX.match(body) if quoted else None
-                if scan(body[quote.end():] if quote else body, 0, stack, 0) == "ok" and stack:
-                    return False   # still open: the reply cannot parse yet
-            self._open = None      # closed, or something else happened: read it all again
-        if not self._calls and not self._maybe:
-            return False
-        pending = text[self._base:nl]
-        reader = Reader(pending, self.tools)
-        marks: list = []
-        try:
-            reply = reader.read(False, in_answer=self._in_answer, marks=marks)
-        except ParseError:
-            if reader.open_at_end is not None:
-                self._open = reader.open_at_end
-            elif not reader.at_end:
-                self._never = True   # an error that more text cannot undo
-            return False
-        if self._calls + len(reply.calls) == 0:
-            if reader.observed:
-                self._never = True   # everything from the OBSERVATION on is dropped
-            self._advance(text, pending, marks, nl)
-            return False
-        if not reader.observed:      # (after an OBSERVATION the probes are dropped too)
-            for probe in _PROBES:
-                try:
-                    again = Reader(pending + "\n" + probe, self.tools).read(False, in_answer=self._in_answer)
-                except ParseError:
-                    continue   # the probe cannot attach to anything: fine
-                if again.calls != reply.calls:
-                    self._advance(text, pending, marks, nl)
-                    return False
-        return True
-
-    def _advance(self, text: str, pending: str, marks: list, nl: int) -> None:
-        """Move ``_base`` to the last place of ``pending`` the parser reached without having
-        looked past the end of the text."""
-        line, in_answer, calls, _ = [m for m in marks if not m[3]][-1]
-        offset = 0
-        for _ in range(line):
-            offset = pending.find("\n", offset) + 1 or len(pending) + 1
-        self._base += offset
-        self._in_answer, self._calls = in_answer, self._calls + calls
-        self._maybe = _MAYBE_CALL.search(text, self._base, nl) is not None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ ends the reply there (the stream to the upstream is closed), so a reply whose co
 sent stays that answer.
 
 A call can too: once the line that ends it has ended (no later line can change it:
-``complete_calls``), each call of the reply, in order, is judged on its own (``CallStream``); the
+protocol.stream.CompleteCalls), each call of the reply, in order, is judged on its own (``CallStream``); the
 repair loop sends a valid one to the client at once. A later call that fails does not take back
 the ones sent: only the failing ones go back to the model (repair.py).
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..modes.text import complete_calls
+from ..protocol.stream import CompleteCalls
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import classify
 
@@ -25,6 +25,7 @@ __all__ = ["AnswerStream", "CallStream"]
 
 _DECIDED = 20     # characters of a line after which it cannot turn into a keyword line
 _REREAD = 8       # characters of new text before the answer is read again
+_GROWTH = 16      # ... and at least this fraction of the text read so far
 
 
 class AnswerStream:
@@ -92,7 +93,10 @@ class AnswerStream:
 
     def _emit(self, known: str) -> None:
         grown = len(known) - self._read
-        if grown <= 0 or (grown < _REREAD and not known.endswith("\n")):
+        # read again after _REREAD new characters (or a line end), and at least 1/_GROWTH more of
+        # the text: the answer is parsed whole each time, so the reads of a long answer must
+        # grow geometrically for its cost to stay linear (128 KB took 3.1 s of CPU)
+        if grown <= 0 or (grown < _REREAD and not known.endswith("\n")) or grown < len(known) // _GROWTH:
             return
         self._read = len(known)
         try:
@@ -133,7 +137,7 @@ class AnswerStream:
 
 class CallStream:
     """The ``on_text`` watcher of one attempt for its calls: at each line break, the calls that
-    no later line can change (``complete_calls`` of the text up to it) are given to
+    no later line can change (protocol.stream.CompleteCalls at that line break) are given to
     ``judge(call)`` one at a time, in order, each once. ``judge`` returns True when the reply
     needs no more text (no later call can be used): the stream is then closed, ``cut`` where the
     reply is kept to. ``limit``: judge at most this many calls of the reply."""
@@ -144,6 +148,7 @@ class CallStream:
         self.seen = 0               # calls judged
         self.cut: int | None = None
         self._at = 0                # text checked up to here
+        self._reader = CompleteCalls(tools)   # each line read once: linear in the reply
 
     def __call__(self, text: str) -> bool:
         if self.cut is not None:
@@ -153,8 +158,8 @@ class CallStream:
             nl = text.find("\n", self._at)
             if nl == -1:
                 return False
-            self._at = nl + 1
-            calls = complete_calls(text[:nl], self.tools)
+            start, self._at = self._at, nl + 1
+            calls = self._reader.at(text, start, nl)
             if calls and self._take(calls):
                 self.cut = max(0, nl + 1 - len(self.prefix))
                 return True
