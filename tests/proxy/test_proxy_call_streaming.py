@@ -127,6 +127,18 @@ def test_a_repair_that_repeats_an_accepted_call_does_not_send_it_twice(upstream,
     assert [name for _, name, _ in assembled(events)] == ["get_weather", "get_time"]
 
 
+def test_a_repair_that_rewrites_an_accepted_call_with_its_keys_in_another_order_does_not_send_it_again(
+        upstream, proxy):
+    """Hardening round 4, A5: the client ran send_email twice."""
+    email = {"type": "function", "function": {"name": "send_email", "parameters": {
+        "type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}}, "required": ["to"]}}}
+    upstream.sse("/completion", pieces('TOOL: send_email ARGS: {"to": "a@b.c", "body": "hi"}\n', "TOOL: get_time ARGS: {}"))
+    upstream.sse("/completion", pieces('TOOL: send_email ARGS: {"body": "hi",  "to": "a@b.c"}\n',
+                                       'TOOL: get_time ARGS: {"city": "Paris"}'))
+    _, events = events_of(proxy, {"messages": ASK, "tools": [email, TIME]})
+    assert [name for _, name, _ in assembled(events)] == ["send_email", "get_time"]
+
+
 def test_when_repairs_run_out_the_client_keeps_the_calls_it_has(upstream, proxy):
     upstream.sse("/completion", pieces('TOOL: get_weather ARGS: {"city": "Paris"}\n', "TOOL: get_time ARGS: {}"))
     for _ in range(2):

@@ -468,6 +468,23 @@ def test_a_trace_per_request(upstream, tmp_path):
         proxy.stop()
 
 
+def test_the_trace_of_a_422_holds_the_attempts_that_failed(upstream, tmp_path):
+    """Hardening round 4, O1: `attempts: null` in exactly the trace whose attempts are needed."""
+    proxy = start(upstream, trace_dir=tmp_path, max_repairs=2)
+    try:
+        for _ in range(3):
+            upstream.json("/completion", said("ANSWER: I will not call anything."))
+        resp = post(proxy, {"messages": ASK, "tools": [WEATHER], "tool_choice": "required"})
+        assert resp.status_code == 422 and resp.json()["error"]["code"] == "tool_choice_not_met"
+        (path,) = tmp_path.iterdir()
+        trace = json.loads(path.read_text())
+    finally:
+        proxy.stop()
+    assert trace["status"] == 422 and trace["repairs"] == 2 and "response" not in trace
+    assert [a["raw"] for a in trace["attempts"]] == ["ANSWER: I will not call anything."] * 3
+    assert trace["error"]["code"] == "tool_choice_not_met"
+
+
 def test_a_trace_attempt_reads_back_as_a_step(upstream, tmp_path):
     proxy = start(upstream, trace_dir=tmp_path, max_repairs=1)
     try:

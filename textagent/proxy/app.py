@@ -46,7 +46,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..errors import BackendError
 from ..trace import json_line
 from .convert import ChatRequest, ReplyMemory, TooDeep, loads, message_key, parse_request, transcript
-from .errors import Cancelled, ProxyError, error_body, from_backend_error
+from .errors import Cancelled, ModelFailed, ProxyError, error_body, from_backend_error
 from .repair import Answer, answer
 from .responses import ResponsesShape, parse_responses
 from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object, dump
@@ -333,6 +333,8 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
     def ended(ex: _Exchange, trace: dict[str, Any], status: int, result: Answer | None,
               error: Exception | None) -> None:
         """The access log line and trace of a request that ended."""
+        if isinstance(error, ModelFailed):   # the replies that did not meet the request
+            result = error.answer
         if isinstance(error, ProxyError):
             trace["error"] = error.body()["error"]
         elif isinstance(error, Cancelled):
@@ -344,8 +346,9 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             ex.record.update(repairs=result.repairs, finish_reason=result.finish_reason,
                              prompt_tokens=result.usage.prompt_tokens,
                              completion_tokens=result.usage.completion_tokens)
-            trace.update(repairs=result.repairs, attempts=[step.to_record() for step in result.attempts],
-                         response=result.message())
+            trace.update(repairs=result.repairs, attempts=[step.to_record() for step in result.attempts])
+            if error is None:
+                trace["response"] = result.message()
         ex.done(status, config.trace_dir, trace)
 
     async def answering(request: Request, prefix: str, read: Callable[[Any], ChatRequest], shape: Any) -> Response:

@@ -11,7 +11,7 @@ from typing import Any
 from .._redact import redact
 from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
 
-__all__ = ["ProxyError", "Cancelled", "error_body", "from_backend_error", "redact"]
+__all__ = ["ProxyError", "ModelFailed", "Cancelled", "error_body", "from_backend_error", "redact"]
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
           405: "invalid_request_error", 408: "invalid_request_error", 413: "invalid_request_error",
@@ -31,6 +31,15 @@ class ProxyError(Exception):
 
     def body(self) -> dict[str, Any]:
         return error_body(self.status, self.message, param=self.param, code=self.code)
+
+
+class ModelFailed(ProxyError):
+    """422: no reply of the model met the request; ``answer`` (repair.Answer) holds its attempts,
+    so the trace of exactly this request shows what the model wrote."""
+
+    def __init__(self, error: ProxyError, answer: Any):
+        super().__init__(error.status, error.message, param=error.param, code=error.code)
+        self.answer = answer
 
 
 def error_body(status: int, message: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:

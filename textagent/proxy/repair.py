@@ -41,7 +41,7 @@ from ..protocol.lines import classify, unwrap
 from ..tools import ToolSet
 from ..tools.validation import format_path
 from .convert import ChatRequest
-from .errors import Cancelled, ProxyError
+from .errors import Cancelled, ModelFailed, ProxyError
 from .upstream import Upstream
 from .watch import AnswerStream, CallStream
 
@@ -114,6 +114,12 @@ def arguments_json(args: Any) -> str:
     which reads back as the same string)."""
     text = json.dumps(args, ensure_ascii=False, allow_nan=False)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
+
+
+def _call_key(call: dict[str, Any]) -> tuple[str, str]:
+    """A call as the client would run it: the same name and arguments, whatever the order of
+    their keys or the spacing of the JSON the model wrote."""
+    return call["name"], json.dumps(call["args"], sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _judge(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, str]:
@@ -249,7 +255,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         streamer = AnswerStream(send, tools, prefix=lead, skip=skip) \
             if streams and send and not out.calls else None
         failures: list[str] = []
-        repeats = {(c["name"], c["arguments"]) for c in out.calls}   # sent before this reply
+        repeats = {_call_key(c) for c in out.calls}   # sent before this reply
         before = len(out.calls)
 
         def judge(call: ToolCall) -> bool:
@@ -258,7 +264,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             valid, failure = _judge(call, tools)
             if valid is None:
                 failures.append(failure)
-            elif (valid["name"], valid["arguments"]) not in repeats:   # a repair may repeat an accepted call
+            elif _call_key(valid) not in repeats:   # a repair may repeat an accepted call, keys in any order
                 out.calls.append(valid)
                 assert on_call is not None
                 on_call(valid, out.repairs)
@@ -339,11 +345,11 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
                 return out
             error = _not_met(request, out.repairs)
             if error is not None and not (length and request.format is not None):
-                raise error
+                raise ModelFailed(error, out)
             out.content, out.finish_reason = _prose(text, reply), "length" if length else "stop"
             if not out.content:
-                raise ProxyError(422, f"the model wrote no usable reply after {out.repairs} repairs",
-                                 code="no_usable_reply")
+                raise ModelFailed(ProxyError(422, f"the model wrote no usable reply after {out.repairs} repairs",
+                                             code="no_usable_reply"), out)
             if send is not None:
                 send(out.content)
             return out
