@@ -232,3 +232,42 @@ def test_the_trace_tells_which_calls_each_attempt_sent(upstream, tmp_path):
                                 "streamed": True}
     assert "Accepted, and not to be written again" in first["observations"][0]
     assert second["details"] == {"feedback_sent": False} and "city" in second["observations"][0]
+
+
+# -- streamed = plain (hardening round 4: A1-A4) -----------------------------------------------------
+
+def _plain_and_streamed(upstream, proxy, pieces_list, body):
+    """The message a client gets for the same upstream replies, asked plain and streamed."""
+    for chunks in pieces_list:
+        upstream.sse("/completion", pieces(*chunks))
+    plain = httpx.post(proxy.url + "/v1/chat/completions", json=body, timeout=120)
+    for chunks in pieces_list:
+        upstream.sse("/completion", pieces(*chunks))
+    _, events = events_of(proxy, body)
+    content = "".join(e["choices"][0]["delta"].get("content") or "" for e in events
+                      if isinstance(e, dict) and e.get("choices"))
+    return plain, content, [(name, args) for _, name, args in assembled(events)], events
+
+
+@pytest.mark.parametrize("chunks, tools, content, calls", [
+    # A1: no tools: nothing is a call, a line "Tool: a hammer" is words of the answer
+    (("ANSWER: You need one thing.\n", "Tool: a hammer\n", "Then nail it."), [],
+     "You need one thing.\nTool: a hammer\nThen nail it.", []),
+    # A2: an empty ANSWER line, then a call: the call
+    (("ANSWER:\n", 'TOOL: get_weather ARGS: {"city": "Paris"}'), TOOLS, None, [("get_weather", {"city": "Paris"})]),
+    # A3: repeated keywords are not content
+    (("ANSWER: ANSWER: the answer ", "is four"), TOOLS, "the answer is four", []),
+    (("ANSWER: Final Answer: ", "the answer is four"), TOOLS, "the answer is four", []),
+    # A4: an answer with content, then a call: the answer, plain as streamed
+    (("ANSWER: Let me look that up.\n", 'TOOL: get_weather ARGS: {"city": "Paris"}'), TOOLS,
+     "Let me look that up.", []),
+])
+def test_streamed_and_plain_answers_are_the_same(upstream, proxy, chunks, tools, content, calls):
+    body = {"messages": ASK, **({"tools": tools} if tools else {})}
+    plain, streamed, streamed_calls, _ = _plain_and_streamed(upstream, proxy, [chunks], body)
+    assert plain.status_code == 200, plain.text
+    message = plain.json()["choices"][0]["message"]
+    plain_calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or []]
+    assert message["content"] == content and plain_calls == calls
+    assert (streamed or None) == content and streamed_calls == calls
+    assert plain.headers[REPAIRS_HEADER] == "0"

@@ -29,9 +29,9 @@ def feed(text: str, cuts: list[int], **kw) -> tuple[AnswerStream, list[str], str
 def test_what_is_sent_is_the_start_of_the_final_content(lines, first, cuts):
     text = "Thought: hm\nANSWER: " + first + "\n" + "\n".join(lines)
     stream, sent, kept = feed(text, cuts)
-    reply = parse_reply(kept)
-    if not sent:   # nothing sent, nothing promised: the reply may still be calls
+    if not sent:   # nothing sent, nothing promised: the reply may still be calls (or not parse)
         return
+    reply = parse_reply(kept)
     content = reply.answer
     assert reply.is_final and content.startswith("".join(sent))
     stream.finish(content)

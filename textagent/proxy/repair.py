@@ -43,7 +43,7 @@ from ..tools.validation import format_path
 from .convert import ChatRequest
 from .errors import Cancelled, ModelFailed, ProxyError
 from .upstream import Upstream
-from .watch import AnswerStream, CallStream
+from .watch import AnswerStream, CallStream, answer_content, answer_cut, words_only
 
 __all__ = ["Cancelled", "Answer", "answer", "grammar_for", "arguments_json"]
 
@@ -170,7 +170,6 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     return None, valid
 
 
-_LEADING_KEYWORD = re.compile(r"\A(?:\s*(?:final[ \t]+)?answer[ \t]*:)+\s*", re.I | re.A)
 _THOUGHT = re.compile(r"^\s*thought\s*:\s*", re.I | re.A | re.M)
 
 
@@ -180,7 +179,7 @@ def _content(reply: Reply, request: ChatRequest) -> str:
     if text == reply.thought.strip():   # prose without ANSWER: its thought lines are not the answer
         said = "\n".join(line for line in text.split("\n") if not _THOUGHT.match(line)).strip()
         text = said or _THOUGHT.sub("", text).strip()
-    text = _LEADING_KEYWORD.sub("", text)   # a model that wrote "ANSWER: ANSWER: ..."
+    text = answer_content(text)   # a model that wrote "ANSWER: ANSWER: ..."
     return request.format.check(text)[1] if request.format is not None else text
 
 
@@ -189,7 +188,7 @@ def _prose(text: str, reply: Reply | None) -> str:
     line, an ARGS line or a keyword."""
     if reply is not None:
         text = reply.answer if reply.is_final and reply.answer is not None else reply.thought
-        return _THOUGHT.sub("", _LEADING_KEYWORD.sub("", text)).strip()
+        return _THOUGHT.sub("", answer_content(text)).strip()
     kept = []
     for line in text.split("\n"):
         info = classify(line)
@@ -251,8 +250,8 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             raise Cancelled()
         lead = "" if written else prefill   # only the first reply continues the prefill
         skip = _prefilled_answer(lead, tools)
-        watcher = EarlyStop(tools)
-        streamer = AnswerStream(send, tools, prefix=lead, skip=skip) \
+        watcher = EarlyStop(tools) if tools else None   # with no tools no line is a call to stop after
+        streamer = AnswerStream(send, tools, prefix=lead, skip=skip, calls=bool(tools)) \
             if streams and send and not out.calls else None
         failures: list[str] = []
         repeats = {_call_key(c) for c in out.calls}   # sent before this reply
@@ -277,7 +276,8 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             prompt, stop=stop, max_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
             on_text=lambda text: cancelled.is_set()
             or bool(calls and not (streamer and streamer.started) and calls(text))   # (an answer's lines: no calls)
-            or watcher(lead + text) or bool(streamer and not out.calls and streamer(text)), **options)
+            or bool(watcher and watcher(lead + text)) or bool(streamer and not out.calls and streamer(text)),
+            **options)
         if cancelled.is_set():
             raise Cancelled()
         text = completion.text
@@ -285,17 +285,21 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             text = streamer.close(text)
         elif completion.finish_reason == "early_stop" and calls is not None and calls.cut is not None:
             text = text[:calls.cut]
-        elif completion.finish_reason == "early_stop" and watcher.cut is not None:
+        elif completion.finish_reason == "early_stop" and watcher is not None and watcher.cut is not None:
             text = (lead + text)[:watcher.cut][len(lead):]
         text = lead + text
+        if tools and (streamer is None or not streamer.started):
+            cut = answer_cut(text)   # an answer then a call: the answer, as streaming reads it
+            if cut is not None and cut >= len(lead):
+                text = text[:cut]
         out.usage += completion.usage
         attempt = Step(len(out.attempts) + 1, completion.text, usage=completion.usage,
                        timings=dict(completion.timings), finish_reason=completion.finish_reason,
                        retries=completion.retries)
         out.attempts.append(attempt)
         length = completion.finish_reason == "length"
-        try:
-            reply, unparsed = parse_reply(text, tools), None
+        try:   # with no tools nothing is a call: a line "Tool: a hammer" is words
+            reply, unparsed = (parse_reply(text, tools) if tools else words_only(text)), None
         except ParseError as err:
             reply, unparsed = None, prompts.feedback(prompts.parse_feedback(err, tools))
             attempt.parse_error = err

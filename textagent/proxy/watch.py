@@ -18,10 +18,53 @@ from collections.abc import Callable
 from typing import Any
 
 from ..protocol.stream import CompleteCalls
-from ..protocol import ParseError, Reply, ToolCall, parse_reply
-from ..protocol.lines import classify
+import re
 
-__all__ = ["AnswerStream", "CallStream"]
+from ..protocol import ParseError, Reply, ToolCall, parse_reply
+from ..protocol.lines import classify, unwrap
+
+__all__ = ["AnswerStream", "CallStream", "answer_cut", "LEADING_KEYWORD", "answer_content", "words_only"]
+
+#: Keywords a model repeats at the start of its answer ("ANSWER: ANSWER: four", "ANSWER: Final
+#: Answer: four"): never content.
+LEADING_KEYWORD = re.compile(r"\A(?:\s*(?:final[ \t]+)?answer[ \t]*:)+\s*", re.I | re.A)
+_KEYWORDS = ("answer:", "final answer:")
+
+
+def _undecided(content: str) -> bool:
+    """Whether ``content`` (after the keywords already stripped) may still grow into another
+    leading keyword: its start is held back until that is decided."""
+    head = " ".join(content.lower().split())
+    return bool(head) and any(k.startswith(head) for k in _KEYWORDS)
+
+
+def words_only(text: str) -> Reply:
+    """A reply read when the request has no tools: nothing in it is a call, every line is words.
+    The answer is what follows the first ANSWER keyword (its following lines verbatim); a reply
+    without one is prose (``thought``), as parse_reply reads prose."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        info = classify(line)
+        if info.kind == "obs":
+            break
+        if info.kind == "answer":
+            rest = []
+            for later in lines[i + 1:]:
+                if classify(later).kind == "obs":
+                    break
+                rest.append(later)
+            return Reply([], "\n".join([unwrap(line, info)[info.end:], *rest]).strip(), "\n".join(lines[:i]))
+    kept = []
+    for line in lines:
+        if classify(line).kind == "obs":
+            break
+        kept.append(line)
+    return Reply([], None, "\n".join(kept))
+
+
+def answer_content(answer: str) -> str:
+    """The client's content of an answer: without the keywords a model repeats at its start."""
+    return LEADING_KEYWORD.sub("", answer)
 
 _DECIDED = 20     # characters of a line after which it cannot turn into a keyword line
 _REREAD = 8       # characters of new text before the answer is read again
@@ -34,13 +77,16 @@ class AnswerStream:
     sent again. True (close the stream) once a line that would end the answer begins; ``cut``
     is where the reply is then kept to."""
 
-    def __init__(self, send: Callable[[str], Any], tools: Any, *, prefix: str = "", skip: str = ""):
+    def __init__(self, send: Callable[[str], Any], tools: Any, *, prefix: str = "", skip: str = "",
+                 calls: bool = True):
         self.send, self.tools, self.prefix, self.skip = send, tools, prefix, skip
+        self.calls = calls          # False: the request has no tools, no line is a call (words_only)
         self.sent = ""              # content sent so far (after skip)
         self.cut: int | None = None
         self._lines = 0             # complete lines classified
         self._at = 0                # where the next line starts
-        self._answer = False        # a line so far is the ANSWER line
+        self._answer = False        # an ANSWER line with content came first: the reply is an answer
+        self._pending = False       # an ANSWER line came, its content not yet
         self._off = False           # a call came first, or the text went wrong: nothing to stream
         self._read = 0              # length of the text last read
 
@@ -78,17 +124,28 @@ class AnswerStream:
         return False
 
     def _answer_kind(self, kind: str, tail: str) -> bool:
-        return kind in ("call", "obs") and len(tail.lstrip()) >= _DECIDED
+        return kind in (("call", "obs") if self.calls else ("obs",)) and len(tail.lstrip()) >= _DECIDED
 
     def _line(self, line: str) -> bool:
-        """Takes one complete line; True when it ends the answer."""
-        kind = classify(line).kind
+        """Takes one complete line; True when it ends the answer. A reply is an answer once an
+        ANSWER line has content (on it or on a line after it), before any call: a call or
+        OBSERVATION line after that ends it; one before that makes the reply calls. The plain
+        path keeps to the same rule (``answer_cut``), so streamed = plain."""
+        info = classify(line)
+        kind = info.kind
+        if not self.calls and kind in ("call", "args"):
+            kind = "prose"
         if self._answer:
             return kind in ("call", "obs")
         if kind == "answer":
-            self._answer = True
+            self._pending = True
+            if unwrap(line, info)[info.end:].strip():
+                self._answer = True
         elif kind in ("call", "args", "obs"):
             self._off = True
+            self._pending = False
+        elif self._pending and line.strip():
+            self._answer = True   # the answer's content began on a line after its keyword
         return False
 
     def _emit(self, known: str) -> None:
@@ -100,12 +157,14 @@ class AnswerStream:
             return
         self._read = len(known)
         try:
-            reply = parse_reply(known, self.tools)
+            reply = parse_reply(known, self.tools) if self.calls else words_only(known)
         except ParseError:
             return
         if reply.calls or reply.answer is None:
             return
-        content = reply.answer
+        content = answer_content(reply.answer)
+        if _undecided(content):
+            return   # "Final Ans..." may become a keyword: wait
         if not content.startswith(self.skip):
             self._off = True
             return
@@ -177,3 +236,16 @@ class CallStream:
         """The reply ended: its calls not judged yet are judged now."""
         if self.cut is None:
             self._take(list(reply.calls))
+
+
+def answer_cut(text: str) -> int | None:
+    """Where a whole reply is cut by the rule streaming keeps to (``AnswerStream._line``): after
+    an answer with content, the start of the first call or OBSERVATION line; None when nothing
+    is cut."""
+    stream = AnswerStream(lambda piece: None, None)
+    at = 0
+    for line in text.split("\n"):
+        if stream._line(line):
+            return at
+        at += len(line) + 1
+    return None
