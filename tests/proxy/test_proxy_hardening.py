@@ -402,6 +402,29 @@ def test_an_api_key_or_an_allowed_origin_lets_a_page_in(upstream):
             proxy.stop()
 
 
+def test_an_allowed_origin_gets_cors_so_a_browser_can_use_it(upstream):
+    """Hardening round 4, O2: the preflight got 405 and no Access-Control-Allow-Origin."""
+    upstream.json("/completion", said("ANSWER: ok"), repeat=True)
+    proxy = start(upstream, allowed_origins=("https://app.example",))
+    try:
+        preflight = requests.options(proxy.url + "/v1/chat/completions", timeout=30, headers={
+            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type"})
+        assert preflight.status_code == 204
+        assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+        assert "POST" in preflight.headers["access-control-allow-methods"]
+        assert "content-type" in preflight.headers["access-control-allow-headers"]
+        resp = post(proxy, {"messages": ASK}, headers={"Origin": "https://app.example"})
+        assert resp.status_code == 200 and resp.headers["access-control-allow-origin"] == "https://app.example"
+        denied = requests.options(proxy.url + "/v1/chat/completions", timeout=30, headers={
+            "Origin": "https://other.example", "Access-Control-Request-Method": "POST"})
+        assert denied.status_code == 403 and "access-control-allow-origin" not in denied.headers
+        plain = post(proxy, {"messages": ASK})   # no Origin: no CORS headers
+        assert plain.status_code == 200 and "access-control-allow-origin" not in plain.headers
+    finally:
+        proxy.stop()
+
+
 def test_listening_beyond_loopback_without_a_key_warns(monkeypatch, capsys):
     import signal
 

@@ -77,3 +77,22 @@ def test_what_the_proxy_cannot_do_is_400(upstream, proxy, body, param):
     resp = post(proxy, body)
     assert resp.status_code == 400 and resp.json()["error"]["param"] == param
     assert not upstream.bodies("/completion")
+
+
+@pytest.mark.parametrize("body, param, says", [
+    ({"input": [{"role": "wizard", "content": "x"}]}, "input[0].role", "input[0]"),
+    ({"instructions": "Be brief.", "input": [{"role": "user", "content": "x"}, {"role": "wizard", "content": "y"}]},
+     "input[1].role", "input[1]"),
+    ({"input": "x", "text": {"format": {"type": "json_schema", "name": "r", "schema": {"type": "nonsense"}}}},
+     "text.format.schema", "text.format"),
+    ({"input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"type": "nonsense"}}]},
+     "tools[0]", "tools[0]"),
+])
+def test_errors_name_the_responses_parameters_not_the_chat_ones(upstream, proxy, body, param, says):
+    """Hardening round 4, O3: `messages[1].role` for `input[0]`, `response_format...` for `text.format`."""
+    resp = post(proxy, body)
+    assert resp.status_code == 400, resp.text
+    error = resp.json()["error"]
+    assert error["param"] == param and says in error["message"] + error["param"]
+    assert "messages[" not in error["message"] + error["param"] and "response_format" not in error["message"]
+    assert not upstream.bodies("/completion")

@@ -172,16 +172,56 @@ class _Guard:
         return ProxyError(403, f"requests from the web origin {origin[:80]!r} are not allowed: start the proxy with "
                                "--api-key, or allow the origin with --allow-origin", code="origin_not_allowed")
 
+    def cors_origin(self, headers: Headers) -> str | None:
+        """The ``Access-Control-Allow-Origin`` a request gets: its origin when ``--allow-origin``
+        names it ("*": any), else none (a browser then cannot read the answer)."""
+        origin = headers.get("origin")
+        if origin is None:
+            return None
+        if "*" in self.origins:
+            return "*"
+        return origin if origin.rstrip("/").lower() in self.origins else None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            refused = self.refusal(Headers(scope=scope))
-            if refused is not None:
-                ex = _Exchange(Request(scope))
-                ex.record["refused"] = refused.code
-                ex.done(refused.status, None)
-                await _error(refused)(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        refused = self.refusal(headers)
+        if refused is not None:
+            ex = _Exchange(Request(scope))
+            ex.record["refused"] = refused.code
+            ex.done(refused.status, None)
+            await _error(refused)(scope, receive, send)
+            return
+        allowed = self.cors_origin(headers)
+        if scope["method"] == "OPTIONS" and headers.get("access-control-request-method"):
+            # a browser's preflight: answered here, for the routes the proxy serves
+            ex = _Exchange(Request(scope))
+            status = 204 if allowed else 403
+            ex.done(status, None)
+            if allowed is None:
+                await _error(ProxyError(403, "cross-origin requests are allowed only from the origins named with "
+                                             "--allow-origin", code="origin_not_allowed"))(scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+            await Response(status_code=204, headers={
+                "access-control-allow-origin": allowed, "vary": "Origin",
+                "access-control-allow-methods": "GET, POST, OPTIONS",
+                "access-control-allow-headers": "authorization, content-type",
+                "access-control-max-age": "600"})(scope, receive, send)
+            return
+        if allowed is None:
+            await self.app(scope, receive, send)
+            return
+
+        async def with_cors(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"access-control-allow-origin", allowed.encode("latin-1")),
+                                                  (b"vary", b"Origin")]}
+            await send(message)
+
+        await self.app(scope, receive, with_cors)
 
 
 # -- waiting for a slot --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ keeps no responses: ``previous_response_id`` and ``conversation`` are refused (4
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -44,7 +45,31 @@ def _parts(content: Any, where: str) -> Any:
     return out
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+class _Origins:
+    """Where each chat message (and each of its tool calls) came from in the Responses body, so
+    an error names the Responses parameter (``input[0].role``), not the chat one."""
+
+    def __init__(self) -> None:
+        self.messages: dict[int, str] = {}
+        self.calls: dict[tuple[int, int], str] = {}
+
+    def translate(self, text: str) -> str:
+        def call(m: re.Match[str]) -> str:
+            where = self.calls.get((int(m.group(1)), int(m.group(2))))
+            if where is None:
+                return m.group(0)
+            return where + {"function.name": ".name", "function.arguments": ".arguments", "id": ".call_id"}.get(
+                (m.group(3) or "").lstrip("."), m.group(3) or "")
+        text = re.sub(r"messages\[(\d+)\]\.tool_calls\[(\d+)\]((?:\.[\w.]+)?)", call, text)
+        text = re.sub(r"messages\[(\d+)\]", lambda m: self.messages.get(int(m.group(1)), m.group(0)), text)
+        text = re.sub(r"response_format\.json_schema", "text.format", text)
+        text = re.sub(r"\bresponse_format\b", "text.format", text)
+        text = re.sub(r"tools\[(\d+)\]\.function\b", r"tools[\1]", text)
+        return re.sub(r"\bmax_tokens\b", "max_output_tokens", text)
+
+
+def _messages(body: Mapping[str, Any], origins: _Origins | None = None) -> list[dict[str, Any]]:
+    origins = origins or _Origins()
     items = body.get("input")
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
@@ -52,6 +77,7 @@ def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         raise _bad("'input' must be a string or a non-empty list of items", "input")
     messages: list[dict[str, Any]] = []
     if isinstance(body.get("instructions"), str) and body["instructions"].strip():
+        origins.messages[len(messages)] = "instructions"
         messages.append({"role": "system", "content": body["instructions"]})
     for i, item in enumerate(items):
         where = f"input[{i}]"
@@ -59,6 +85,7 @@ def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
             raise _bad("each input item must be an object", where)
         kind = item.get("type", "message")
         if kind == "message":
+            origins.messages[len(messages)] = where
             messages.append({"role": item.get("role"), "content": _parts(item.get("content"), f"{where}.content")})
         elif kind == "function_call":
             if not isinstance(item.get("call_id"), str) or not isinstance(item.get("name"), str):
@@ -69,11 +96,14 @@ def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
             if last is not None and last["role"] == "assistant" and (last.get("tool_calls") or not last["content"]):
                 last.setdefault("tool_calls", []).append(call)   # the calls of one turn, together
             else:
+                origins.messages[len(messages)] = where
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            origins.calls[(len(messages) - 1, len(messages[-1]["tool_calls"]) - 1)] = where
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str):
                 raise _bad("a function_call_output item needs the 'call_id' it answers", where)
             output = item.get("output")
+            origins.messages[len(messages)] = where
             messages.append({"role": "tool", "tool_call_id": item["call_id"],
                              "content": output if isinstance(output, str) else _parts(output, f"{where}.output")})
         elif kind == "reasoning":
@@ -122,14 +152,19 @@ def parse_responses(body: Any) -> ChatRequest:
         if body.get(key) is not None:
             raise _bad(f"'{key}' is not supported: the proxy keeps no responses; send the whole conversation as "
                        "'input'", key)
-    chat: dict[str, Any] = {"messages": _messages(body), "tools": _tools(body),
+    origins = _Origins()
+    chat: dict[str, Any] = {"messages": _messages(body, origins), "tools": _tools(body),
                             "tool_choice": _tool_choice(body.get("tool_choice")), "response_format": _format(body)}
     for key in ("model", "temperature", "top_p", "parallel_tool_calls", "stream", "top_logprobs"):
         if key in body:
             chat[key] = body[key]
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
-    request = parse_request({k: v for k, v in chat.items() if v is not None})
+    try:
+        request = parse_request({k: v for k, v in chat.items() if v is not None})
+    except ProxyError as exc:   # named as the Responses body has it
+        raise ProxyError(exc.status, origins.translate(exc.message), code=exc.code,
+                         param=None if exc.param is None else origins.translate(exc.param)) from None
     request.include_usage = True
     request.echo = {"tools": body.get("tools") or [], "tool_choice": body.get("tool_choice") or "auto",
                     "parallel_tool_calls": body.get("parallel_tool_calls") is not False,
