@@ -128,15 +128,7 @@ class Agent:
         afresh); the limits apply to each question on its own."""
         if not isinstance(task, str) or not task.strip():
             raise ValueError(f"the task must be a non-empty question, got {task!r:.80}")
-        if self.question and self.mode.conversation.messages:
-            self.mode.follow(task, self._added)
-        else:
-            examples = self.examples
-            if self.auto_examples and self.tools.max_examples is not None:
-                examples = self._auto_examples(task)
-            self.shown = examples
-            self.mode.start(task, examples)
-        self.task, self._added = task, []
+        self._ask(task)
         self.steps: list[Step] = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
         error: BaseException | None = None
@@ -170,6 +162,19 @@ class Agent:
                             self.mode.transcript(), self.mode.name)
             trace.result(result)
         return result
+
+    def _ask(self, task: str) -> None:
+        """Put the question to the model: a follow-up of the conversation under way (after the
+        tools added since the last question), or the start of one, with its worked examples."""
+        if self.question and self.mode.conversation.messages:
+            self.mode.follow(task, self._added)
+        else:
+            examples = self.examples
+            if self.auto_examples and self.tools.max_examples is not None:
+                examples = self._auto_examples(task)
+            self.shown = examples
+            self.mode.start(task, examples)
+        self.task, self._added = task, []
 
     def _step(self) -> Step:
         step = Step(len(self.steps) + 1, "")
