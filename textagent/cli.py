@@ -15,7 +15,7 @@ import stat
 import sys
 import threading
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ._argtypes import nonempty, port_number, positive

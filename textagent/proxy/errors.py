@@ -5,7 +5,7 @@ one that times out 504, one that answers with an error or nonsense 502.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from .._redact import redact

@@ -414,8 +414,9 @@ def _stop_groups(groups: set[int], grace: float = 2.0) -> None:
 
 def _describe(exc: BaseException) -> str:
     """One line for an exception, looking inside the exception groups anyio raises."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
+    # an exception group by its shape: BaseExceptionGroup is a builtin from Python 3.11 on only
+    while isinstance(getattr(exc, "exceptions", None), (list, tuple)) and exc.exceptions:   # type: ignore[attr-defined]
+        exc = exc.exceptions[0]   # type: ignore[attr-defined]
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
