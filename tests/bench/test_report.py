@@ -26,7 +26,6 @@ def make_run(path, *, broken=(), modes=("text", "baseline"), meta=None):
             for mode in modes:
                 backend = ScriptedBackend(["ANSWER: no idea"]) if task.id in broken else good
                 record = run_episode(task, mode, backend, chat_format="chatml")
-                record["trace_file"] = f"traces/{mode}/{task.id}.r0.jsonl"
                 f.write(json.dumps(record) + "\n")
     meta = {"modes": list(modes), "started": "2026-11-29T12:00:00+00:00", "model": "tiny", "planned": 99,
             "machine": {"cpu": "Test CPU", "cores": 2, "system": "Linux", "python": "3.11"},
@@ -46,7 +45,7 @@ def test_markdown_has_the_side_by_side_table_taxonomy_and_worst_tasks(tmp_path):
     assert "**71.4 %**" in text and "5/7" in text
     assert "| no call where one was needed | 2 |" in text
     assert "| `bare-is-prime` | bare | 0/1 | no_call |" in text
-    assert "(traces/text/bare-is-prime.r0.jsonl)" in text
+    assert "`textagent bench --report <this folder> --trace-of TASK [--modes MODE]` prints it" in text
     assert "Not run: **native**: no mode= yet" in text
     assert "**partial run**: 14 of 99 episodes" in text
     assert "![success and tokens per solved task" in text
@@ -224,3 +223,16 @@ def test_malformed_records_and_run_json_are_named_and_skipped_not_tracebacks(tmp
     # --resume refuses the run.json, naming the field, before anything starts
     code = bench_main(["--out", str(tmp_path), "--resume", "--endpoint", "http://127.0.0.1:9", "--modes", "text"])
     assert code == 2
+
+
+def test_trace_of_prints_an_episodes_trace_from_the_records(tmp_path, capsys):
+    import json as _json
+
+    from textagent.bench.cli import main as bench_main
+
+    run = make_run(tmp_path / "run", broken=("bare-is-prime",))
+    assert bench_main(["--report", str(run), "--trace-of", "bare-is-prime", "--modes", "text"]) == 0
+    lines = [_json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert lines and {x["mode"] for x in lines} == {"text"} and lines[0]["type"] == "start"
+    assert bench_main(["--report", str(run), "--trace-of", "no-such-task"]) == 1
+    assert bench_main(["--trace-of", "bare-is-prime"]) == 2

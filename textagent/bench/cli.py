@@ -109,11 +109,14 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
     p.add_argument("--no-pin", action="store_true", help="do not send id_slot (servers that reject it)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--out", help="directory for episodes.jsonl, traces/, run.json, report.md, report.png")
+    p.add_argument("--out", help="directory for episodes.jsonl (with every episode's trace), run.json, report.md, report.png")
     p.add_argument("--resume", action="store_true",
                    help="go on with the run already in --out: episodes there are not run again; other modes or "
                         "tasks are added to it (the settings must be the same)")
     p.add_argument("--report", metavar="DIR", help="only (re)write the report of an existing run directory")
+    p.add_argument("--trace-of", metavar="TASK",
+                   help="with --report DIR: print the trace of TASK's episodes there (JSON lines; --modes picks "
+                        "the modes) instead of writing the report")
     p.add_argument("--check-suite", action="store_true",
                    help="no model: replay every task's reference replies and check that they pass")
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="diff the tables of two runs (directories)")
@@ -210,6 +213,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.check_suite:
         return _check_suite(args)
+    if args.trace_of:
+        return _print_trace(args)
     if args.report:
         path = write_report(args.report)
         _say(f"wrote {path}")
@@ -326,6 +331,25 @@ def run(args: argparse.Namespace) -> int:
         MCP_POOL.close()
         if server is not None:
             server.stop()
+
+
+def _print_trace(args: argparse.Namespace) -> int:
+    """``--report DIR --trace-of TASK``: the trace lines of that task's episodes, one JSON line each."""
+    from ..trace import json_line
+
+    if not args.report:
+        _say("textagent bench: --trace-of needs --report DIR, the run to read")
+        return 2
+    modes = {m.strip() for m in args.modes.split(",") if m.strip()} if args.modes != DEFAULT_MODES else None
+    found = [r for r in load_records(args.report) if r["task"] == args.trace_of and (modes is None or r["mode"] in modes)]
+    if not found:
+        _say(f"textagent bench: no episode of {args.trace_of!r} in {args.report}" + (f" in {', '.join(sorted(modes))}"
+                                                                                  if modes else ""))
+        return 1
+    for record in found:
+        for line in record.get("trace") or []:
+            print(json_line({"mode": record["mode"], "repeat": record.get("repeat", 0), **line}))
+    return 0
 
 
 def _check_suite(args: argparse.Namespace) -> int:

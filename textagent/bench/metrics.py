@@ -281,22 +281,20 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
 
 
 def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[str, Any]]:
-    """Per task of a mode: successes, episodes, mean steps, mean seconds, failure labels, trace files;
+    """Per task of a mode: successes, episodes, mean steps, mean seconds, failure labels;
     worst first (lowest success rate, then most steps, then slowest)."""
     tasks: dict[str, dict[str, Any]] = {}
     for r in latest_records(records):
         if r.get("mode") != mode:
             continue
         t = tasks.setdefault(r["task"], {"task": r["task"], "kind": r.get("kind", "other"), "successes": 0,
-                                         "episodes": 0, "steps": 0, "seconds": 0.0, "failures": [], "traces": []})
+                                         "episodes": 0, "steps": 0, "seconds": 0.0, "failures": []})
         t["episodes"] += 1
         t["successes"] += 1 if r.get("success") else 0
         t["steps"] += int(r.get("steps") or 0)
         t["seconds"] += float(r.get("seconds") or 0)
         if r.get("failure"):
             t["failures"].append(r["failure"])
-        if r.get("trace_file"):
-            t["traces"].append(r["trace_file"])
     rows = list(tasks.values())
     for t in rows:
         t["rate"] = t["successes"] / t["episodes"]

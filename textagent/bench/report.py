@@ -1,5 +1,5 @@
-"""The bench report: ``report.md`` (modes side by side, failure taxonomy, worst tasks with links
-to their traces), ``report.png`` (when matplotlib is installed), and the diff of two runs."""
+"""The bench report: ``report.md`` (modes side by side, failure taxonomy, worst tasks; their
+traces are printed by ``--trace-of``), ``report.png`` (when matplotlib is installed), and the diff of two runs."""
 from __future__ import annotations
 
 import json
@@ -183,7 +183,9 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         kinds = list(dict.fromkeys(k for m in modes for k in summaries[m].by_kind))
         rows = [[k, *[_frac(summaries[m].by_kind.get(k)) for m in modes]] for k in kinds]
         out.append(_table(["kind", *modes], rows))
-    out += ["", "## Worst tasks per mode", ""]
+    out += ["", "## Worst tasks per mode", "",
+            "An episode's trace (every reply, call, result and observation) is in `episodes.jsonl`: "
+            "`textagent bench --report <this folder> --trace-of TASK [--modes MODE]` prints it.", ""]
     for mode in modes:
         worst = [t for t in task_scores(records, mode) if t["successes"] < t["episodes"]][:5]
         out += [f"### {mode}", ""]
@@ -192,11 +194,10 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
             continue
         rows = []
         for t in worst:
-            links = ", ".join(f"[r{i}]({p})" for i, p in enumerate(t["traces"][:3])) or "—"
             labels = ", ".join(sorted(set(t["failures"]))) or "—"
             rows.append([f"`{t['task']}`", t["kind"], f"{t['successes']}/{t['episodes']}", labels,
-                         f"{t['mean_steps']:.1f}", links])
-        out += [_table(["task", "kind", "solved", "failure", "steps", "trace"], rows, "lllllr"), ""]
+                         f"{t['mean_steps']:.1f}"])
+        out += [_table(["task", "kind", "solved", "failure", "steps"], rows, "lllll"), ""]
     return "\n".join(out).rstrip() + "\n"
 
 

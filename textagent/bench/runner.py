@@ -5,8 +5,8 @@
 
 Each episode gets fresh tools (``bench.tools.Env``), runs the Agent (or the seed-style
 ``baseline`` loop), is checked, classified and written as one JSON line to
-``DIR/episodes.jsonl`` the moment it ends, with its full trace (also in
-``DIR/traces/<mode>/<task>.r<repeat>.jsonl``). A resumed run (``bench --resume``) skips the
+``DIR/episodes.jsonl`` the moment it ends, with its full trace (``textagent bench --report DIR
+--trace-of TASK`` prints it). A resumed run (``bench --resume``) skips the
 episodes already in the file (except backend errors, which are retried).
 
 Workers are threads, one per server slot; a worker pins its episodes to its slot with
@@ -423,7 +423,7 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
     """
     settings = settings or Settings()
     out = Path(out_dir)
-    (out / "traces").mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     path = out / EPISODES_FILE
     done = {episode_key(r) for r in load_records(path) if r.get("stop_reason") not in ("backend_error", "error")}
     plan = [(task, mode, r) for r in range(repeat) for i, task in enumerate(tasks) for mode in _turned(modes, i)]
@@ -455,12 +455,7 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
         sink.write("\n")
 
     def finish(record: dict[str, Any]) -> None:
-        trace_rel = Path("traces") / _safe(record["mode"]) / f"{_safe(record['task'])}.r{record['repeat']}.jsonl"
-        record["trace_file"] = trace_rel.as_posix()
-        (out / trace_rel).parent.mkdir(parents=True, exist_ok=True)
-        with open(out / trace_rel, "w", encoding="utf-8") as tf:
-            for line in record["trace"]:
-                tf.write(json_line(line) + "\n")
+        # the trace is in the record (`bench --report DIR --trace-of TASK` prints it): no file per episode
         with lock:
             if sink.closed:   # finished after Ctrl-C: the run has already been reported
                 return
