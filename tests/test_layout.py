@@ -1,7 +1,9 @@
 """The package's shape: the loop stays small, modes never reach into the Agent, protocol/ is the
-ground floor, no import cycles (imports inside functions count: they run too)."""
+ground floor, no import cycles (imports inside functions count: they run too; so do modules named
+in strings for importlib, as the CLI's dispatch table names its subcommands)."""
 import ast
 import pathlib
+import re
 
 import textagent
 
@@ -11,6 +13,9 @@ PACKAGE = pathlib.Path(textagent.__file__).resolve().parent
 def _module_name(path: pathlib.Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+_MODULE = re.compile(r"textagent(?:\.[a-z_][a-z0-9_]*)+")
 
 
 def _imports(path: pathlib.Path, *, typing: bool = True) -> set[str]:
@@ -33,6 +38,8 @@ def _imports(path: pathlib.Path, *, typing: bool = True) -> set[str]:
                     found.update(f"{target}.{a.name}" for a in child.names)
             elif isinstance(child, ast.Import):
                 found.update(a.name for a in child.names if a.name.startswith("textagent"))
+            elif isinstance(child, ast.Constant) and isinstance(child.value, str) and _MODULE.fullmatch(child.value):
+                found.add(child.value)   # a module named for importlib (the CLI's dispatch table): it runs too
             visit(child)
 
     visit(tree)

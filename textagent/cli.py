@@ -14,17 +14,14 @@ import signal
 import stat
 import sys
 import threading
-import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
 from ._argtypes import nonempty, port_number, positive
+from .conventions import (ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_CODES, EXIT_ERROR, add_model_options, add_token_options,
+                          apply_conventions, check_names, gguf_help, model_names)
 from .errors import BackendError, TextagentError
 
-# Exit codes: 0 answer; 2 usage error or unparseable input (`parse`); one per other stop reason.
-EXIT_CODES = {"answer": 0, "max_steps": 3, "token_budget": 4, "time_limit": 5, "format_errors": 6,
-              "backend_error": 7}
-EXIT_ERROR = 1
 
 log = logging.getLogger(__name__)
 
@@ -371,90 +368,6 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_names(spec: str) -> str:
-    """argparse type of --checks: the names checked now, kept as given."""
-    from .checks import from_names
-    try:
-        from_names(spec)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return spec
-
-
-# -- conventions shared with `textagent bench` ----------------------------------------------------
-
-# Read when the flag is not given; flags win. OPENAI_* only for --api completions/chat, so an
-# OpenAI key is never sent to a llama.cpp or Ollama server.
-ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST"
-
-
-def gguf_help() -> str:
-    """What --gguf takes: the embedded models by name (the default first) or a path."""
-    from .local import DEFAULT_MODEL, MODELS
-
-    others = [name for name in MODELS if name != DEFAULT_MODEL]
-    return f"embedded llama-server: {DEFAULT_MODEL} (default), {', '.join(others)}, or a path to any .gguf file"
-
-
-def _model_names() -> list[str]:
-    from .local import MODELS
-
-    return list(MODELS)
-
-
-def add_model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", help="the model id the endpoint serves (OpenAI-compatible or Ollama endpoints)")
-    p.add_argument("--gguf", help=gguf_help())
-    p.add_argument("--model-name", help=argparse.SUPPRESS)   # deprecated spelling of --model
-    p.add_argument("--api-key", type=nonempty("--api-key"),
-                   help=f"bearer token (default: ${ENV_API_KEY} for --api completions/chat)")
-
-
-def add_token_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--token-budget", type=positive(int), help="token budget for the whole run")
-    p.add_argument("--reply-tokens", type=positive(int), default=512, help="max tokens of one reply (default 512)")
-    p.add_argument("--max-tokens", type=positive(int), dest="old_budget", help=argparse.SUPPRESS)   # deprecated
-
-
-
-
-def ollama_url(host: str) -> str:
-    """OLLAMA_HOST as Ollama's own client reads it: ``host``, ``host:port`` or a URL (port 11434)."""
-    host = host.strip().rstrip("/")
-    parts = urllib.parse.urlsplit(host if "://" in host else "http://" + host)
-    if parts.port is None and parts.scheme == "http":
-        parts = parts._replace(netloc=parts.netloc + ":11434")
-    return urllib.parse.urlunsplit(parts)
-
-
-
-
-def apply_conventions(args: argparse.Namespace) -> None:
-    """Settle the options `run` and `bench` share, in place: the endpoint and API key from the
-    environment when not given, and the deprecated spellings (with a warning)."""
-    endpoints = args.endpoint if isinstance(args.endpoint, list) else [args.endpoint] if args.endpoint else []
-    if not endpoints:
-        env = {"completions": ENV_BASE_URL, "chat": ENV_BASE_URL, "ollama": ENV_OLLAMA_HOST}.get(args.api)
-        if env and os.environ.get(env, "").strip():
-            url = os.environ[env].strip()
-            endpoints = [ollama_url(url) if env == ENV_OLLAMA_HOST else url]
-            args.endpoint = endpoints if isinstance(args.endpoint, list) else endpoints[0]
-            log.info("endpoint from $%s: %s", env, endpoints[0])
-    if args.model and not endpoints and not args.gguf:
-        log.warning("--model without --endpoint naming the embedded server's model is deprecated; use --gguf "
-                    "(--model is the model id an endpoint serves)")
-        args.gguf, args.model = args.model, None
-    if args.model_name:
-        log.warning("--model-name is deprecated; use --model")
-        args.model = args.model or args.model_name
-    if args.api_key is None and args.api in ("completions", "chat") and os.environ.get(ENV_API_KEY):
-        args.api_key = os.environ[ENV_API_KEY]
-    if getattr(args, "old_budget", None) is not None:
-        log.warning("--max-tokens as the run's token budget is deprecated and will cap each reply in the next "
-                    "release, as elsewhere; use --token-budget (and --reply-tokens for one reply)")
-        args.token_budget = args.token_budget or args.old_budget
-
-
 class _StderrHandler(logging.StreamHandler):
     """Writes to whatever sys.stderr is at the time (tests swap it)."""
 
@@ -592,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("models", help="list or fetch the embedded models")
     m.add_argument("action", choices=["list", "fetch"], nargs="?", default="list")
-    m.add_argument("names", nargs="*", help="models to fetch: " + ", ".join(_model_names()) + " (default: the default model)")
+    m.add_argument("names", nargs="*", help="models to fetch: " + ", ".join(model_names()) + " (default: the default model)")
     m.set_defaults(func=cmd_models)
 
     # These two own their options; main() hands them the rest of the command line.

@@ -26,7 +26,7 @@ from typing import Any
 
 from .._argtypes import nonempty
 from .._redact import redact
-from ..cli import add_model_options, apply_conventions, check_names
+from ..conventions import add_model_options, apply_conventions, check_names
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from ..errors import BackendError, TextagentError
 from .health import check_endpoint

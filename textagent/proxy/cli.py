@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._argtypes import nonempty, port_number, positive
-from ..cli import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, gguf_help, ollama_url
+from ..conventions import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, gguf_help, ollama_url
 
 ENV_PROXY_KEY = "TEXTAGENT_PROXY_API_KEY"
 DEFAULT_PORT = 8000
