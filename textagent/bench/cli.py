@@ -269,6 +269,7 @@ def run(args: argparse.Namespace) -> int:
     factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model,
                              api_key=args.api_key, timeout=args.timeout)
     server = None
+    proxies: list[Any] = []
     try:
         endpoints = list(args.endpoint)
         for url in endpoints:   # before any episode is sent into a dead one
@@ -300,6 +301,8 @@ def run(args: argparse.Namespace) -> int:
             if not model and args.api == "llamacpp":
                 model = _server_model(url)
             workers += [Slot(url, i if args.api == "llamacpp" else None) for i in range(k)]
+        if "proxy" in modes:   # textagent proxy in front of each endpoint, on the same server and slots
+            proxies += _start_proxies(args, endpoints, factory)
         meta = _meta(args, tasks, modes, unavailable, endpoints, model, settings)
         if done:
             meta = _merged(previous, meta)
@@ -329,6 +332,8 @@ def run(args: argparse.Namespace) -> int:
         from .tools import MCP_POOL
 
         MCP_POOL.close()
+        for proxy in proxies:
+            proxy.stop()
         if server is not None:
             server.stop()
 
@@ -350,6 +355,29 @@ def _print_trace(args: argparse.Namespace) -> int:
         for line in record.get("trace") or []:
             print(json_line({"mode": record["mode"], "repeat": record.get("repeat", 0), **line}))
     return 0
+
+
+def _start_proxies(args: argparse.Namespace, endpoints: Sequence[str], factory: BackendFactory) -> list[Any]:
+    """A ``textagent proxy`` (text mode, default repairs) in front of each endpoint, for the
+    ``proxy`` mode; the factory learns their URLs."""
+    try:
+        from ..proxy import ProxyConfig, ProxyServer, Upstream, UpstreamConfig
+    except ImportError as exc:
+        raise TextagentError(f"mode proxy needs the proxy extra (pip install 'textagent[proxy]'): {exc}") from None
+    started = []
+    for url in endpoints:
+        upstream = Upstream(UpstreamConfig(endpoint=url, api=args.api, model=args.model, api_key=args.api_key,
+                                           chat_format=None if args.chat_format == "server" else args.chat_format,
+                                           timeout=args.timeout, parallel=factory.slots(url)))
+        proxy = ProxyServer(upstream, ProxyConfig()).start()
+        started.append(proxy)
+        if not upstream.wait(120) or upstream.state != "ready":
+            for p in started:
+                p.stop()
+            raise BackendError(f"the textagent proxy in front of {redact(url)} did not become ready: {upstream.detail}")
+        factory.proxies[url] = proxy.url
+        _say(f"textagent bench: mode proxy talks to a textagent proxy at {proxy.url} in front of {redact(url)}")
+    return started
 
 
 def _check_suite(args: argparse.Namespace) -> int:

@@ -53,7 +53,8 @@ AGENT_MODES = tuple(AGENT_MODE_NAMES)   # the Agent's own modes (textagent.modes
 #: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
 #: text-no-feedback: text mode with the run (a multi-turn item: the turn) ended at the first reply that
 #: does not parse, as BFCL ends it: the feedback ablation.
-MODES = (*AGENT_MODES, "baseline", "bfcl-prompt", "text-no-feedback")
+#: proxy: function calling through `textagent proxy` (started by the bench), asked by the openai client.
+MODES = (*AGENT_MODES, "baseline", "bfcl-prompt", "text-no-feedback", "proxy")
 EPISODES_FILE = "episodes.jsonl"
 log = logging.getLogger("textagent.bench")
 RECORD_VERSION = 1
@@ -88,7 +89,9 @@ class Slot:
 
 def _needs(mode: str) -> Needs:
     """What a bench mode needs of its backend: the Agent's modes say; baseline and bfcl-prompt
-    send text completions."""
+    send text completions; proxy asks a proxy in front of a llama.cpp server (its chat template)."""
+    if mode == "proxy":
+        return Needs(chat=True, tools=True)
     return mode_needs(mode) if mode in AGENT_MODES else Needs()
 
 
@@ -124,9 +127,11 @@ class BackendFactory:
     """
 
     def __init__(self, *, api: str = "llamacpp", chat_format: str | ChatFormat = "server",
-                 model_name: str | None = None, api_key: str | None = None, timeout: float = 300):
+                 model_name: str | None = None, api_key: str | None = None, timeout: float = 300,
+                 proxies: Mapping[str, str] | None = None):
         self.api, self.chat_format, self.model_name = api, chat_format, model_name
         self.api_key, self.timeout = api_key, timeout
+        self.proxies = dict(proxies or {})   # endpoint -> the URL of the textagent proxy in front of it
         self._backends: dict[tuple[str, str, int | None], Any] = {}
         self._formats: dict[str, ChatFormat] = {}
         self._lock = threading.Lock()
@@ -135,6 +140,14 @@ class BackendFactory:
         key = (mode, slot.endpoint, slot.slot)
         with self._lock:
             backend = self._backends.get(key)
+        if backend is None and mode == "proxy":
+            from .proxy_client import OpenAIClientChat
+
+            if slot.endpoint not in self.proxies:
+                raise BackendError(f"mode proxy: no textagent proxy was started for {slot.endpoint}")
+            backend = OpenAIClientChat(self.proxies[slot.endpoint], timeout=self.timeout)
+            with self._lock:
+                self._backends[key] = backend
         if backend is None:
             backend = make_backend(mode, slot.endpoint, api=self.api, model_name=self.model_name,
                                    api_key=self.api_key, timeout=self.timeout)
@@ -216,6 +229,10 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
             item = task.bfcl
             question = item.user_text if item is not None else task.question
             kwargs = {"mode": BfclPromptMode(documents, item.system_text if item is not None else ""), **AGENT_OPTIONS}
+        elif mode == "proxy":
+            from .proxy_client import ProxyClientMode
+
+            kwargs = {"mode": ProxyClientMode(), "checks": from_names(settings.checks)}
         else:
             kwargs = {"mode": mode, "checks": from_names(settings.checks)}
             if mode == "text-no-feedback":

@@ -31,7 +31,7 @@ __all__ = ["MULTI_TURN_MODES", "FC_HELD_OUT", "run_multi_turn", "simulator_tools
 
 #: The bench modes a multi-turn item runs in. ``text-no-feedback``: text mode with the turn ended
 #: at the first reply that does not parse, as BFCL ends it (the feedback ablation).
-MULTI_TURN_MODES = ("text", "constrained", "native", "native+fallback", "bfcl-prompt", "text-no-feedback")
+MULTI_TURN_MODES = ("text", "constrained", "native", "native+fallback", "bfcl-prompt", "text-no-feedback", "proxy")
 #: BFCL's DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC: the user turn of a held-out function.
 FC_HELD_OUT = "I have updated some more functions you can choose from. What about now?"
 
@@ -66,6 +66,10 @@ def _runner(sim: Simulator, name: str, executed: list[str]) -> Any:
 
 
 def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any) -> dict[str, Any]:
+    if mode == "proxy":
+        from ..proxy_client import ProxyClientMode
+
+        return {"mode": ProxyClientMode(), "checks": from_names(settings.checks)}
     if mode == "bfcl-prompt":
         return {"mode": BfclPromptMode(list(item.functions)), **AGENT_OPTIONS}
     if mode == "text-no-feedback":
@@ -81,7 +85,7 @@ def run_multi_turn(item: MultiTurnItem, mode: str, backend: Any, *, chat_format:
     """Run ``item`` in ``mode``; the fields of the bench record that differ from a single-turn
     episode's: success, stop_reason, answer, steps, usage, calls, attempted, trace, error and
     ``multi_turn`` (BFCL's verdict, turns right, and per turn how it ended)."""
-    native = mode_needs(mode if mode in ("native", "native+fallback") else "text").tools
+    native = mode in ("native", "native+fallback", "proxy")   # function-calling names
     executed: list[str] = []
     sim = Simulator(item)
     trace = io.StringIO()

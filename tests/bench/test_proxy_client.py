@@ -1,0 +1,76 @@
+"""bench/proxy_client.py: the `proxy` mode, function calling asked of a real `textagent proxy` by the
+official openai client, in front of a scripted llama.cpp upstream (no model)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openai")
+pytest.importorskip("starlette")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "proxy"))
+from httpfake import FakeServer  # noqa: E402
+from proxykit import said, start  # noqa: E402
+
+from textagent import Agent  # noqa: E402
+from textagent.bench.proxy_client import OpenAIClientChat, ProxyClientMode  # noqa: E402
+from textagent.toolkits import demo  # noqa: E402
+
+
+@pytest.fixture
+def upstream():
+    with FakeServer() as srv:
+        srv.json("/health", {"status": "ok"}, repeat=True)
+        yield srv
+
+
+@pytest.fixture
+def proxy(upstream):
+    server = start(upstream)
+    yield server
+    server.stop()
+
+
+def test_an_fc_client_run_through_the_proxy(upstream, proxy):
+    upstream.json("/completion", said('TOOL: calculate ARGS: {"expression": "17 * 24"}'))
+    upstream.json("/completion", said("ANSWER: 408"))
+    backend = OpenAIClientChat(proxy.url)
+    result = Agent(backend, demo.demo_tools(), mode=ProxyClientMode()).run("What's 17 times 24?")
+    assert result.answer == "408" and result.mode == "proxy"
+    assert [(o.name, o.output) for s in result.steps for o in s.outcomes] == [("calculate", "408")]
+    # the proxy got an FC client's request: tools, then the tool message with the result
+    second = upstream.bodies("/completion")[1]["prompt"]
+    assert "OBSERVATION (calculate): 408" in second
+
+
+def test_a_422_from_the_proxy_is_an_empty_reply_not_a_backend_error(upstream, proxy):
+    upstream.json("/completion", said("TOOL: nope"), repeat=True)   # never a valid call: the repairs run out
+    backend = OpenAIClientChat(proxy.url)
+    reply = backend.chat([{"role": "user", "content": "Weather?"}], tools=demo.demo_tools().to_openai(),
+                         tool_choice="required", max_tokens=64)
+    assert reply.text == "" and reply.message == {"role": "assistant", "content": ""}
+
+
+def test_bfcl_multi_turn_ground_truth_through_the_proxy_scores_right(upstream, proxy):
+    from textagent.bench.bfcl import multi_turn as mt
+    from textagent.bench.bfcl.data import fetch_wheel
+    from textagent.bench.bfcl.episode import run_multi_turn
+    from textagent.bench.runner import Settings
+    from textagent.protocol import ToolCall, render_call
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "bfcl"))
+    from test_multi_turn import _calls
+
+    fetch_wheel()
+    item = mt.load_multi_turn("multi_turn_base")[0]
+    for turn in item.ground_truth:
+        calls = _calls(item, list(turn))
+        upstream.json("/completion", said("\n".join(render_call(ToolCall(n, a)) for n, a in calls)))
+        upstream.json("/completion", said("ANSWER: done"))
+    out = run_multi_turn(item, "proxy", OpenAIClientChat(proxy.url), chat_format="chatml", settings=Settings(),
+                         options={})
+    assert out["error"] is None and out["success"], json.dumps(out["multi_turn"])[:500]
