@@ -519,3 +519,15 @@ def test_an_openai_completions_upstream_has_no_grammar_and_the_repairs_hold_tool
             sent = srv.bodies("/v1/completions")
             assert all("grammar" not in b and b["model"] == "m" for b in sent)
             assert "This reply must call a tool" in sent[1]["prompt"]
+
+
+def test_a_made_up_argument_name_is_repaired_when_the_schema_lists_the_names(upstream, proxy):
+    """Issue 40, fault 4: create_ticket(..., priority=2) went through unrepaired."""
+    upstream.json("/completion", said('TOOL: get_time ARGS: {"city": "Oslo", "units": "metric"}'))
+    upstream.json("/completion", said('TOOL: get_time ARGS: {"city": "Oslo"}'))
+    resp = post(proxy, {"messages": ASK, "tools": [TIME]})   # its schema lists `city`, says nothing of others
+    assert resp.headers[REPAIRS_HEADER] == "1", resp.text
+    (call,) = resp.json()["choices"][0]["message"]["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"city": "Oslo"}
+    feedback = upstream.bodies("/completion")[1]["prompt"]
+    assert "unexpected argument `units`" in feedback and "valid arguments: city" in feedback

@@ -283,3 +283,23 @@ class TestOpenAI:
             t(expression="1")
         out = ToolSet([t]).execute(Call("calculate", {"expression": "1"}))
         assert out.error == "tool_error" and "NotImplementedError" in out.output
+
+
+def test_a_name_an_openai_or_mcp_schema_does_not_list_is_refused_with_the_names_it_lists():
+    """Issue 40, fault 4: grep(..., mode='l') went through to the client's tool, which crashed."""
+    from textagent.errors import ToolArgumentError
+    from textagent.protocol import ToolCall
+    from textagent.tools import Tool, ToolSet
+
+    listed = {"type": "object", "properties": {"file_name": {"type": "string"}, "pattern": {"type": "string"}}}
+    grep = Tool.from_openai({"type": "function", "function": {"name": "grep", "parameters": listed}},
+                            lambda **kw: kw)
+    assert grep.closed and grep.bind({"file_name": "a", "pattern": "b"}) == {"file_name": "a", "pattern": "b"}
+    with pytest.raises(ToolArgumentError, match="mode.*file_name, pattern"):
+        grep.bind({"file_name": "a", "pattern": "b", "mode": "l"})
+    outcome = ToolSet([grep]).execute(ToolCall("grep", {"file_name": "a", "pattern": "b", "mode": "l"}))
+    assert not outcome.ok and outcome.error == "bad_arguments"   # refused, not dropped, whatever extra_args says
+    # a schema that says what other names mean keeps its meaning
+    open_schema = {**listed, "additionalProperties": True}
+    loose = Tool.from_openai({"name": "grep", "parameters": open_schema}, lambda **kw: kw)
+    assert not loose.closed and loose.bind({"file_name": "a", "mode": "l"}) == {"file_name": "a", "mode": "l"}

@@ -183,8 +183,8 @@ def _tools(body: Mapping[str, Any]) -> tuple[ToolSet, _Names]:
             tools.append(Tool.from_openai({**item, "function": spec}, _accept))
         except (TypeError, ValueError) as exc:
             raise _bad(str(exc), f"tools[{i}].function", "invalid_tool_schema") from None
-    try:
-        return ToolSet(tools), names
+    try:   # a name the client's schema does not take is repaired (told to the model), never dropped
+        return ToolSet(tools, extra_args="error"), names
     except ValueError as exc:
         raise _bad(str(exc), "tools") from None
 

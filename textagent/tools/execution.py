@@ -198,8 +198,8 @@ def closest(name: Any, names: Mapping[str, Any]) -> str | None:
 def _known_part(tool: Tool, args: Any, extra_args: str) -> dict[str, Any] | None:
     """``args`` without the names ``tool`` does not take, when extra_args="ignore" and
     there are such names; else None."""
-    if extra_args != "ignore" or not isinstance(args, Mapping):
-        return None
+    if extra_args != "ignore" or tool.closed or not isinstance(args, Mapping):
+        return None   # a closed schema's names are the only ones: another is refused, not dropped
     extra = set(tool.unexpected(args))
     return {k: v for k, v in args.items() if k not in extra} if extra else None
 

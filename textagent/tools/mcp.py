@@ -38,7 +38,7 @@ from typing import Any
 
 from ..errors import TextagentError
 from .execution import remaining_time
-from .tool import Tool
+from .tool import Tool, lists_names
 from .toolset import ToolSet
 
 __all__ = ["mcp_tools", "MCPConnection", "MCPServerError", "MCPToolError", "writable_name", "render_result"]
@@ -325,7 +325,7 @@ class MCPConnection:
             schema = dict(spec.input_schema or {"type": "object", "properties": {}})
             schema.pop("$schema", None)   # the dialect is JSON Schema either way; the check is 2020-12
             try:
-                tool = Tool(name, description, schema, _Caller(self, spec.name))
+                tool = Tool(name, description, schema, _Caller(self, spec.name), closed=lists_names(schema))
             except (TypeError, ValueError) as exc:
                 self.skipped[spec.name] = str(exc)
                 log.warning("MCP server %r: tool %r is not offered: %s", self.name, spec.name, exc)

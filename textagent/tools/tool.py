@@ -26,6 +26,13 @@ from .validation import (MAX_ARG_CHARS, check_references, check_shape, make_vali
 _NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), plus '.' and '-'
 
 
+def lists_names(parameters: Mapping[str, Any]) -> bool:
+    """Whether a JSON schema from elsewhere (an OpenAI or MCP tool) lists its argument names and
+    leaves others unsaid: then a name it does not list is a mistake, not an extension."""
+    return bool(parameters.get("properties")) and "additionalProperties" not in parameters \
+        and "patternProperties" not in parameters
+
+
 @dataclass(frozen=True, eq=False)
 class Tool:
     """A callable the model may use: name, description, JSON schema of the arguments, function.
@@ -38,6 +45,10 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     fn: Callable[..., Any] | None = field(default=None, repr=False)
+    # the schema lists the argument names (``properties``) and says nothing of others: a name it
+    # does not list is refused, with the names it lists (OpenAI and MCP schemas); a schema that
+    # sets ``additionalProperties`` keeps its own meaning
+    closed: bool = False
     _validator: Any = field(default=None, init=False, repr=False)
     _accepts: frozenset[str] | None = field(default=None, init=False, repr=False)
     _converters: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict, init=False, repr=False)
@@ -152,7 +163,7 @@ class Tool:
             raise ValueError(f"unsupported tool type {schema.get('type')!r}; only \"function\" tools can be called")
         _check_depth(spec["name"], spec.get("parameters"))   # before deepcopy, which recurses too
         parameters = copy.deepcopy(spec.get("parameters")) or {"type": "object", "properties": {}}
-        return cls(spec["name"], spec.get("description") or "", parameters, fn)
+        return cls(spec["name"], spec.get("description") or "", parameters, fn, closed=lists_names(parameters))
 
     # -- use ----------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -201,7 +212,11 @@ class Tool:
         else:
             raise ToolArgumentError(say("args_not_object", example=self._example(), kind=_json_type_of(args)))
         check_shape(args)
-        if self._accepts is not None and self.parameters.get("additionalProperties") is not False:
+        if self.closed:
+            extra = self.unexpected(args)
+            if extra:
+                raise ToolArgumentError(unexpected(extra[0], list(self.properties)))
+        elif self._accepts is not None and self.parameters.get("additionalProperties") is not False:
             extra = self.unexpected(args)
             if extra:
                 raise ToolArgumentError(unexpected(extra[0], sorted(self._accepts)))
@@ -213,7 +228,7 @@ class Tool:
     def unexpected(self, args: Mapping[str, Any]) -> list[str]:
         """The names in ``args`` that this tool does not take (bind() refuses them): outside
         ``properties`` when the schema is closed, else outside the function's parameters."""
-        if self.parameters.get("additionalProperties") is False:
+        if self.parameters.get("additionalProperties") is False or self.closed:
             known: Iterable[str] = self.parameters.get("properties") or {}
         elif self._accepts is not None:
             known = self._accepts
