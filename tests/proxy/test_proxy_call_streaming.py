@@ -168,15 +168,41 @@ def test_with_parallel_tool_calls_false_only_the_first_call_is_sent(upstream, pr
     assert [name for _, name, _ in assembled(events)] == ["get_weather"] and finish_of(events) == "tool_calls"
 
 
-def test_a_non_streamed_request_still_repairs_the_whole_reply(upstream, proxy):
-    """The same replies without ``stream``: the answer is the repaired reply's calls, as before."""
+def test_a_non_streamed_request_keeps_the_valid_calls_and_repairs_only_the_others(upstream, proxy):
+    """Issue 40, fault 3: one invalid call made the whole reply be asked again, and the model's
+    next reply lost the plan; now the plain path keeps the valid calls, as streaming does."""
     upstream.json("/completion", {"content": 'TOOL: get_weather ARGS: {"city": "Paris"}\nTOOL: get_time ARGS: {}',
                                   "stop_type": "eos"})
     upstream.json("/completion", {"content": 'TOOL: get_time ARGS: {"city": "Paris"}', "stop_type": "eos"})
     resp = httpx.post(proxy.url + "/v1/chat/completions", json={"messages": ASK, "tools": TOOLS}, timeout=60)
-    assert [c["function"]["name"] for c in resp.json()["choices"][0]["message"]["tool_calls"]] == ["get_time"]
+    calls = resp.json()["choices"][0]["message"]["tool_calls"]
+    assert [c["function"]["name"] for c in calls] == ["get_weather", "get_time"]
+    assert resp.headers[REPAIRS_HEADER] == "1"
     first, second = upstream.bodies("/completion")
-    assert "Write the whole reply again" in second["prompt"][len(first["prompt"]):]
+    feedback = second["prompt"][len(first["prompt"]):]
+    assert "get_time" in feedback and "get_weather" in feedback and "Write the whole reply again" not in feedback
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_cut_by_max_tokens_while_looping_on_calls_says_so_and_repeats_collapse(upstream, proxy, stream):
+    """Issue 40, fault 2: 38 calls, 7 distinct, reached the client as finish_reason "tool_calls"."""
+    lines = [f'TOOL: get_weather ARGS: {{"city": "C{i % 7}"}}\n' for i in range(38)] + ['TOOL: get_weather ARGS: {"ci']
+    if stream:
+        upstream.sse("/completion", [*({"content": x, "stop": False} for x in lines),
+                                     {"content": "", "stop": True, "stop_type": "limit", "tokens_evaluated": 50,
+                                      "tokens_predicted": 512}])
+        _, events = events_of(proxy, {"messages": ASK, "tools": TOOLS})
+        names = [(n, a) for _, n, a in assembled(events)]
+        finish = finish_of(events)
+    else:
+        upstream.json("/completion", {"content": "".join(lines), "stop_type": "limit", "tokens_evaluated": 50,
+                                      "tokens_predicted": 512})
+        resp = httpx.post(proxy.url + "/v1/chat/completions", json={"messages": ASK, "tools": TOOLS}, timeout=60)
+        choice = resp.json()["choices"][0]
+        names = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in choice["message"]["tool_calls"]]
+        finish = choice["finish_reason"]
+    assert names == [("get_weather", {"city": f"C{i}"}) for i in range(7)]
+    assert finish == "length"
 
 
 def test_the_responses_api_streams_each_function_call_item_as_it_is_known(upstream, proxy):

@@ -36,6 +36,7 @@ from ..steps import Step
 from ..backends.base import Usage
 from ..gbnf import reply_grammar
 from ..modes.text import EarlyStop, kept_text
+from ..protocol.stream import complete_calls
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import classify, unwrap
 from ..tools import ToolSet
@@ -48,6 +49,7 @@ from .watch import AnswerStream, CallStream, answer_content, answer_cut, words_o
 __all__ = ["Cancelled", "Answer", "answer", "grammar_for", "arguments_json"]
 
 DEFAULT_REPLY_TOKENS = 1024
+MAX_CALLS_PER_REPLY = 16   # the Agent's default max_calls_per_reply
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -140,7 +142,8 @@ def _judge(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, str]:
 
 
 def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | None, list[dict[str, Any]]]:
-    """Feedback for the model when the reply cannot be used (else None), and its valid calls."""
+    """Feedback for the model when the reply cannot be used (else None), and its valid calls
+    (exact repeats collapsed, at most MAX_CALLS_PER_REPLY)."""
     if reply.is_final:
         answer = reply.answer if reply.answer is not None else reply.thought.strip()
         if request.tool_choice in ("required", "function"):
@@ -156,18 +159,27 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     if request.tool_choice == "none":
         return prompts.feedback(prompts.for_family("proxy").template("no_call.txt").substitute()), []
     calls = reply.calls if request.parallel else reply.calls[:1]
-    valid, failed = [], []
-    for call in calls:
-        ok, failure = _judge(call, tools)
-        if ok is not None:
-            valid.append(ok)
-        else:
-            failed.append(failure)
+    valid, failed = _judged(calls, tools, set())
     if failed:
         if len(calls) > 1:
             failed.append(prompts.for_family("proxy").template("rewrite.txt").substitute())
         return "\n".join(failed), valid
     return None, valid
+
+
+def _judged(calls: list[ToolCall], tools: ToolSet, seen: set[tuple[str, str]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the valid calls, the observations on the others) of a reply's ``calls``: a call the same
+    as one in ``seen`` (sent already, or earlier in the reply) is not taken again, and at most
+    MAX_CALLS_PER_REPLY are (a model looping on one call line wrote 38 calls, 7 of them distinct)."""
+    valid, failed = [], []
+    for call in calls:
+        ok, failure = _judge(call, tools)
+        if ok is None:
+            failed.append(failure)
+        elif _call_key(ok) not in seen and len(valid) < MAX_CALLS_PER_REPLY:
+            seen.add(_call_key(ok))
+            valid.append(ok)
+    return valid, failed
 
 
 _THOUGHT = re.compile(r"^\s*thought\s*:\s*", re.I | re.A | re.M)
@@ -264,10 +276,11 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             if valid is None:
                 failures.append(failure)
             elif _call_key(valid) not in repeats:   # a repair may repeat an accepted call, keys in any order
+                repeats.add(_call_key(valid))       # ... and a reply the same call twice
                 out.calls.append(valid)
                 assert on_call is not None
                 on_call(valid, out.repairs)
-            return False
+            return len(out.calls) - before >= MAX_CALLS_PER_REPLY
 
         calls = CallStream(judge, tools, prefix=lead, limit=None if request.parallel else 1) \
             if streams_calls else None
@@ -303,19 +316,29 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         except ParseError as err:
             reply, unparsed = None, prompts.feedback(prompts.parse_feedback(err, tools))
             attempt.parse_error = err
+            if length and calls is None and tools:
+                # cut by max_tokens inside a call: the complete calls before it are the reply, as
+                # streaming would have taken them
+                before_cut = complete_calls(text[:max(0, text.rfind("\n"))], tools)
+                if before_cut:
+                    reply, unparsed = Reply(list(before_cut), None, ""), None
         else:
             if calls is not None:
                 calls.finish(reply)   # the calls the reply's end completed
         attempt.reply = reply
         kept = kept_text(Step(attempt.index, text, reply=reply))   # of the text read (prefill, cut), not raw
         if out.calls:   # the client has calls: they stay, and only what failed goes back
+            if calls is None and reply is not None:   # not streamed: this reply's calls are judged now
+                more, failed = _judged(reply.calls if request.parallel else [], tools, repeats)
+                out.calls += more
+                failures += failed
             feedback = _committed(out, failures, unparsed)
             _accepted(attempt, out.calls[before:], streamed=True)
             if feedback is None or length or out.repairs >= max_repairs:
                 if feedback is not None:
                     _unsent(attempt, feedback)
                 out.turns = [*written, {"role": "assistant", "content": kept}]
-                out.content, out.finish_reason = None, "tool_calls"
+                out.content, out.finish_reason = None, "length" if length else "tool_calls"
                 return out
             attempt.observations.append(feedback)
             written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
@@ -324,11 +347,22 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         feedback, valid = (unparsed, []) if reply is None else _problem(request, reply, tools)
         if streamer is not None and streamer.started:
             feedback, valid = None, []   # the client has this answer's start: it is the answer
+        if feedback is not None and valid and not length and out.repairs < max_repairs:
+            # some calls are valid: they are kept (as streaming keeps them), only the others go back
+            out.calls = valid
+            _accepted(attempt, valid)
+            assert reply is not None
+            failed = _judged(reply.calls, tools, set())[1]
+            feedback = _committed(out, failed, None)
+            attempt.observations.append(feedback)
+            written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
+            out.repairs += 1
+            continue
         if feedback is None:
             written.append({"role": "assistant", "content": kept})
             out.turns = written
-            if valid:
-                out.calls, out.finish_reason = valid, "tool_calls"
+            if valid:   # a reply cut by max_tokens says so: finish_reason "length"
+                out.calls, out.finish_reason = valid, "length" if length else "tool_calls"
                 _accepted(attempt, valid)
             else:
                 content = _content(reply, request) if reply is not None else skip + streamer.sent
@@ -344,7 +378,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             _unsent(attempt, feedback)
             out.turns = [*written, {"role": "assistant", "content": kept}]
             if valid:
-                out.calls, out.finish_reason = valid, "tool_calls"
+                out.calls, out.finish_reason = valid, "length" if length else "tool_calls"
                 _accepted(attempt, valid)
                 return out
             error = _not_met(request, out.repairs)
