@@ -297,3 +297,11 @@ def test_streamed_and_plain_answers_are_the_same(upstream, proxy, chunks, tools,
     assert message["content"] == content and plain_calls == calls
     assert (streamed or None) == content and streamed_calls == calls
     assert plain.headers[REPAIRS_HEADER] == "0"
+
+
+def test_two_answer_lines_reach_the_client_without_the_keyword(upstream, proxy):
+    """Issue 40, fault 1: the content `lockDoors returned: {...}\\nANSWER: setHeadlights returned: {...}`."""
+    chunks = ("ANSWER: lockDoors returned: {\"locked\": true}\n", "ANS", "WER: setHeadlights returned: {\"on\": true}")
+    plain, streamed, calls, _ = _plain_and_streamed(upstream, proxy, [chunks], {"messages": ASK, "tools": TOOLS})
+    content = 'lockDoors returned: {"locked": true}\nsetHeadlights returned: {"on": true}'
+    assert plain.json()["choices"][0]["message"]["content"] == content and streamed == content and calls == []

@@ -62,9 +62,13 @@ def words_only(text: str) -> Reply:
     return Reply([], None, "\n".join(kept))
 
 
+_LINE_KEYWORD = re.compile(r"^[ \t]*(?:final[ \t]+)?answer[ \t]*:[ \t]*", re.I | re.A | re.M)
+
+
 def answer_content(answer: str) -> str:
-    """The client's content of an answer: without the keywords a model repeats at its start."""
-    return LEADING_KEYWORD.sub("", answer)
+    """The client's content of an answer: without the keywords a model repeats at its start or
+    writes again at the start of a later line (two ANSWER lines: the content holds no keyword)."""
+    return _LINE_KEYWORD.sub("", LEADING_KEYWORD.sub("", answer))
 
 _DECIDED = 20     # characters of a line after which it cannot turn into a keyword line
 _REREAD = 8       # characters of new text before the answer is read again
@@ -163,8 +167,9 @@ class AnswerStream:
         if reply.calls or reply.answer is None:
             return
         content = answer_content(reply.answer)
-        if _undecided(content):
-            return   # "Final Ans..." may become a keyword: wait
+        last = content.rfind("\n") + 1
+        if _undecided(content[last:].lstrip(" \t")):
+            content = content[:last].rstrip("\n")   # the last line may become a keyword: not yet
         if not content.startswith(self.skip):
             self._off = True
             return
