@@ -522,3 +522,41 @@ def test_a_remote_ref_in_a_tool_or_response_format_is_400_and_never_fetched(upst
     error = error_of(post(proxy, body), 400)
     assert "never fetched" in error["message"] and error["param"] == "response_format.json_schema.schema"
     assert prompts_sent(upstream) == []
+
+
+def test_a_conversation_longer_than_the_context_is_a_clear_400(upstream, proxy):
+    """Issue 40, fault 5: llama.cpp refuses a prompt past a slot's context; the client is told so."""
+    upstream.json("/completion", {"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 9001,
+                                            "n_ctx": 8192, "message": "request (9001 tokens) exceeds the available "
+                                                                      "context size (8192 tokens)"}}, status=400)
+    error = error_of(post(proxy, {"messages": ASK}), 400)
+    assert error["code"] == "context_length_exceeded" and "9001 tokens" in error["message"]
+    assert "--ctx-size" in error["message"]
+
+
+def test_the_embedded_server_is_sized_from_the_command_line(monkeypatch, capsys):
+    import uvicorn
+
+    import textagent.local
+    from textagent.proxy.cli import main
+
+    made = {}
+
+    class Sized:
+        def __init__(self, gguf, **kw):
+            made.update(kw)
+            raise SystemExit(0)   # enough: the server was asked for with these settings
+    monkeypatch.setattr(textagent.local, "LocalServer", Sized)
+    monkeypatch.setattr(textagent.local, "running_server", lambda: None)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)
+    monkeypatch.setattr("textagent.proxy.cli._access_log", lambda on: None)
+    import signal
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    from textagent.proxy.upstream import Upstream
+
+    monkeypatch.setattr(Upstream, "start", lambda self: self._connect())
+    with pytest.raises(SystemExit):
+        main(["--ctx-size", "16384", "--server-arg=--poll", "--server-arg=0", "--port", "0", "--no-access-log"])
+    assert made["ctx_size"] == 16384 and made["extra_args"] == ["--poll", "0"]
+    assert main(["--endpoint", "http://127.0.0.1:9", "--ctx-size", "4096"]) == 2
+    assert "--ctx-size and --server-arg size the embedded server" in capsys.readouterr().err

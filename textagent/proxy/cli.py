@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chat-format", choices=["server", "chatml", "llama3", "gemma", "plain"],
                    help="how the conversation is written into the prompt (default: the model's own, asked from "
                         "llama.cpp; chatml elsewhere)")
+    p.add_argument("--ctx-size", type=positive(int), metavar="TOKENS",
+                   help="embedded server: context per slot (default 8192); a conversation longer than that is "
+                        "refused with 400 context_length_exceeded, never cut")
+    p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                   help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll "
+                        "--server-arg=0")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
     p.add_argument("--api-key", type=nonempty("--api-key"), help=f"require this bearer token from clients (default: ${ENV_PROXY_KEY}; "
@@ -109,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.mode == "constrained" and args.api != "llamacpp":
         print("textagent proxy: --mode constrained needs a llama.cpp upstream (--api llamacpp)", file=sys.stderr)
         return EXIT_ERROR
+    if endpoint and (args.ctx_size or args.server_arg):
+        print("textagent proxy: --ctx-size and --server-arg size the embedded server; with --endpoint the "
+              "upstream's own settings apply", file=sys.stderr)
+        return 2
     if args.max_repairs < 0:
         print("textagent proxy: --max-repairs must be 0 or more", file=sys.stderr)
         return EXIT_ERROR
@@ -129,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     upstream = Upstream(UpstreamConfig(endpoint=endpoint, api=args.api, model=args.model, gguf=args.gguf,
                                        api_key=upstream_key, chat_format=args.chat_format, timeout=args.timeout,
-                                       parallel=args.parallel), progress=say)
+                                       parallel=args.parallel, ctx_size=args.ctx_size,
+                                       server_args=tuple(args.server_arg)), progress=say)
     config = ProxyConfig(mode=args.mode, max_repairs=args.max_repairs,
                          api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
                          max_body_bytes=args.max_body, trace_dir=trace_dir, max_queue=args.max_queue,

@@ -5,11 +5,14 @@ one that times out 504, one that answers with an error or nonsense 502.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from .._redact import redact
 from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
+
+_CONTEXT = re.compile(r"exceed_context_size|exceeds the available context|context (?:size|length)", re.I)
 
 __all__ = ["ProxyError", "ModelFailed", "Cancelled", "error_body", "from_backend_error", "redact"]
 
@@ -58,4 +61,9 @@ def from_backend_error(exc: BackendError, shown: Callable[[str], str] = redact) 
         return ProxyError(503, f"the upstream model server is not reachable: {text}", code="upstream_unreachable")
     if isinstance(exc, BackendHTTPError) and exc.status == 503:   # llama.cpp while loading the model
         return ProxyError(503, f"the upstream model server is not ready: {text}", code="upstream_not_ready")
+    if isinstance(exc, BackendHTTPError) and exc.status == 400 and _CONTEXT.search(exc.body or str(exc)):
+        # llama.cpp refuses a prompt longer than a slot's context (it never cuts it silently)
+        return ProxyError(400, f"the conversation does not fit the model's context: {text}; send a shorter "
+                               "conversation, or give the model server more context (textagent proxy --ctx-size)",
+                          param="messages", code="context_length_exceeded")
     return ProxyError(502, f"the upstream model server failed: {text}", code="upstream_error")

@@ -41,6 +41,8 @@ class UpstreamConfig:
     timeout: float = 300.0             # read timeout of one upstream request
     parallel: int | None = None        # requests in flight upstream (default: llama.cpp's slots, else 4)
     slot_wait: float = 600.0           # how long a request waits for a free slot
+    ctx_size: int | None = None        # the embedded server: context per slot (default LocalServer's, 8192)
+    server_args: tuple[str, ...] = ()  # the embedded server: more llama-server arguments
 
 
 class Upstream:
@@ -95,7 +97,9 @@ class Upstream:
             if state:
                 url, fmt = state["url"], fmt or state.get("chat_format", "server")
             else:
-                self._server = LocalServer(c.gguf, parallel=c.parallel or 2, progress=self.progress)
+                sizing = {"ctx_size": c.ctx_size} if c.ctx_size else {}
+                self._server = LocalServer(c.gguf, parallel=c.parallel or 2, progress=self.progress,
+                                           extra_args=list(c.server_args), **sizing)
                 self._server.start()
                 url, fmt = self._server.url, fmt or self._server.chat_format
                 self.model = c.model or (self._server.model_path.stem if self._server.model_path else self.model)
