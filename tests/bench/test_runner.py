@@ -451,3 +451,31 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
                         backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"), progress=False)
     assert again.skipped == 1 and [r["task"] for r in again.records] == [first.records[1]["task"]]
     assert len(R.load_records(tmp_path)) == 2
+
+
+def test_native_modes_get_no_placeholder_examples_unless_the_ablation_asks(tmp_path):
+    """Issue 38: native modes are asked as a function-calling client asks; the ablation is explicit."""
+    from textagent.backends.base import Capabilities, Completion
+
+    class Chat:
+        capabilities = Capabilities(chat=True)
+
+        def __init__(self):
+            self.requests = []
+
+        def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
+            self.requests.append([m["role"] for m in messages])
+            return Completion("done", "stop", message={"role": "assistant", "content": "done"})
+
+    from textagent.bench.bfcl.data import fetch_wheel
+    from textagent.bench.bfcl.tasks import bfcl_tasks
+
+    fetch_wheel()
+    task = bfcl_tasks("bfcl:simple_python")[1]   # tools without examples of their own
+    for ablation, roles in ((False, ["system", "user"]), (True, None)):
+        chat = Chat()
+        R.run_episode(task, "native", chat, settings=R.Settings(native_examples=ablation))
+        if roles is not None:
+            assert chat.requests[0] == roles
+        else:
+            assert len(chat.requests[0]) > 2 and "assistant" in chat.requests[0]

@@ -101,6 +101,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                    help="worked examples of a tool set with more than it shows: the ones closest to each question "
                         "(per-task, default) or all of them, the same for every question (a prompt prefix the "
                         "server can keep cached)")
+    p.add_argument("--native-examples", action="store_true",
+                   help="ablation: native modes are shown the placeholder worked examples the text modes get "
+                        "(by default they are asked as a function-calling client asks: no examples)")
     p.add_argument("--stream", action="store_true",
                    help="text and constrained modes stream their replies, closed as soon as complete calls are "
                         "followed by a line that is not another call (EarlyStop)")
@@ -253,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(reply_tokens=args.reply_tokens, max_steps=args.max_steps, max_seconds=args.max_seconds,
                         temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin,
                         checks=args.checks, examples=args.examples, stream=args.stream,
-                        first_reply=args.first_reply)
+                        first_reply=args.first_reply, native_examples=args.native_examples)
     previous, done = _read_meta(out), load_records(out)
     if done and not args.resume:
         _say(f"textagent bench: {out} holds {len(done)} episodes of an earlier run "

@@ -120,7 +120,9 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         st = meta["settings"]
         facts.append(f"- **settings**: reply_tokens {st.get('reply_tokens')}, temperature {st.get('temperature')}, "
                      f"seed {st.get('seed')}, max_seconds {st.get('max_seconds')} per episode"
-                     + (", first reply only" if st.get("first_reply") else ""))
+                     + (", first reply only" if st.get("first_reply") else "")
+                     + (", **ablation: native modes shown the text modes' placeholder examples**"
+                        if st.get("native_examples") else ""))
     if len(meta.get("commands", [])) > 1:
         facts.append("- **commands** (each added to the run with `--resume`): "
                      + "; ".join(f"`{c}`" for c in meta["commands"]))

@@ -73,6 +73,7 @@ class Settings:
     examples: str = "per-task"          # "per-task": the pool's closest to each question; "all": the whole pool
     stream: bool = False                # text modes stream, closed early after complete calls (EarlyStop)
     first_reply: bool = False           # BFCL: stop each episode after its first reply (BFCL's own view)
+    native_examples: bool = False       # ablation: native modes shown the text modes' placeholder examples
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,9 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
             kwargs = {"mode": mode, "checks": from_names(settings.checks)}
             if mode == "text-no-feedback":
                 kwargs.update(mode="text", max_format_errors=1)
+            if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
+                # the ablation: the placeholder exchanges text modes show, given to native modes too
+                kwargs["example"] = prompts.placeholder_examples(list(tools.values()))
             if settings.stream and not needs.chat:   # the text modes stream
                 kwargs["stream"] = True
         agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
