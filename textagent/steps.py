@@ -43,8 +43,8 @@ class Step:
     """One model reply and everything done about it.
 
     ``facts`` is what the mode noted about the reply (a dataclass of the mode's own, e.g.
-    modes.text.TextFacts, modes.native.NativeFacts). ``extra`` is free for loops other than the
-    Agent's (the benchmark's baselines, the proxy's repairs) to annotate a step."""
+    modes.text.TextFacts, modes.native.NativeFacts). ``extra`` is free for what else annotates a
+    step: a mode without facts of its own (bfcl-prompt's decoding), the proxy's repairs."""
 
     index: int
     raw: str

@@ -28,7 +28,7 @@ except ImportError:   # Windows: no advisory locks; lines are still flushed whol
 if TYPE_CHECKING:
     from .steps import Result, Step
 
-__all__ = ["TraceWriter", "Trace", "load_trace", "load_traces", "start_record", "step_record", "result_record",
+__all__ = ["TraceWriter", "Trace", "load_trace", "load_traces", "start_record", "result_record",
            "run_records", "new_run_id", "json_line"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -69,11 +69,6 @@ def new_run_id() -> str:
 def start_record(*, task: str, tools: list[str], **config: Any) -> dict[str, Any]:
     """A run's first trace line: the task, the tools' names, the time, and the run's settings."""
     return {"type": "start", "task": task, "tools": tools, "time": time.time(), **config}
-
-
-def step_record(step: "Step") -> dict[str, Any]:
-    """A step's trace line: :meth:`Step.to_record` (the one record form of a step)."""
-    return step.to_record()
 
 
 def result_record(result: "Result") -> dict[str, Any]:

@@ -218,7 +218,7 @@ def test_non_text_modes_reach_the_agent(monkeypatch):
     assert seen["mode"] == "native" and record["stop_reason"] == "error" and "stop here" in record["error"]
     seen.clear()
     R.run_episode(BY_ID["single-calc-mul"], "text", object())
-    assert seen.get("mode", "text") == "text"
+    assert seen["mode"] == "text"
 
 
 # -- the command line ------------------------------------------------------------------------------
@@ -360,11 +360,13 @@ def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
 def test_sigterm_ends_the_run_like_ctrl_c():
     import signal as _signal
 
+    before = _signal.getsignal(_signal.SIGTERM)
     with cli._sigterm_as_interrupt():
+        assert _signal.getsignal(_signal.SIGTERM) is not before
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), _signal.SIGTERM)
             time.sleep(1)
-    assert _signal.getsignal(_signal.SIGTERM) is not None
+    assert _signal.getsignal(_signal.SIGTERM) is before   # the handler it found is back
 
 
 def test_the_mode_that_goes_first_turns_with_each_task():

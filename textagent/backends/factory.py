@@ -1,5 +1,7 @@
-"""The one place a backend is built from an API name and a URL (the CLI, bench, proxy and the
-examples all call :func:`connect`).
+"""Where a backend is built from an API name and a URL (the CLI, bench, proxy and the examples all
+call :func:`connect`). Two derive one from a backend they have: ``LlamaCppBackend.chat_backend()``
+(the same server's chat endpoint) and the proxy's per-request copy with the client's sampling
+fields (``Upstream.backend_for``).
 
     connect("llamacpp", "http://127.0.0.1:8080")                     # /completion
     connect("llamacpp", url, chat=True)                               # the same server's /v1/chat/completions

@@ -3,8 +3,8 @@
     records = run_bench(tasks, ["text", "baseline"], "out/", workers=[Slot(url, 0), Slot(url, 1)],
                         backend_for=BackendFactory(api="llamacpp"))
 
-Each episode gets fresh tools (``bench.tools.Env``), runs the Agent (or the seed-style
-``baseline`` loop), is checked, classified and written as one JSON line to
+Each episode gets fresh tools (``bench.tools.Env``), runs the Agent in its mode (the seed-style
+``baseline`` and BFCL's Prompt mode are modes of the same loop), is checked, classified and written as one JSON line to
 ``DIR/episodes.jsonl`` the moment it ends, with its full trace (``textagent bench --report DIR
 --trace-of TASK`` prints it). A resumed run (``bench --resume``) skips the
 episodes already in the file (except backend errors, which are retried).

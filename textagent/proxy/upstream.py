@@ -7,7 +7,6 @@ import copy
 import hashlib
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,8 +46,9 @@ class UpstreamConfig:
 
 class Upstream:
     """State ``starting`` until the backend and chat format are known, then ``ready`` (or
-    ``failed``, with the reason). ``slot()`` hands out the upstream's slots, preferring the
-    one a conversation used before (its KV cache holds that conversation)."""
+    ``failed``, with the reason). ``try_acquire()``/``release()`` hand out the upstream's slots
+    (the proxy's requests wait for theirs on its event loop), preferring the one a conversation
+    used before (its KV cache holds that conversation)."""
 
     def __init__(self, config: UpstreamConfig, *, progress: Callable[[str], Any] = log.info):
         self.config = config
@@ -209,11 +209,6 @@ class Upstream:
         """What tells conversations apart for ``try_acquire`` (any text: a lone surrogate too)."""
         return hashlib.sha256(conversation.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def slot(self, conversation: str) -> "_Slot":
-        """A slot for a blocking caller (``with upstream.slot(text) as index``); the proxy's
-        requests wait for theirs on its event loop instead (``try_acquire``/``release``)."""
-        return _Slot(self, self.conversation_key(conversation))
-
     def try_acquire(self, key: str) -> int | None:
         """A free slot at once (the one conversation ``key`` used before, if it is free), or None."""
         with self._cond:
@@ -231,29 +226,3 @@ class Upstream:
         with self._cond:
             self._free.append(slot)
             self._cond.notify()
-
-    def _acquire(self, key: str) -> int:
-        deadline = time.monotonic() + self.config.slot_wait
-        with self._cond:
-            while True:
-                slot = self.try_acquire(key)   # the condition's lock is reentrant
-                if slot is not None:
-                    return slot
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._cond.wait(left):
-                    raise ProxyError(503, "every upstream slot is busy; retry later", code="upstream_busy")
-
-    def _release(self, slot: int) -> None:
-        self.release(slot)
-
-
-class _Slot:
-    def __init__(self, upstream: Upstream, key: str):
-        self.upstream, self.key, self.index = upstream, key, -1
-
-    def __enter__(self) -> int:
-        self.index = self.upstream._acquire(self.key)
-        return self.index
-
-    def __exit__(self, *exc: object) -> None:
-        self.upstream._release(self.index)
