@@ -219,3 +219,26 @@ def test_step_one_evaluation_and_throughput_per_endpoint():
     assert speeds["http://a"]["wall_seconds"] == 40.0 and speeds["http://a"]["episodes_per_minute"] == 3.0
     assert speeds["http://a"]["prompt_tokens_per_second"] == 500 / 40 and speeds["http://b"]["episodes"] == 1
     assert speeds["http://b"]["generated_tokens_per_second"] == 2.0
+
+
+def test_answers_copying_a_placeholder_example_are_counted():
+    """Issue 41: the form of the placeholder examples' answers, copied into real answers."""
+    from textagent.bench.metrics import copied_example
+
+    for copied in ("math_factorial returned: 120", "CalculateTax returned: (what CalculateTax returned).",
+                   "The field is (what magnetic_field.calculate returned).",
+                   "restaurant.search and flight.search returned a result each.", "f returned a result for each."):
+        assert copied_example(copied), copied
+    for fine in ("The factorial of 5 is 120.", "It returned to Paris.", "The search returned 3 results.", None, ""):
+        assert not copied_example(fine), fine
+
+
+def test_skipped_calls_count_items_that_needed_one():
+    from textagent.bench.metrics import skipped_call
+
+    assert skipped_call({"kind": "simple_python", "bfcl": {"first": {"error_type": "no_call"}}})
+    assert not skipped_call({"kind": "irrelevance", "bfcl": {"first": {"error_type": "no_call"}}})
+    assert not skipped_call({"kind": "simple_python", "bfcl": {"first": {"error_type": "wrong_value"}}})
+    assert skipped_call({"needs_tools": True, "attempted": []}) and not skipped_call({"needs_tools": True,
+                                                                                      "attempted": ["f"]})
+    assert not skipped_call({"needs_tools": True, "attempted": [], "stop_reason": "backend_error"})

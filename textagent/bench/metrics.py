@@ -206,6 +206,8 @@ class ModeSummary:
     decode_failure_rate: float | None = None  # native modes: decode-failure steps / steps
     seconds_per_task: float = 0.0
     tool_errors: int = 0
+    copied_answers: int = 0                 # final answers holding a placeholder example's phrase
+    answered_without_call: int = 0          # episodes that needed a call and answered without one
     failures: dict[str, int] = field(default_factory=dict)
     by_kind: dict[str, list[int]] = field(default_factory=dict)   # kind -> [successes, episodes]
 
@@ -268,6 +270,8 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
             s.decode_failure_rate = sum(f["native_decode_failures"] for f in facts) / steps if steps else 0.0
         s.seconds_per_task = sum(float(r.get("seconds") or 0) for r in rs) / len(rs)
         s.tool_errors = sum(f["tool_errors"] for f in facts)
+        s.copied_answers = sum(copied_example(r.get("answer")) for r in rs)
+        s.answered_without_call = sum(skipped_call(r) for r in rs)
         for r in rs:
             # recomputed: records stay comparable as the taxonomy evolves; a BFCL item keeps
             # the checker's label (BFCL's terms)
@@ -278,6 +282,28 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
             kind[0] += 1 if r.get("success") else 0
             kind[1] += 1
     return out
+
+
+# The phrases of the placeholder worked examples (prompts/common/example_*.txt) that a model copies
+# into its answers: "math_factorial returned: 120", "(what f returned)", "returned a result each".
+_COPIED = re.compile(r"\b[\w.]+ returned: |\(what [\w.]+ returned\)|returned a result (?:for )?each\b", re.I)
+
+
+def copied_example(answer: Any) -> bool:
+    """Whether a final answer holds a phrase of the placeholder worked examples."""
+    return isinstance(answer, str) and _COPIED.search(answer) is not None
+
+
+def skipped_call(record: Mapping[str, Any]) -> bool:
+    """An episode that needed a call and made none, answering instead (BFCL items: a category with
+    calls to make whose first reply had none; the suite: a task that needs tools, no call attempted)."""
+    if record.get("stop_reason") in ("backend_error", "error"):
+        return False
+    bfcl = record.get("bfcl")
+    if isinstance(bfcl, Mapping):
+        first = bfcl.get("first") or {}
+        return "irrelevance" not in str(record.get("kind")) and first.get("error_type") == "no_call"
+    return bool(record.get("needs_tools")) and not record.get("attempted")
 
 
 def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[str, Any]]:

@@ -74,12 +74,15 @@ def metric_rows(s: ModeSummary) -> list[tuple[str, str]]:
         ("native decode-failure rate (per step)", _pct(s.decode_failure_rate) if native_tools(s.mode) else "n/a"),
         ("time per task", f"{s.seconds_per_task:.1f} s"),
         ("tool errors", str(s.tool_errors)),
+        ("answers copying an example's phrase", str(s.copied_answers)),
+        ("answered without a call where one was needed", str(s.answered_without_call)),
     ]
 
 
 _METRIC_NAMES = ["success rate (95 % CI)", "mean steps", "tokens per solved task", "prompt tokens sent per episode",
                  "KV reuse", "step 1: prompt tokens evaluated / sent", "format-error rate (per step)", "recovery rate (first-step format errors fixed)",
-                 "native decode-failure rate (per step)", "time per task", "tool errors"]
+                 "native decode-failure rate (per step)", "time per task", "tool errors",
+                 "answers copying an example's phrase", "answered without a call where one was needed"]
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str | None = None) -> str:
@@ -388,6 +391,9 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
             "native decode-failure rate (per step)": _delta(x.decode_failure_rate, y.decode_failure_rate, pct=True),
             "time per task": _delta(x.seconds_per_task, y.seconds_per_task),
             "tool errors": _delta(x.tool_errors, y.tool_errors, digits=0),
+            "answers copying an example's phrase": _delta(x.copied_answers, y.copied_answers, digits=0),
+            "answered without a call where one was needed": _delta(x.answered_without_call, y.answered_without_call,
+                                                                  digits=0),
         }
         rows = [[name, ra[name], rb[name], numeric[name]] for name in _METRIC_NAMES]
         out += [_table(["metric", "A", "B", "B − A"], rows), ""]
