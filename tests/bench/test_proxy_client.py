@@ -13,8 +13,7 @@ pytest.importorskip("starlette")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "proxy"))
-from httpfake import FakeServer  # noqa: E402
-from proxykit import said, start  # noqa: E402
+from proxykit import said, scripted_upstream, start  # noqa: E402
 
 from textagent import Agent  # noqa: E402
 from textagent.bench.proxy_client import OpenAIClientChat, ProxyClientMode  # noqa: E402
@@ -23,8 +22,7 @@ from textagent.toolkits import demo  # noqa: E402
 
 @pytest.fixture
 def upstream():
-    with FakeServer() as srv:
-        srv.json("/health", {"status": "ok"}, repeat=True)
+    with scripted_upstream() as srv:
         yield srv
 
 

@@ -328,16 +328,17 @@ def test_too_many_tool_calls_in_one_reply_are_refused_in_one_user_message():
     assert [m["role"] for m in tail] == ["tool", "tool", "tool", "user"] and "37" in tail[-1]["content"]
 
 
+@tool_fn
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: The city.
+    """
+    return city
+
+
 def test_a_native_request_for_tools_without_examples_carries_no_invented_turns():
-    @tool_fn
-    def lookup(city: str) -> str:
-        """Look a city up.
-
-        Args:
-            city: The city.
-        """
-        return city
-
     backend = FakeChat([msg("Paris is a city.")])
     Agent(backend, [lookup], mode="native").run("What is Paris?")
     roles = [m["role"] for m in backend.requests[0]["messages"]]
@@ -345,15 +346,6 @@ def test_a_native_request_for_tools_without_examples_carries_no_invented_turns()
 
 
 def test_a_native_conversation_continues_and_sends_tools_added_between_questions():
-    @tool_fn
-    def lookup(city: str) -> str:
-        """Look a city up.
-
-        Args:
-            city: The city.
-        """
-        return city
-
     backend = FakeChat([msg("first"), msg("", [call("lookup", '{"city": "Rome"}', "c1")]), msg("Rome.")])
     agent = Agent(backend, demo.demo_tools(), mode="native")
     agent.run("Hello?")

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import pytest
-from httpfake import FakeServer
 
 
 @pytest.fixture
 def upstream():
-    with FakeServer() as srv:
-        srv.json("/health", {"status": "ok"}, repeat=True)
+    from proxykit import scripted_upstream
+
+    with scripted_upstream() as srv:
         yield srv
 
 

@@ -25,3 +25,10 @@ def start(srv: FakeServer, *, endpoint: str | None = None, **config) -> ProxySer
     proxy = ProxyServer(up, ProxyConfig(**config)).start()
     assert up.wait(10) and up.state == "ready", up.detail
     return proxy
+
+
+def scripted_upstream() -> FakeServer:
+    """A scripted llama.cpp upstream that answers /health (enter it with ``with``)."""
+    srv = FakeServer()
+    srv.json("/health", {"status": "ok"}, repeat=True)
+    return srv
