@@ -39,7 +39,7 @@ from .. import prompts
 from ..trace import json_line, run_records
 from .metrics import classify
 from .progress import Progress
-from .baseline import AGENT_OPTIONS, BaselineMode
+from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
 from .recording import Recording
 from .records import record_problem
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
@@ -237,7 +237,7 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
         else:
             kwargs = {"mode": mode, "checks": from_names(settings.checks)}
             if mode == "text-no-feedback":
-                kwargs.update(mode="text", max_format_errors=1)
+                kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
             if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
                 # the ablation: the placeholder exchanges text modes show, given to native modes too
                 kwargs["example"] = prompts.placeholder_examples(list(tools.values()))

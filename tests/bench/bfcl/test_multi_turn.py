@@ -143,3 +143,12 @@ def test_a_model_that_never_stops_calling_is_force_quit(wheel) -> None:
     assert out["multi_turn"]["force_quit"] and out["stop_reason"] == "max_steps"
     assert out["multi_turn"]["error_type"] == "multi_turn:force_terminated" and not out["success"]
     assert out["multi_turn"]["per_turn"][0]["calls"] == mt.MAX_CALL_STEPS + 1
+
+
+def test_the_ablation_shows_no_feedback_in_the_turns_after(wheel) -> None:
+    item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
+    backend = ScriptedBackend(['TOOL: cd ARGS: {"folder": "document"', *["ANSWER: done"] * 4])
+    out = run_multi_turn(item, "text-no-feedback", backend, chat_format="chatml", settings=Settings(), options={})
+    assert out["multi_turn"]["per_turn"][0]["stop_reason"] == "format_errors"
+    assert "ERROR" not in backend.prompts[1] and "not closed" not in backend.prompts[1].lower()
+    assert out["trace"][0]["mode"] == "text-no-feedback"

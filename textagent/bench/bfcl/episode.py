@@ -22,7 +22,7 @@ from ...backends.base import Usage
 from ...checks import from_names
 from ...modes import mode_needs
 from ...tools import Tool, ToolSet
-from ..baseline import AGENT_OPTIONS
+from ..baseline import AGENT_OPTIONS, NoFeedbackTextMode
 from .multi_turn import MAX_CALL_STEPS, MultiTurnItem, Simulator, call_string, score_item
 from .prompt_mode import BfclPromptMode, held_out_message
 from .schema import native_names, to_json_schema
@@ -73,7 +73,7 @@ def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any) -> dict[str, An
     if mode == "bfcl-prompt":
         return {"mode": BfclPromptMode(list(item.functions)), **AGENT_OPTIONS}
     if mode == "text-no-feedback":
-        return {"mode": "text", "max_format_errors": 1, "checks": from_names(settings.checks)}
+        return {"mode": NoFeedbackTextMode(), "max_format_errors": 1, "checks": from_names(settings.checks)}
     kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks)}
     if settings.stream and not mode_needs(mode).chat:
         kwargs["stream"] = True
