@@ -150,5 +150,5 @@ def test_the_ablation_shows_no_feedback_in_the_turns_after(wheel) -> None:
     backend = ScriptedBackend(['TOOL: cd ARGS: {"folder": "document"', *["ANSWER: done"] * 4])
     out = run_multi_turn(item, "text-no-feedback", backend, chat_format="chatml", settings=Settings(), options={})
     assert out["multi_turn"]["per_turn"][0]["stop_reason"] == "format_errors"
-    assert "ERROR" not in backend.prompts[1] and "not closed" not in backend.prompts[1].lower()
+    assert "OBSERVATION (format error)" not in backend.prompts[1]   # what text mode would have said
     assert out["trace"][0]["mode"] == "text-no-feedback"
