@@ -305,3 +305,15 @@ def test_two_answer_lines_reach_the_client_without_the_keyword(upstream, proxy):
     plain, streamed, calls, _ = _plain_and_streamed(upstream, proxy, [chunks], {"messages": ASK, "tools": TOOLS})
     content = 'lockDoors returned: {"locked": true}\nsetHeadlights returned: {"on": true}'
     assert plain.json()["choices"][0]["message"]["content"] == content and streamed == content and calls == []
+
+
+def test_an_empty_answer_prefill_then_a_call_is_the_whole_call(upstream, proxy):
+    """Hardening round 4, A2 with a prefill: the call was cut at `TOOL: get_weather AR`."""
+    chunks = ("\n", 'TOOL: get_weather ARGS: {"city": "Paris"}')
+    body = {"messages": [*ASK, {"role": "assistant", "content": "ANSWER:"}], "tools": TOOLS}
+    plain, streamed, calls, _ = _plain_and_streamed(upstream, proxy, [chunks], body)
+    message = plain.json()["choices"][0]["message"]
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]] == \
+        [("get_weather", {"city": "Paris"})]
+    assert calls == [("get_weather", {"city": "Paris"})] and not streamed
+    assert plain.headers[REPAIRS_HEADER] == "0"
