@@ -13,24 +13,11 @@ pytest.importorskip("starlette")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "proxy"))
-from proxykit import said, scripted_upstream, start  # noqa: E402
+from proxykit import proxy, said, upstream  # noqa: E402,F401 - fixtures
 
 from textagent import Agent  # noqa: E402
 from textagent.bench.proxy_client import OpenAIClientChat, ProxyClientMode  # noqa: E402
 from textagent.toolkits import demo  # noqa: E402
-
-
-@pytest.fixture
-def upstream():
-    with scripted_upstream() as srv:
-        yield srv
-
-
-@pytest.fixture
-def proxy(upstream):
-    server = start(upstream)
-    yield server
-    server.stop()
 
 
 def test_an_fc_client_run_through_the_proxy(upstream, proxy):

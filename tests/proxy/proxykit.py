@@ -1,6 +1,7 @@
 """Shared by the proxy tests: a proxy in front of a scripted llama.cpp upstream (tests/httpfake.py)."""
 from __future__ import annotations
 
+import pytest
 from httpfake import FakeServer
 from textagent.proxy import ProxyConfig, ProxyServer, Upstream, UpstreamConfig
 
@@ -27,8 +28,17 @@ def start(srv: FakeServer, *, endpoint: str | None = None, **config) -> ProxySer
     return proxy
 
 
-def scripted_upstream() -> FakeServer:
-    """A scripted llama.cpp upstream that answers /health (enter it with ``with``)."""
-    srv = FakeServer()
-    srv.json("/health", {"status": "ok"}, repeat=True)
-    return srv
+@pytest.fixture
+def upstream():
+    """A scripted llama.cpp upstream that answers /health."""
+    with FakeServer() as srv:
+        srv.json("/health", {"status": "ok"}, repeat=True)
+        yield srv
+
+
+@pytest.fixture
+def proxy(upstream):
+    """A proxy (two repairs) in front of ``upstream``."""
+    server = start(upstream, max_repairs=2)
+    yield server
+    server.stop()
