@@ -1,4 +1,5 @@
 """Shared plumbing of the seed examples: pick a backend from the command line and run a task."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,11 @@ def main(task: str, scripted_replies: list[str], argv: list[str] | None = None) 
     else:
         url = args.endpoint or (running_server() or {}).get("url")
         if not url:
-            print("No server to talk to. Start one with `textagent serve` (in another terminal), "
-                  "pass --endpoint http://host:port of a llama.cpp server, or use --scripted.", file=sys.stderr)
+            print(
+                "No server to talk to. Start one with `textagent serve` (in another terminal), "
+                "pass --endpoint http://host:port of a llama.cpp server, or use --scripted.",
+                file=sys.stderr,
+            )
             return 2
         backend = connect("llamacpp", url)
         chat_format = format_from_renderer(backend.apply_template)

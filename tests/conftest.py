@@ -1,5 +1,6 @@
 """Shared fixtures. The real llama-server fixtures skip locally when the server binary or a
 model is missing; with TEXTAGENT_REQUIRE_SERVER=1 (set by .ci/run) a missing piece fails."""
+
 from __future__ import annotations
 
 import os
@@ -10,10 +11,10 @@ import pytest
 
 from textagent.errors import LocalServerError
 
-if str(Path(__file__).resolve().parent) not in sys.path:   # test helpers: httpfake, gbnfkit
+if str(Path(__file__).resolve().parent) not in sys.path:  # test helpers: httpfake, gbnfkit
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from httpfake import FakeServer, closed_port_url  # noqa: E402
+from httpfake import FakeServer, closed_port_url
 
 REQUIRE_SERVER = os.environ.get("TEXTAGENT_REQUIRE_SERVER") == "1"
 
@@ -76,7 +77,9 @@ def qwen15_server():
 @pytest.fixture(params=["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
 def seed_server(request):
     """Each shipped Qwen model in turn (the seed scenarios run on both)."""
-    return request.getfixturevalue({"qwen2.5-coder-0.5b": "qwen_server", "qwen2.5-coder-1.5b": "qwen15_server"}[request.param])
+    return request.getfixturevalue(
+        {"qwen2.5-coder-0.5b": "qwen_server", "qwen2.5-coder-1.5b": "qwen15_server"}[request.param]
+    )
 
 
 @pytest.fixture(scope="session")

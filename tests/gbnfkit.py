@@ -10,15 +10,17 @@ Syntax rules follow llama.cpp's grammar parser (src/llama-grammar.cpp): rule nam
 escapes are ``\\x.. \\u.... \\U........ \\t \\r \\n \\\\ \\" \\[ \\]``; ``#`` starts a comment;
 ``*``, ``+``, ``?``, ``{m}``, ``{m,}``, ``{m,n}`` repeat; ``.`` is any character.
 """
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["Grammar", "GBNFError"]
+__all__ = ["GBNFError", "Grammar"]
 
 
 class GBNFError(ValueError):
@@ -43,7 +45,7 @@ class _Parser:
 
     def error(self, what: str) -> GBNFError:
         line = self.s.count("\n", 0, self.i) + 1
-        return GBNFError(f"{what} at line {line}: {self.s[self.i:self.i + 40]!r}")
+        return GBNFError(f"{what} at line {line}: {self.s[self.i : self.i + 40]!r}")
 
     def peek(self, k: int = 0) -> str:
         j = self.i + k
@@ -66,7 +68,7 @@ class _Parser:
             self.i += 1
         if self.i == start:
             raise self.error("expecting name")
-        return self.s[start:self.i]
+        return self.s[start : self.i]
 
     def int(self) -> int:
         start = self.i
@@ -74,7 +76,7 @@ class _Parser:
             self.i += 1
         if self.i == start:
             raise self.error("expecting integer")
-        return int(self.s[start:self.i])
+        return int(self.s[start : self.i])
 
     def char(self) -> str:
         c = self.peek()
@@ -86,7 +88,7 @@ class _Parser:
         e = self.peek(1)
         if e in _HEX:
             n = _HEX[e]
-            digits = self.s[self.i + 2:self.i + 2 + n]
+            digits = self.s[self.i + 2 : self.i + 2 + n]
             if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
                 raise self.error(f"expecting {n} hex chars")
             self.i += 2 + n
@@ -130,7 +132,7 @@ class _Parser:
             seqs.append(self.sequence(nested))
         return seqs[0] if len(seqs) == 1 else ("alt", seqs)
 
-    def sequence(self, nested: bool) -> Any:
+    def sequence(self, nested: bool) -> Any:  # noqa: C901
         items: list[Any] = []
         while True:
             c = self.peek()
@@ -217,7 +219,7 @@ def _in_class(node: Any, code: int) -> bool:
 
 
 # Characters tried first when drawing from a negated class: the ones that break things.
-_TRICKY = '"\\{}[]:, \t\r\x00\x1f\x7f\x85\xa0\u2028\u3000é€😀aZ09-+.eE\'`*#>TOOLANSWEROBSERVATION'
+_TRICKY = "\"\\{}[]:, \t\r\x00\x1f\x7f\x85\xa0\u2028\u3000é€😀aZ09-+.eE'`*#>TOOLANSWEROBSERVATION"
 
 
 @dataclass
@@ -225,7 +227,7 @@ class Grammar:
     rules: dict[str, Any]
 
     @classmethod
-    def parse(cls, text: str) -> "Grammar":
+    def parse(cls, text: str) -> Grammar:
         rules = _Parser(text).grammar()
         if "root" not in rules:
             raise GBNFError("grammar has no root rule")
@@ -238,7 +240,7 @@ class Grammar:
         return cls(rules)
 
     # -- recognising --------------------------------------------------------------------------
-    def matches(self, text: str, rule: str = "root") -> bool:
+    def matches(self, text: str, rule: str = "root") -> bool:  # noqa: C901
         memo: dict[tuple[str, int], frozenset[int]] = {}
         active: set[tuple[str, int]] = set()
 
@@ -316,8 +318,9 @@ class Grammar:
         self._d = d
         return depth
 
-    def sample(self, draw: Callable[[Any], Any], rule: str = "root", *, max_depth: int = 12,
-               max_repeat: int = 4) -> str:
+    def sample(
+        self, draw: Callable[[Any], Any], rule: str = "root", *, max_depth: int = 12, max_repeat: int = 4
+    ) -> str:
         """A random string of the language; past ``max_depth`` rule expansions deep, the
         shallowest ways out are taken so that recursive grammars end."""
         self._min_depth()

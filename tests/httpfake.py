@@ -14,15 +14,17 @@ for every later request. A request with nothing scripted gets HTTP 599 and is re
 (drop the connection without answering at all). A callable among a stream's chunks (or events)
 is called, not sent, when the stream reaches it: a test's hook to wait for what the client got.
 """
+
 from __future__ import annotations
 
 import json as _json
 import socket
 import threading
 from collections import defaultdict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ["FakeServer", "Recorded", "Reply", "closed_port_url", "sse_body"]
 
@@ -78,7 +80,7 @@ def closed_port_url() -> str:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else headers + body in two writes cost a 40 ms delayed ACK
-    server: "_Server"
+    server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
         pass
@@ -144,7 +146,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    fake: "FakeServer"
+    fake: FakeServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # clients hanging up mid-reply is what the fault tests are about
@@ -175,7 +177,7 @@ class FakeServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -1,4 +1,5 @@
 """The command line, in process against a scripted llama.cpp-style server, and as a subprocess."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from textagent.steps import SentBack
 from textagent.toolkits import demo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from httpfake import FakeServer, closed_port_url  # noqa: E402
+from httpfake import FakeServer, closed_port_url
 
 
 @pytest.fixture
@@ -27,8 +28,13 @@ def server():
 
 
 def completion(text):
-    return {"content": text, "stop_type": "eos", "tokens_evaluated": 10, "tokens_predicted": 5,
-            "timings": {"prompt_n": 10, "predicted_n": 5, "cache_n": 0}}
+    return {
+        "content": text,
+        "stop_type": "eos",
+        "tokens_evaluated": 10,
+        "tokens_predicted": 5,
+        "timings": {"prompt_n": 10, "predicted_n": 5, "cache_n": 0},
+    }
 
 
 def run_cli(capsys, *argv):
@@ -38,6 +44,7 @@ def run_cli(capsys, *argv):
 
 
 # -- parse ---------------------------------------------------------------------------------------
+
 
 def test_parse_prints_calls_answer_thought_dropped(tmp_path, capsys):
     reply = tmp_path / "reply.txt"
@@ -63,7 +70,7 @@ def test_parse_binds_bare_arguments_with_tools(tmp_path, capsys):
     reply = tmp_path / "r.txt"
     reply.write_text("TOOL: calculate ARGS: 17 * 24\n")
     assert json.loads(run_cli(capsys, "parse", str(reply))[1])["calls"][0]["args"] == "17 * 24"
-    code, out, _ = run_cli(capsys, "parse", str(reply), "--tools", "calculate")
+    _code, out, _ = run_cli(capsys, "parse", str(reply), "--tools", "calculate")
     assert json.loads(out)["calls"][0]["args"] == {"expression": "17 * 24"}
 
 
@@ -77,14 +84,26 @@ def test_parse_help_explains_the_forms(capsys):
 
 # -- run -----------------------------------------------------------------------------------------
 
+
 def test_run_answers_and_prints_steps(server, capsys, tmp_path):
     demo.reset_lights()
     server.json("/completion", completion('TOOL: calculate ARGS: {"expression": "17 * 24"}'))
     server.json("/completion", completion('TOOL: calculate ARGS: {"expression": "408 + 100"}'))
     server.json("/completion", completion("ANSWER: 508"))
     trace = tmp_path / "trace.jsonl"
-    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "--json",
-                             "--trace", str(trace), "What's 17 times 24, then add 100?")
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--endpoint",
+        server.url,
+        "--chat-format",
+        "chatml",
+        "-v",
+        "--json",
+        "--trace",
+        str(trace),
+        "What's 17 times 24, then add 100?",
+    )
     assert code == 0
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary == {"answer": "508", "stop_reason": "answer", "steps": 3, "usage": summary["usage"]}
@@ -107,15 +126,34 @@ def test_run_takes_checks_by_module_and_name_and_runs_none_by_default(server, ca
     monkeypatch.setitem(sys.modules, "clichecks", types.SimpleNamespace(CliCheck=CliCheck))
     for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408, plus 100 is 509", "ANSWER: 508"):
         server.json("/completion", completion(text))
-    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "--json",
-                             "--checks", "clichecks:CliCheck", "What's 17 times 24, then add 100?")
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--endpoint",
+        server.url,
+        "--chat-format",
+        "chatml",
+        "-v",
+        "--json",
+        "--checks",
+        "clichecks:CliCheck",
+        "What's 17 times 24, then add 100?",
+    )
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "508"
     assert "step 2: answer sent back by the cli check: 509" in err
     assert "Once more." in server.bodies("/completion")[2]["prompt"]
     for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408, plus 100 is 509"):
         server.json("/completion", completion(text))
-    code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json",
-                           "What's 17 times 24, then add 100?")
+    code, out, _ = run_cli(
+        capsys,
+        "run",
+        "--endpoint",
+        server.url,
+        "--chat-format",
+        "chatml",
+        "--json",
+        "What's 17 times 24, then add 100?",
+    )
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "408, plus 100 is 509"
 
 
@@ -125,11 +163,14 @@ def test_unknown_checks_are_refused_by_name(capsys):
     assert "unknown check 'numbers': give module:Name" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("reason, argv, replies", [
-    ("max_steps", ["--max-steps", "2"], ["TOOL: get_time"] * 2),
-    ("format_errors", [], ["TOOL:"] * 3),
-    ("token_budget", ["--token-budget", "25"], ["TOOL: get_time"] * 3),
-])
+@pytest.mark.parametrize(
+    "reason, argv, replies",
+    [
+        ("max_steps", ["--max-steps", "2"], ["TOOL: get_time"] * 2),
+        ("format_errors", [], ["TOOL:"] * 3),
+        ("token_budget", ["--token-budget", "25"], ["TOOL: get_time"] * 3),
+    ],
+)
 def test_each_stop_reason_has_its_exit_code(server, capsys, reason, argv, replies):
     for text in replies:
         server.json("/completion", completion(text))
@@ -149,9 +190,23 @@ def test_json_output_carries_the_error_of_a_backend_error(capsys):
 def test_reply_tokens_caps_each_reply_and_max_tokens_is_the_deprecated_budget(server, capsys):
     for _ in range(3):
         server.json("/completion", completion("TOOL: get_time"))
-    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "plain", "--json",
-                             "--reply-tokens", "7", "--max-tokens", "25", "q")
-    assert code == EXIT_CODES["token_budget"] and json.loads(out.strip().splitlines()[-1])["stop_reason"] == "token_budget"
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--endpoint",
+        server.url,
+        "--chat-format",
+        "plain",
+        "--json",
+        "--reply-tokens",
+        "7",
+        "--max-tokens",
+        "25",
+        "q",
+    )
+    assert (
+        code == EXIT_CODES["token_budget"] and json.loads(out.strip().splitlines()[-1])["stop_reason"] == "token_budget"
+    )
     assert "--max-tokens as the run's token budget is deprecated" in err and "--token-budget" in err
     assert server.bodies("/completion")[0]["n_predict"] == 7
 
@@ -178,7 +233,7 @@ def test_model_names_the_remote_model_and_gguf_the_embedded_one(server, capsys, 
     monkeypatch.setattr("textagent.local.LocalServer", FakeLocal)
     monkeypatch.setattr("textagent.local.running_server", lambda: None)
     assert run_cli(capsys, "run", "--gguf", "smollm2", "q")[0] == 1 and started == ["smollm2"]
-    code, _, err = run_cli(capsys, "run", "--model", "/m/tiny.gguf", "q")     # the old spelling
+    code, _, err = run_cli(capsys, "run", "--model", "/m/tiny.gguf", "q")  # the old spelling
     assert code == 1 and started[-1] == "/m/tiny.gguf"
     assert "--model without --endpoint naming the embedded server's model is deprecated; use --gguf" in err
 
@@ -190,16 +245,16 @@ def test_endpoint_and_api_key_come_from_the_usual_environment_variables(server, 
     assert run_cli(capsys, "run", "--api", "completions", "q")[0] == 0
     assert server.requests[-1].headers["authorization"] == "Bearer sk-from-env"
     assert run_cli(capsys, "run", "--api", "completions", "--api-key", "sk-flag", "q")[0] == 0
-    assert server.requests[-1].headers["authorization"] == "Bearer sk-flag"       # the flag wins
+    assert server.requests[-1].headers["authorization"] == "Bearer sk-flag"  # the flag wins
     server.json("/completion", completion("ANSWER: ok"))
     assert run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "q")[0] == 0
-    assert "authorization" not in server.requests[-1].headers    # never sent to llama.cpp
+    assert "authorization" not in server.requests[-1].headers  # never sent to llama.cpp
     server.ndjson("/api/generate", [{"response": "ANSWER: ok", "done": True, "done_reason": "stop"}])
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{server.port}")
     assert run_cli(capsys, "run", "--api", "ollama", "--model", "m", "q")[0] == 0
     assert server.requests[-1].path == "/api/generate" and server.bodies("/api/generate")[-1]["model"] == "m"
     sent = len(server.requests)
-    code, _, err = run_cli(capsys, "run", "--api", "ollama", "q")   # no default model: one rule everywhere
+    code, _, err = run_cli(capsys, "run", "--api", "ollama", "q")  # no default model: one rule everywhere
     assert code == 1 and "needs a model" in err and len(server.requests) == sent
 
 
@@ -209,8 +264,9 @@ def test_retries_are_logged_with_verbose_or_log_level(server, capsys):
         server.json("/completion", completion("ANSWER: ok"))
     code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "q")
     assert code == 0 and "textagent.backends._http: INFO: POST " in err and "answered HTTP 503; retry 1 of 2" in err
-    code, _, err = run_cli(capsys, "--log-level", "warning", "run", "--endpoint", server.url, "--chat-format",
-                           "chatml", "-v", "q")
+    code, _, err = run_cli(
+        capsys, "--log-level", "warning", "run", "--endpoint", server.url, "--chat-format", "chatml", "-v", "q"
+    )
     assert code == 0 and "retry 1 of 2" not in err
 
 
@@ -219,7 +275,7 @@ def test_exit_codes_are_distinct():
 
 
 def test_dead_server_says_what_to_do(capsys):
-    code, out, err = run_cli(capsys, "run", "--endpoint", closed_port_url(), "--chat-format", "chatml", "q")
+    code, _out, err = run_cli(capsys, "run", "--endpoint", closed_port_url(), "--chat-format", "chatml", "q")
     assert code == EXIT_CODES["backend_error"]
     assert "no server at" in err and "textagent serve" in err and "Traceback" not in err
 
@@ -235,8 +291,15 @@ def test_server_chat_format_is_learned_from_apply_template(server, capsys):
         text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
         return text + "<|im_start|>assistant\n"
 
-    probe = [{"role": r, "content": c} for r, c in [("system", "TXA5SYSTEMTXA5"), ("user", "TXA5USER1TXA5"),
-                                                       ("assistant", "TXA5ASSISTANT1TXA5"), ("user", "TXA5USER2TXA5")]]
+    probe = [
+        {"role": r, "content": c}
+        for r, c in [
+            ("system", "TXA5SYSTEMTXA5"),
+            ("user", "TXA5USER1TXA5"),
+            ("assistant", "TXA5ASSISTANT1TXA5"),
+            ("user", "TXA5USER2TXA5"),
+        ]
+    ]
     server.json("/apply-template", {"prompt": chatml(probe)})
     server.json("/completion", completion("ANSWER: hi"))
     code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "q")
@@ -247,8 +310,17 @@ def test_server_chat_format_is_learned_from_apply_template(server, capsys):
 
 def test_tools_option_loads_demo_names_and_module_functions(server, capsys):
     server.json("/completion", completion("ANSWER: ok"))
-    code, _, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml",
-                         "--tools", "calculate,textagent.toolkits.demo:multiply", "q")
+    code, _, _ = run_cli(
+        capsys,
+        "run",
+        "--endpoint",
+        server.url,
+        "--chat-format",
+        "chatml",
+        "--tools",
+        "calculate,textagent.toolkits.demo:multiply",
+        "q",
+    )
     assert code == 0
     prompt = server.bodies("/completion")[0]["prompt"]
     assert "- multiply: " in prompt and "- calculate: " in prompt and "get_weather" not in prompt
@@ -256,8 +328,17 @@ def test_tools_option_loads_demo_names_and_module_functions(server, capsys):
 
 def test_tools_option_keeps_the_demo_examples_of_the_chosen_tools(server, capsys):
     server.json("/completion", completion("ANSWER: 36"))
-    code, _, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml",
-                         "--tools", "calculate,get_weather", "What is 3% of 1200?")
+    code, _, _ = run_cli(
+        capsys,
+        "run",
+        "--endpoint",
+        server.url,
+        "--chat-format",
+        "chatml",
+        "--tools",
+        "calculate,get_weather",
+        "What is 3% of 1200?",
+    )
     prompt = server.bodies("/completion")[0]["prompt"]
     assert code == 0 and "What is 2.5% of 3200?" in prompt and "Good morning!" in prompt
     assert "get_time" not in prompt and "toggle_light" not in prompt
@@ -270,12 +351,15 @@ def test_unknown_tool_option_is_a_clear_error(capsys):
     assert code == 1 and "cannot load" in err
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["run", "--timeout", "0", "q"], "argument --timeout: must be a finite number greater than 0"),
-    (["run", "--max-steps", "0", "q"], "argument --max-steps: must be a finite number greater than 0"),
-    (["run", "--max-seconds", "nan", "q"], "argument --max-seconds: must be a finite number greater than 0"),
-    (["run", "--max-steps", "two", "q"], "argument --max-steps: 'two' is not a whole number"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["run", "--timeout", "0", "q"], "argument --timeout: must be a finite number greater than 0"),
+        (["run", "--max-steps", "0", "q"], "argument --max-steps: must be a finite number greater than 0"),
+        (["run", "--max-seconds", "nan", "q"], "argument --max-seconds: must be a finite number greater than 0"),
+        (["run", "--max-steps", "two", "q"], "argument --max-steps: 'two' is not a whole number"),
+    ],
+)
 def test_bad_numbers_are_one_line_usage_errors(capsys, argv, says):
     with pytest.raises(SystemExit) as exit_:
         main(["run", "--endpoint", closed_port_url(), *argv[1:]])
@@ -283,13 +367,22 @@ def test_bad_numbers_are_one_line_usage_errors(capsys, argv, says):
     assert exit_.value.code == 2 and says in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["parse", "/nonexistent/file.txt"], "cannot read /nonexistent/file.txt: No such file or directory"),
-    (["run", "--trace", "/nonexistent/dir/t.jsonl", "q"], "--trace /nonexistent/dir/t.jsonl: cannot write it"),
-    (["run", "--tools", "os:sep", "q"], "--tools os:sep: not a usable tool (a tool needs a callable, got str)"),
-    (["run", "--tools", ":f", "q"], "--tools :f: cannot load it"),
-    (["run", "  ", ], "the question is empty"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["parse", "/nonexistent/file.txt"], "cannot read /nonexistent/file.txt: No such file or directory"),
+        (["run", "--trace", "/nonexistent/dir/t.jsonl", "q"], "--trace /nonexistent/dir/t.jsonl: cannot write it"),
+        (["run", "--tools", "os:sep", "q"], "--tools os:sep: not a usable tool (a tool needs a callable, got str)"),
+        (["run", "--tools", ":f", "q"], "--tools :f: cannot load it"),
+        (
+            [
+                "run",
+                "  ",
+            ],
+            "the question is empty",
+        ),
+    ],
+)
 def test_user_mistakes_are_one_line_errors_before_anything_is_sent(server, capsys, argv, says):
     if argv[0] == "run":
         argv = ["run", "--endpoint", server.url, "--chat-format", "chatml", *argv[1:]]
@@ -307,7 +400,9 @@ def test_version_comes_from_the_package_metadata(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0
-    assert capsys.readouterr().out.strip() == f"textagent {version('textagent')}" == f"textagent {textagent.__version__}"
+    assert (
+        capsys.readouterr().out.strip() == f"textagent {version('textagent')}" == f"textagent {textagent.__version__}"
+    )
 
 
 def test_models_list(capsys, tmp_path, monkeypatch):
@@ -316,14 +411,18 @@ def test_models_list(capsys, tmp_path, monkeypatch):
     assert code == 0 and "qwen2.5-coder-0.5b" in out and "smollm2" in out and "not cached" in out
     assert "qwen2.5-coder-1.5b" in out
     (tmp_path / "models").mkdir()
-    (tmp_path / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF" * 10)   # cut short
+    (tmp_path / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF" * 10)  # cut short
     code, out, _ = run_cli(capsys, "models")
     assert "smollm2" in out and "incomplete or corrupt" in out and "textagent models fetch smollm2" in out
 
 
 def test_no_traceback_reaches_the_user_from_a_real_process():
-    proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--endpoint", closed_port_url(), "q"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textagent", "run", "--endpoint", closed_port_url(), "q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == EXIT_CODES["backend_error"]
     assert "Traceback" not in proc.stderr and "no server at" in proc.stderr
 
@@ -339,9 +438,14 @@ def test_bench_and_fuzz_are_subcommands(capsys):
 def test_parse_of_a_lone_surrogate_prints_valid_json_from_a_real_process():
     # #16 item 2: "\ud83d" in JSON arguments decodes to a lone surrogate, which UTF-8 cannot hold
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    proc = subprocess.run([sys.executable, "-m", "textagent", "parse"],
-                          input='TOOL: calculate ARGS: {"expression": "\\ud83d"}\n', capture_output=True,
-                          text=True, timeout=60, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textagent", "parse"],
+        input='TOOL: calculate ARGS: {"expression": "\\ud83d"}\n',
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "\\ud83d" in proc.stdout
     assert json.loads(proc.stdout)["calls"] == [{"name": "calculate", "args": {"expression": "\ud83d"}}]
@@ -351,8 +455,9 @@ def test_run_with_trace_survives_a_lone_surrogate_in_the_arguments(server, capsy
     server.json("/completion", completion('TOOL: calculate ARGS: {"expression": "\\ud83d"}'))
     server.json("/completion", completion("ANSWER: none"))
     trace = tmp_path / "trace.jsonl"
-    code, out, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json",
-                             "--trace", str(trace), "q")
+    code, _out, err = run_cli(
+        capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json", "--trace", str(trace), "q"
+    )
     assert code == 0, err
     step = json.loads(trace.read_bytes().decode("utf-8").splitlines()[1])
     assert step["calls"][0]["args"] == {"expression": "\ud83d"}
@@ -366,8 +471,9 @@ MCP_SERVER = f"{sys.executable} {Path(__file__).resolve().parent / 'tools' / 'mc
 def test_run_with_an_mcp_server_gets_its_tools_only(server, capsys):
     server.json("/completion", completion('TOOL: add ARGS: {"a": 2, "b": 40}'))
     server.json("/completion", completion("ANSWER: 42"))
-    code, out, _ = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--mcp", MCP_SERVER,
-                           "What is 2 + 40?")
+    code, out, _ = run_cli(
+        capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--mcp", MCP_SERVER, "What is 2 + 40?"
+    )
     assert code == 0 and out.strip() == "42"
     first, second = (b["prompt"] for b in server.bodies("/completion"))
     assert "- add: " in first and "- meteo: " in first and "get_weather" not in first and "calculate" not in first
@@ -376,8 +482,21 @@ def test_run_with_an_mcp_server_gets_its_tools_only(server, capsys):
 
 def test_run_with_mcp_and_tools_and_a_prefix(server, capsys):
     server.json("/completion", completion("ANSWER: ok"))
-    code, _, err = run_cli(capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--mcp", MCP_SERVER,
-                           "--mcp-prefix", "--tools", "calculate", "-v", "q")
+    code, _, err = run_cli(
+        capsys,
+        "run",
+        "--endpoint",
+        server.url,
+        "--chat-format",
+        "chatml",
+        "--mcp",
+        MCP_SERVER,
+        "--mcp-prefix",
+        "--tools",
+        "calculate",
+        "-v",
+        "q",
+    )
     prompt = server.bodies("/completion")[0]["prompt"]
     assert code == 0 and "- server.add: " in prompt and "- calculate: " in prompt
     assert "MCP tools: server.add" in err
@@ -401,17 +520,23 @@ def test_a_trace_path_that_is_a_fifo_is_refused_at_once(server, capsys, tmp_path
 def test_version_and_help_import_neither_the_parser_nor_the_validator():
     # what `textagent --version` / `--help` cost is mostly imports: lark, jsonschema and requests
     # are not needed, nor (for --help) importlib.metadata
-    code = ("import sys, runpy; sys.argv = ['textagent', '{flag}']\n"
-            "try:\n    runpy.run_module('textagent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('lark', 'jsonschema', 'requests', 'textagent.agent', 'textagent.protocol',"
-            " 'importlib.metadata') if m in sys.modules))")
+    code = (
+        "import sys, runpy; sys.argv = ['textagent', '{flag}']\n"
+        "try:\n    runpy.run_module('textagent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('lark', 'jsonschema', 'requests', 'textagent.agent', 'textagent.protocol',"
+        " 'importlib.metadata') if m in sys.modules))"
+    )
     for flag, loaded in (("--version", "['importlib.metadata']"), ("--help", "[]")):
-        out = subprocess.run([sys.executable, "-c", code.format(flag=flag)], capture_output=True, text=True,
-                             timeout=60).stdout.strip().splitlines()[-1]
+        out = (
+            subprocess.run([sys.executable, "-c", code.format(flag=flag)], capture_output=True, text=True, timeout=60)
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         assert out == loaded, (flag, out)
 
 
 # -- chat ----------------------------------------------------------------------------------------
+
 
 def _typed(monkeypatch, lines):
     """input() answers with these lines, then Ctrl-D (an exception in the list is raised instead)."""
@@ -422,6 +547,7 @@ def _typed(monkeypatch, lines):
         if isinstance(item, BaseException):
             raise item
         return item
+
     monkeypatch.setattr("builtins.input", fake_input)
 
 
@@ -436,8 +562,8 @@ def test_chat_keeps_the_conversation_and_reset_starts_afresh(server, capsys, mon
     assert code == 0 and out.split() == ["408", "508", "hello"]
     prompts = [b["prompt"] for b in server.bodies("/completion")]
     assert "OBSERVATION (calculate): 408" in prompts[2] and "Now add 100." in prompts[2]
-    assert prompts[2].startswith(prompts[1])             # one conversation, only ever appended to
-    assert "17 times 24" not in prompts[4]               # after /reset
+    assert prompts[2].startswith(prompts[1])  # one conversation, only ever appended to
+    assert "17 times 24" not in prompts[4]  # after /reset
     assert "unknown command /nope" in err and "(a new conversation)" in err
 
 
@@ -450,9 +576,10 @@ def test_chat_ctrl_c_at_the_prompt_leaves_cleanly_and_during_a_question_drops_it
     def run_or_interrupt(self, task):
         item = next(calls)
         if isinstance(item, BaseException):
-            self.mode.start(task, [])        # half a question written, then Ctrl-C
+            self.mode.start(task, [])  # half a question written, then Ctrl-C
             raise item
         return real_run(self, task)
+
     monkeypatch.setattr(Agent, "run", run_or_interrupt)
     server.json("/completion", completion("ANSWER: fine"))
     _typed(monkeypatch, ["first?", "second?", KeyboardInterrupt()])
@@ -465,25 +592,44 @@ def test_chat_ctrl_c_at_the_prompt_leaves_cleanly_and_during_a_question_drops_it
 def test_chat_as_a_process_reads_questions_until_end_of_input(server):
     server.json("/completion", completion("ANSWER: one"))
     server.json("/completion", completion("ANSWER: two"))
-    done = subprocess.run([sys.executable, "-m", "textagent", "chat", "--endpoint", server.url, "--chat-format",
-                           "chatml", "--prompt", ""], input="a?\nb?\n", capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "textagent",
+            "chat",
+            "--endpoint",
+            server.url,
+            "--chat-format",
+            "chatml",
+            "--prompt",
+            "",
+        ],
+        input="a?\nb?\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
     assert done.returncode == 0 and done.stdout.split() == ["one", "two"] and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["run", "--endpoint", "", "q"], "argument --endpoint: --endpoint is empty"),
-    (["chat", "--endpoint", " "], "argument --endpoint: --endpoint is empty"),
-    (["run", "--api-key", "", "--endpoint", "http://127.0.0.1:9", "q"], "argument --api-key: --api-key is empty"),
-    (["serve", "--port", "99999"], "argument --port: a port is 0 (a free one) to 65535, not 99999"),
-    (["bench", "--endpoint", "", "--out", "x"], "argument --endpoint: --endpoint is empty"),
-    (["proxy", "--port", "99999"], "argument --port: a port is 0 (a free one) to 65535, not 99999"),
-    (["proxy", "--api-key", ""], "argument --api-key: --api-key is empty"),
-    (["proxy", "--endpoint", ""], "argument --endpoint: --endpoint is empty"),
-    (["fuzz", "--seconds", "nan"], "argument --seconds: must be a finite number greater than 0"),
-    (["fuzz", "--seconds", "-1"], "argument --seconds: must be a finite number greater than 0"),
-    (["fuzz", "--examples", "0"], "argument --examples: must be a finite number greater than 0"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["run", "--endpoint", "", "q"], "argument --endpoint: --endpoint is empty"),
+        (["chat", "--endpoint", " "], "argument --endpoint: --endpoint is empty"),
+        (["run", "--api-key", "", "--endpoint", "http://127.0.0.1:9", "q"], "argument --api-key: --api-key is empty"),
+        (["serve", "--port", "99999"], "argument --port: a port is 0 (a free one) to 65535, not 99999"),
+        (["bench", "--endpoint", "", "--out", "x"], "argument --endpoint: --endpoint is empty"),
+        (["proxy", "--port", "99999"], "argument --port: a port is 0 (a free one) to 65535, not 99999"),
+        (["proxy", "--api-key", ""], "argument --api-key: --api-key is empty"),
+        (["proxy", "--endpoint", ""], "argument --endpoint: --endpoint is empty"),
+        (["fuzz", "--seconds", "nan"], "argument --seconds: must be a finite number greater than 0"),
+        (["fuzz", "--seconds", "-1"], "argument --seconds: must be a finite number greater than 0"),
+        (["fuzz", "--examples", "0"], "argument --examples: must be a finite number greater than 0"),
+    ],
+)
 def test_empty_or_impossible_values_are_usage_errors_before_anything_starts(capsys, monkeypatch, argv, says):
     import textagent.local
 
@@ -499,8 +645,9 @@ def test_empty_or_impossible_values_are_usage_errors_before_anything_starts(caps
 def test_an_endpoints_password_never_reaches_stderr_the_trace_or_json(capsys, tmp_path):
     url = closed_port_url().replace("http://", "http://admin:s3cr3t-pw@")
     trace = tmp_path / "t.jsonl"
-    code, out, err = run_cli(capsys, "run", "--endpoint", url, "--chat-format", "chatml", "--json",
-                             "--trace", str(trace), "q")
+    code, out, err = run_cli(
+        capsys, "run", "--endpoint", url, "--chat-format", "chatml", "--json", "--trace", str(trace), "q"
+    )
     assert code == EXIT_CODES["backend_error"]
     shown = out + err + trace.read_text()
     assert "s3cr3t-pw" not in shown and "admin:" not in shown and "http://***@127.0.0.1" in shown
@@ -514,8 +661,14 @@ def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
     from textagent.bench.tasks import Task
 
     url = "http://admin:s3cr3t-pw@127.0.0.1:9"
-    args = argparse.Namespace(_argv=["--endpoint", url, "--out", "x"], api="llamacpp", api_key="k3y-value",
-                              tasks=None, repeat=1, concurrency=1)
+    args = argparse.Namespace(
+        _argv=["--endpoint", url, "--out", "x"],
+        api="llamacpp",
+        api_key="k3y-value",
+        tasks=None,
+        repeat=1,
+        concurrency=1,
+    )
     meta = _meta(args, [], ["text"], {}, [url], "m", Settings())
     record = _error_record(Task("t", "q", (), ()), "text", 0, Slot(url, 0), RuntimeError("x"))
     shown = json.dumps(meta) + json.dumps(record)

@@ -1,4 +1,5 @@
 """textagent.examples: which worked examples are shown for a task (ToolSet.examples_for)."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,12 @@ class TestExampleSelection:
             return Example(q, (("get_forecast", {"city": "X"}, "ok"),), "a")
 
         direct = Example("What is the opposite of hot?", (), "cold")
-        paris, rain, days, snow = (ex("What is the forecast for Paris?"), ex("Will it rain in Oslo tomorrow?"),
-                                   ex("Give me three days of forecast for Rome."), ex("Is snow expected in Oslo?"))
+        paris, rain, days, snow = (
+            ex("What is the forecast for Paris?"),
+            ex("Will it rain in Oslo tomorrow?"),
+            ex("Give me three days of forecast for Rome."),
+            ex("Is snow expected in Oslo?"),
+        )
         ts = ToolSet([get_forecast], example=[paris, direct, rain, days, snow], max_examples=2)
         # call-less examples always come first; then the two closest, the closest last
         assert ts.examples_for("Is snow expected in Oslo on Sunday?") == (direct, rain, snow)
@@ -29,8 +34,11 @@ class TestExampleSelection:
         # nothing in common: the first ones in the order given
         assert ts.examples_for("zzz") == (direct, rain, paris)
         # a pool no larger than max_examples is ordered the same way; no limit: the order given
-        assert ToolSet([get_forecast], example=[paris, direct, rain], max_examples=2).examples_for(
-            "Rain in Oslo?") == (direct, paris, rain)
+        assert ToolSet([get_forecast], example=[paris, direct, rain], max_examples=2).examples_for("Rain in Oslo?") == (
+            direct,
+            paris,
+            rain,
+        )
         assert ToolSet([get_forecast], example=[paris, rain, days]).examples_for("Rain in Oslo?") == (paris, rain, days)
         assert ToolSet([get_forecast], example=[paris, direct], max_examples=0).examples_for("forecast") == (direct,)
         for bad in (-1, 1.5, True, "3"):
@@ -60,7 +68,8 @@ def test_select_examples_works_on_a_plain_pool():
     assert select_examples(pool, "anything", None) is pool
     assert select_examples(pool, "Will it rain in Oslo?", 1) == (direct, lookup)
     assert ToolSet([get_forecast], example=pool, max_examples=1).examples_for("Will it rain in Oslo?") == (
-        direct, lookup)
+        direct,
+        lookup,
+    )
     with pytest.raises(ValueError, match="replies"):
         Example("q", (("get_forecast", {}, "r"),), "a", replies=(2,))
-

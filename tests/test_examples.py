@@ -1,4 +1,5 @@
 """The seed scenarios in examples/ run as scripts (scripted replies; the real model is in test_integration)."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +12,19 @@ ROOT = EXAMPLES.parent
 
 def run_example(name, *args):
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TEXTAGENT_CACHE": "/nonexistent-textagent-cache"}
-    return subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("calculator.py", ["calculate({'expression': '17 * 24'}) -> 408", "-> 508", "Agent (answer)"]),
-    ("weather_coat.py", ["get_weather({'city': 'Paris'})", "take a coat"]),
-    ("tokyo_light.py", ["multiply({'a': 25, 'b': 10}) -> 250", "toggle_light", "Agent (answer)"]),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("calculator.py", ["calculate({'expression': '17 * 24'}) -> 408", "-> 508", "Agent (answer)"]),
+        ("weather_coat.py", ["get_weather({'city': 'Paris'})", "take a coat"]),
+        ("tokyo_light.py", ["multiply({'a': 25, 'b': 10}) -> 250", "toggle_light", "Agent (answer)"]),
+    ],
+)
 def test_seed_example_runs(name, expected):
     proc = run_example(name, "--scripted")
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,5 @@
 """The fuzz campaign: a short real run (CI's), and that it finds and shrinks a planted bug."""
+
 from __future__ import annotations
 
 import random
@@ -16,7 +17,7 @@ def test_short_campaign_finds_nothing_and_counts_every_source():
     assert campaign.total >= 3000
     for source in ("adversarial", "noisy", "near-miss", "garbage", "text", "bytes", "args", "mutation"):
         assert campaign.examples[source] > 0, source
-    assert campaign.adversarial_max_seconds < 10   # backtracking would take minutes; loaded machines seconds
+    assert campaign.adversarial_max_seconds < 10  # backtracking would take minutes; loaded machines seconds
     assert "examples: " in campaign.report()
 
 
@@ -84,8 +85,12 @@ def test_seconds_is_a_deadline_and_the_count_is_printed():
 
     started = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "textagent", "fuzz", "--seconds", "2", "--seed", "1"],
-                              capture_output=True, text=True, timeout=40)
+        proc = subprocess.run(
+            [sys.executable, "-m", "textagent", "fuzz", "--seconds", "2", "--seed", "1"],
+            capture_output=True,
+            text=True,
+            timeout=40,
+        )
     except subprocess.TimeoutExpired:
         raise AssertionError("textagent fuzz --seconds 2 was still running after 40 s") from None
     elapsed = time.monotonic() - started
@@ -114,7 +119,7 @@ def test_without_hypothesis_fuzz_says_so_in_one_line(monkeypatch, capsys):
     # #16 item 9: a normal install has no hypothesis (it is the `fuzz` extra)
     import sys
 
-    monkeypatch.setitem(sys.modules, "hypothesis", None)   # `import hypothesis` raises ImportError
+    monkeypatch.setitem(sys.modules, "hypothesis", None)  # `import hypothesis` raises ImportError
     assert fuzz.main(["--seconds", "1"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1
@@ -122,8 +127,9 @@ def test_without_hypothesis_fuzz_says_so_in_one_line(monkeypatch, capsys):
 
 
 def test_the_corpus_ships_inside_the_package_and_the_fuzz_extra_exists():
-    import tomllib
     from pathlib import Path
+
+    import tomllib
 
     import textagent
 
@@ -131,7 +137,7 @@ def test_the_corpus_ships_inside_the_package_and_the_fuzz_extra_exists():
     assert fuzz.DEFAULT_CORPUS.resolve().parent == package
     files = sorted(fuzz.DEFAULT_CORPUS.glob("*.txt"))
     assert len(files) >= 20
-    assert len(fuzz.load_corpus()) == len(files)          # the corpus itself, not the fallback seeds
-    assert not (package.parent / "tests" / "corpus").exists()   # one copy only
+    assert len(fuzz.load_corpus()) == len(files)  # the corpus itself, not the fallback seeds
+    assert not (package.parent / "tests" / "corpus").exists()  # one copy only
     project = tomllib.loads((package.parent / "pyproject.toml").read_text())["project"]
     assert any(dep.startswith("hypothesis") for dep in project["optional-dependencies"]["fuzz"])

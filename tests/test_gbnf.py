@@ -5,6 +5,7 @@ Both directions are property tests over random JSON schemas:
   the schema (the grammar is never wider than protocol + schema, for the supported keywords);
 * canonical replies built from random valid arguments (``render_call``) are in the grammar.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,23 +21,26 @@ from jsonschema import Draft202012Validator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gbnfkit import GBNFError, Grammar  # noqa: E402
+from gbnfkit import GBNFError, Grammar
 
-from textagent.gbnf import MAX_BOUND, literal, reply_grammar, rule_name, schema_grammar, static_rules  # noqa: E402
-from textagent.protocol import ParseError, ToolCall, parse_reply, render_call  # noqa: E402
-from textagent.toolkits import demo  # noqa: E402
-from textagent.tools import Tool, ToolSet  # noqa: E402
+from textagent.gbnf import MAX_BOUND, literal, reply_grammar, rule_name, schema_grammar, static_rules
+from textagent.protocol import ParseError, ToolCall, parse_reply, render_call
+from textagent.toolkits import demo
+from textagent.tools import Tool, ToolSet
 
 EXAMPLES = int(os.environ.get("TEXTAGENT_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                              HealthCheck.data_too_large,
-                                                                              HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 
 
 # -- syntax ------------------------------------------------------------------------------------
 
+
 def test_the_static_rules_are_valid_gbnf():
-    grammar = Grammar.parse('root ::= thought* (answer | value | integer)\n' + static_rules())
+    grammar = Grammar.parse("root ::= thought* (answer | value | integer)\n" + static_rules())
     assert grammar.matches('{"a": [1, -2.5e10, true, null, "x\\n\\u00e9"]}')
     assert not grammar.matches('{"a":1}')  # canonical separators only
 
@@ -46,38 +50,47 @@ def test_the_demo_grammar_is_valid_and_reads_like_the_protocol():
     good = [
         'TOOL: calculate ARGS: {"expression": "17 * 24"}',
         'Thought: first the product.\nTOOL: calculate ARGS: {"expression": "17 * 24"}',
-        'TOOL: get_time ARGS: {}',
+        "TOOL: get_time ARGS: {}",
         'TOOL: get_time ARGS: {"timezone": "Asia/Tokyo"}',
         'TOOL: multiply ARGS: {"a": 25, "b": -1.5e2}\nTOOL: toggle_light ARGS: {"room": "kitchen", "on": false}',
         "ANSWER: 508",
         "Thought: done.\nANSWER: It is 8 °C and raining: take a coat.",
-        'TOOL: get_time ARGS: {}\n',                          # the newline a model ends a line with
-        'TOOL: get_time ARGS: {}\nANSWER',                    # ... or the line it meant to write next
-        'TOOL: get_time ARGS: {}\nOBSERVATION',
-        "ANSWER: x\nmore",                                    # answers of any length and shape
+        "TOOL: get_time ARGS: {}\n",  # the newline a model ends a line with
+        "TOOL: get_time ARGS: {}\nANSWER",  # ... or the line it meant to write next
+        "TOOL: get_time ARGS: {}\nOBSERVATION",
+        "ANSWER: x\nmore",  # answers of any length and shape
         "ANSWER: Two steps:\n\n- Tools: calculate\n1. toolbox\n> observations\n",
         "ANSWER: Here:\n```python\ndef f(tool):\n    return tool\n```",
         "ANSWER: a\n_toolkit_ and **Observational** notes\n\t`tools`",
     ]
     bad = [
-        'TOOL: calculate ARGS: {"expression": 17}',          # wrong type
-        'TOOL: multiply ARGS: {"a": 1}',                      # missing required key
-        'TOOL: multiply ARGS: {"b": 1, "a": 2}',              # keys in schema order only
-        'TOOL: multiply ARGS: {"a": 1, "b": 2, "c": 3}',      # unknown key
-        'TOOL: calculator ARGS: {"expression": "1"}',         # unknown tool
-        'TOOL: calculate ARGS: {"expression":"1"}',           # not canonical
-        'TOOL: calculate(expression="1")',                    # other argument forms
+        'TOOL: calculate ARGS: {"expression": 17}',  # wrong type
+        'TOOL: multiply ARGS: {"a": 1}',  # missing required key
+        'TOOL: multiply ARGS: {"b": 1, "a": 2}',  # keys in schema order only
+        'TOOL: multiply ARGS: {"a": 1, "b": 2, "c": 3}',  # unknown key
+        'TOOL: calculator ARGS: {"expression": "1"}',  # unknown tool
+        'TOOL: calculate ARGS: {"expression":"1"}',  # not canonical
+        'TOOL: calculate(expression="1")',  # other argument forms
         'TOOL: calculate ARGS: {"expression": "1"}\nOBSERVATION: 1',
         'TOOL: calculate ARGS: {"expression": "1"}\nANSWER: 1',
-        'TOOL: get_time ARGS: {}\n\n',                        # one newline ends the calls, not two
-        "ANSWER: ", "ANSWER:  x", "just prose", "",
+        "TOOL: get_time ARGS: {}\n\n",  # one newline ends the calls, not two
+        "ANSWER: ",
+        "ANSWER:  x",
+        "just prose",
+        "",
         # an answer's later line the parser would read as a call or an OBSERVATION
-        'ANSWER: x\nTOOL: get_time ARGS: {}', "ANSWER: x\ntool", "ANSWER: x\n  - **Tool:** get_time",
-        "ANSWER: x\n> `tool` get_time", "ANSWER: x\nObservation: 1", "ANSWER: x\n1. __OBSERVATION__ y",
-        "ANSWER: x\n\u3000tool: y", "ANSWER: x\n\tobservation", "ANSWER: x\n\tTOOL: get_time",
+        "ANSWER: x\nTOOL: get_time ARGS: {}",
+        "ANSWER: x\ntool",
+        "ANSWER: x\n  - **Tool:** get_time",
+        "ANSWER: x\n> `tool` get_time",
+        "ANSWER: x\nObservation: 1",
+        "ANSWER: x\n1. __OBSERVATION__ y",
+        "ANSWER: x\n\u3000tool: y",
+        "ANSWER: x\n\tobservation",
+        "ANSWER: x\n\tTOOL: get_time",
         "Thought: a\nThought: b\nThought: c\nThought: d\nANSWER: x",  # at most 3 thoughts
-        'TOOL: get_weather ARGS: {"city": "\\ud83d\\ude00"}',   # surrogate escapes
-        'TOOL: get_weather ARGS: {"city": "a\nb"}',             # raw control character
+        'TOOL: get_weather ARGS: {"city": "\\ud83d\\ude00"}',  # surrogate escapes
+        'TOOL: get_weather ARGS: {"city": "a\nb"}',  # raw control character
     ]
     assert [t for t in good if not grammar.matches(t)] == []
     assert [t for t in bad if grammar.matches(t)] == []
@@ -108,8 +121,15 @@ def test_rule_names_are_llama_cpp_words():
 
 
 def test_gbnfkit_refuses_what_llama_cpp_refuses():
-    for text in ["root ::= foo", "x ::= \"a\"", 'root ::= "a" [\\q]', "root ::= \"a\"\nroot ::= \"b\"",
-                 'root ::= "a" {2,1}', "root ::= (\"a\"", "root = \"a\""]:
+    for text in [
+        "root ::= foo",
+        'x ::= "a"',
+        'root ::= "a" [\\q]',
+        'root ::= "a"\nroot ::= "b"',
+        'root ::= "a" {2,1}',
+        'root ::= ("a"',
+        'root = "a"',
+    ]:
         with pytest.raises(GBNFError):
             Grammar.parse(text)
 
@@ -133,30 +153,74 @@ FEATURES = [
     ({"type": "number"}, ["1", "-0.5", "2e10", "1.5E-07"], ["1.", ".5", "1e", "NaN", "Infinity", "1e100"]),
     ({"type": "boolean"}, ["true", "false"], ["True", "1"]),
     ({"type": "string", "minLength": 2, "maxLength": 3}, ['"ab"', '"abc"', '"\\n\\t"'], ['"a"', '"abcd"']),
-    ({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2}, ["[1]", "[1, 2]"],
-     ["[]", "[1, 2, 3]", "[1,2]"]),
-    ({"type": "array", "prefixItems": [{"type": "string"}, {"type": "boolean"}], "items": False},
-     ["[]", '["a"]', '["a", true]'], ['["a", true, 1]', "[true]"]),
-    ({"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "items": {"type": "null"}},
-     ['["a"]', '["a", null, null]'], ["[]", '["a", 1]']),
-    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "null"}},
-      "required": ["b"]},
-     ['{"b": ""}', '{"a": 1, "b": ""}', '{"b": "", "c": null}', '{"a": 1, "b": "x", "c": null}'],
-     ["{}", '{"a": 1}', '{"b": "", "a": 1}', '{"c": null, "b": ""}']),
-    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
-     ["{}", '{"a": 1}', '{"b": 2}', '{"a": 1, "b": 2}'], ['{"b": 2, "a": 1}', '{"a": 1, }']),
+    (
+        {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
+        ["[1]", "[1, 2]"],
+        ["[]", "[1, 2, 3]", "[1,2]"],
+    ),
+    (
+        {"type": "array", "prefixItems": [{"type": "string"}, {"type": "boolean"}], "items": False},
+        ["[]", '["a"]', '["a", true]'],
+        ['["a", true, 1]', "[true]"],
+    ),
+    (
+        {"type": "array", "prefixItems": [{"type": "string"}], "minItems": 1, "items": {"type": "null"}},
+        ['["a"]', '["a", null, null]'],
+        ["[]", '["a", 1]'],
+    ),
+    (
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "null"}},
+            "required": ["b"],
+        },
+        ['{"b": ""}', '{"a": 1, "b": ""}', '{"b": "", "c": null}', '{"a": 1, "b": "x", "c": null}'],
+        ["{}", '{"a": 1}', '{"b": "", "a": 1}', '{"c": null, "b": ""}'],
+    ),
+    (
+        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+        ["{}", '{"a": 1}', '{"b": 2}', '{"a": 1, "b": 2}'],
+        ['{"b": 2, "a": 1}', '{"a": 1, }'],
+    ),
     ({"type": "object", "additionalProperties": {"type": "integer"}}, ["{}", '{"x": 1, "y": 2}'], ['{"x": "1"}']),
     ({"type": "object", "additionalProperties": False}, ["{}"], ['{"x": 1}']),
-    ({"anyOf": [{"type": "string"}, {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}]},
-     ['"s"', '{"n": 1}'], ["1", "{}"]),
-    ({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
-                {"properties": {"b": {"type": "boolean"}}, "required": ["b"]}]},
-     ['{"a": 1, "b": true}'], ['{"a": 1}', '{"b": true}']),
-    ({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
-                                                          "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
-                         "required": ["v"]}},
-      "$ref": "#/$defs/node"},
-     ['{"v": 1}', '{"v": 1, "kids": [{"v": 2, "kids": []}, {"v": 3}]}'], ['{"v": 1, "kids": [{}]}']),
+    (
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            ]
+        },
+        ['"s"', '{"n": 1}'],
+        ["1", "{}"],
+    ),
+    (
+        {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"properties": {"b": {"type": "boolean"}}, "required": ["b"]},
+            ]
+        },
+        ['{"a": 1, "b": true}'],
+        ['{"a": 1}', '{"b": true}'],
+    ),
+    (
+        {
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "properties": {
+                        "v": {"type": "integer"},
+                        "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                    },
+                    "required": ["v"],
+                }
+            },
+            "$ref": "#/$defs/node",
+        },
+        ['{"v": 1}', '{"v": 1, "kids": [{"v": 2, "kids": []}, {"v": 3}]}'],
+        ['{"v": 1, "kids": [{}]}'],
+    ),
     ({}, ['{"anything": [1, "x", null]}', "3", '"s"'], ["nope", "{'a': 1}"]),
 ]
 
@@ -175,22 +239,36 @@ def test_schema_features(schema, good, bad):
 # -- random schemas, both directions ---------------------------------------------------------------
 
 _KEYS = st.text(st.characters(exclude_categories=("Cs",)), max_size=6)
-_SCALARS = (st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=5)
-            | st.floats(-1e6, 1e6, allow_nan=False).filter(lambda f: f == 0 or abs(f) > 1e-6))
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.text(max_size=5)
+    | st.floats(-1e6, 1e6, allow_nan=False).filter(lambda f: f == 0 or abs(f) > 1e-6)
+)
 
 
 def _bounded(kind_lo, kind_hi, top=4):
-    return st.tuples(st.integers(0, top), st.integers(0, top)).map(
-        lambda p: {kind_lo: min(p), kind_hi: max(p)})
+    return st.tuples(st.integers(0, top), st.integers(0, top)).map(lambda p: {kind_lo: min(p), kind_hi: max(p)})
 
 
 def _leaf_schemas():
-    string = st.builds(lambda b, use: {"type": "string", **(b if use else {})}, _bounded("minLength", "maxLength"),
-                       st.booleans())
+    string = st.builds(
+        lambda b, use: {"type": "string", **(b if use else {})}, _bounded("minLength", "maxLength"), st.booleans()
+    )
     return st.one_of(
         string,
-        st.sampled_from([{"type": "integer"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}, {},
-                         {"type": ["string", "null"]}, {"type": ["integer", "boolean"]}]),
+        st.sampled_from(
+            [
+                {"type": "integer"},
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "null"},
+                {},
+                {"type": ["string", "null"]},
+                {"type": ["integer", "boolean"]},
+            ]
+        ),
         st.lists(_SCALARS, min_size=1, max_size=4, unique_by=lambda v: json.dumps(v)).map(lambda v: {"enum": v}),
         _SCALARS.map(lambda v: {"const": v}),
     )
@@ -198,22 +276,37 @@ def _leaf_schemas():
 
 def _object_schema(children, keys=_KEYS):
     return st.lists(st.tuples(keys, children, st.booleans()), max_size=4, unique_by=lambda t: t[0]).map(
-        lambda props: {"type": "object", "properties": {k: s for k, s, _ in props},
-                       "required": [k for k, _, req in props if req], "additionalProperties": False})
+        lambda props: {
+            "type": "object",
+            "properties": {k: s for k, s, _ in props},
+            "required": [k for k, _, req in props if req],
+            "additionalProperties": False,
+        }
+    )
 
 
 def _schemas():
     def extend(children):
         return st.one_of(
-            st.builds(lambda item, b: {"type": "array", "items": item, **b}, children,
-                      _bounded("minItems", "maxItems", 3)),
-            st.builds(lambda items, rest, lo: {"type": "array", "prefixItems": items, "items": rest,
-                                               "minItems": min(lo, len(items)) if rest is False else lo},
-                      st.lists(children, min_size=1, max_size=3), st.just(False) | children, st.integers(0, 2)),
+            st.builds(
+                lambda item, b: {"type": "array", "items": item, **b}, children, _bounded("minItems", "maxItems", 3)
+            ),
+            st.builds(
+                lambda items, rest, lo: {
+                    "type": "array",
+                    "prefixItems": items,
+                    "items": rest,
+                    "minItems": min(lo, len(items)) if rest is False else lo,
+                },
+                st.lists(children, min_size=1, max_size=3),
+                st.just(False) | children,
+                st.integers(0, 2),
+            ),
             _object_schema(children),
             children.map(lambda v: {"type": "object", "additionalProperties": v}),
             st.lists(children, min_size=1, max_size=3).map(lambda subs: {"anyOf": subs}),
         )
+
     return st.recursive(_leaf_schemas(), extend, max_leaves=8)
 
 
@@ -230,11 +323,12 @@ def tool_sets(draw):
     return ToolSet(tools)
 
 
-def _values(schema):
+def _values(schema):  # noqa: C901
     """A strategy for canonical-grammar values of ``schema`` (the supported subset)."""
     if schema is True or schema == {}:
-        return st.recursive(_SCALARS, lambda c: st.lists(c, max_size=2) | st.dictionaries(_KEYS, c, max_size=2),
-                            max_leaves=4)
+        return st.recursive(
+            _SCALARS, lambda c: st.lists(c, max_size=2) | st.dictionaries(_KEYS, c, max_size=2), max_leaves=4
+        )
     if "const" in schema:
         return st.just(schema["const"])
     if "enum" in schema:
@@ -247,10 +341,11 @@ def _values(schema):
     if kind == "string":
         return st.text(min_size=schema.get("minLength", 0), max_size=schema.get("maxLength", 8))
     if kind == "integer":
-        return st.integers(-10**15 + 1, 10**15 - 1)
+        return st.integers(-(10**15) + 1, 10**15 - 1)
     if kind == "number":
-        return st.integers(-10**9, 10**9) | st.floats(-1e15, 1e15, allow_nan=False).filter(
-            lambda f: f == 0 or abs(f) > 1e-30)
+        return st.integers(-(10**9), 10**9) | st.floats(-1e15, 1e15, allow_nan=False).filter(
+            lambda f: f == 0 or abs(f) > 1e-30
+        )
     if kind == "boolean":
         return st.booleans()
     if kind == "null":
@@ -262,17 +357,20 @@ def _values(schema):
             head = st.tuples(*[_values(s) for s in prefix]).map(list)
             tail = st.just([]) if rest is False else st.lists(_values(rest), max_size=2)
             lo = schema.get("minItems", 0)
-            return st.builds(lambda h, t, n: (h + t)[:max(n, lo)] if not t else h + t, head, tail,
-                             st.integers(0, len(prefix)))
-        return st.lists(_values(schema.get("items", True)), min_size=schema.get("minItems", 0),
-                        max_size=schema.get("maxItems", 3))
+            return st.builds(
+                lambda h, t, n: (h + t)[: max(n, lo)] if not t else h + t, head, tail, st.integers(0, len(prefix))
+            )
+        return st.lists(
+            _values(schema.get("items", True)), min_size=schema.get("minItems", 0), max_size=schema.get("maxItems", 3)
+        )
     if kind == "object":
         props = schema.get("properties")
         if props:
             required = set(schema.get("required", []))
-            return st.fixed_dictionaries({k: _values(s) for k, s in props.items() if k in required},
-                                         optional={k: _values(s) for k, s in props.items() if k not in required}
-                                         ).map(lambda d: {k: d[k] for k in props if k in d})
+            return st.fixed_dictionaries(
+                {k: _values(s) for k, s in props.items() if k in required},
+                optional={k: _values(s) for k, s in props.items() if k not in required},
+            ).map(lambda d: {k: d[k] for k in props if k in d})
         extra = schema.get("additionalProperties", True)
         if extra is False:
             return st.just({})
@@ -301,7 +399,7 @@ def test_every_reply_the_grammar_allows_parses_to_valid_calls(tools, data):
     if calls_text:
         assert len(reply.calls) == len(calls_text)
         for call, line in zip(reply.calls, calls_text):
-            name, _, args = line[len("TOOL: "):].partition(" ARGS: ")
+            name, _, args = line[len("TOOL: ") :].partition(" ARGS: ")
             assert call == ToolCall(name, json.loads(args))
             assert _valid(tools[name], call.args), (name, call.args)
     else:
@@ -359,8 +457,11 @@ def _numbers(value):
             yield from _numbers(v)
 
 
-@given(st.text(st.characters(exclude_characters="\n"), min_size=1, max_size=20).filter(lambda t: t.strip()
-                                                                                         and not t[0].isspace()))
+@given(
+    st.text(st.characters(exclude_characters="\n"), min_size=1, max_size=20).filter(
+        lambda t: t.strip() and not t[0].isspace()
+    )
+)
 def test_answers_round_trip(answer):
     grammar = Grammar.parse(reply_grammar(demo.demo_tools()))
     assert grammar.matches(f"ANSWER: {answer}")
@@ -375,8 +476,35 @@ def test_limits_on_thoughts_and_calls():
     assert Grammar.parse(reply_grammar([])).matches("ANSWER: no tools")
 
 
-_ANSWER_BITS = ["tool", "TOOL", "Tools", "observation", "OBSERVATION:", "ANSWER:", ":", " ", "\t", "-", "*",
-                "**", "__", "`", "```", ">", "1.", "2)", "x", "s", "\n", "\r", "\r\n", "_", "\u3000", "\u00a0", "ARGS: {}"]
+_ANSWER_BITS = [
+    "tool",
+    "TOOL",
+    "Tools",
+    "observation",
+    "OBSERVATION:",
+    "ANSWER:",
+    ":",
+    " ",
+    "\t",
+    "-",
+    "*",
+    "**",
+    "__",
+    "`",
+    "```",
+    ">",
+    "1.",
+    "2)",
+    "x",
+    "s",
+    "\n",
+    "\r",
+    "\r\n",
+    "_",
+    "\u3000",
+    "\u00a0",
+    "ARGS: {}",
+]
 
 
 @FUZZ
@@ -387,4 +515,4 @@ def test_every_multi_line_answer_the_grammar_allows_is_read_as_that_answer(bits)
     if grammar.matches(text):
         reply = parse_reply(text, demo.demo_tools())
         assert (reply.calls, reply.dropped) == ([], [])
-        assert reply.answer == _as_read(text[len("ANSWER: "):])
+        assert reply.answer == _as_read(text[len("ANSWER: ") :])

@@ -3,6 +3,7 @@
 Skipped locally when the binary or models are missing; .ci/run sets TEXTAGENT_REQUIRE_SERVER=1
 so that there a missing piece fails instead.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,14 @@ FINISHED = ("answer", "max_steps")
 
 def make_agent(server, **kw):
     backend = LlamaCppBackend(server.url)
-    return Agent(backend, demo.demo_tools(), chat_format=format_from_renderer(backend.apply_template),
-                 temperature=0.0, seed=0, **kw)
+    return Agent(
+        backend,
+        demo.demo_tools(),
+        chat_format=format_from_renderer(backend.apply_template),
+        temperature=0.0,
+        seed=0,
+        **kw,
+    )
 
 
 def executed(result):
@@ -84,8 +91,12 @@ def test_streaming_gives_the_same_replies(qwen_server):
 
 
 def test_cli_run_against_the_endpoint(qwen_server):
-    proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--endpoint", qwen_server.url, "--json", "-v",
-                           SEEDS["calc"]], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textagent", "run", "--endpoint", qwen_server.url, "--json", "-v", SEEDS["calc"]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["stop_reason"] == "answer" and "508" in summary["answer"]
@@ -95,19 +106,29 @@ def test_cli_run_against_the_endpoint(qwen_server):
 
 def test_cli_run_on_the_embedded_default_leaves_no_server_behind(qwen15_server, tmp_path):
     env = dict(os.environ, TEXTAGENT_STATE_DIR=str(tmp_path))  # no `serve` state: start a server for this run
-    proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--json", "-v", SEEDS["calc"]],
-                          capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textagent", "run", "--json", "-v", SEEDS["calc"]],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1])["stop_reason"] == "answer"
     port = re.search(r"starting llama-server on http://127\.0\.0\.1:(\d+)", proc.stderr)
     assert port, proc.stderr
-    assert not _servers_on(port.group(1))    # the run's own server, not any other on the machine
+    assert not _servers_on(port.group(1))  # the run's own server, not any other on the machine
 
 
 def test_cli_run_on_the_smaller_model_answers_the_seed_with_a_tool_call(qwen_server, tmp_path):
     env = dict(os.environ, TEXTAGENT_STATE_DIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "textagent", "run", "--gguf", "qwen2.5-coder-0.5b", "--json", "-v",
-                           SEEDS["calc"]], capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "textagent", "run", "--gguf", "qwen2.5-coder-0.5b", "--json", "-v", SEEDS["calc"]],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["stop_reason"] == "answer" and "508" in summary["answer"]
@@ -121,8 +142,17 @@ def _servers_on(port: str) -> list[str]:
 
 def test_smollm2_ignores_the_protocol_and_the_run_ends_cleanly(smollm_server, tmp_path):
     backend = LlamaCppBackend(smollm_server.url)
-    agent = Agent(backend, demo.demo_tools(), chat_format=format_from_renderer(backend.apply_template),
-                  strict=True, max_steps=5, reply_tokens=64, temperature=0.0, seed=0, trace=tmp_path / "s.jsonl")
+    agent = Agent(
+        backend,
+        demo.demo_tools(),
+        chat_format=format_from_renderer(backend.apply_template),
+        strict=True,
+        max_steps=5,
+        reply_tokens=64,
+        temperature=0.0,
+        seed=0,
+        trace=tmp_path / "s.jsonl",
+    )
     result = agent.run(SEEDS["calc"])
     assert result.stop_reason in {"format_errors", "max_steps", "answer"}
     trace = load_trace(tmp_path / "s.jsonl")
@@ -132,14 +162,24 @@ def test_smollm2_ignores_the_protocol_and_the_run_ends_cleanly(smollm_server, tm
 
 def test_smollm2_token_budget_stops_at_once(smollm_server):
     backend = LlamaCppBackend(smollm_server.url)
-    agent = Agent(backend, demo.demo_tools(), chat_format="chatml", strict=True, max_format_errors=100,
-                  max_steps=50, max_tokens=1500, temperature=0.0, seed=0)
+    agent = Agent(
+        backend,
+        demo.demo_tools(),
+        chat_format="chatml",
+        strict=True,
+        max_format_errors=100,
+        max_steps=50,
+        max_tokens=1500,
+        temperature=0.0,
+        seed=0,
+    )
     result = agent.run(SEEDS["paris"])
     assert result.stop_reason == "token_budget"
     assert len(result.steps) < 50
 
 
 # -- modes (issue 5): constrained, native, early stop --------------------------------------------
+
 
 def mode_agent(server, mode, **kw):
     kw.setdefault("max_steps", 6)
@@ -164,13 +204,16 @@ def test_constrained_replies_parse_on_every_seed(qwen_server, tmp_path):
 def test_generated_grammars_are_valid_for_llama_server(qwen_server):
     import requests
     from hypothesis import given, settings
-
     from test_gbnf import FEATURES, tool_sets
+
     from textagent.gbnf import reply_grammar, schema_grammar
 
     def accepted(grammar):
-        r = requests.post(qwen_server.url + "/completion", timeout=120,
-                          json={"prompt": "Reply:", "grammar": grammar, "n_predict": 1, "temperature": 0})
+        r = requests.post(
+            qwen_server.url + "/completion",
+            timeout=120,
+            json={"prompt": "Reply:", "grammar": grammar, "n_predict": 1, "temperature": 0},
+        )
         return r.status_code == 200
 
     assert not accepted('root ::= "a" [\\q]')  # the server does reject bad grammars
@@ -216,7 +259,9 @@ def test_native_fallback_runs_the_calls_native_mode_missed(qwen_server):
     for step in result.steps:
         if step.details.get("fallback"):
             assert step.details["decode_failure"] and step.outcomes
-    print(f"\nnative+fallback: {result.stop_reason} {[(s.details.get('native'), s.details.get('fallback'), [o.name for o in s.outcomes]) for s in result.steps]}")
+    print(
+        f"\nnative+fallback: {result.stop_reason} {[(s.details.get('native'), s.details.get('fallback'), [o.name for o in s.outcomes]) for s in result.steps]}"
+    )
 
 
 def test_early_stop_against_the_non_streaming_run(qwen_server, tmp_path):
@@ -234,9 +279,11 @@ def test_early_stop_against_the_non_streaming_run(qwen_server, tmp_path):
     trace = load_trace(path)
     assert trace.complete and trace.result["early_stops"] == len(early)
     saved = first_plain.usage.completion_tokens - first_streamed.usage.completion_tokens
-    print(f"\nearly stop: {len(early)} of {len(streamed.steps)} replies closed early; first reply "
-          f"{first_streamed.usage.completion_tokens} vs {first_plain.usage.completion_tokens} completion tokens "
-          f"(saved {saved}); run {streamed.usage.completion_tokens} vs {plain.usage.completion_tokens}")
+    print(
+        f"\nearly stop: {len(early)} of {len(streamed.steps)} replies closed early; first reply "
+        f"{first_streamed.usage.completion_tokens} vs {first_plain.usage.completion_tokens} completion tokens "
+        f"(saved {saved}); run {streamed.usage.completion_tokens} vs {plain.usage.completion_tokens}"
+    )
 
 
 def test_the_model_answers_from_an_mcp_server(qwen_server):
@@ -249,15 +296,20 @@ def test_the_model_answers_from_an_mcp_server(qwen_server):
     server = [sys.executable, str(Path(__file__).resolve().parent / "tools" / "mcp_server.py")]
     with mcp_tools(server) as tools:
         backend = LlamaCppBackend(qwen_server.url)
-        agent = Agent(backend, tools.select("meteo", "convert", "add"),
-                      chat_format=format_from_renderer(backend.apply_template), temperature=0.0, seed=0)
+        agent = Agent(
+            backend,
+            tools.select("meteo", "convert", "add"),
+            chat_format=format_from_renderer(backend.apply_template),
+            temperature=0.0,
+            seed=0,
+        )
         runs = {"sunny": agent.run("What's the weather in Rome?"), "6.2": agent.run("Convert 10 km to miles.")}
     expected = {"sunny": ("meteo", {"city": "Rome"}), "6.2": ("convert", {"value": 10, "unit": "km"})}
     answered_from_the_tool = []
     for words, result in runs.items():
         assert result.stop_reason == "answer", [s.raw for s in result.steps]
         calls = [(o.name, o.args) for s in result.steps for o in s.outcomes if o.ok]
-        if calls:   # a call it makes is the right one, and the answer says what the server said
+        if calls:  # a call it makes is the right one, and the answer says what the server said
             assert calls[0] == expected[words], calls
             assert words in result.answer.lower(), result.answer
             answered_from_the_tool.append(words)

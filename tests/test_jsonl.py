@@ -1,4 +1,5 @@
 """textagent.jsonl: the one JSON Lines reader."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,7 +17,10 @@ def test_values_with_their_line_numbers_and_blank_lines_ignored(tmp_path):
 
 def test_only_a_newline_ends_a_line():
     # U+2028 is a line separator to str.splitlines() but may stand raw inside a JSON string
-    assert [line.value for line in parse_jsonl('{"s": "a\u2028b"}\n{"s": "\x85"}')] == [{"s": "a\u2028b"}, {"s": "\x85"}]
+    assert [line.value for line in parse_jsonl('{"s": "a\u2028b"}\n{"s": "\x85"}')] == [
+        {"s": "a\u2028b"},
+        {"s": "\x85"},
+    ]
 
 
 def test_a_bad_line_names_file_and_line(tmp_path):
@@ -51,7 +55,7 @@ def test_a_line_cut_inside_a_multibyte_character_is_a_bad_line_not_a_broken_file
 
     path = tmp_path / "cut.jsonl"
     whole = '{"task": "a", "answer": "caf\u00e9"}\n'.encode()
-    path.write_bytes(whole + '{"task": "b", "answer": "caf\u00e9'.encode()[:-1])   # cut between é's bytes
+    path.write_bytes(whole + '{"task": "b", "answer": "caf\u00e9'.encode()[:-1])  # cut between é's bytes
     assert [line.value["task"] for line in read_jsonl(path, bad="skip")] == ["a"]
     kept = list(read_jsonl(path, bad="keep"))
     assert kept[1].value is None and "not UTF-8" in kept[1].error and kept[1].where.endswith(":2")

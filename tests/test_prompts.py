@@ -1,8 +1,9 @@
 """The model-facing text: tool listings, worked examples, observations, every template."""
+
 from __future__ import annotations
 
-import pathlib
 import json
+import pathlib
 from typing import Literal
 
 import pytest
@@ -46,13 +47,19 @@ def test_the_system_prompt_lists_every_tool_and_states_the_protocol():
 
 def test_worked_examples_become_turns_in_order():
     direct = Example("Say hi", (), "hi")
-    failing = Example("Price?", (("book", {"restaurant": "A", "people": 2, "time": "18:00"}, "ERROR: busy"),
-                                 ("book", {"restaurant": "A", "people": 2, "time": "18:00"}, "ok")), "Booked.")
+    failing = Example(
+        "Price?",
+        (
+            ("book", {"restaurant": "A", "people": 2, "time": "18:00"}, "ERROR: busy"),
+            ("book", {"restaurant": "A", "people": 2, "time": "18:00"}, "ok"),
+        ),
+        "Booked.",
+    )
     turns = prompts.example_turns(prompts.worked_examples(ToolSet([book]), [direct, failing]))
     assert [t["role"] for t in turns] == ["user", "assistant"] + ["user"] + ["assistant", "user"] * 2 + ["assistant"]
     assert turns[1]["content"] == "ANSWER: hi"
     assert turns[3]["content"] == 'TOOL: book ARGS: {"restaurant": "A", "people": 2, "time": "18:00"}'
-    assert "The call failed" in turns[4]["content"]          # an ERROR result reads as a failed call
+    assert "The call failed" in turns[4]["content"]  # an ERROR result reads as a failed call
     assert turns[6]["content"] == "OBSERVATION (book): ok"
     # every TOOL line of an example parses to the call it shows
     for t in turns:
@@ -70,7 +77,7 @@ def test_without_examples_a_placeholder_exchange_uses_a_tool_that_takes_argument
     assert direct.calls == [] and direct.answer
     task, calls = single.task, single.calls
     assert calls[0][0] == "book" and set(calls[0][1]) == {"restaurant", "people", "time"}
-    for name, value in calls[0][1].items():     # the task names every value the call uses
+    for name, value in calls[0][1].items():  # the task names every value the call uses
         assert f"{name} {json.dumps(value)}" in task
     # two calls of the tool in one reply, with other values, all named in the task
     assert pair.replies == (2,) and [c[0] for c in pair.calls] == ["book", "book"]
@@ -93,9 +100,9 @@ def test_without_examples_two_tools_that_take_arguments_are_shown_called_in_one_
         return "sunny"
 
     *_, pair, two = prompts.worked_examples(ToolSet([ping, book, weather]))
-    assert "twice" not in pair.task          # asked like a question about several things
+    assert "twice" not in pair.task  # asked like a question about several things
     assert two.replies == (2,) and [c[0] for c in two.calls] == ["book", "weather"]
-    for name, args, _ in two.calls:           # the task names each tool and every value
+    for name, args, _ in two.calls:  # the task names each tool and every value
         assert name in two.task and all(f"{k} {json.dumps(v)}" in two.task for k, v in args.items())
     turns = prompts.example_turns([two])
     assert turns[1]["content"].count("TOOL:") == 2 and turns[2]["content"].count("OBSERVATION") == 2
@@ -127,8 +134,10 @@ def test_every_template_is_used(path):
 
 def test_prompt_files_sit_in_a_family_folder():
     assert not list(PROMPT_DIR.glob("*.txt")), "prompts live in text/, native/, proxy/ or common/"
-    assert {p.name for p in PROMPT_DIR.iterdir() if p.is_dir() and p.name != "__pycache__"} == {*prompts.FAMILIES,
-                                                                                                 "common"}
+    assert {p.name for p in PROMPT_DIR.iterdir() if p.is_dir() and p.name != "__pycache__"} == {
+        *prompts.FAMILIES,
+        "common",
+    }
 
 
 def test_a_family_folder_wins_over_common():
@@ -144,14 +153,19 @@ def test_a_family_folder_wins_over_common():
 def test_calls_that_do_not_wait_for_each_other_are_shown_in_one_reply():
     from textagent.tools import Example
 
-    example = Example("Average of Rome and Oslo?",
-                      (("get_weather", {"city": "Rome"}, "24"), ("get_weather", {"city": "Oslo"}, "9"),
-                       ("calculate", {"expression": "(24 + 9) / 2"}, "16.5")),
-                      "16.5", replies=(2, 1))
+    example = Example(
+        "Average of Rome and Oslo?",
+        (
+            ("get_weather", {"city": "Rome"}, "24"),
+            ("get_weather", {"city": "Oslo"}, "9"),
+            ("calculate", {"expression": "(24 + 9) / 2"}, "16.5"),
+        ),
+        "16.5",
+        replies=(2, 1),
+    )
     turns = prompts.example_turns(prompts.worked_examples(demo.demo_tools(), [example]))
     assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user", "assistant"]
-    assert turns[1]["content"] == ('TOOL: get_weather ARGS: {"city": "Rome"}\n'
-                                   'TOOL: get_weather ARGS: {"city": "Oslo"}')
+    assert turns[1]["content"] == ('TOOL: get_weather ARGS: {"city": "Rome"}\nTOOL: get_weather ARGS: {"city": "Oslo"}')
     assert turns[2]["content"].splitlines() == ["OBSERVATION (get_weather): 24", "OBSERVATION (get_weather): 9"]
     assert turns[3]["content"].startswith("TOOL: calculate")
 
@@ -172,16 +186,33 @@ def _error(text, tools=None):
 
 
 def test_parse_feedback_says_where_and_gives_a_call_to_copy():
-    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-        "required": ["city"]}}}
-    calc = {"type": "function", "function": {"name": "calculate", "parameters": {
-        "type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}
+    weather = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    }
+    calc = {
+        "type": "function",
+        "function": {
+            "name": "calculate",
+            "parameters": {
+                "type": "object",
+                "properties": {"expression": {"type": "string"}},
+                "required": ["expression"],
+            },
+        },
+    }
     err = _error('I will check.\n- TOOL: get_wether ARGS: {"city": Paris}', [weather, calc])
     fb = prompts.parse_feedback(err)
     assert "line 2, column 35" in fb.lower()
     assert 'TOOL: get_weather ARGS: {"city": "text"}' in fb  # the closest real tool, its required parameter
-    assert "ANSWER:" not in fb   # no way out offered: small models took it instead of fixing the call
+    assert "ANSWER:" not in fb  # no way out offered: small models took it instead of fixing the call
     assert err.excerpt.split("\n")[0] in fb
     assert "Put text values in double quotes" in fb and err.hint in fb
     # no tools known: an example with the name the model tried; tools given win over the error's
@@ -205,17 +236,20 @@ def test_parse_feedback_on_an_error_without_excerpt_says_the_reply_was_empty():
 CALC_LINE = 'TOOL: calculate ARGS: {"expression": "17 * 24"}'
 
 
-@pytest.mark.parametrize("reply,line,repeats", [
-    (CALC_LINE + "\n" + CALC_LINE + "\n" + CALC_LINE[:30], 3, 2),     # a loop of one call
-    (CALC_LINE + "\n" + CALC_LINE[:30], 2, 0),                        # one line is no loop
-    ('TOOL: calculate ARGS: {"expression": "1 +', 1, 0),
-])
+@pytest.mark.parametrize(
+    "reply,line,repeats",
+    [
+        (CALC_LINE + "\n" + CALC_LINE + "\n" + CALC_LINE[:30], 3, 2),  # a loop of one call
+        (CALC_LINE + "\n" + CALC_LINE[:30], 2, 0),  # one line is no loop
+        ('TOOL: calculate ARGS: {"expression": "1 +', 1, 0),
+    ],
+)
 def test_a_reply_cut_where_it_stops_parsing_is_told_it_was_cut(reply, line, repeats):
     with pytest.raises(ParseError) as caught:
         parse_reply(reply, demo.demo_tools())
     text = prompts.cut_feedback(reply, caught.value)
     assert text.startswith("Your reply was cut off at the length limit") and f"line {line}," in text
-    assert "not closed" not in text                      # the cut is not the model's mistake
+    assert "not closed" not in text  # the cut is not the model's mistake
     assert (f"`{CALC_LINE}` {repeats} times" in text) == bool(repeats)
 
 

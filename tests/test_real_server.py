@@ -1,6 +1,7 @@
 """The parts a user of a local model depends on, on the real llama-server: the grammar enforced by
 llama.cpp's sampler, a stream closed early, `serve` reused by `run`, llama.cpp's OpenAI-style
 /v1/completions, native function calling reaching a call, two slots at once."""
+
 from __future__ import annotations
 
 import json
@@ -21,17 +22,31 @@ from textagent.toolkits import demo
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("demo_lights")]
 
-QUESTIONS = ["What's 17 times 24, then add 100?", "What's the weather in Paris, and should I take a coat?",
-             "Turn off the kitchen light.", "What time is it in Tokyo?"]
+QUESTIONS = [
+    "What's 17 times 24, then add 100?",
+    "What's the weather in Paris, and should I take a coat?",
+    "Turn off the kitchen light.",
+    "What time is it in Tokyo?",
+]
 
 
 def test_llama_cpp_enforces_the_grammar_on_a_model_that_ignores_the_protocol(smollm_server):
     backend = LlamaCppBackend(smollm_server.url)
     fmt = format_from_renderer(backend.apply_template)
-    free = Agent(backend, demo.demo_tools(), chat_format=fmt, strict=True, max_steps=1, reply_tokens=96,
-                 temperature=0.0, seed=0)
-    held = Agent(backend, demo.demo_tools(), mode="constrained", chat_format=fmt, strict=True, max_steps=1,
-                 reply_tokens=256, temperature=0.0, seed=0)
+    free = Agent(
+        backend, demo.demo_tools(), chat_format=fmt, strict=True, max_steps=1, reply_tokens=96, temperature=0.0, seed=0
+    )
+    held = Agent(
+        backend,
+        demo.demo_tools(),
+        mode="constrained",
+        chat_format=fmt,
+        strict=True,
+        max_steps=1,
+        reply_tokens=256,
+        temperature=0.0,
+        seed=0,
+    )
     unconstrained = [free.run(q).steps[0] for q in QUESTIONS]
     constrained = [held.run(q).steps[0] for q in QUESTIONS]
     # without the grammar SmolLM2 writes no usable reply; under it every reply parses
@@ -45,9 +60,14 @@ def test_llama_cpp_enforces_the_grammar_on_a_model_that_ignores_the_protocol(smo
 def test_a_stream_is_closed_once_a_complete_call_is_followed_by_prose(qwen_server):
     backend = LlamaCppBackend(qwen_server.url)
     fmt = format_from_renderer(backend.apply_template)
-    messages = [{"role": "system", "content": "You write one tool call line, then explain it."},
-                {"role": "user", "content": 'Write exactly this line: TOOL: calculate ARGS: {"expression": "2 + 2"}\n'
-                                            "Then, on the next lines, write three sentences about the number four."}]
+    messages = [
+        {"role": "system", "content": "You write one tool call line, then explain it."},
+        {
+            "role": "user",
+            "content": 'Write exactly this line: TOOL: calculate ARGS: {"expression": "2 + 2"}\n'
+            "Then, on the next lines, write three sentences about the number four.",
+        },
+    ]
     prompt = fmt.render(messages)
     plain = backend.complete(prompt, stop=[], max_tokens=160, temperature=0.0, seed=0)
     watcher = EarlyStop(demo.demo_tools())
@@ -61,14 +81,36 @@ def test_a_stream_is_closed_once_a_complete_call_is_followed_by_prose(qwen_serve
 def test_run_reuses_the_server_serve_started(smollm_server, tmp_path):
     # (smollm_server: the binary and the model are there, or the test fails in CI)
     env = dict(os.environ, TEXTAGENT_STATE_DIR=str(tmp_path))
-    serve = subprocess.Popen([sys.executable, "-m", "textagent", "serve", "--gguf", "smollm2", "--ctx-size", "2048"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "textagent", "serve", "--gguf", "smollm2", "--ctx-size", "2048"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         url = serve.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), serve.stderr.read() if serve.poll() is not None else url
         assert (tmp_path / "server.json").exists()
-        run = subprocess.run([sys.executable, "-m", "textagent", "run", "-v", "--json", "--max-steps", "1",
-                              "--reply-tokens", "16", "Say hi."], capture_output=True, text=True, timeout=300, env=env)
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "textagent",
+                "run",
+                "-v",
+                "--json",
+                "--max-steps",
+                "1",
+                "--reply-tokens",
+                "16",
+                "Say hi.",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         assert "using the server `textagent serve` started at " + url in run.stderr, run.stderr
         assert "starting llama-server" not in run.stderr
         assert json.loads(run.stdout.strip().splitlines()[-1])["steps"] == 1
@@ -87,8 +129,9 @@ def test_the_completions_backend_on_llama_cpps_v1_completions(qwen_server):
     assert result.stop_reason == "answer" and "508" in result.answer
     assert result.steps[0].usage.prompt_tokens
     # the grammar field reaches llama.cpp: constrained mode over /v1/completions parses every reply
-    held = Agent(backend, demo.demo_tools(), mode="constrained", chat_format=fmt, max_steps=3, temperature=0.0,
-                 seed=0).run(QUESTIONS[0])
+    held = Agent(
+        backend, demo.demo_tools(), mode="constrained", chat_format=fmt, max_steps=3, temperature=0.0, seed=0
+    ).run(QUESTIONS[0])
     assert all(s.reply is not None for s in held.steps), [s.raw for s in held.steps]
 
 
@@ -96,8 +139,9 @@ def test_native_function_calling_reaches_a_call(qwen15_server):
     # an action the model is known to call for (on the arithmetic and weather seeds the 1.5B answers
     # from its own head: 508 worked out, a Paris forecast made up)
     backend = ChatAsTextBackend(qwen15_server.url, model="qwen")
-    result = Agent(backend, demo.demo_tools(), mode="native+fallback", max_steps=4, temperature=0.0,
-                   seed=0).run(QUESTIONS[2])
+    result = Agent(backend, demo.demo_tools(), mode="native+fallback", max_steps=4, temperature=0.0, seed=0).run(
+        QUESTIONS[2]
+    )
     executed = [o for s in result.steps for o in s.outcomes if o.ok]
     assert executed, [(s.raw, s.details) for s in result.steps]
     assert executed[0].name == "toggle_light" and executed[0].args == {"room": "kitchen", "on": False}
@@ -128,7 +172,7 @@ def test_two_slots_answer_two_episodes_at_once(qwen_server):
             t.join(600)
     assert all(r.stop_reason == "answer" and "508" in r.answer for r in results.values()), results
     (a0, a1), (b0, b1) = spans[0], spans[1]
-    assert a0 < b1 and b0 < a1     # the episodes overlapped: both slots worked at once
+    assert a0 < b1 and b0 < a1  # the episodes overlapped: both slots worked at once
     # the same question on each slot: the same replies
     assert [s.raw for s in results[0].steps] == [s.raw for s in results[1].steps]
 
@@ -141,8 +185,10 @@ def test_a_server_that_dies_of_sigill_while_loading_is_restarted_with_no_repack(
 
     real = find_server_binary()
     wrapper = tmp_path / "llama-server"
-    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = --no-repack ] && exec "%s" "$@"; done\n'
-                       'echo "load_tensors: repacking (this CPU says AMX)"\nkill -ILL $$\n' % real)
+    wrapper.write_text(
+        '#!/bin/sh\nfor a in "$@"; do [ "$a" = --no-repack ] && exec "%s" "$@"; done\n'
+        'echo "load_tensors: repacking (this CPU says AMX)"\nkill -ILL $$\n' % real
+    )
     wrapper.chmod(0o755)
     monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(wrapper))
     said: list[str] = []

@@ -1,5 +1,6 @@
 """One loader for the files textagent ships: grammars/ is top-level in a checkout and
 textagent/grammars in a wheel; both layouts read the same way."""
+
 from __future__ import annotations
 
 import os
@@ -43,12 +44,15 @@ def test_an_installed_layout_reads_the_grammars_inside_the_package(tmp_path):
     marker = "# read from the package copy\n"
     gbnf_copy = site / "textagent" / "grammars" / "reply.gbnf"
     gbnf_copy.write_text(gbnf_copy.read_text(encoding="utf-8") + marker, encoding="utf-8")
-    code = ("import textagent, textagent.gbnf as g, textagent.protocol as p\n"
-            "assert textagent.__file__.startswith(%r), textagent.__file__\n"
-            "assert g.static_rules().endswith(%r)\n"
-            "print(p.parse_reply('TOOL: f ARGS: {\"a\": 1}').calls[0].args['a'])\n" % (str(site), marker))
+    code = (
+        "import textagent, textagent.gbnf as g, textagent.protocol as p\n"
+        "assert textagent.__file__.startswith(%r), textagent.__file__\n"
+        "assert g.static_rules().endswith(%r)\n"
+        "print(p.parse_reply('TOOL: f ARGS: {\"a\": 1}').calls[0].args['a'])\n" % (str(site), marker)
+    )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "1"

@@ -1,4 +1,5 @@
 """The public hypothesis strategies in textagent.testing generate what they promise."""
+
 from __future__ import annotations
 
 import json

@@ -51,10 +51,10 @@ def test_a_run_after_a_crash_mid_record_starts_on_a_fresh_line_and_is_not_merged
     path = tmp_path / "t.jsonl"
     _run(path, "first", ['TOOL: calculate ARGS: {"expression": "1+1"}', "ANSWER: 2"])
     text = path.read_text(encoding="utf-8")
-    path.write_text(text[: text.rindex('{"type": "result"') + 25], encoding="utf-8")   # cut the result line
+    path.write_text(text[: text.rindex('{"type": "result"') + 25], encoding="utf-8")  # cut the result line
     _run(path, "second", ['TOOL: calculate ARGS: {"expression": "2+2"}', "ANSWER: 4"])
     for line in path.read_text(encoding="utf-8").splitlines()[-4:]:
-        json.loads(line)   # the new run's records are whole lines
+        json.loads(line)  # the new run's records are whole lines
     runs = load_traces(path)
     assert [r.start["task"] for r in runs] == ["first", "second"]
     assert [len(r.steps) for r in runs] == [2, 2]
@@ -64,15 +64,17 @@ def test_a_run_after_a_crash_mid_record_starts_on_a_fresh_line_and_is_not_merged
 def test_load_traces_does_not_merge_runs_glued_by_an_older_writer(tmp_path):
     # a file where the next run's start record was appended onto the half-written line
     path = tmp_path / "t.jsonl"
-    path.write_text('{"type": "start", "task": "one"}\n{"type": "step", "step": 1}\n{"type": "st'
-                    '{"type": "start", "task": "two"}\n{"type": "step", "step": 1}\n'
-                    '{"type": "result", "answer": "x"}\n', encoding="utf-8")
+    path.write_text(
+        '{"type": "start", "task": "one"}\n{"type": "step", "step": 1}\n{"type": "st'
+        '{"type": "start", "task": "two"}\n{"type": "step", "step": 1}\n'
+        '{"type": "result", "answer": "x"}\n',
+        encoding="utf-8",
+    )
     runs = load_traces(path)
     assert [r.start["task"] for r in runs] == ["one", "two"]
     assert [len(r.steps) for r in runs] == [1, 1]
     # a broken line ends the run it was in even when no start record can be recovered from it
-    path.write_text('{"type": "start", "task": "one"}\n{"type": "st\n{"type": "step", "step": 1}\n',
-                    encoding="utf-8")
+    path.write_text('{"type": "start", "task": "one"}\n{"type": "st\n{"type": "step", "step": 1}\n', encoding="utf-8")
     runs = load_traces(path)
     assert len(runs) == 2 and runs[0].steps == [] and runs[1].start is None and len(runs[1].steps) == 1
 
@@ -94,10 +96,10 @@ def test_lone_surrogates_are_escaped_in_traces(tmp_path):
     # #16 item 2: "\ud83d" in JSON arguments is a lone surrogate: UTF-8 cannot hold it
     path = tmp_path / "t.jsonl"
     _run(path, "s", ['TOOL: calculate ARGS: {"expression": "\\ud83d"}', "ANSWER: none"])
-    raw = path.read_bytes().decode("utf-8")   # strict UTF-8
+    raw = path.read_bytes().decode("utf-8")  # strict UTF-8
     assert "\\ud83d" in raw
     step = load_traces(path)[0].steps[0]
-    assert step["calls"][0]["args"] == {"expression": "\ud83d"}   # read back exactly
+    assert step["calls"][0]["args"] == {"expression": "\ud83d"}  # read back exactly
 
 
 def test_lone_surrogates_in_an_open_file_target(tmp_path):
@@ -118,7 +120,7 @@ def test_two_runs_writing_one_trace_at_once_keep_their_own_steps(tmp_path):
             w.start(task=task, tools=[])
             go.wait()
             for i in range(steps):
-                w.write({"type": "step", "step": i + 1, "raw": task * 2000})   # long lines, many writes
+                w.write({"type": "step", "step": i + 1, "raw": task * 2000})  # long lines, many writes
             w.write({"type": "result", "answer": task, "stop_reason": "answer"})
 
     threads = [threading.Thread(target=run, args=(t, n)) for t, n in (("a", 40), ("b", 25))]
@@ -133,12 +135,29 @@ def test_two_runs_writing_one_trace_at_once_keep_their_own_steps(tmp_path):
     assert runs["b"].complete and all(s["raw"] == "b" * 2000 for s in runs["b"].steps)
 
 
-@pytest.mark.parametrize("mode, replies", [
-    ("text", ['TOOL: calculate ARGS: {"expression": "2+2"}\nOBSERVATION: made up', "TOOL: nope(", "ANSWER: 4"]),
-    ("native", [{"role": "assistant", "content": "", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "calculate", "arguments": '{"expression": "2+2"}'}}]},
-        {"role": "assistant", "content": "4"}]),
-])
+@pytest.mark.parametrize(
+    "mode, replies",
+    [
+        ("text", ['TOOL: calculate ARGS: {"expression": "2+2"}\nOBSERVATION: made up', "TOOL: nope(", "ANSWER: 4"]),
+        (
+            "native",
+            [
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "calculate", "arguments": '{"expression": "2+2"}'},
+                        }
+                    ],
+                },
+                {"role": "assistant", "content": "4"},
+            ],
+        ),
+    ],
+)
 def test_a_step_reads_back_from_its_record_as_the_trace_wrote_it(tmp_path, mode, replies):
     from textagent import Agent, Step
     from textagent.backends import ScriptedBackend
@@ -177,14 +196,17 @@ def test_run_records_are_the_lines_the_writer_wrote(tmp_path):
     from textagent.trace import run_records
 
     path = tmp_path / "t.jsonl"
-    agent = Agent(ScriptedBackend(['TOOL: calculate ARGS: {"expression": "2+2"}', "TOOL: nope ARGS: {",
-                                   "ANSWER: 4"]), demo_tools(), trace=path)
+    agent = Agent(
+        ScriptedBackend(['TOOL: calculate ARGS: {"expression": "2+2"}', "TOOL: nope ARGS: {", "ANSWER: 4"]),
+        demo_tools(),
+        trace=path,
+    )
     start = agent.start_record("What is 2+2?")
     result = agent.run("What is 2+2?")
     written = [json.loads(line) for line in path.read_text().splitlines()]
     built = [json.loads(json.dumps(r)) for r in run_records(start, result.steps, result, run_id=written[0]["run"])]
     for a, b in zip(written, built, strict=True):
-        assert list(a) == list(b)   # the same fields in the same order
+        assert list(a) == list(b)  # the same fields in the same order
         a.pop("time", None), b.pop("time", None)
         assert a == b
     assert [r["type"] for r in built] == ["start", "step", "step", "step", "result"]

@@ -3,18 +3,40 @@
 The model writes ``TOOL: name ARGS: {...}`` lines; a Lark grammar parses them; a reply that
 does not parse goes back to the model as a precise error so it can correct itself.
 """
+
 import importlib as _importlib
 from typing import Any as _Any
 
-from .errors import (BackendConnectionError, BackendError, BackendHTTPError, BackendResponseError, BackendTimeout,
-                     LocalServerError, ModeNotSupported, ScriptExhausted, TextagentError, ToolArgumentError)
+from .errors import (
+    BackendConnectionError,
+    BackendError,
+    BackendHTTPError,
+    BackendResponseError,
+    BackendTimeout,
+    LocalServerError,
+    ModeNotSupported,
+    ScriptExhausted,
+    TextagentError,
+    ToolArgumentError,
+)
 
 # Loaded when first used (PEP 562), so `textagent --version` and `--help` do not import
 # lark, jsonschema and requests: name -> the module that defines it.
 _LAZY = {
     **dict.fromkeys(["STOP_REASONS", "Agent", "Result", "Step"], ".agent"),
-    **dict.fromkeys(["Backend", "ChatAsTextBackend", "Completion", "LlamaCppBackend", "OllamaBackend",
-                     "OpenAICompletionsBackend", "ScriptedBackend", "Usage"], ".backends"),
+    **dict.fromkeys(
+        [
+            "Backend",
+            "ChatAsTextBackend",
+            "Completion",
+            "LlamaCppBackend",
+            "OllamaBackend",
+            "OpenAICompletionsBackend",
+            "ScriptedBackend",
+            "Usage",
+        ],
+        ".backends",
+    ),
     **dict.fromkeys(["ParseError", "Reply", "ToolCall", "parse_reply", "render_call"], ".protocol"),
     "ChatFormat": ".templates",
     **dict.fromkeys(["Example", "Tool", "ToolOutcome", "ToolSet", "tool"], ".tools"),
@@ -23,7 +45,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> _Any:
-    if name == "__version__":   # importlib.metadata costs 40 ms: read when asked (`--help` does not)
+    if name == "__version__":  # importlib.metadata costs 40 ms: read when asked (`--help` does not)
         value = globals()["__version__"] = _version()
         return value
     if name in _LAZY:
@@ -37,15 +59,16 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY) | {"__version__"})
 
 
-
 def _version() -> str:
     """The installed distribution's version; in a source tree that is not installed, pyproject's."""
     from importlib import metadata
+
     try:
         return metadata.version("textagent")
     except metadata.PackageNotFoundError:
         import re
         from pathlib import Path
+
         try:
             text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
         except OSError:
@@ -55,19 +78,47 @@ def _version() -> str:
 
 
 __all__ = [
+    "STOP_REASONS",
     # the loop
-    "Agent", "Result", "Step", "STOP_REASONS",
-    # the protocol
-    "parse_reply", "render_call", "Reply", "ToolCall", "ParseError",
-    # tools
-    "tool", "Tool", "ToolSet", "ToolOutcome", "Example",
+    "Agent",
     # backends
-    "Backend", "Completion", "Usage", "ScriptedBackend", "LlamaCppBackend", "OpenAICompletionsBackend",
-    "ChatAsTextBackend", "OllamaBackend", "ChatFormat",
-    # traces
-    "load_trace", "load_traces", "Trace",
+    "Backend",
+    "BackendConnectionError",
+    "BackendError",
+    "BackendHTTPError",
+    "BackendResponseError",
+    "BackendTimeout",
+    "ChatAsTextBackend",
+    "ChatFormat",
+    "Completion",
+    "Example",
+    "LlamaCppBackend",
+    "LocalServerError",
+    "ModeNotSupported",
+    "OllamaBackend",
+    "OpenAICompletionsBackend",
+    "ParseError",
+    "Reply",
+    "Result",
+    "ScriptExhausted",
+    "ScriptedBackend",
+    "Step",
     # errors
-    "TextagentError", "BackendError", "BackendConnectionError", "BackendTimeout", "BackendHTTPError",
-    "BackendResponseError", "ScriptExhausted", "ModeNotSupported", "ToolArgumentError", "LocalServerError",
+    "TextagentError",
+    "Tool",
+    "ToolArgumentError",
+    "ToolCall",
+    "ToolOutcome",
+    "ToolSet",
+    "Trace",
+    "Usage",
     "__version__",
+    # traces
+    "load_trace",
+    "load_traces",
+    # the protocol
+    "parse_reply",
+    "render_call",
+    # tools
+    "tool",
 ]

@@ -1,5 +1,6 @@
 """argparse types the commands share: a bad value is a one-line usage error (exit 2), never a
 traceback or a value that means something else (an empty --endpoint is not "the embedded server")."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,11 +8,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["positive", "port_number", "nonempty"]
+__all__ = ["nonempty", "port_number", "positive"]
 
 
 def positive(kind: type) -> Callable[[str], Any]:
     """A number of ``kind`` greater than zero and finite."""
+
     def convert(text: str) -> Any:
         try:
             value = kind(text)
@@ -20,6 +22,7 @@ def positive(kind: type) -> Callable[[str], Any]:
         if not value > 0 or not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number greater than 0 (got {text})")
         return value
+
     convert.__name__ = f"positive {kind.__name__}"
     return convert
 
@@ -37,10 +40,13 @@ def port_number(text: str) -> int:
 
 def nonempty(what: str) -> Callable[[str], str]:
     """A string that is not empty or blank: an empty value is most often a variable that is not set."""
+
     def convert(text: str) -> str:
         if not text.strip():
-            raise argparse.ArgumentTypeError(f"{what} is empty (a variable that is not set?); leave the option "
-                                             "out instead")
+            raise argparse.ArgumentTypeError(
+                f"{what} is empty (a variable that is not set?); leave the option out instead"
+            )
         return text
+
     convert.__name__ = what
     return convert

@@ -3,6 +3,7 @@
 Used wherever an endpoint URL reaches a person or a file (error messages, stderr, traces, bench
 records and reports, the proxy's answers); the URL itself, with its credentials, is only ever
 used to connect."""
+
 from __future__ import annotations
 
 import re

@@ -4,6 +4,7 @@
 the wheel carries it as ``textagent/grammars`` (pyproject's force-include). Everything else is
 inside the package in both layouts.
 """
+
 from __future__ import annotations
 
 from functools import cache

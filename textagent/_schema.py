@@ -1,15 +1,19 @@
 """Small readings of a JSON schema shared by the tool layer, the parser's feedback and the prompts."""
+
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["type_label", "example_value", "example_args", "DATE_FORMATS"]
+__all__ = ["DATE_FORMATS", "example_args", "example_value", "type_label"]
 
 # string formats of dates and times: (an example value, how it is written)
-DATE_FORMATS = {"date": ("2026-01-31", "YYYY-MM-DD"), "date-time": ("2026-01-31T09:30:00", "YYYY-MM-DDTHH:MM:SS"),
-                "time": ("09:30:00", "HH:MM:SS")}
+DATE_FORMATS = {
+    "date": ("2026-01-31", "YYYY-MM-DD"),
+    "date-time": ("2026-01-31T09:30:00", "YYYY-MM-DDTHH:MM:SS"),
+    "time": ("09:30:00", "HH:MM:SS"),
+}
 
 
 def type_label(schema: Mapping[str, Any] | bool) -> str:
@@ -39,7 +43,7 @@ def type_label(schema: Mapping[str, Any] | bool) -> str:
 
 def example_value(schema: Mapping[str, Any] | bool) -> Any:
     """A plausible value: the schema's own example, else its default or first enum value, else a typed placeholder."""
-    if not isinstance(schema, Mapping):   # a boolean schema
+    if not isinstance(schema, Mapping):  # a boolean schema
         schema = {}
     if schema.get("examples"):
         return schema["examples"][0]
@@ -54,13 +58,20 @@ def example_value(schema: Mapping[str, Any] | bool) -> Any:
         return DATE_FORMATS[schema["format"]][0]
     if kind == "object" and isinstance(schema.get("properties"), Mapping):
         return example_args(schema)
-    return {"string": "text", "integer": 3, "number": 2.5, "boolean": True, "array": [], "object": {},
-            "null": None}.get(kind, "text")
+    return {
+        "string": "text",
+        "integer": 3,
+        "number": 2.5,
+        "boolean": True,
+        "array": [],
+        "object": {},
+        "null": None,
+    }.get(kind, "text")
 
 
 def other_value(value: Any, schema: Mapping[str, Any] | bool) -> Any:
     """A second plausible value of the same type, unlike ``value`` where the type allows."""
-    if not isinstance(schema, Mapping):   # a boolean schema
+    if not isinstance(schema, Mapping):  # a boolean schema
         schema = {}
     enum = schema.get("enum") or []
     if len(enum) > 1:

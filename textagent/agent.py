@@ -4,6 +4,7 @@ What differs between the text, constrained and native modes (how the model is as
 reply is read, how the conversation is written) lives in textagent/modes; opt-in heuristics that
 second-guess the model live in textagent/checks. This loop is shared and neutral.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,7 +27,7 @@ from .tools import ToolSet
 from .tools.execution import cap_outputs
 from .trace import TraceWriter, new_run_id, start_record
 
-__all__ = ["Agent", "Result", "Step", "STOP_REASONS", "FormatError"]
+__all__ = ["STOP_REASONS", "Agent", "FormatError", "Result", "Step"]
 
 log = logging.getLogger(__name__)
 
@@ -51,15 +52,30 @@ class Agent:
     sequence of them, or None. ``checks``: textagent.checks objects (none by default).
     """
 
-    def __init__(self, backend: Backend, tools: Iterable[Any] | Mapping[str, Any] = (), *,
-                 mode: str | Mode = "text", max_steps: int = 10, max_tokens: int | None = None,
-                 max_seconds: float | None = None, max_format_errors: int = 3, observation_limit: int = 4000,
-                 tool_timeout: float | None = 30, reply_tokens: int = 512, chat_format: str | ChatFormat = CHATML,
-                 system_prompt: str | None = None, example: Any = "auto", strict: bool = False,
-                 checks: Sequence[Check] = (), max_calls_per_reply: int | None = 16,
-                 step_observation_limit: int | None = 16_000,
-                 on_step: Callable[[Step], None] | None = None, trace: str | Path | IO[str] | None = None,
-                 **backend_options: Any):
+    def __init__(
+        self,
+        backend: Backend,
+        tools: Iterable[Any] | Mapping[str, Any] = (),
+        *,
+        mode: str | Mode = "text",
+        max_steps: int = 10,
+        max_tokens: int | None = None,
+        max_seconds: float | None = None,
+        max_format_errors: int = 3,
+        observation_limit: int = 4000,
+        tool_timeout: float | None = 30,
+        reply_tokens: int = 512,
+        chat_format: str | ChatFormat = CHATML,
+        system_prompt: str | None = None,
+        example: Any = "auto",
+        strict: bool = False,
+        checks: Sequence[Check] = (),
+        max_calls_per_reply: int | None = 16,
+        step_observation_limit: int | None = 16_000,
+        on_step: Callable[[Step], None] | None = None,
+        trace: str | Path | IO[str] | None = None,
+        **backend_options: Any,
+    ):
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         if max_calls_per_reply is not None and max_calls_per_reply < 1:
@@ -80,8 +96,9 @@ class Agent:
         else:
             example = () if example is None else (example,) if hasattr(example, "calls") else tuple(example)
             self.examples = prompts.worked_examples(self.tools, example)
-        self.mode.setup(ModeContext(backend, self.tools, self.format, backend_options, system_prompt, strict,
-                                    observation_limit))
+        self.mode.setup(
+            ModeContext(backend, self.tools, self.format, backend_options, system_prompt, strict, observation_limit)
+        )
         self.task, self.steps, self.shown = "", [], []
         self.question, self.conversation_id, self._added = 0, new_run_id(), []
 
@@ -115,8 +132,11 @@ class Agent:
         shows only some); for tools without any, placeholder exchanges built from a tool, in the
         text modes only: they are a device of the text protocol, and a function-calling client
         sends the server no such turns."""
-        own = self.tools.examples_for(task) if task is not None and self.tools.max_examples is not None \
+        own = (
+            self.tools.examples_for(task)
+            if task is not None and self.tools.max_examples is not None
             else self.tools.examples
+        )
         if not own and needs_of(self.mode).tools:
             return []
         return prompts.worked_examples(self.tools, own or None)
@@ -151,15 +171,27 @@ class Agent:
                 reason, answer = stop.reason, stop.answer
             except BackendTimeout as exc:
                 if isinstance(exc, RunTimeLimit) or self._time_up():
-                    reason, answer = "time_limit", None   # the request was cut to the run's time limit
+                    reason, answer = "time_limit", None  # the request was cut to the run's time limit
                 else:
-                    log.info("the backend timed out after %d steps; the run ends with backend_error: %s", len(self.steps), exc)
+                    log.info(
+                        "the backend timed out after %d steps; the run ends with backend_error: %s",
+                        len(self.steps),
+                        exc,
+                    )
                     reason, answer, error = "backend_error", None, exc
             except BackendError as exc:
                 log.info("the backend failed after %d steps; the run ends with backend_error: %s", len(self.steps), exc)
                 reason, answer, error = "backend_error", None, exc
-            result = Result(answer, reason, self.steps, self.usage, time.monotonic() - self.started, error,
-                            self.mode.transcript(), self.mode.name)
+            result = Result(
+                answer,
+                reason,
+                self.steps,
+                self.usage,
+                time.monotonic() - self.started,
+                error,
+                self.mode.transcript(),
+                self.mode.name,
+            )
             trace.result(result)
         return result
 
@@ -211,8 +243,9 @@ class Agent:
             self._check_limits(before_model=False)
             step.outcomes.append(self.mode.execute(step, index, call, self.tool_timeout_left()))
         step.outcomes = cap_outputs(step.outcomes, self.step_observation_limit)
-        step.notes = notes + [note for check in self.checks if hasattr(check, "on_step")
-                              for note in check.on_step(self._view(), step)]
+        step.notes = notes + [
+            note for check in self.checks if hasattr(check, "on_step") for note in check.on_step(self._view(), step)
+        ]
         self.mode.observe(step, step.notes)
         return step
 
@@ -220,8 +253,15 @@ class Agent:
     def start_record(self, task: str) -> dict[str, Any]:
         """The first trace line of a run of ``task`` on this agent (trace.start_record), the
         next question of its conversation."""
-        return start_record(task=task, tools=list(self.tools), max_steps=self.max_steps, chat_format=self.format.name,
-                            mode=self.mode.name, conversation=self.conversation_id, question=self.question + 1)
+        return start_record(
+            task=task,
+            tools=list(self.tools),
+            max_steps=self.max_steps,
+            chat_format=self.format.name,
+            mode=self.mode.name,
+            conversation=self.conversation_id,
+            question=self.question + 1,
+        )
 
     def _view(self) -> RunView:
         return RunView(self.task, tuple(self.steps), self.tools, tuple(self.shown), self.mode.prompts)
@@ -235,9 +275,19 @@ class Agent:
         count = step.refused_calls = len(calls) - limit
         step.reply = replace(step.reply, calls=calls[:limit])
         one = count == 1
-        return [Note("refused_calls", self.mode.prompts.render(
-            "refused_calls", count=count, limit=limit, calls="call" if one else "calls", they="it" if one else "they",
-            them="it" if one else "them"))]
+        return [
+            Note(
+                "refused_calls",
+                self.mode.prompts.render(
+                    "refused_calls",
+                    count=count,
+                    limit=limit,
+                    calls="call" if one else "calls",
+                    they="it" if one else "they",
+                    them="it" if one else "them",
+                ),
+            )
+        ]
 
     def _reply_budget(self) -> int:
         if self.max_tokens is None:

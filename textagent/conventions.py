@@ -2,6 +2,7 @@
 the model and endpoint options, where the endpoint and key come from when not given, the
 deprecated spellings, and the exit codes. A lower room than any command: the commands import
 it, it imports none of them."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,12 +12,23 @@ import urllib.parse
 
 from ._argtypes import nonempty, positive
 
-__all__ = ["EXIT_CODES", "EXIT_ERROR", "ENV_API_KEY", "ENV_BASE_URL", "ENV_OLLAMA_HOST", "check_names", "gguf_help",
-           "add_model_options", "add_token_options", "ollama_url", "apply_conventions", "model_names"]
+__all__ = [
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_OLLAMA_HOST",
+    "EXIT_CODES",
+    "EXIT_ERROR",
+    "add_model_options",
+    "add_token_options",
+    "apply_conventions",
+    "check_names",
+    "gguf_help",
+    "model_names",
+    "ollama_url",
+]
 
 # Exit codes: 0 answer; 2 usage error or unparseable input (`parse`); one per other stop reason.
-EXIT_CODES = {"answer": 0, "max_steps": 3, "token_budget": 4, "time_limit": 5, "format_errors": 6,
-              "backend_error": 7}
+EXIT_CODES = {"answer": 0, "max_steps": 3, "token_budget": 4, "time_limit": 5, "format_errors": 6, "backend_error": 7}
 EXIT_ERROR = 1
 
 log = logging.getLogger(__name__)
@@ -25,6 +37,7 @@ log = logging.getLogger(__name__)
 def check_names(spec: str) -> str:
     """argparse type of --checks: the names checked now, kept as given."""
     from .checks import from_names
+
     try:
         from_names(spec)
     except ValueError as exc:
@@ -56,17 +69,18 @@ def model_names() -> list[str]:
 def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="the model id the endpoint serves (OpenAI-compatible or Ollama endpoints)")
     p.add_argument("--gguf", help=gguf_help())
-    p.add_argument("--model-name", help=argparse.SUPPRESS)   # deprecated spelling of --model
-    p.add_argument("--api-key", type=nonempty("--api-key"),
-                   help=f"bearer token (default: ${ENV_API_KEY} for --api completions/chat)")
+    p.add_argument("--model-name", help=argparse.SUPPRESS)  # deprecated spelling of --model
+    p.add_argument(
+        "--api-key",
+        type=nonempty("--api-key"),
+        help=f"bearer token (default: ${ENV_API_KEY} for --api completions/chat)",
+    )
 
 
 def add_token_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token-budget", type=positive(int), help="token budget for the whole run")
     p.add_argument("--reply-tokens", type=positive(int), default=512, help="max tokens of one reply (default 512)")
-    p.add_argument("--max-tokens", type=positive(int), dest="old_budget", help=argparse.SUPPRESS)   # deprecated
-
-
+    p.add_argument("--max-tokens", type=positive(int), dest="old_budget", help=argparse.SUPPRESS)  # deprecated
 
 
 def ollama_url(host: str) -> str:
@@ -76,8 +90,6 @@ def ollama_url(host: str) -> str:
     if parts.port is None and parts.scheme == "http":
         parts = parts._replace(netloc=parts.netloc + ":11434")
     return urllib.parse.urlunsplit(parts)
-
-
 
 
 def apply_conventions(args: argparse.Namespace) -> None:
@@ -92,8 +104,10 @@ def apply_conventions(args: argparse.Namespace) -> None:
             args.endpoint = endpoints if isinstance(args.endpoint, list) else endpoints[0]
             log.info("endpoint from $%s: %s", env, endpoints[0])
     if args.model and not endpoints and not args.gguf:
-        log.warning("--model without --endpoint naming the embedded server's model is deprecated; use --gguf "
-                    "(--model is the model id an endpoint serves)")
+        log.warning(
+            "--model without --endpoint naming the embedded server's model is deprecated; use --gguf "
+            "(--model is the model id an endpoint serves)"
+        )
         args.gguf, args.model = args.model, None
     if args.model_name:
         log.warning("--model-name is deprecated; use --model")
@@ -101,6 +115,8 @@ def apply_conventions(args: argparse.Namespace) -> None:
     if args.api_key is None and args.api in ("completions", "chat") and os.environ.get(ENV_API_KEY):
         args.api_key = os.environ[ENV_API_KEY]
     if getattr(args, "old_budget", None) is not None:
-        log.warning("--max-tokens as the run's token budget is deprecated and will cap each reply in the next "
-                    "release, as elsewhere; use --token-budget (and --reply-tokens for one reply)")
+        log.warning(
+            "--max-tokens as the run's token budget is deprecated and will cap each reply in the next "
+            "release, as elsewhere; use --token-budget (and --reply-tokens for one reply)"
+        )
         args.token_budget = args.token_budget or args.old_budget

@@ -3,22 +3,23 @@
 Model mistakes never raise: they become observations. These are for bugs, misuse and
 backend failures, which callers must be able to catch by type.
 """
+
 from __future__ import annotations
 
 from ._redact import redact
 
 __all__ = [
-    "TextagentError",
-    "BackendError",
     "BackendConnectionError",
-    "BackendTimeout",
-    "RunTimeLimit",
+    "BackendError",
     "BackendHTTPError",
     "BackendResponseError",
-    "ScriptExhausted",
-    "ModeNotSupported",
-    "ToolArgumentError",
+    "BackendTimeout",
     "LocalServerError",
+    "ModeNotSupported",
+    "RunTimeLimit",
+    "ScriptExhausted",
+    "TextagentError",
+    "ToolArgumentError",
 ]
 
 

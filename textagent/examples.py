@@ -1,4 +1,5 @@
 """Worked examples shown to the model before its task, and the choice of them per task."""
+
 from __future__ import annotations
 
 import collections
@@ -33,8 +34,10 @@ class Example:
 
     def __post_init__(self) -> None:
         if self.replies and (sum(self.replies) != len(self.calls) or min(self.replies) < 1):
-            raise ValueError(f"Example {self.task!r}: replies {self.replies} must be positive and add up to "
-                             f"its {len(self.calls)} calls")
+            raise ValueError(
+                f"Example {self.task!r}: replies {self.replies} must be positive and add up to "
+                f"its {len(self.calls)} calls"
+            )
 
 
 def _words(text: str) -> set[str]:
@@ -57,7 +60,7 @@ def select_examples(pool: tuple[Example, ...], task: str, max_examples: int | No
     score = [sum(weight[w] for w in ws & wanted) / (sum(weight[w] for w in ws | wanted) or 1) for ws in words]
     calling = [i for i, e in enumerate(pool) if e.calls]
     direct = [i for i, e in enumerate(pool) if not e.calls]
-    ranked = sorted(calling, key=lambda i: -score[i])[:max_examples]   # stable: ties by order
+    ranked = sorted(calling, key=lambda i: -score[i])[:max_examples]  # stable: ties by order
     chosen = [pool[i] for i in reversed(ranked)]
     # The closest example goes last, where the model looks; when that is one answered
     # without tools ("What is the chemical symbol for gold?" is nearer "What is the

@@ -22,6 +22,7 @@ grows no worse than linearly (the slowest input's time per KB is reported).
 campaign ends within N seconds plus the last input's time. The hypothesis phases need the
 ``fuzz`` extra (``pip install 'textagent[fuzz]'``).
 """
+
 from __future__ import annotations
 
 import random
@@ -34,8 +35,16 @@ from typing import Any
 from .errors import ToolArgumentError
 from .protocol import ParseError, parse_reply
 
-__all__ = ["Campaign", "Failure", "run_campaign", "mutate", "minimize", "load_corpus", "gbnf_problems",
-           "DEFAULT_CORPUS"]
+__all__ = [
+    "DEFAULT_CORPUS",
+    "Campaign",
+    "Failure",
+    "gbnf_problems",
+    "load_corpus",
+    "minimize",
+    "mutate",
+    "run_campaign",
+]
 
 #: Real model replies (Qwen 0.5B, SmolLM2), one per file: package data, so an installed
 #: textagent fuzzes with them too.
@@ -45,9 +54,43 @@ _UNBOUNDED = 10**7
 MISSING_HYPOTHESIS = "textagent fuzz needs hypothesis: pip install 'textagent[fuzz]'"
 
 # Fragments that matter to the protocol; mutations splice them in.
-_FRAGMENTS = ["{", "}", "[", "]", '"', "'", "\\", ":", ",", "=", "(", ")", "\n", "\r\n", "\x00", "\ud800",
-              "TOOL:", "tool:", "ARGS:", "ANSWER:", "FINAL ANSWER:", "OBSERVATION:", "```", "```json\n",
-              "**TOOL:**", "- ", "> ", "1. ", "`", "THOUGHT:", "True", "None", "\t", "\u2028", "\ufeff"]
+_FRAGMENTS = [
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    "'",
+    "\\",
+    ":",
+    ",",
+    "=",
+    "(",
+    ")",
+    "\n",
+    "\r\n",
+    "\x00",
+    "\ud800",
+    "TOOL:",
+    "tool:",
+    "ARGS:",
+    "ANSWER:",
+    "FINAL ANSWER:",
+    "OBSERVATION:",
+    "```",
+    "```json\n",
+    "**TOOL:**",
+    "- ",
+    "> ",
+    "1. ",
+    "`",
+    "THOUGHT:",
+    "True",
+    "None",
+    "\t",
+    "\u2028",
+    "\ufeff",
+]
 _SLOW_SECONDS = 2.0  # CPU seconds for one adversarial input
 
 
@@ -71,7 +114,11 @@ class Failure:
     reproducer: str
 
     def __str__(self) -> str:
-        shown = self.reproducer if len(self.reproducer) <= 400 else self.reproducer[:400] + f"... ({len(self.reproducer)} chars)"
+        shown = (
+            self.reproducer
+            if len(self.reproducer) <= 400
+            else self.reproducer[:400] + f"... ({len(self.reproducer)} chars)"
+        )
         return f"[{self.source}] {self.message}\n    reproducer: {shown!r}"
 
 
@@ -83,7 +130,7 @@ class Campaign:
     slowest_us_per_kb: float = 0.0
     slowest_size: int = 0
     adversarial_max_seconds: float = 0.0
-    slow_seconds: float = _SLOW_SECONDS   # an adversarial input taking longer is a failure
+    slow_seconds: float = _SLOW_SECONDS  # an adversarial input taking longer is a failure
 
     @property
     def total(self) -> int:
@@ -96,15 +143,19 @@ class Campaign:
     def report(self) -> str:
         lines = [f"examples: {self.total:,} in {self.seconds:.1f} s ({self.total / max(self.seconds, 1e-9):,.0f}/s)"]
         lines += [f"  {name:<12} {count:>9,}" for name, count in self.examples.items()]
-        lines.append(f"slowest input per KB (inputs >= 1 KB): {self.slowest_us_per_kb:,.0f} µs/KB "
-                     f"({self.slowest_size:,} chars)")
-        lines.append(f"adversarial inputs: slowest {self.adversarial_max_seconds:.2f} s (limit {self.slow_seconds:g} s)")
+        lines.append(
+            f"slowest input per KB (inputs >= 1 KB): {self.slowest_us_per_kb:,.0f} µs/KB ({self.slowest_size:,} chars)"
+        )
+        lines.append(
+            f"adversarial inputs: slowest {self.adversarial_max_seconds:.2f} s (limit {self.slow_seconds:g} s)"
+        )
         lines.append(f"failures: {len(self.failures)}")
         lines += [str(f) for f in self.failures[:20]]
         return "\n".join(lines)
 
 
 # -- the invariant --------------------------------------------------------------------------------
+
 
 def check(text: str, tools: Any = None) -> str | None:
     """None if ``parse_reply`` behaves on ``text``; else what went wrong."""
@@ -115,7 +166,7 @@ def check(text: str, tools: Any = None) -> str | None:
         if not (1 <= err.line <= max(len(lines), 1) + 1 and err.column >= 1):
             return f"ParseError position {err.line}:{err.column} outside the text ({len(lines)} lines)"
         return None
-    except Exception as exc:  # noqa: BLE001 - finding these is the point
+    except Exception as exc:  # finding these is the point
         return f"{type(exc).__name__}: {exc}"
     return None
 
@@ -129,7 +180,7 @@ def minimize(text: str, failing: Callable[[str], bool], *, budget: float = 10.0)
         while chunk >= 1 and time.monotonic() < deadline:
             i, shrunk = 0, False
             while i < len(parts) and time.monotonic() < deadline:
-                candidate = parts[:i] + parts[i + chunk:]
+                candidate = parts[:i] + parts[i + chunk :]
                 if candidate and failing("".join(candidate)):
                     parts, shrunk = candidate, True
                 else:
@@ -142,6 +193,7 @@ def minimize(text: str, failing: Callable[[str], bool], *, budget: float = 10.0)
 
 # -- corpus mutation ------------------------------------------------------------------------------
 
+
 def load_corpus(dirs: Iterable[Path | str] = (DEFAULT_CORPUS,)) -> list[str]:
     texts = []
     for d in dirs:
@@ -149,8 +201,12 @@ def load_corpus(dirs: Iterable[Path | str] = (DEFAULT_CORPUS,)) -> list[str]:
         if path.is_dir():
             texts += [p.read_text(encoding="utf-8", errors="surrogateescape") for p in sorted(path.glob("*.txt"))]
     if not texts:  # a checkout without the corpus still gets a campaign
-        texts = ['TOOL: calculate ARGS: {"expression": "17 * 24"}', "I will check.\nTOOL: get_weather ARGS: city=Paris",
-                 "ANSWER: 508", "```json\nTOOL: calculate(expression=\"1+1\")\n```\nOBSERVATION: 2"]
+        texts = [
+            'TOOL: calculate ARGS: {"expression": "17 * 24"}',
+            "I will check.\nTOOL: get_weather ARGS: city=Paris",
+            "ANSWER: 508",
+            '```json\nTOOL: calculate(expression="1+1")\n```\nOBSERVATION: 2',
+        ]
     return texts
 
 
@@ -174,7 +230,7 @@ def mutate(text: str, rng: random.Random, corpus: list[str]) -> str:
             text = "".join(lines)
         elif op == 5:
             other = rng.choice(corpus)
-            text = text[:i] + other[rng.randint(0, len(other)):]
+            text = text[:i] + other[rng.randint(0, len(other)) :]
         elif op == 6:
             text = text[:i] + text[i:j].swapcase() + text[j:]
         elif op == 7:
@@ -184,8 +240,9 @@ def mutate(text: str, rng: random.Random, corpus: list[str]) -> str:
     return text
 
 
-def _mutation_phase(campaign: Campaign, corpus: list[str], count: int, deadline: float, rng: random.Random,
-                    tools: Any) -> None:
+def _mutation_phase(
+    campaign: Campaign, corpus: list[str], count: int, deadline: float, rng: random.Random, tools: Any
+) -> None:
     done = 0
     while done < count and time.monotonic() < deadline:
         text = mutate(rng.choice(corpus), rng, corpus)
@@ -227,10 +284,11 @@ _cpu = time.thread_time
 
 # -- hypothesis phases ----------------------------------------------------------------------------
 
-def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int, tools: Any,
-                      pool: list[str]) -> None:
+
+def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int, tools: Any, pool: list[str]) -> None:
     """Each strategy in turn; every generated reply also joins ``pool``, the mutation corpus."""
-    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
     from . import testing
@@ -239,7 +297,7 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
         calls, text = case
         try:
             got = parse_reply(text).calls
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return f"a valid noisy reply did not parse: {type(exc).__name__}: {exc}"
         return None if got == list(calls) else f"calls changed: {got!r} != {list(calls)!r}"
 
@@ -247,7 +305,8 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
         return check(text, tools)
 
     noisy = st.lists(testing.tool_calls(), min_size=1, max_size=3).flatmap(
-        lambda calls: testing.noisy_replies(calls).map(lambda text: (calls, text)))
+        lambda calls: testing.noisy_replies(calls).map(lambda text: (calls, text))
+    )
     sources = [
         ("noisy", noisy, valid),
         ("near-miss", testing.near_miss_replies(), any_text),
@@ -265,9 +324,15 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
         seen: list[int] = [0]
         failing: list[tuple[Any, str]] = []
         target = _target(prop, seen, failing, ends, pool)
-        test = settings(max_examples=per_source, deadline=None, database=None, derandomize=False,
-                        phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
-                        print_blob=False)(given(strategy)(target))
+        test = settings(
+            max_examples=per_source,
+            deadline=None,
+            database=None,
+            derandomize=False,
+            phases=[Phase.generate, Phase.shrink],
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+        )(given(strategy)(target))
         try:
             _run_until(hseed(seed)(test))
         except AssertionError:
@@ -277,8 +342,9 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
         campaign.examples[name] = seen[0]
 
 
-def _target(prop: Callable[[Any], str | None], seen: list[int], failing: list[tuple[Any, str]],
-            deadline: float, pool: list[str]) -> Callable[[Any], None]:
+def _target(
+    prop: Callable[[Any], str | None], seen: list[int], failing: list[tuple[Any, str]], deadline: float, pool: list[str]
+) -> Callable[[Any], None]:
     def target(value: Any) -> None:
         if time.monotonic() >= deadline:
             raise _OutOfTime
@@ -296,7 +362,8 @@ def _target(prop: Callable[[Any], str | None], seen: list[int], failing: list[tu
 
 def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> None:
     """Random JSON and strings bound to the demo tools: only ToolArgumentError may come out."""
-    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
     from . import testing
@@ -305,8 +372,12 @@ def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
     tools = list(demo_tools().values())
     seen = [0]
     failing: list[tuple[Any, str]] = []
-    values = st.one_of(testing.json_args(), st.dictionaries(st.text(max_size=8), testing.json_values()),
-                       st.text(max_size=200), testing.json_values())
+    values = st.one_of(
+        testing.json_args(),
+        st.dictionaries(st.text(max_size=8), testing.json_values()),
+        st.text(max_size=200),
+        testing.json_values(),
+    )
 
     @given(st.sampled_from(tools), values)
     def target(tool: Any, args: Any) -> None:
@@ -317,12 +388,18 @@ def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
             tool.bind(args)
         except ToolArgumentError:
             pass
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             failing.append(((tool.name, args), f"{type(exc).__name__}: {exc}"))
             raise AssertionError(failing[-1][1]) from exc
 
-    test = settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
-                    suppress_health_check=list(HealthCheck), print_blob=False)(target)
+    test = settings(
+        max_examples=count,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )(target)
     try:
         _run_until(hseed(seed)(test))
     except AssertionError:
@@ -357,7 +434,8 @@ def gbnf_problems(grammar: str) -> list[str]:
 
 def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> None:
     """Random JSON schemas -> constrained mode's grammar: no crash, structurally sound GBNF."""
-    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
     from hypothesis import strategies as st
 
     from .gbnf import reply_grammar
@@ -378,14 +456,20 @@ def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
             return  # a schema Tool itself refuses never reaches the generator
         try:
             problems = gbnf_problems(reply_grammar(tools))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             problems = [f"{type(exc).__name__}: {exc}"]
         if problems:
             failing.append((schemas, "; ".join(problems[:3])))
             raise AssertionError(failing[-1][1])
 
-    test = settings(max_examples=count, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
-                    suppress_health_check=list(HealthCheck), print_blob=False)(target)
+    test = settings(
+        max_examples=count,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )(target)
     try:
         _run_until(hseed(seed)(test))
     except AssertionError:
@@ -418,10 +502,16 @@ def _adversarial_phase(campaign: Campaign, deadline: float = float("inf"), *, qu
     campaign.examples["adversarial"] = count
 
 
-def run_campaign(*, examples: int | None = None, seconds: float | None = None, seed: int = 0,
-                 corpus_dirs: Iterable[Path | str] = (DEFAULT_CORPUS,), adversarial: bool = True,
-                 slow_seconds: float = _SLOW_SECONDS,
-                 progress: Callable[[str], None] = lambda _: None) -> Campaign:
+def run_campaign(
+    *,
+    examples: int | None = None,
+    seconds: float | None = None,
+    seed: int = 0,
+    corpus_dirs: Iterable[Path | str] = (DEFAULT_CORPUS,),
+    adversarial: bool = True,
+    slow_seconds: float = _SLOW_SECONDS,
+    progress: Callable[[str], None] = lambda _: None,
+) -> Campaign:
     """Run the campaign for ``examples`` inputs or ``seconds`` of wall time (default 100,000 inputs).
 
     With ``seconds`` each phase ends at its share of the time (adversarial inputs 20 %, then the
@@ -430,7 +520,7 @@ def run_campaign(*, examples: int | None = None, seconds: float | None = None, s
     input that takes more than ``slow_seconds`` of CPU time is a failure.
     Raises ImportError when hypothesis is not installed (the ``fuzz`` extra).
     """
-    import hypothesis  # noqa: F401  - fail before anything runs
+    import hypothesis  # noqa: F401 - fail before anything runs
 
     if examples is None and seconds is None:
         examples = 100_000
@@ -474,24 +564,33 @@ def main(argv: list[str] | None = None) -> int:
 
     from ._argtypes import positive
 
-    parser = argparse.ArgumentParser(prog="textagent fuzz", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="textagent fuzz", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--examples", type=positive(int), help="how many inputs (default 100,000)")
     group.add_argument("--seconds", type=positive(float), help="run for this long instead")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--corpus", action="append",
-                        help="folder of reply .txt files (default: the corpus shipped in textagent/fuzz_corpus)")
+    parser.add_argument(
+        "--corpus",
+        action="append",
+        help="folder of reply .txt files (default: the corpus shipped in textagent/fuzz_corpus)",
+    )
     parser.add_argument("--no-adversarial", action="store_true", help="skip the 1-10 MB adversarial inputs")
     args = parser.parse_args(argv)
     try:
-        import hypothesis  # noqa: F401
+        import hypothesis  # noqa: F401 - only whether it is installed
     except ImportError:
         print(MISSING_HYPOTHESIS, file=sys.stderr)
         return 1
-    campaign = run_campaign(examples=args.examples, seconds=args.seconds, seed=args.seed,
-                            corpus_dirs=args.corpus or (DEFAULT_CORPUS,), adversarial=not args.no_adversarial,
-                            progress=lambda m: print(m, file=sys.stderr, flush=True))
+    campaign = run_campaign(
+        examples=args.examples,
+        seconds=args.seconds,
+        seed=args.seed,
+        corpus_dirs=args.corpus or (DEFAULT_CORPUS,),
+        adversarial=not args.no_adversarial,
+        progress=lambda m: print(m, file=sys.stderr, flush=True),
+    )
     print(campaign.report())
     return 0 if campaign.ok else 1
 

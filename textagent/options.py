@@ -1,4 +1,5 @@
 """Checking the keyword options given to Agent() before any request is sent."""
+
 from __future__ import annotations
 
 import difflib
@@ -23,10 +24,12 @@ def check_options(backend: Any, options: Mapping[str, Any], init: Callable[..., 
         return
     own = [p.name for p in inspect.signature(init).parameters.values() if p.kind is p.KEYWORD_ONLY]
     close = difflib.get_close_matches(unknown[0], [*own, *accepted], n=1)
-    raise TypeError(f"Agent() got an unknown option {unknown[0]!r}"
-                    + (f" (did you mean {close[0]!r}?)" if close else "")
-                    + f". Agent options: {', '.join(own)}; request options {type(backend).__name__} takes: "
-                    + (", ".join(sorted(accepted)) or "(none)"))
+    raise TypeError(
+        f"Agent() got an unknown option {unknown[0]!r}"
+        + (f" (did you mean {close[0]!r}?)" if close else "")
+        + f". Agent options: {', '.join(own)}; request options {type(backend).__name__} takes: "
+        + (", ".join(sorted(accepted)) or "(none)")
+    )
 
 
 def drop_deprecated(options: MutableMapping[str, Any]) -> None:
@@ -36,6 +39,9 @@ def drop_deprecated(options: MutableMapping[str, Any]) -> None:
     for flag in ("check_numbers", "check_items"):
         if flag in options:
             options.pop(flag)
-            warnings.warn(f"Agent({flag}=...) is deprecated and does nothing: the check was removed (it did not "
-                          "help; docs/bench.md, Checks); pass checks=[...] for your own", DeprecationWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"Agent({flag}=...) is deprecated and does nothing: the check was removed (it did not "
+                "help; docs/bench.md, Checks); pass checks=[...] for your own",
+                DeprecationWarning,
+                stacklevel=3,
+            )

@@ -3,6 +3,7 @@
 Kept apart from the loop (agent.py) so that modes and checks can read steps without importing
 the Agent.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from .backends.base import Completion, Usage
 from .protocol import Dropped, ParseError, Reply, ToolCall
 from .tools import ToolOutcome
 
-__all__ = ["Step", "Result", "Note", "SentBack", "STOP_REASONS", "tokens_spent"]
+__all__ = ["STOP_REASONS", "Note", "Result", "SentBack", "Step", "tokens_spent"]
 
 STOP_REASONS = ("answer", "max_steps", "token_budget", "time_limit", "format_errors", "backend_error")
 
@@ -72,14 +73,22 @@ class Step:
         facts that are set, notes, the answer sent back, refused calls, and ``extra``."""
         out: dict[str, Any] = {}
         if is_dataclass(self.facts):
-            out.update({f.name: v for f in fields(self.facts)
-                        if (v := getattr(self.facts, f.name)) not in (None, False, (), [], {})})
+            out.update(
+                {
+                    f.name: v
+                    for f in fields(self.facts)
+                    if (v := getattr(self.facts, f.name)) not in (None, False, (), [], {})
+                }
+            )
             out = {k: (asdict(v) if is_dataclass(v) else v) for k, v in out.items()}
         if self.notes:
             out["notes"] = [asdict(n) for n in self.notes]
         if self.sent_back is not None:
-            out["sent_back"] = {"check": self.sent_back.check, "text": self.sent_back.text,
-                                "found": list(self.sent_back.found)}
+            out["sent_back"] = {
+                "check": self.sent_back.check,
+                "text": self.sent_back.text,
+                "found": list(self.sent_back.found),
+            }
         if self.refused_calls:
             out["refused_calls"] = self.refused_calls
         out.update(self.extra)
@@ -97,12 +106,15 @@ class Step:
             "raw": self.raw,
             "calls": [c.to_dict() for c in self.calls],
             "answer": self.reply.answer if self.reply else None,
-            "parse_error": None if err is None else {"message": err.message, "line": err.line, "column": err.column,
-                                                     "label": getattr(err, "label", None)},
+            "parse_error": None
+            if err is None
+            else {"message": err.message, "line": err.line, "column": err.column, "label": getattr(err, "label", None)},
             "format_error": self.reply is None,
             "dropped": [d.to_dict() for d in (self.reply.dropped if self.reply else [])],
-            "outcomes": [{"name": o.name, "args": o.args, "ok": o.ok, "error": o.error, "seconds": round(o.seconds, 6)}
-                         for o in self.outcomes],
+            "outcomes": [
+                {"name": o.name, "args": o.args, "ok": o.ok, "error": o.error, "seconds": round(o.seconds, 6)}
+                for o in self.outcomes
+            ],
             "observations": self.observations,
             "usage": self.usage.to_dict(),
             "timings": self.timings,
@@ -112,7 +124,7 @@ class Step:
         }
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "Step":
+    def from_record(cls, record: dict[str, Any]) -> Step:
         """A step from its record (:meth:`to_record`, a trace line). What a record does not hold
         stays empty: the reply's thought, the tools' outputs (the observations have them), the
         mode's facts (their values are in ``extra``, so ``details`` reads the same)."""
@@ -123,11 +135,18 @@ class Step:
             index=record["step"],
             raw=record.get("raw", ""),
             reply=None if record.get("format_error") else Reply(calls, record.get("answer"), "", dropped),
-            parse_error=None if not err else ParseError(err["message"], line=err.get("line", 1),
-                                                        column=err.get("column", 1),
-                                                        label=err.get("label") or "bad_call"),
-            outcomes=[ToolOutcome(o["name"], o.get("args", {}), bool(o.get("ok")), "", o.get("error"),
-                                  o.get("seconds", 0.0)) for o in record.get("outcomes") or []],
+            parse_error=None
+            if not err
+            else ParseError(
+                err["message"],
+                line=err.get("line", 1),
+                column=err.get("column", 1),
+                label=err.get("label") or "bad_call",
+            ),
+            outcomes=[
+                ToolOutcome(o["name"], o.get("args", {}), bool(o.get("ok")), "", o.get("error"), o.get("seconds", 0.0))
+                for o in record.get("outcomes") or []
+            ],
             observations=list(record.get("observations") or []),
             usage=Usage(**(record.get("usage") or {})),
             timings=dict(record.get("timings") or {}),

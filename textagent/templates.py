@@ -15,6 +15,7 @@ messages sent to a chat endpoint (``ChatFormat.escape_messages``): a tool result
 llama.cpp's ``/completion`` (and a chat endpoint's template) would read that text as the
 special tokens themselves.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,19 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["ChatFormat", "PLAIN", "CHATML", "LLAMA3", "GEMMA", "FORMATS", "get_format", "format_from_renderer",
-           "neutralize", "SPECIAL_TOKENS", "ZWSP"]
+__all__ = [
+    "CHATML",
+    "FORMATS",
+    "GEMMA",
+    "LLAMA3",
+    "PLAIN",
+    "SPECIAL_TOKENS",
+    "ZWSP",
+    "ChatFormat",
+    "format_from_renderer",
+    "get_format",
+    "neutralize",
+]
 
 #: What breaks a marker: a zero-width space after its first character (``<\u200b|im_end|>``).
 #: The text reads the same, to people and to the model, but no tokenizer finds the special
@@ -36,9 +48,27 @@ ZWSP = "\u200b"
 #: ``<start_of_...>`` / ``<end_of_...>`` tag and the markers of a format learned from a server
 #: are broken as well.
 SPECIAL_TOKENS: tuple[str, ...] = (
-    "<|im_start|>", "<|im_end|>", "<|im_sep|>", "<|endoftext|>", "<|begin_of_text|>", "<|end_of_text|>",
-    "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|python_tag|>",
-    "<start_of_turn>", "<end_of_turn>", "<bos>", "<eos>", "<s>", "</s>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|im_sep|>",
+    "<|endoftext|>",
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|python_tag|>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<bos>",
+    "<eos>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "<<SYS>>",
+    "<</SYS>>",
 )
 _GENERIC = (r"<\|[^|<>\s]{1,64}\|>", "<\uff5c[^\uff5c<>\\s]{1,64}\uff5c>", r"</?(?:start|end)_of_[A-Za-z_]{1,32}>")
 # What counts as a marker inside a learned format's pieces: a tag or a bracketed word.
@@ -63,7 +93,7 @@ def neutralize(text: str, markers: Iterable[str] = ()) -> str:
     if "<" not in text and "[" not in text:
         return text
     pattern = _marker_pattern(tuple(markers))
-    for _ in range(4):   # a break cannot create a marker; the loop only guards overlaps
+    for _ in range(4):  # a break cannot create a marker; the loop only guards overlaps
         if pattern.search(text) is None:
             break
         text = pattern.sub(_break, text)
@@ -95,8 +125,10 @@ class ChatFormat:
 
     def escape_messages(self, messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Copies of chat messages with their text ``content`` escaped, for a chat endpoint."""
-        return [{**m, "content": self.escape(m["content"])} if isinstance(m.get("content"), str) else dict(m)
-                for m in messages]
+        return [
+            {**m, "content": self.escape(m["content"])} if isinstance(m.get("content"), str) else dict(m)
+            for m in messages
+        ]
 
     def start(self, system: str, task: str) -> str:
         """The first prompt: system text, the task, and the opening of the assistant turn."""
@@ -113,8 +145,11 @@ class ChatFormat:
             raise ValueError("a conversation starts with a system and a user message")
         text = self.start(messages[0]["content"], messages[1]["content"])
         for message in messages[2:]:
-            text += self.escape(message["content"]) if message["role"] == "assistant" \
+            text += (
+                self.escape(message["content"])
+                if message["role"] == "assistant"
                 else self.follow_up(message["content"])
+            )
         return text
 
 
@@ -152,8 +187,9 @@ FORMATS: Mapping[str, ChatFormat] = {f.name: f for f in (PLAIN, CHATML, LLAMA3, 
 _S, _U1, _A1, _U2 = "TXA5SYSTEMTXA5", "TXA5USER1TXA5", "TXA5ASSISTANT1TXA5", "TXA5USER2TXA5"
 
 
-def format_from_renderer(render: Callable[[list[dict[str, Any]]], str], *, name: str = "server",
-                         stop: tuple[str, ...] = ()) -> ChatFormat:
+def format_from_renderer(
+    render: Callable[[list[dict[str, Any]]], str], *, name: str = "server", stop: tuple[str, ...] = ()
+) -> ChatFormat:
     """Learn a ChatFormat from anything that renders messages with the model's own template.
 
     ``render`` is e.g. llama.cpp's ``POST /apply-template``. One probe conversation with
@@ -170,8 +206,10 @@ def format_from_renderer(render: Callable[[list[dict[str, Any]]], str], *, name:
     text = render(probe)
     positions = [text.find(s) for s in (_S, _U1, _A1, _U2)]
     if -1 in positions or positions != sorted(positions):
-        raise ValueError("the chat template does not render system, user and assistant turns in order; "
-                         "pick a built-in format instead (plain, chatml, llama3, gemma)")
+        raise ValueError(
+            "the chat template does not render system, user and assistant turns in order; "
+            "pick a built-in format instead (plain, chatml, llama3, gemma)"
+        )
     pieces = []
     rest = text
     for sentinel in (_S, _U1, _A1, _U2):

@@ -30,6 +30,7 @@ What is here:
 * :func:`answer_texts` -- answers that survive ``parse_reply(render_answer(text))``;
 * :func:`garbage_replies` -- keyword-heavy junk for "never crashes" properties.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,37 +47,51 @@ from .protocol import NAME_PATTERN, ToolCall, render_call
 from .protocol.lines import classify
 
 __all__ = [
-    "json_schemas",
-    "tool_names",
-    "json_scalars",
-    "json_values",
-    "json_args",
+    "NEAR_MISS_LABELS",
+    "answer_texts",
     "bare_args",
-    "tool_calls",
-    "prose_lines",
+    "garbage_replies",
+    "json_args",
+    "json_scalars",
+    "json_schemas",
+    "json_values",
+    "near_miss_replies",
     "noisy_calls",
     "noisy_replies",
-    "near_miss_replies",
-    "answer_texts",
-    "garbage_replies",
-    "NEAR_MISS_LABELS",
+    "prose_lines",
+    "tool_calls",
+    "tool_names",
 ]
 
-_REALISTIC_NAMES = ("search", "get_weather", "calculate", "read_file", "web.search", "list-files", "_private",
-                    "TOOL", "args", "answer", "Search2")
+_REALISTIC_NAMES = (
+    "search",
+    "get_weather",
+    "calculate",
+    "read_file",
+    "web.search",
+    "list-files",
+    "_private",
+    "TOOL",
+    "args",
+    "answer",
+    "Search2",
+)
 _IDENT = re.compile(NAME_PATTERN + r"\Z")
 
 
 def tool_names() -> SearchStrategy[str]:
     """Valid tool names: some realistic ones (including keyword look-alikes), then any."""
-    return st.one_of(st.sampled_from(_REALISTIC_NAMES),
-                     st.from_regex(re.compile(NAME_PATTERN, re.A), fullmatch=True).filter(lambda s: len(s) <= 40))
+    return st.one_of(
+        st.sampled_from(_REALISTIC_NAMES),
+        st.from_regex(re.compile(NAME_PATTERN, re.A), fullmatch=True).filter(lambda s: len(s) <= 40),
+    )
 
 
 def json_scalars() -> SearchStrategy:
     """None, booleans, integers, finite floats and any text."""
-    return st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
-                     st.text(max_size=30))
+    return st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30)
+    )
 
 
 def json_values(max_leaves: int = 8) -> SearchStrategy:
@@ -95,13 +110,27 @@ def json_args(keys: SearchStrategy[str] | None = None) -> SearchStrategy[dict]:
 
 def bare_args() -> SearchStrategy[str]:
     """Bare arguments: typical expressions and queries, then any non-empty text."""
-    typical = st.sampled_from(["17 * 24", "(3 + 4) ** 2", "weather in Paris", "42", "true", "it's fine",
-                               'say "hi"', "a == b", "[1, 2]", "{not json", "x=1"])
+    typical = st.sampled_from(
+        [
+            "17 * 24",
+            "(3 + 4) ** 2",
+            "weather in Paris",
+            "42",
+            "true",
+            "it's fine",
+            'say "hi"',
+            "a == b",
+            "[1, 2]",
+            "{not json",
+            "x=1",
+        ]
+    )
     return st.one_of(typical, st.text(min_size=1, max_size=40))
 
 
-def tool_calls(names: SearchStrategy[str] | None = None, args: SearchStrategy | None = None, *,
-               bare: bool = True) -> SearchStrategy[ToolCall]:
+def tool_calls(
+    names: SearchStrategy[str] | None = None, args: SearchStrategy | None = None, *, bare: bool = True
+) -> SearchStrategy[ToolCall]:
     """ToolCall values. ``args`` defaults to :func:`json_args` (and :func:`bare_args` when
     ``bare`` is true, for a fifth of the calls)."""
     if args is None:
@@ -120,12 +149,24 @@ def prose_lines() -> SearchStrategy[str]:
     """Lines the protocol reads as prose: realistic sentences and ``THOUGHT:`` lines, or any
     text that is not a call, ARGS, ANSWER, OBSERVATION or fence line (and does not start with
     ``{``/``[``, which would continue an ``ARGS:`` left open on the line before)."""
-    sentences = st.sampled_from([
-        "Let me think about this.", "THOUGHT: I should look this up first.", "Thought: the user wants the weather.",
-        "I will call a tool.", "Tools are useful.", "The answer is not known yet.", "  indented prose",
-        "- a bullet point", "> a quoted line", "**bold** text", "Observations are hard.", "Answer me this",
-        "tool-use is enabled", "TOOLS: none needed",
-    ])
+    sentences = st.sampled_from(
+        [
+            "Let me think about this.",
+            "THOUGHT: I should look this up first.",
+            "Thought: the user wants the weather.",
+            "I will call a tool.",
+            "Tools are useful.",
+            "The answer is not known yet.",
+            "  indented prose",
+            "- a bullet point",
+            "> a quoted line",
+            "**bold** text",
+            "Observations are hard.",
+            "Answer me this",
+            "tool-use is enabled",
+            "TOOLS: none needed",
+        ]
+    )
     return st.one_of(sentences, st.text(_PROSE_ALPHABET, max_size=60)).filter(_is_prose)
 
 
@@ -148,7 +189,7 @@ def _kv_text(args: dict) -> str | None:
 
 
 @st.composite
-def noisy_calls(draw, call: ToolCall) -> list[str]:
+def noisy_calls(draw, call: ToolCall) -> list[str]:  # noqa: C901
     """The lines of one call written in any accepted way (a list of lines without line ends).
 
     Parsing them gives back ``call``."""
@@ -184,10 +225,10 @@ def noisy_calls(draw, call: ToolCall) -> list[str]:
         lines = [f"{tool_kw} {name}()"]
     elif form == "pretty":
         body = json.dumps(args, ensure_ascii=False, indent=draw(st.sampled_from((2, 4)))).split("\n")
-        lines = [f"{head} {args_kw} {body[0]}"] + body[1:]
+        lines = [f"{head} {args_kw} {body[0]}", *body[1:]]
     elif form == "fenced_object":
         body = json.dumps(args, ensure_ascii=False, indent=2).split("\n")
-        lines = [f"{head} {args_kw}", draw(st.sampled_from(("```json", "```", "~~~")))] + body + ["```"]
+        lines = [f"{head} {args_kw}", draw(st.sampled_from(("```json", "```", "~~~"))), *body, "```"]
     elif form == "kv":
         lines = [f"{head} {args_kw} {_kv_text(args)}"]
     elif form == "shorthand":
@@ -197,7 +238,7 @@ def noisy_calls(draw, call: ToolCall) -> list[str]:
     if deco.startswith(">"):
         lines = [deco + lines[0]] + ["> " + ln for ln in lines[1:]]
     else:
-        lines = [deco + lines[0]] + lines[1:]
+        lines = [deco + lines[0], *lines[1:]]
     if len(lines) == 1 and draw(st.integers(0, 5)) == 0:
         # a wrapper closed at the end of the line: inline code or emphasis
         line = lines[0]
@@ -207,7 +248,7 @@ def noisy_calls(draw, call: ToolCall) -> list[str]:
             lines = [lead + draw(st.sampled_from(("`{}`", "**{}**"))).format(stripped)]
     if draw(st.integers(0, 4)) == 0:
         fence = draw(st.sampled_from(("```", "```json", "```text", "~~~")))
-        lines = [fence] + lines + [fence[:3]]
+        lines = [fence, *lines, fence[:3]]
     return lines
 
 
@@ -229,12 +270,25 @@ def noisy_replies(draw, calls: Sequence[ToolCall] | SearchStrategy) -> str:
 # ---- near misses ---------------------------------------------------------------------------
 
 #: The labels :func:`near_miss_replies` produces.
-NEAR_MISS_LABELS = ("missing_name", "empty_tool_line", "unbalanced_braces", "unterminated_string", "args_not_object",
-                    "bad_key_value", "missing_colon", "missing_args_keyword", "unquoted_string", "missing_comma",
-                    "trailing_text", "args_without_tool", "unclosed_paren")
+NEAR_MISS_LABELS = (
+    "missing_name",
+    "empty_tool_line",
+    "unbalanced_braces",
+    "unterminated_string",
+    "args_not_object",
+    "bad_key_value",
+    "missing_colon",
+    "missing_args_keyword",
+    "unquoted_string",
+    "missing_comma",
+    "trailing_text",
+    "args_without_tool",
+    "unclosed_paren",
+)
 
 _WORD = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
-    lambda w: w not in ("true", "false", "null", "none", "nan", "infinity"))
+    lambda w: w not in ("true", "false", "null", "none", "nan", "infinity")
+)
 _PLAIN_TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'), max_size=15)
 
 
@@ -283,18 +337,67 @@ def _near_misses(draw, labelled: bool, choices: tuple[str, ...]):
 
 # ---- answers and garbage ------------------------------------------------------------------
 
+
 def answer_texts() -> SearchStrategy[str]:
     """Answer texts (possibly several lines) that ``parse_reply(render_answer(t)).answer``
     gives back: no line of them is a call or an OBSERVATION, and no surrounding whitespace."""
-    return st.lists(prose_lines(), min_size=1, max_size=4).map(
-        lambda ls: "\n".join(ln.rstrip() for ln in ls).strip()).filter(
-        lambda t: bool(t) and all(classify(ln).kind in (None, "answer", "args", "fence") for ln in t.split("\n")))
+    return (
+        st.lists(prose_lines(), min_size=1, max_size=4)
+        .map(lambda ls: "\n".join(ln.rstrip() for ln in ls).strip())
+        .filter(
+            lambda t: bool(t) and all(classify(ln).kind in (None, "answer", "args", "fence") for ln in t.split("\n"))
+        )
+    )
 
 
-_FRAGMENTS = ("TOOL:", "tool", "ARGS:", "args", "ANSWER:", "Final Answer:", "OBSERVATION", "```", "~~~", "{", "}",
-              "[", "]", "(", ")", '"', "'", "`", ":", ",", "=", "==", "\\", "\n", "\r\n", " ", "\t", "**", "__",
-              "- ", "1. ", "> ", "true", "None", "NaN", "-", "1e999", "9" * 30, "\u00e9", "\u2028", "\x00",
-              "\ud7ff", "\U0001f600", "x", "search", "q")
+_FRAGMENTS = (
+    "TOOL:",
+    "tool",
+    "ARGS:",
+    "args",
+    "ANSWER:",
+    "Final Answer:",
+    "OBSERVATION",
+    "```",
+    "~~~",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    '"',
+    "'",
+    "`",
+    ":",
+    ",",
+    "=",
+    "==",
+    "\\",
+    "\n",
+    "\r\n",
+    " ",
+    "\t",
+    "**",
+    "__",
+    "- ",
+    "1. ",
+    "> ",
+    "true",
+    "None",
+    "NaN",
+    "-",
+    "1e999",
+    "9" * 30,
+    "\u00e9",
+    "\u2028",
+    "\x00",
+    "\ud7ff",
+    "\U0001f600",
+    "x",
+    "search",
+    "q",
+)
 
 
 def garbage_replies(max_size: int = 40) -> SearchStrategy[str]:
@@ -316,8 +419,12 @@ def _leaf_schemas() -> SearchStrategy[dict]:
         st.just({"type": "number"}),
         st.just({"type": "boolean"}),
         st.just({"type": "null"}),
-        st.lists(st.one_of(st.text(max_size=6), st.integers(-3, 3), st.booleans()), min_size=1, max_size=4,
-                 unique_by=lambda v: (type(v), v)).map(lambda values: {"enum": values}),
+        st.lists(
+            st.one_of(st.text(max_size=6), st.integers(-3, 3), st.booleans()),
+            min_size=1,
+            max_size=4,
+            unique_by=lambda v: (type(v), v),
+        ).map(lambda values: {"enum": values}),
         st.just({"type": ["string", "null"]}),
         st.just({}),
     )
@@ -329,16 +436,16 @@ def json_schemas(max_leaves: int = 6) -> SearchStrategy[dict]:
 
     def objects(children: SearchStrategy[dict]) -> SearchStrategy[dict]:
         return st.dictionaries(_SCHEMA_KEYS, children, max_size=4).flatmap(
-            lambda props: st.lists(st.sampled_from(sorted(props)) if props else st.nothing(), unique=True,
-                                   max_size=len(props)).map(
-                lambda req: {"type": "object", "properties": props, "required": req}))
+            lambda props: st.lists(
+                st.sampled_from(sorted(props)) if props else st.nothing(), unique=True, max_size=len(props)
+            ).map(lambda req: {"type": "object", "properties": props, "required": req})
+        )
 
     nested = st.recursive(
         _leaf_schemas(),
         lambda children: st.one_of(
             objects(children),
-            st.builds(lambda items, hi: {"type": "array", "items": items, "maxItems": hi}, children,
-                      st.integers(0, 4)),
+            st.builds(lambda items, hi: {"type": "array", "items": items, "maxItems": hi}, children, st.integers(0, 4)),
         ),
         max_leaves=max_leaves,
     )

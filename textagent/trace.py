@@ -4,6 +4,7 @@ Every line is strict JSON in valid UTF-8 (:func:`json_line`): a float that JSON 
 written as the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``, and a lone surrogate (``"\\ud83d"``
 in a model's JSON arguments) as its ``\\u`` escape, which reads back as the same string.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,14 +23,23 @@ from .jsonl import parse_jsonl
 
 try:
     import fcntl
-except ImportError:   # Windows: no advisory locks; lines are still flushed whole
+except ImportError:  # Windows: no advisory locks; lines are still flushed whole
     fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from .steps import Result, Step
 
-__all__ = ["TraceWriter", "Trace", "load_trace", "load_traces", "start_record", "result_record",
-           "run_records", "new_run_id", "json_line"]
+__all__ = [
+    "Trace",
+    "TraceWriter",
+    "json_line",
+    "load_trace",
+    "load_traces",
+    "new_run_id",
+    "result_record",
+    "run_records",
+    "start_record",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -54,7 +64,7 @@ def json_line(record: Any) -> str:
     """
     try:
         line = json.dumps(record, ensure_ascii=False, allow_nan=False, default=str)
-    except ValueError:   # a NaN or an infinity somewhere
+    except ValueError:  # a NaN or an infinity somewhere
         line = json.dumps(_finite(record), ensure_ascii=False, allow_nan=False, default=str)
     if _SURROGATE.search(line):
         line = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
@@ -71,7 +81,7 @@ def start_record(*, task: str, tools: list[str], **config: Any) -> dict[str, Any
     return {"type": "start", "task": task, "tools": tools, "time": time.time(), **config}
 
 
-def result_record(result: "Result") -> dict[str, Any]:
+def result_record(result: Result) -> dict[str, Any]:
     """A run's last trace line: how it ended, what it cost, and the mode's counts."""
     error = result.error
     return {
@@ -88,8 +98,9 @@ def result_record(result: "Result") -> dict[str, Any]:
     }
 
 
-def run_records(start: dict[str, Any] | None, steps: Sequence["Step"], result: "Result | None", *,
-                run_id: str | None = None) -> list[dict[str, Any]]:
+def run_records(
+    start: dict[str, Any] | None, steps: Sequence[Step], result: Result | None, *, run_id: str | None = None
+) -> list[dict[str, Any]]:
     """The lines :class:`TraceWriter` writes for a run, built from the run itself: ``start``
     (:func:`start_record`), one per step, the result's; a part that is None is left out (a run
     that raised has no result). Each line carries ``run_id`` (a new one when None)."""
@@ -110,7 +121,7 @@ class TraceWriter:
     def __init__(self, target: str | Path | IO[str] | None):
         self._own = isinstance(target, (str, Path))
         self.run_id = new_run_id()
-        self._file: IO[str] | None = open(target, "a", encoding="utf-8") if self._own else target  # type: ignore[arg-type]
+        self._file: IO[str] | None = open(target, "a", encoding="utf-8") if self._own else target  # type: ignore[arg-type]  # noqa: SIM115 - closed by close()
         if self._own and not _ends_a_line(target):  # type: ignore[arg-type]
             # a run that crashed mid-record left half a line: start ours on a fresh one
             self._locked("\n")
@@ -139,10 +150,10 @@ class TraceWriter:
     def start(self, *, task: str, tools: list[str], **config: Any) -> None:
         self.write(start_record(task=task, tools=tools, **config))
 
-    def step(self, step: "Step") -> None:
+    def step(self, step: Step) -> None:
         self.write(step.to_record())
 
-    def result(self, result: "Result") -> None:
+    def result(self, result: Result) -> None:
         self.write(result_record(result))
 
     def close(self) -> None:
@@ -150,7 +161,7 @@ class TraceWriter:
             self._file.close()
         self._file = None
 
-    def __enter__(self) -> "TraceWriter":
+    def __enter__(self) -> TraceWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -224,7 +235,7 @@ def load_traces(path: str | Path) -> list[Trace]:
             if not isinstance(record, dict):
                 continue
             kind = record.get("type")
-            if isinstance(record.get("run"), str):   # a start record glued onto a cut line
+            if isinstance(record.get("run"), str):  # a start record glued onto a cut line
                 by_id[record["run"]] = Trace()
                 runs.append(by_id[record["run"]])
                 _add(runs[-1], record)

@@ -1,4 +1,5 @@
 """ChatAsTextBackend against a scripted /v1/chat/completions."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,7 +7,6 @@ import pytest
 from textagent.backends.base import Backend, Usage
 from textagent.backends.chat import ChatAsTextBackend
 from textagent.errors import (
-    BackendConnectionError,
     BackendHTTPError,
     BackendResponseError,
     BackendTimeout,
@@ -22,7 +22,11 @@ REPLY = {
     "id": "chatcmpl-1",
     "object": "chat.completion",
     "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": "TOOL: add ARGS: {\"a\": 2, \"b\": 2}"}, "finish_reason": "stop"}
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": 'TOOL: add ARGS: {"a": 2, "b": 2}'},
+            "finish_reason": "stop",
+        }
     ],
     "usage": {"prompt_tokens": 30, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": 16}},
 }
@@ -79,7 +83,16 @@ def test_null_and_list_content(fake_server):
     fake_server.json(PATH, {"choices": [{"message": {"role": "assistant", "content": None}, "finish_reason": "stop"}]})
     fake_server.json(
         PATH,
-        {"choices": [{"message": {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}]},
+        {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+                    }
+                }
+            ]
+        },
     )
     b = backend(fake_server)
     assert b.complete("p", stop=[], max_tokens=5, messages=MESSAGES).text == ""
@@ -150,9 +163,11 @@ def test_chat_with_tools_returns_raw_message(fake_server):
     message = {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 1}"}}],
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}],
     }
-    fake_server.json(PATH, {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}], "usage": REPLY["usage"]})
+    fake_server.json(
+        PATH, {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}], "usage": REPLY["usage"]}
+    )
     c = backend(fake_server, model="m").chat(MESSAGES, tools=TOOLS, max_tokens=64, parallel_tool_calls=False)
     assert c.message == message and c.text == "" and c.finish_reason == "stop"
     body = fake_server.bodies()[0]
@@ -187,7 +202,9 @@ def test_chat_requires_max_tokens():
 def test_http_errors_and_retries(fake_server):
     fake_server.add(PATH, status=502, body="bad gateway")
     fake_server.json(PATH, REPLY)
-    fake_server.add(PATH, status=400, json={"error": {"code": 400, "message": "messages too long", "type": "invalid_request_error"}})
+    fake_server.add(
+        PATH, status=400, json={"error": {"code": 400, "message": "messages too long", "type": "invalid_request_error"}}
+    )
     b = backend(fake_server)
     assert b.complete("p", stop=[], max_tokens=5, messages=MESSAGES).retries == 1
     with pytest.raises(BackendHTTPError, match="messages too long") as info:

@@ -1,24 +1,34 @@
 """backends.connect: one factory, one rule for every API's options."""
+
 from __future__ import annotations
 
 import pytest
 
-from textagent.backends import (ChatAsTextBackend, LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend,
-                                api_capabilities, connect)
+from textagent.backends import (
+    ChatAsTextBackend,
+    LlamaCppBackend,
+    OllamaBackend,
+    OpenAICompletionsBackend,
+    api_capabilities,
+    connect,
+)
 from textagent.errors import TextagentError
 from textagent.modes import mode_needs
 
 
-@pytest.mark.parametrize("api, chat, kind", [
-    ("llamacpp", False, LlamaCppBackend),
-    ("llamacpp", True, ChatAsTextBackend),
-    ("completions", False, OpenAICompletionsBackend),
-    ("completions", True, ChatAsTextBackend),
-    ("chat", False, ChatAsTextBackend),
-    ("chat", True, ChatAsTextBackend),
-    ("ollama", False, OllamaBackend),
-    ("ollama", True, OllamaBackend),      # no chat endpoint: the mode that needs one refuses it
-])
+@pytest.mark.parametrize(
+    "api, chat, kind",
+    [
+        ("llamacpp", False, LlamaCppBackend),
+        ("llamacpp", True, ChatAsTextBackend),
+        ("completions", False, OpenAICompletionsBackend),
+        ("completions", True, ChatAsTextBackend),
+        ("chat", False, ChatAsTextBackend),
+        ("chat", True, ChatAsTextBackend),
+        ("ollama", False, OllamaBackend),
+        ("ollama", True, OllamaBackend),  # no chat endpoint: the mode that needs one refuses it
+    ],
+)
 def test_connect_builds_the_backend_of_the_api(api, chat, kind):
     backend = connect(api, "http://h:1", model="m", api_key="k", timeout=7, chat=chat)
     assert type(backend) is kind

@@ -1,8 +1,7 @@
 """The faults every backend meets the same way, one parametrised test each: nothing listening,
 a server that does not answer in time, a stream that stalls once it has begun."""
-from __future__ import annotations
 
-import json
+from __future__ import annotations
 
 import pytest
 
@@ -12,20 +11,33 @@ from textagent.errors import BackendConnectionError, BackendTimeout
 MESSAGES = [{"role": "user", "content": "p"}]
 # api: (backend factory, path, a complete answer, a streamed answer's events as bytes)
 APIS = {
-    "llamacpp": (lambda url, **kw: LlamaCppBackend(url, **kw), "/completion",
-                 {"content": "a", "stop_type": "eos"},
-                 [{"content": "a", "stop": False}, {"content": "b", "stop": True, "stop_type": "eos"}]),
-    "completions": (lambda url, **kw: OpenAICompletionsBackend(url, model="m", **kw), "/v1/completions",
-                    {"choices": [{"text": "a", "finish_reason": "stop"}]},
-                    [{"choices": [{"text": "a", "finish_reason": None}]},
-                     {"choices": [{"text": "b", "finish_reason": "stop"}]}]),
-    "chat": (lambda url, **kw: ChatAsTextBackend(url, model="m", **kw), "/v1/chat/completions",
-             {"choices": [{"message": {"role": "assistant", "content": "a"}, "finish_reason": "stop"}]},
-             [{"choices": [{"delta": {"content": "a"}, "finish_reason": None}]},
-              {"choices": [{"delta": {"content": "b"}, "finish_reason": "stop"}]}]),
-    "ollama": (lambda url, **kw: OllamaBackend(url, model="m", **kw), "/api/generate",
-               {"response": "a", "done": True},
-               [{"response": "a", "done": False}, {"response": "b", "done": True}]),
+    "llamacpp": (
+        lambda url, **kw: LlamaCppBackend(url, **kw),
+        "/completion",
+        {"content": "a", "stop_type": "eos"},
+        [{"content": "a", "stop": False}, {"content": "b", "stop": True, "stop_type": "eos"}],
+    ),
+    "completions": (
+        lambda url, **kw: OpenAICompletionsBackend(url, model="m", **kw),
+        "/v1/completions",
+        {"choices": [{"text": "a", "finish_reason": "stop"}]},
+        [{"choices": [{"text": "a", "finish_reason": None}]}, {"choices": [{"text": "b", "finish_reason": "stop"}]}],
+    ),
+    "chat": (
+        lambda url, **kw: ChatAsTextBackend(url, model="m", **kw),
+        "/v1/chat/completions",
+        {"choices": [{"message": {"role": "assistant", "content": "a"}, "finish_reason": "stop"}]},
+        [
+            {"choices": [{"delta": {"content": "a"}, "finish_reason": None}]},
+            {"choices": [{"delta": {"content": "b"}, "finish_reason": "stop"}]},
+        ],
+    ),
+    "ollama": (
+        lambda url, **kw: OllamaBackend(url, model="m", **kw),
+        "/api/generate",
+        {"response": "a", "done": True},
+        [{"response": "a", "done": False}, {"response": "b", "done": True}],
+    ),
 }
 
 

@@ -1,4 +1,5 @@
 """The shared HTTP plumbing: timeouts, retries, error translation, body caps, SSE / NDJSON."""
+
 from __future__ import annotations
 
 import json
@@ -109,7 +110,7 @@ def test_connection_refused_is_retried_then_explained(dead_url):
     started = time.perf_counter()
     with pytest.raises(BackendConnectionError) as info:
         get_json(b)
-    assert time.perf_counter() - started < 10   # two retries, no long waits (a hang would show)
+    assert time.perf_counter() - started < 10  # two retries, no long waits (a hang would show)
     err = info.value
     assert err.retries == 2
     assert f"no server at {dead_url}" in str(err)
@@ -181,7 +182,10 @@ def test_500_is_not_retried(fake_server):
 @pytest.mark.parametrize(
     "body, expected",
     [
-        ({"error": {"code": 400, "message": "the request exceeds the available context size"}}, "exceeds the available"),
+        (
+            {"error": {"code": 400, "message": "the request exceeds the available context size"}},
+            "exceeds the available",
+        ),
         ({"error": "model 'x' not found"}, "model 'x' not found"),
         ({"object": "error", "message": "vllm says no", "code": 400}, "vllm says no"),
         ({"detail": "fastapi says no"}, "fastapi says no"),
@@ -235,7 +239,7 @@ def test_read_timeout_before_answer(fake_server):
     started = time.perf_counter()
     with pytest.raises(BackendTimeout) as info:
         get_json(make(fake_server.url, timeout=(1, 0.2)))
-    assert time.perf_counter() - started < 15   # the server would answer after 30 s
+    assert time.perf_counter() - started < 15  # the server would answer after 30 s
     assert "0.2 s" in str(info.value) and "read timeout" in str(info.value)
     assert isinstance(info.value.__cause__, requests.exceptions.ReadTimeout)
     assert len(fake_server.requests) == 1  # a timeout is never retried
@@ -247,7 +251,7 @@ def test_read_timeout_mid_stream(fake_server):
     started = time.perf_counter()
     with pytest.raises(BackendTimeout, match="middle of its answer"):
         sse(b)
-    assert time.perf_counter() - started < 15   # the stream would go on for 60 s
+    assert time.perf_counter() - started < 15  # the stream would go on for 60 s
 
 
 # -- bodies ----------------------------------------------------------------------------------
@@ -302,8 +306,12 @@ def test_sse_events_comments_and_done(fake_server):
 
 def test_sse_crlf_and_multiline_data_and_split_chunks(fake_server):
     raw = b'data: {"a":\r\ndata: 1}\r\n\r\ndata: {"b": 2}\r\n\r\n'
-    fake_server.add("/s", chunks=[raw[i : i + 3] for i in range(0, len(raw), 3)], chunked=True,
-                    headers={"Content-Type": "text/event-stream"})
+    fake_server.add(
+        "/s",
+        chunks=[raw[i : i + 3] for i in range(0, len(raw), 3)],
+        chunked=True,
+        headers={"Content-Type": "text/event-stream"},
+    )
     assert sse(make(fake_server.url)) == [{"a": 1}, {"b": 2}]
 
 
@@ -407,7 +415,9 @@ def test_openai_usage():
         {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}}
     ) == Usage(10, 2, 8, 3)
     # llama.cpp's extra timings
-    assert openai_usage({"prompt_tokens": 10, "completion_tokens": 3}, {"prompt_n": 4, "cache_n": 6}) == Usage(10, 4, 6, 3)
+    assert openai_usage({"prompt_tokens": 10, "completion_tokens": 3}, {"prompt_n": 4, "cache_n": 6}) == Usage(
+        10, 4, 6, 3
+    )
     assert openai_usage({"prompt_tokens": True, "completion_tokens": -1}) == Usage()
 
 
@@ -469,7 +479,7 @@ def test_max_seconds_cuts_a_slow_request(fake_server):
     result = Agent(LlamaCppBackend(fake_server.url, backoff=0), [], max_seconds=1).run("q")
     elapsed = time.monotonic() - started
     assert result.stop_reason == "time_limit" and result.error is None, result
-    assert elapsed < 15, f"{elapsed:.1f} s"   # cut long before the server's 30 s
+    assert elapsed < 15, f"{elapsed:.1f} s"  # cut long before the server's 30 s
 
 
 def test_max_seconds_cuts_a_stream_that_keeps_sending(fake_server):
@@ -482,18 +492,20 @@ def test_max_seconds_cuts_a_stream_that_keeps_sending(fake_server):
     result = Agent(LlamaCppBackend(fake_server.url, backoff=0), [], max_seconds=1.5, stream=True).run("q")
     elapsed = time.monotonic() - started
     assert result.stop_reason == "time_limit", result
-    assert elapsed < 15, f"{elapsed:.1f} s"   # the stream would run 30 s
+    assert elapsed < 15, f"{elapsed:.1f} s"  # the stream would run 30 s
 
 
 def test_max_seconds_cuts_a_native_chat_request(fake_server):
     from textagent import Agent
     from textagent.backends.chat import ChatAsTextBackend
 
-    fake_server.json("/v1/chat/completions", {"choices": [{"message": {"role": "assistant", "content": "hi"},
-                                                           "finish_reason": "stop"}]}, delay=30)
+    fake_server.json(
+        "/v1/chat/completions",
+        {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]},
+        delay=30,
+    )
     started = time.monotonic()
-    result = Agent(ChatAsTextBackend(fake_server.url, model="m", backoff=0), [], mode="native",
-                   max_seconds=1).run("q")
+    result = Agent(ChatAsTextBackend(fake_server.url, model="m", backoff=0), [], mode="native", max_seconds=1).run("q")
     assert result.stop_reason == "time_limit" and time.monotonic() - started < 15, result
 
 
@@ -505,7 +517,7 @@ def test_keep_alives_alone_do_not_keep_a_stream_within_its_timeout(fake_server):
     started = time.monotonic()
     with pytest.raises(BackendTimeout, match="keep-alive|no event"):
         backend.complete("q", stop=[], max_tokens=8)
-    assert time.monotonic() - started < 10   # the keep-alives would go on for 12 s
+    assert time.monotonic() - started < 10  # the keep-alives would go on for 12 s
 
 
 def test_a_stream_with_events_outlives_its_read_timeout(fake_server):

@@ -1,4 +1,5 @@
 """HttpSettings: the HTTP settings every HTTP backend shares, given as one object or as keywords."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -50,21 +51,31 @@ def test_settings_are_frozen_and_keep_the_key_out_of_repr():
 
 def test_request_headers():
     s = HttpSettings(api_key="k", headers={"X-A": "1"})
-    assert s.request_headers() == {"Accept": "application/json, text/event-stream, application/x-ndjson",
-                                   "Authorization": "Bearer k", "X-A": "1"}
+    assert s.request_headers() == {
+        "Accept": "application/json, text/event-stream, application/x-ndjson",
+        "Authorization": "Bearer k",
+        "X-A": "1",
+    }
     assert "Authorization" not in HttpSettings().request_headers()
 
 
 @pytest.mark.parametrize("make", BACKENDS)
 def test_every_backend_takes_the_settings_as_one_object(make):
     session = requests.Session()
-    http = HttpSettings(timeout=(2, 9), retries=0, backoff=0, api_key="k", headers={"X-A": "1"}, session=session,
-                        max_response_bytes=1024)
+    http = HttpSettings(
+        timeout=(2, 9),
+        retries=0,
+        backoff=0,
+        api_key="k",
+        headers={"X-A": "1"},
+        session=session,
+        max_response_bytes=1024,
+    )
     b = make(http=http)
     assert b.http is http
     assert (b.timeout, b.retries, b.backoff, b.max_response_bytes) == ((2.0, 9.0), 0, 0.0, 1024)
     assert b.headers["Authorization"] == "Bearer k" and b.headers["X-A"] == "1"
-    assert b.session is session and not b._owns_session   # the caller's session: close() leaves it open
+    assert b.session is session and not b._owns_session  # the caller's session: close() leaves it open
 
 
 @pytest.mark.parametrize("make", BACKENDS)

@@ -1,4 +1,5 @@
 """LlamaCppBackend against a scripted llama-server."""
+
 from __future__ import annotations
 
 import time
@@ -16,7 +17,7 @@ from textagent.errors import (
 )
 
 FINAL = {
-    "content": "TOOL: add ARGS: {\"a\": 1}",
+    "content": 'TOOL: add ARGS: {"a": 1}',
     "id_slot": 0,
     "stop": True,
     "tokens_predicted": 9,
@@ -248,8 +249,6 @@ def test_error_field_mid_stream(fake_server):
     assert info.value.status == 400
 
 
-
-
 # -- faults ----------------------------------------------------------------------------------
 
 
@@ -274,8 +273,6 @@ def test_503_retried_then_succeeds_and_counts(fake_server):
     assert c.text == FINAL["content"] and c.retries == 2
 
 
-
-
 def test_malformed_json(fake_server):
     fake_server.add("/completion", body="{'content': 'python repr'}")
     with pytest.raises(BackendResponseError, match="malformed JSON"):
@@ -297,7 +294,9 @@ def test_not_an_object(fake_server):
 # -- health / template / props / tokenize ---------------------------------------------------
 def test_health_ok_and_loading(fake_server):
     fake_server.json("/health", {"status": "ok"})
-    fake_server.add("/health", status=503, json={"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+    fake_server.add(
+        "/health", status=503, json={"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
+    )
     b = backend(fake_server)
     assert b.health() == {"status": "ok"}
     with pytest.raises(BackendHTTPError) as info:
@@ -326,8 +325,8 @@ def test_wait_healthy_waits_for_a_starting_server(fake_server, dead_url):
     started = time.perf_counter()
     with pytest.raises(BackendConnectionError, match="no server at .* after waiting"):
         LlamaCppBackend(dead_url).wait_healthy(timeout=0.3, interval=0.05, check=lambda: checks.append(1))
-    assert time.perf_counter() - started >= 0.3     # it waited the whole timeout ...
-    assert len(checks) >= 3                         # ... polling, not in one long request
+    assert time.perf_counter() - started >= 0.3  # it waited the whole timeout ...
+    assert len(checks) >= 3  # ... polling, not in one long request
 
 
 def test_wait_healthy_gives_up_while_loading(fake_server):

@@ -1,4 +1,5 @@
 """OllamaBackend against a scripted /api/generate."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,10 +7,8 @@ import pytest
 from textagent.backends.base import Backend, Usage
 from textagent.backends.ollama import OllamaBackend
 from textagent.errors import (
-    BackendConnectionError,
     BackendHTTPError,
     BackendResponseError,
-    BackendTimeout,
     ModeNotSupported,
 )
 
@@ -145,10 +144,6 @@ def test_500_not_retried_503_retried(fake_server):
         b.complete("p", stop=[], max_tokens=5)
     assert info.value.retries == 0
     assert b.complete("p", stop=[], max_tokens=5).retries == 1
-
-
-
-
 
 
 def test_one_megabyte_reply(fake_server):

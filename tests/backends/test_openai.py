@@ -1,4 +1,5 @@
 """OpenAICompletionsBackend against a scripted OpenAI-compatible server."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,10 +7,8 @@ import pytest
 from textagent.backends.base import Backend, Usage
 from textagent.backends.openai import OpenAICompletionsBackend, openai_root
 from textagent.errors import (
-    BackendConnectionError,
     BackendHTTPError,
     BackendResponseError,
-    BackendTimeout,
     ModeNotSupported,
 )
 
@@ -130,7 +129,10 @@ def test_streaming_with_usage_chunk_and_done(fake_server):
         ": ping",
         chunk("WER: 4"),
         chunk("2", "stop"),
-        {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}}},
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}},
+        },
         "data: [DONE]",
     ]
     fake_server.sse(PATH, events)
@@ -208,8 +210,6 @@ def test_503_retried(fake_server):
     fake_server.add(PATH, status=503, body="")
     fake_server.json(PATH, REPLY)
     assert backend(fake_server).complete("p", stop=[], max_tokens=5).retries == 1
-
-
 
 
 def test_malformed_and_empty(fake_server):

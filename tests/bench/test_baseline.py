@@ -1,4 +1,5 @@
 """bench/baseline.py: the seeds' loop as a mode of the Agent loop."""
+
 from textagent import Agent, ScriptedBackend
 from textagent.bench.baseline import AGENT_OPTIONS, BaselineMode
 from textagent.bench.tools import Env, make_toolset
@@ -11,11 +12,16 @@ def run_baseline(backend, tools, task, **kw):
 
 def test_baseline_is_the_seed_loop():
     tools = make_toolset(["calculate"], Env())
-    backend = ScriptedBackend(['I will compute.\nTOOL: calculate ARGS: {"expression": "17*24"}\nTOOL: calculate '
-                               'ARGS: {"expression": "1+1"}', "The result is 408."])
+    backend = ScriptedBackend(
+        [
+            'I will compute.\nTOOL: calculate ARGS: {"expression": "17*24"}\nTOOL: calculate '
+            'ARGS: {"expression": "1+1"}',
+            "The result is 408.",
+        ]
+    )
     result = run_baseline(backend, tools, "What is 17*24?", max_steps=4)
     assert result.stop_reason == "answer" and result.answer == "The result is 408."
-    assert [o.name for s in result.steps for o in s.outcomes] == ["calculate"]      # one call per reply
+    assert [o.name for s in result.steps for o in s.outcomes] == ["calculate"]  # one call per reply
     assert "OBSERVATION (calculate): 408" in backend.prompts[1]
     # relaxed syntax the text parser would accept is a dead end here: no feedback
     relaxed = ScriptedBackend(["TOOL: calculate ARGS: {'expression': '17*24'}"])

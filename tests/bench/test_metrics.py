@@ -1,30 +1,34 @@
 """Interval math, the failure taxonomy (one scripted episode per class) and the per-mode summary."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from textagent.steps import Note
-
 from textagent.backends.base import Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import metrics as M
 from textagent.bench.runner import Settings, run_episode
 from textagent.bench.tasks import load_tasks, parse_task
+from textagent.steps import Note
 
 SUITE = {t.id: t for t in load_tasks()}
 
 
 # -- Wilson interval ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("k, n, low, high", [
-    (0, 10, 0.0, 0.2775),
-    (5, 10, 0.2366, 0.7634),
-    (10, 10, 0.7225, 1.0),
-    (46, 57, 0.6866, 0.8887),
-    (1, 1, 0.2065, 1.0),
-])
+
+@pytest.mark.parametrize(
+    "k, n, low, high",
+    [
+        (0, 10, 0.0, 0.2775),
+        (5, 10, 0.2366, 0.7634),
+        (10, 10, 0.7225, 1.0),
+        (46, 57, 0.6866, 0.8887),
+        (1, 1, 0.2065, 1.0),
+    ],
+)
 def test_wilson_known_values(k, n, low, high):
     lo, hi = M.wilson(k, n)
     assert lo == pytest.approx(low, abs=1e-4) and hi == pytest.approx(high, abs=1e-4)
@@ -44,6 +48,7 @@ def test_wilson_edges_and_symmetry():
 
 # -- taxonomy: one real (scripted) episode per class -------------------------------------------
 
+
 def episode(task_id, replies, *, mode="text", honour_stop=True, **settings):
     backend = ScriptedBackend(replies, honour_stop=honour_stop)
     return run_episode(SUITE[task_id], mode, backend, chat_format="chatml", settings=Settings(**settings))
@@ -52,19 +57,26 @@ def episode(task_id, replies, *, mode="text", honour_stop=True, **settings):
 W = 'TOOL: get_weather ARGS: {"city": "%s"}'
 
 
-@pytest.mark.parametrize("task_id, replies, expected", [
-    ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."], None),
-    ("notool-capital-france", [W % "Paris", "ANSWER: Paris"], "call_not_needed"),
-    ("single-weather-berlin", ["Let me look it up.\nOBSERVATION: Berlin is 20 °C", "x"], "hallucinated_observation"),
-    ("single-weather-berlin", [W % "Berlin", W % "Berlin", "ANSWER: 3 degrees", "ANSWER: 3 degrees"], "loop"),
-    ("single-weather-berlin", ['TOOL: get_weather ARGS: {"city": "Berlin"'] * 3, "unparseable"),
-    ("single-weather-berlin", [W % "Paris", W % "London"], "budget"),
-    ("single-calc-mul", ["ANSWER: 408"], "no_call"),
-    ("distract-divide", ['TOOL: search_web ARGS: {"query": "48/6"}', "ANSWER: 8", "ANSWER: 8"], "wrong_tool"),
-    ("single-weather-lisbon", [W % "Paris", "ANSWER: rain in Lisbon"], "invalid_args"),
-    ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 40 °C.", "ANSWER: It is 40 °C."], "wrong_answer"),
-    ("single-weather-berlin", [], "backend_error"),
-])
+@pytest.mark.parametrize(
+    "task_id, replies, expected",
+    [
+        ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."], None),
+        ("notool-capital-france", [W % "Paris", "ANSWER: Paris"], "call_not_needed"),
+        (
+            "single-weather-berlin",
+            ["Let me look it up.\nOBSERVATION: Berlin is 20 °C", "x"],
+            "hallucinated_observation",
+        ),
+        ("single-weather-berlin", [W % "Berlin", W % "Berlin", "ANSWER: 3 degrees", "ANSWER: 3 degrees"], "loop"),
+        ("single-weather-berlin", ['TOOL: get_weather ARGS: {"city": "Berlin"'] * 3, "unparseable"),
+        ("single-weather-berlin", [W % "Paris", W % "London"], "budget"),
+        ("single-calc-mul", ["ANSWER: 408"], "no_call"),
+        ("distract-divide", ['TOOL: search_web ARGS: {"query": "48/6"}', "ANSWER: 8", "ANSWER: 8"], "wrong_tool"),
+        ("single-weather-lisbon", [W % "Paris", "ANSWER: rain in Lisbon"], "invalid_args"),
+        ("single-weather-berlin", [W % "Berlin", "ANSWER: It is 40 °C.", "ANSWER: It is 40 °C."], "wrong_answer"),
+        ("single-weather-berlin", [], "backend_error"),
+    ],
+)
 def test_each_failure_class(task_id, replies, expected):
     record = episode(task_id, replies, max_steps=2 if expected == "budget" else None)
     assert record["failure"] == expected, (record["stop_reason"], record["checks"], record["trace"][1:3])
@@ -73,8 +85,9 @@ def test_each_failure_class(task_id, replies, expected):
 
 
 def test_hallucination_when_the_server_ignores_stop():
-    record = episode("single-weather-berlin", ["I know this.\nOBSERVATION (get_weather): 30 °C\nANSWER: 30"],
-                     honour_stop=False)
+    record = episode(
+        "single-weather-berlin", ["I know this.\nOBSERVATION (get_weather): 30 °C\nANSWER: 30"], honour_stop=False
+    )
     steps = [s for s in record["trace"] if s["type"] == "step"]
     assert steps[0]["dropped"] and record["failure"] == "hallucinated_observation"
 
@@ -95,15 +108,29 @@ def test_recovery_after_a_first_step_format_error():
 
 
 def test_native_decode_failures_from_the_agents_details():
-    rec = {"mode": "native", "success": False, "stop_reason": "answer", "needs_tools": True, "attempted": [],
-           "trace": [{"type": "step", "raw": '{"name": "calculate", "arguments": {}}', "outcomes": [],
-                      "details": {"native": "content", "decode_failure": "json"}},
-                     {"type": "step", "raw": "", "outcomes": [], "details": {"native": "tool_calls"}}]}
+    rec = {
+        "mode": "native",
+        "success": False,
+        "stop_reason": "answer",
+        "needs_tools": True,
+        "attempted": [],
+        "trace": [
+            {
+                "type": "step",
+                "raw": '{"name": "calculate", "arguments": {}}',
+                "outcomes": [],
+                "details": {"native": "content", "decode_failure": "json"},
+            },
+            {"type": "step", "raw": "", "outcomes": [], "details": {"native": "tool_calls"}},
+        ],
+    }
     facts = M.step_facts(rec)
     assert facts["native_decode_failures"] == 1
     assert M.classify(rec) == "unparseable"
-    rescued = {**rec, "trace": [{**rec["trace"][0], "details": {"native": "content", "decode_failure": "json",
-                                                                "fallback": True}}]}
+    rescued = {
+        **rec,
+        "trace": [{**rec["trace"][0], "details": {"native": "content", "decode_failure": "json", "fallback": True}}],
+    }
     assert M.step_facts(rescued)["native_decode_failures"] == 1 and M.classify(rescued) == "no_call"
     # without the Agent's details: content that looks like a call counts; text mode never does
     legacy = {**rec, "trace": [{"type": "step", "raw": '```json\n{"name": "x"}\n```', "outcomes": []}]}
@@ -113,22 +140,50 @@ def test_native_decode_failures_from_the_agents_details():
 
 # -- summary ---------------------------------------------------------------------------------------
 
+
 def fake(task, mode, success, *, steps=(), usage=None, seconds=1.0, kind="single", repeat=0):
     trace = [{"type": "step", "format_error": bad, "outcomes": [], "raw": ""} for bad in steps]
-    return {"task": task, "mode": mode, "repeat": repeat, "kind": kind, "success": success, "seconds": seconds,
-            "steps": len(steps),
-            "stop_reason": "answer", "usage": usage or {}, "trace": trace, "attempted": [],
-            "checks": [] if success else [{"type": "numeric", "ok": False}]}
+    return {
+        "task": task,
+        "mode": mode,
+        "repeat": repeat,
+        "kind": kind,
+        "success": success,
+        "seconds": seconds,
+        "steps": len(steps),
+        "stop_reason": "answer",
+        "usage": usage or {},
+        "trace": trace,
+        "attempted": [],
+        "checks": [] if success else [{"type": "numeric", "ok": False}],
+    }
 
 
 def test_summary_numbers():
     records = [
-        fake("a", "text", True, steps=[False, False], seconds=2.0,
-             usage={"prompt_tokens": 1000, "prompt_evaluated": 600, "prompt_cached": 400, "completion_tokens": 40}),
-        fake("b", "text", True, steps=[True, False],
-             usage={"prompt_tokens": 1000, "prompt_evaluated": 200, "prompt_cached": 800, "completion_tokens": 60}),
-        fake("c", "text", False, steps=[True, True, True], kind="chain",
-             usage={"prompt_tokens": 500, "prompt_evaluated": 100, "prompt_cached": 400, "completion_tokens": 0}),
+        fake(
+            "a",
+            "text",
+            True,
+            steps=[False, False],
+            seconds=2.0,
+            usage={"prompt_tokens": 1000, "prompt_evaluated": 600, "prompt_cached": 400, "completion_tokens": 40},
+        ),
+        fake(
+            "b",
+            "text",
+            True,
+            steps=[True, False],
+            usage={"prompt_tokens": 1000, "prompt_evaluated": 200, "prompt_cached": 800, "completion_tokens": 60},
+        ),
+        fake(
+            "c",
+            "text",
+            False,
+            steps=[True, True, True],
+            kind="chain",
+            usage={"prompt_tokens": 500, "prompt_evaluated": 100, "prompt_cached": 400, "completion_tokens": 0},
+        ),
         fake("a", "baseline", False, steps=[False], usage={"prompt_tokens": 300, "completion_tokens": 10}),
     ]
     s = M.summarize(records, ["text", "baseline", "native"])
@@ -157,8 +212,12 @@ def test_the_last_record_of_an_episode_wins():
 
 
 def test_task_scores_put_the_worst_first():
-    records = [fake("easy", "text", True, steps=[False]), fake("hard", "text", False, steps=[False] * 4),
-               fake("mid", "text", False, steps=[False]), fake("mid", "text", True, steps=[False], repeat=1)]
+    records = [
+        fake("easy", "text", True, steps=[False]),
+        fake("hard", "text", False, steps=[False] * 4),
+        fake("mid", "text", False, steps=[False]),
+        fake("mid", "text", True, steps=[False], repeat=1),
+    ]
     rows = M.task_scores(records, "text")
     assert [r["task"] for r in rows] == ["hard", "mid", "easy"]
     assert rows[1]["rate"] == 0.5 and math.isclose(rows[0]["mean_steps"], 4)
@@ -172,10 +231,14 @@ def test_episode_tokens_fall_back_to_prompt_tokens():
 
 def test_usage_from_a_scripted_completion_reaches_the_record():
     usage = Usage(prompt_tokens=700, prompt_evaluated=700, prompt_cached=0, completion_tokens=12)
-    record = run_episode(SUITE["single-weather-berlin"], "text",
-                         ScriptedBackend([Completion(W % "Berlin", "stop", usage=usage),
-                                          Completion("ANSWER: 4 °C", "stop", usage=usage)]),
-                         chat_format="chatml")
+    record = run_episode(
+        SUITE["single-weather-berlin"],
+        "text",
+        ScriptedBackend(
+            [Completion(W % "Berlin", "stop", usage=usage), Completion("ANSWER: 4 °C", "stop", usage=usage)]
+        ),
+        chat_format="chatml",
+    )
     assert record["usage"]["prompt_tokens"] == 1400 and record["usage"]["completion_tokens"] == 24
     assert parse_task({"id": "x", "question": "q", "tools": [], "check": {"type": "answered"}}).checks
 
@@ -195,8 +258,11 @@ def test_answers_sent_back_and_check_notes_are_counted(monkeypatch):
     import types
 
     monkeypatch.setitem(sys.modules, "benchchecks", types.SimpleNamespace(Cold=_Cold))
-    record = episode("single-weather-berlin", [W % "Berlin", "ANSWER: It is 40 °C.", "ANSWER: It is 4 °C."],
-                     checks="benchchecks:Cold")
+    record = episode(
+        "single-weather-berlin",
+        [W % "Berlin", "ANSWER: It is 40 °C.", "ANSWER: It is 4 °C."],
+        checks="benchchecks:Cold",
+    )
     assert record["success"] and (record["sent_back"], record["check_notes"]) == (1, 1)
     plain = episode("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."])
     assert (plain["sent_back"], plain["check_notes"]) == (0, 0)
@@ -207,12 +273,23 @@ def test_step_one_evaluation_and_throughput_per_endpoint():
 
     def record(mode, endpoint, end, seconds, evaluated, generated):
         step = {"type": "step", "usage": {"prompt_tokens": 1000, "prompt_evaluated": evaluated}}
-        return {"task": f"t{end}", "mode": mode, "repeat": 0, "success": True, "endpoint": endpoint,
-                "time": end, "seconds": seconds, "trace": [step],
-                "usage": {"prompt_tokens": 1000, "prompt_evaluated": evaluated, "completion_tokens": generated}}
+        return {
+            "task": f"t{end}",
+            "mode": mode,
+            "repeat": 0,
+            "success": True,
+            "endpoint": endpoint,
+            "time": end,
+            "seconds": seconds,
+            "trace": [step],
+            "usage": {"prompt_tokens": 1000, "prompt_evaluated": evaluated, "completion_tokens": generated},
+        }
 
-    records = [record("text", "http://a", 100.0, 10.0, 400, 50), record("text", "http://a", 130.0, 20.0, 100, 30),
-               record("text", "http://b", 120.0, 60.0, 600, 120)]
+    records = [
+        record("text", "http://a", 100.0, 10.0, 400, 50),
+        record("text", "http://a", 130.0, 20.0, 100, 30),
+        record("text", "http://b", 120.0, 60.0, 600, 120),
+    ]
     s = summarize(records)["text"]
     assert (s.first_prompt, s.first_evaluated) == (1000, 1100 / 3)
     speeds = throughput(records)
@@ -225,9 +302,13 @@ def test_answers_copying_a_placeholder_example_are_counted():
     """Issue 41: the form of the placeholder examples' answers, copied into real answers."""
     from textagent.bench.metrics import copied_example
 
-    for copied in ("math_factorial returned: 120", "CalculateTax returned: (what CalculateTax returned).",
-                   "The field is (what magnetic_field.calculate returned).",
-                   "restaurant.search and flight.search returned a result each.", "f returned a result for each."):
+    for copied in (
+        "math_factorial returned: 120",
+        "CalculateTax returned: (what CalculateTax returned).",
+        "The field is (what magnetic_field.calculate returned).",
+        "restaurant.search and flight.search returned a result each.",
+        "f returned a result for each.",
+    ):
         assert copied_example(copied), copied
     for fine in ("The factorial of 5 is 120.", "It returned to Paris.", "The search returned 3 results.", None, ""):
         assert not copied_example(fine), fine
@@ -239,6 +320,7 @@ def test_skipped_calls_count_items_that_needed_one():
     assert skipped_call({"kind": "simple_python", "bfcl": {"first": {"error_type": "no_call"}}})
     assert not skipped_call({"kind": "irrelevance", "bfcl": {"first": {"error_type": "no_call"}}})
     assert not skipped_call({"kind": "simple_python", "bfcl": {"first": {"error_type": "wrong_value"}}})
-    assert skipped_call({"needs_tools": True, "attempted": []}) and not skipped_call({"needs_tools": True,
-                                                                                      "attempted": ["f"]})
+    assert skipped_call({"needs_tools": True, "attempted": []}) and not skipped_call(
+        {"needs_tools": True, "attempted": ["f"]}
+    )
     assert not skipped_call({"needs_tools": True, "attempted": [], "stop_reason": "backend_error"})

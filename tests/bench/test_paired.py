@@ -1,4 +1,5 @@
 """Paired differences: exact McNemar, Newcombe's paired interval, pairing records and runs."""
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,7 @@ def test_exact_mcnemar_matches_the_binomial_test_by_hand():
     assert P.mcnemar_exact(1, 10) == pytest.approx(24 / 2048)
     assert P.mcnemar_exact(10, 1) == P.mcnemar_exact(1, 10)
     # 8 won, 6 lost: no difference
-    assert P.mcnemar_exact(8, 6) == pytest.approx(2 * sum(math.comb(14, i) for i in range(7)) / 2 ** 14)
+    assert P.mcnemar_exact(8, 6) == pytest.approx(2 * sum(math.comb(14, i) for i in range(7)) / 2**14)
     assert P.mcnemar_exact(0, 0) == 1.0 and P.mcnemar_exact(5, 5) == 1.0
     assert P.mcnemar_exact(0, 5) == pytest.approx(2 / 32)
     assert P.mcnemar_exact(0, 6) < 0.05 < P.mcnemar_exact(0, 5)
@@ -22,7 +23,7 @@ def test_exact_mcnemar_matches_the_binomial_test_by_hand():
 
 def test_newcombe_interval_holds_the_difference_and_mirrors():
     low, high = P.newcombe_interval(20, 8, 3, 19)
-    assert low < (8 - 3) / 50 < high and -1 <= low and high <= 1
+    assert low < (8 - 3) / 50 < high and low >= -1 and high <= 1
     m_low, m_high = P.newcombe_interval(20, 3, 8, 19)
     assert (m_low, m_high) == pytest.approx((-high, -low))
     # more items, same proportions: narrower
@@ -52,11 +53,17 @@ def record(task, mode, ok, repeat=0):
 
 
 def test_pair_counts_only_the_items_both_modes_ran():
-    records = [record("a", "text", True), record("a", "constrained", False),
-               record("b", "text", True), record("b", "constrained", True),
-               record("c", "text", False), record("c", "constrained", True),
-               record("d", "text", False), record("d", "constrained", False),
-               record("e", "text", True)]                       # constrained did not run e
+    records = [
+        record("a", "text", True),
+        record("a", "constrained", False),
+        record("b", "text", True),
+        record("b", "constrained", True),
+        record("c", "text", False),
+        record("c", "constrained", True),
+        record("d", "text", False),
+        record("d", "constrained", False),
+        record("e", "text", True),
+    ]  # constrained did not run e
     p = P.pair(records, "text", "constrained")
     assert (p.items, p.both, p.wins, p.losses, p.neither) == (4, 1, 1, 1, 1)
     assert p.right_a == 2 and p.right_b == 2 and p.difference == 0 and not p.real
@@ -81,7 +88,11 @@ def test_a_large_one_sided_difference_is_real():
 
 def test_mode_pairs_put_the_external_baseline_and_the_two_text_modes_first():
     pairs = P.mode_pairs(["text", "constrained", "native+fallback", "bfcl-prompt"])
-    assert pairs[:4] == [("text", "bfcl-prompt"), ("constrained", "bfcl-prompt"),
-                         ("native+fallback", "bfcl-prompt"), ("text", "constrained")]
+    assert pairs[:4] == [
+        ("text", "bfcl-prompt"),
+        ("constrained", "bfcl-prompt"),
+        ("native+fallback", "bfcl-prompt"),
+        ("text", "constrained"),
+    ]
     assert len(pairs) == 6 and len(set(pairs)) == 6
     assert P.mode_pairs(["text"]) == []

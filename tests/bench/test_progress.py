@@ -1,4 +1,5 @@
 """The progress display: plain lines with the ETA off a terminal, a tqdm bar that fits one on it."""
+
 from __future__ import annotations
 
 import io
@@ -23,13 +24,13 @@ def test_progress_bar_shows_eta():
 
 def test_progress_bar_on_a_terminal_fits_its_width():
     pytest.importorskip("tqdm")
-    import fcntl   # POSIX only
+    import fcntl  # POSIX only
     import pty
     import struct
     import termios
 
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 50, 0, 0))   # a 50-column terminal
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 50, 0, 0))  # a 50-column terminal
     chunks: list[bytes] = []
 
     def drain():
@@ -47,8 +48,14 @@ def test_progress_bar_on_a_terminal_fits_its_width():
     with os.fdopen(slave, "w") as stream:
         bar = Progress(57, stream=stream)
         for i in range(57):
-            bar.update({"mode": "native+fallback", "task": f"parallel-weather-and-time-{i}", "success": i % 3 == 0,
-                        "failure": "wrong_answer"})
+            bar.update(
+                {
+                    "mode": "native+fallback",
+                    "task": f"parallel-weather-and-time-{i}",
+                    "success": i % 3 == 0,
+                    "failure": "wrong_answer",
+                }
+            )
             time.sleep(0.003)
         bar.close()
     reader.join(5)

@@ -1,5 +1,6 @@
 """bench/proxy_client.py: the `proxy` mode, function calling asked of a real `textagent proxy` by the
 official openai client, in front of a scripted llama.cpp upstream (no model)."""
+
 from __future__ import annotations
 
 import json
@@ -13,11 +14,11 @@ pytest.importorskip("starlette")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "proxy"))
-from proxykit import proxy, said, upstream  # noqa: E402,F401 - fixtures
+from proxykit import proxy, said, upstream  # noqa: F401 - fixtures
 
-from textagent import Agent  # noqa: E402
-from textagent.bench.proxy_client import OpenAIClientChat, ProxyClientMode  # noqa: E402
-from textagent.toolkits import demo  # noqa: E402
+from textagent import Agent
+from textagent.bench.proxy_client import OpenAIClientChat, ProxyClientMode
+from textagent.toolkits import demo
 
 
 def test_an_fc_client_run_through_the_proxy(upstream, proxy):
@@ -33,10 +34,14 @@ def test_an_fc_client_run_through_the_proxy(upstream, proxy):
 
 
 def test_a_422_from_the_proxy_is_an_empty_reply_not_a_backend_error(upstream, proxy):
-    upstream.json("/completion", said("TOOL: nope"), repeat=True)   # never a valid call: the repairs run out
+    upstream.json("/completion", said("TOOL: nope"), repeat=True)  # never a valid call: the repairs run out
     backend = OpenAIClientChat(proxy.url)
-    reply = backend.chat([{"role": "user", "content": "Weather?"}], tools=demo.demo_tools().to_openai(),
-                         tool_choice="required", max_tokens=64)
+    reply = backend.chat(
+        [{"role": "user", "content": "Weather?"}],
+        tools=demo.demo_tools().to_openai(),
+        tool_choice="required",
+        max_tokens=64,
+    )
     assert reply.text == "" and reply.message == {"role": "assistant", "content": ""}
 
 
@@ -56,6 +61,7 @@ def test_bfcl_multi_turn_ground_truth_through_the_proxy_scores_right(upstream, p
         calls = _calls(item, list(turn))
         upstream.json("/completion", said("\n".join(render_call(ToolCall(n, a)) for n, a in calls)))
         upstream.json("/completion", said("ANSWER: done"))
-    out = run_multi_turn(item, "proxy", OpenAIClientChat(proxy.url), chat_format="chatml", settings=Settings(),
-                         options={})
+    out = run_multi_turn(
+        item, "proxy", OpenAIClientChat(proxy.url), chat_format="chatml", settings=Settings(), options={}
+    )
     assert out["error"] is None and out["success"], json.dumps(out["multi_turn"])[:500]

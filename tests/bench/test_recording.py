@@ -1,4 +1,5 @@
 """The backend wrapper that keeps every completion."""
+
 from __future__ import annotations
 
 from textagent.backends.scripted import ScriptedBackend

@@ -1,4 +1,5 @@
 """report.md / report.png rendering and the comparison of two runs."""
+
 from __future__ import annotations
 
 import builtins
@@ -6,14 +7,21 @@ import json
 
 import pytest
 
+from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import report as REP
 from textagent.bench.runner import EPISODES_FILE, ReferenceBackend, run_episode
-from textagent.backends.scripted import ScriptedBackend
 from textagent.bench.tasks import load_tasks
 
 SUITE = {t.id: t for t in load_tasks()}
-IDS = ["single-calc-mul", "single-weather-berlin", "notool-capital-france", "chain-calc-seed", "bare-is-prime",
-       "typed-currency", "distract-divide"]
+IDS = [
+    "single-calc-mul",
+    "single-weather-berlin",
+    "notool-capital-france",
+    "chain-calc-seed",
+    "bare-is-prime",
+    "typed-currency",
+    "distract-divide",
+]
 
 
 def make_run(path, *, broken=(), modes=("text", "baseline"), meta=None):
@@ -27,9 +35,16 @@ def make_run(path, *, broken=(), modes=("text", "baseline"), meta=None):
                 backend = ScriptedBackend(["ANSWER: no idea"]) if task.id in broken else good
                 record = run_episode(task, mode, backend, chat_format="chatml")
                 f.write(json.dumps(record) + "\n")
-    meta = {"modes": list(modes), "started": "2026-11-29T12:00:00+00:00", "model": "tiny", "planned": 99,
-            "machine": {"cpu": "Test CPU", "cores": 2, "system": "Linux", "python": "3.11"},
-            "command": "textagent bench --out x", "unavailable": {"native": "no mode= yet"}, **(meta or {})}
+    meta = {
+        "modes": list(modes),
+        "started": "2026-11-29T12:00:00+00:00",
+        "model": "tiny",
+        "planned": 99,
+        "machine": {"cpu": "Test CPU", "cores": 2, "system": "Linux", "python": "3.11"},
+        "command": "textagent bench --out x",
+        "unavailable": {"native": "no mode= yet"},
+        **(meta or {}),
+    }
     (path / REP.RUN_FILE).write_text(json.dumps(meta))
     return path
 
@@ -83,7 +98,7 @@ def _outline(text, renderer):
     # bottom right one, h * sin(angle) to its right, the rightmost
     anchor = np.array([box.x1 - h * s_, box.y1])
     corners = [(0, 0), (-w, 0), (-w, -h), (0, -h), (0, 0)]
-    return MPath([anchor + (x * c - y * s_, x * s_ + y * c) for x, y in corners])
+    return MPath([(*anchor, x * c - y * s_, x * s_ + y * c) for x, y in corners])
 
 
 def test_chart_labels_do_not_overlap(tmp_path, monkeypatch):
@@ -104,19 +119,22 @@ def test_chart_labels_do_not_overlap(tmp_path, monkeypatch):
     for ax in fig.axes[:3]:
         shapes = [_outline(t, renderer) for t in ax.get_xticklabels() if t.get_text()]
         assert len(shapes) == len(modes)
-        assert not any(a.intersects_path(b, filled=True) for i, a in enumerate(shapes) for b in shapes[i + 1:]), \
+        assert not any(a.intersects_path(b, filled=True) for i, a in enumerate(shapes) for b in shapes[i + 1 :]), (
             ax.get_title()
+        )
     success = fig.axes[0]
     percents = [t for t in success.texts if t.get_text().endswith("%")]
     tops = [max(seg[:, 1].max() for seg in c.get_segments()) for c in success.collections]  # error bar tops
-    top_of = [max(seg[:, 1].max() for seg in success.collections[0].get_segments()
-                  if abs(seg[0, 0] - x) < 0.01) for x in range(len(modes))]
+    top_of = [
+        max(seg[:, 1].max() for seg in success.collections[0].get_segments() if abs(seg[0, 0] - x) < 0.01)
+        for x in range(len(modes))
+    ]
     assert len(percents) == len(modes) and tops
-    for x, text in enumerate(percents):   # each percentage sits above its error bar
+    for x, text in enumerate(percents):  # each percentage sits above its error bar
         assert text.get_position()[1] > top_of[x] and text.get_va() == "bottom"
     cost = fig.axes[1]
     labels = [t.get_window_extent(renderer) for t in cost.texts]
-    assert not any(a.overlaps(b) for i, a in enumerate(labels) for b in labels[i + 1:])
+    assert not any(a.overlaps(b) for i, a in enumerate(labels) for b in labels[i + 1 :])
 
 
 def test_write_report_without_matplotlib_says_so(tmp_path, monkeypatch):
@@ -149,7 +167,7 @@ def test_compare_two_runs(tmp_path):
     text = REP.compare_runs(before, after)
     assert "## text" in text and "## baseline" in text
     assert "| metric | A | B | B − A |" in text
-    assert "+14.3 pp" in text            # 4/7 -> 5/7
+    assert "+14.3 pp" in text  # 4/7 -> 5/7
     assert "Better in B: `bare-is-prime`" in text and "`single-calc-mul`" in text
     assert "Worse in B: `distract-divide` (→ no_call)" in text
     assert "| no call where one was needed | 3 | 2 | -1 |" in text
@@ -176,7 +194,7 @@ def test_report_has_paired_differences_for_every_pair_of_modes(tmp_path):
     run = make_run(tmp_path / "run", modes=("text", "baseline"), meta={"modes": ["text", "baseline", "constrained"]})
     episodes = [json.loads(line) for line in (run / EPISODES_FILE).read_text().splitlines()]
     episodes += [{**r, "mode": "constrained"} for r in episodes if r["mode"] == "baseline"]
-    for r in episodes:    # text loses three tasks the others solve
+    for r in episodes:  # text loses three tasks the others solve
         if r["mode"] == "text" and r["task"] in ("bare-is-prime", "single-calc-mul", "typed-currency"):
             r["success"] = False
     (run / EPISODES_FILE).write_text("".join(json.dumps(r) + "\n" for r in episodes))
@@ -209,8 +227,19 @@ def test_malformed_records_and_run_json_are_named_and_skipped_not_tracebacks(tmp
 
     from textagent.bench.cli import main as bench_main
 
-    good = {"task": "t1", "mode": "text", "repeat": 0, "success": True, "steps": 1, "seconds": 1.0,
-            "usage": {"prompt_tokens": 5}, "checks": [], "calls": [], "attempted": [], "trace": []}
+    good = {
+        "task": "t1",
+        "mode": "text",
+        "repeat": 0,
+        "success": True,
+        "steps": 1,
+        "seconds": 1.0,
+        "usage": {"prompt_tokens": 5},
+        "checks": [],
+        "calls": [],
+        "attempted": [],
+        "trace": [],
+    }
     bad = [dict(good, task="t2", repeat="x"), dict(good, task="t3", steps="many"), dict(good, task="t4", usage=[1])]
     (tmp_path / "episodes.jsonl").write_text("\n".join(_json.dumps(r) for r in [good, *bad]) + "\n")
     (tmp_path / "run.json").write_text(_json.dumps({"modes": 5}))

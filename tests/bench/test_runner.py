@@ -1,5 +1,6 @@
 """The runner: JSONL per episode, traces, concurrency over slots, resume after an interruption,
 the baseline loop, mode availability, and the CLI against a scripted llama.cpp server."""
+
 from __future__ import annotations
 
 import _thread
@@ -12,14 +13,13 @@ import time
 import pytest
 
 from textagent.backends.scripted import ScriptedBackend
-from textagent.errors import BackendConnectionError
 from textagent.bench import cli
 from textagent.bench import runner as R
 from textagent.bench.tasks import load_tasks
-from textagent.bench.tools import Env, make_toolset
+from textagent.errors import BackendConnectionError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from httpfake import FakeServer, closed_port_url  # noqa: E402
+from httpfake import FakeServer, closed_port_url
 
 SUITE = load_tasks()
 BY_ID = {t.id: t for t in SUITE}
@@ -33,21 +33,41 @@ def reference_factory(tasks, calls=None):
         if calls is not None:
             calls.append((mode, slot, threading.current_thread().name))
         return backend, "chatml"
+
     return backend_for
 
 
 def test_run_bench_writes_one_json_line_per_episode_and_its_trace(tmp_path):
     calls = []
-    outcome = R.run_bench(SOME, ["text", "baseline"], tmp_path, workers=[R.Slot("u", 0), R.Slot("u", 1)],
-                          backend_for=reference_factory(SOME, calls), progress=False)
+    outcome = R.run_bench(
+        SOME,
+        ["text", "baseline"],
+        tmp_path,
+        workers=[R.Slot("u", 0), R.Slot("u", 1)],
+        backend_for=reference_factory(SOME, calls),
+        progress=False,
+    )
     assert not outcome.interrupted and outcome.skipped == 0 and len(outcome.records) == 8
     records = R.load_records(tmp_path)
     assert len(records) == 8
     for r in records:
-        assert {"task", "mode", "success", "stop_reason", "steps", "seconds", "usage", "format_errors",
-                "recovered", "native_decode_failures", "tool_errors", "failure", "trace"} <= set(r)
+        assert {
+            "task",
+            "mode",
+            "success",
+            "stop_reason",
+            "steps",
+            "seconds",
+            "usage",
+            "format_errors",
+            "recovered",
+            "native_decode_failures",
+            "tool_errors",
+            "failure",
+            "trace",
+        } <= set(r)
         assert r["trace"][0]["type"] == "start" and r["trace"][-1]["type"] == "result"
-        assert "trace_file" not in r   # the trace lives in the record only
+        assert "trace_file" not in r  # the trace lives in the record only
         assert r["slot"] in (0, 1)
     text = {r["task"]: r for r in records if r["mode"] == "text"}
     assert all(r["success"] for r in text.values())
@@ -60,8 +80,9 @@ def test_run_bench_writes_one_json_line_per_episode_and_its_trace(tmp_path):
 
 def test_episodes_are_pinned_to_their_slot():
     backend = ScriptedBackend(['TOOL: calculate ARGS: {"expression": "17*24"}', "ANSWER: 408"])
-    record = R.run_episode(BY_ID["single-calc-mul"], "text", backend, chat_format="chatml", slot=3,
-                           settings=R.Settings(seed=7), repeat=2)
+    record = R.run_episode(
+        BY_ID["single-calc-mul"], "text", backend, chat_format="chatml", slot=3, settings=R.Settings(seed=7), repeat=2
+    )
     assert record["success"]
     assert all(c["id_slot"] == 3 and c["seed"] == 9 and c["temperature"] == 0.0 for c in backend.calls)
     unpinned = ScriptedBackend(["ANSWER: Paris"])
@@ -88,9 +109,9 @@ def _resume_after_interruption(tmp_path):
 
     class Interrupting:
         def complete(self, prompt, **kw):
-            if len(finished) >= 3:             # Ctrl-C after three episodes, while a request is open
+            if len(finished) >= 3:  # Ctrl-C after three episodes, while a request is open
                 _thread.interrupt_main()
-                time.sleep(3)   # time for the main thread to take the interrupt, also on a loaded machine
+                time.sleep(3)  # time for the main thread to take the interrupt, also on a loaded machine
                 raise BackendConnectionError("connection dropped")
             return reference.complete(prompt, **kw)
 
@@ -106,9 +127,10 @@ def _resume_after_interruption(tmp_path):
 
     R.run_episode = counting
     try:
-        first = R.run_bench(tasks, ["text"], tmp_path, workers=[R.Slot("u", 0)], backend_for=backend_for,
-                            progress=False)
-    except KeyboardInterrupt:      # delivered after run_bench returned: still a clean stop
+        first = R.run_bench(
+            tasks, ["text"], tmp_path, workers=[R.Slot("u", 0)], backend_for=backend_for, progress=False
+        )
+    except KeyboardInterrupt:  # delivered after run_bench returned: still a clean stop
         first = None
     finally:
         R.run_episode = orig
@@ -116,8 +138,9 @@ def _resume_after_interruption(tmp_path):
     if first is not None:
         assert first.interrupted
     assert 3 <= len(kept) < 6 and all(r["success"] for r in kept)
-    second = R.run_bench(tasks, ["text"], tmp_path, workers=[R.Slot("u", 0)],
-                         backend_for=reference_factory(tasks), progress=False)
+    second = R.run_bench(
+        tasks, ["text"], tmp_path, workers=[R.Slot("u", 0)], backend_for=reference_factory(tasks), progress=False
+    )
     assert not second.interrupted and second.skipped == len(kept)
     done = R.load_records(tmp_path)
     assert sorted(r["task"] for r in done) == sorted(t.id for t in tasks)
@@ -131,8 +154,9 @@ def test_a_line_cut_off_by_a_crash_is_skipped_and_backend_errors_are_retried(tmp
     assert error["stop_reason"] == "backend_error"
     with open(tmp_path / R.EPISODES_FILE, "w") as f:
         f.write(json.dumps(good) + "\n" + json.dumps(error) + "\n" + '{"task": "cut off mid-wri')
-    outcome = R.run_bench(tasks, ["text"], tmp_path, workers=[R.Slot("u", None)],
-                          backend_for=reference_factory(tasks), progress=False)
+    outcome = R.run_bench(
+        tasks, ["text"], tmp_path, workers=[R.Slot("u", None)], backend_for=reference_factory(tasks), progress=False
+    )
     assert outcome.skipped == 1 and [r["task"] for r in outcome.records] == [tasks[1].id]
     lines = (tmp_path / R.EPISODES_FILE).read_text().splitlines()
     assert json.loads(lines[-1])["success"]
@@ -145,8 +169,7 @@ def test_a_harness_failure_is_recorded_not_raised(tmp_path):
     def broken(mode, slot):
         raise RuntimeError("no template")
 
-    outcome = R.run_bench(SUITE[:1], ["text"], tmp_path, workers=[R.Slot("u", 0)], backend_for=broken,
-                          progress=False)
+    outcome = R.run_bench(SUITE[:1], ["text"], tmp_path, workers=[R.Slot("u", 0)], backend_for=broken, progress=False)
     (record,) = outcome.records
     assert record["failure"] == "backend_error" and "no template" in record["error"]
 
@@ -163,7 +186,7 @@ def test_a_run_that_raises_keeps_its_steps_so_far_in_the_trace():
     assert record["stop_reason"] == "error" and "mode bug" in record["error"]
     assert [r["type"] for r in record["trace"]] == ["start", "step"]
     assert len({r["run"] for r in record["trace"]}) == 1
-    assert record["trace"][1]["stop_word"] is None   # text mode: the stop word of each reply
+    assert record["trace"][1]["stop_word"] is None  # text mode: the stop word of each reply
 
 
 def test_a_reply_cut_at_observation_is_a_hallucination_from_its_stop_word():
@@ -173,7 +196,7 @@ def test_a_reply_cut_at_observation_is_a_hallucination_from_its_stop_word():
     assert steps and all(s["stop_word"].startswith("OBSERVATION") for s in steps)
     assert record["hallucinated"]
     grammar = R.run_episode(task, "constrained", ScriptedBackend(["ANSWER: 20"]))
-    assert all("stop_word" not in r for r in grammar["trace"])   # grammar modes: no stop words
+    assert all("stop_word" not in r for r in grammar["trace"])  # grammar modes: no stop words
 
 
 def test_mode_availability():
@@ -223,20 +246,46 @@ def test_non_text_modes_reach_the_agent(monkeypatch):
 
 # -- the command line ------------------------------------------------------------------------------
 
+
 def test_cli_runs_against_a_llama_cpp_server_and_resumes(tmp_path, capsys):
     out = tmp_path / "run"
     with FakeServer() as srv:
         srv.json("/props", {"total_slots": 1, "model_path": "/m/tiny.gguf"}, repeat=True)
         srv.json("/health", {"status": "ok"}, repeat=True)
-        for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408",
-                     'TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408"):
-            srv.json("/completion", {"content": text, "stop_type": "eos", "tokens_evaluated": 600,
-                                     "tokens_predicted": 12, "timings": {"prompt_n": 50, "cache_n": 550}})
-        argv = ["--modes", "text,baseline", "--endpoint", srv.url, "--chat-format", "chatml",
-                "--only", "single-calc-mul", "--concurrency", "3", "--out", str(out), "--no-progress"]
+        for text in (
+            'TOOL: calculate ARGS: {"expression": "17 * 24"}',
+            "ANSWER: 408",
+            'TOOL: calculate ARGS: {"expression": "17 * 24"}',
+            "ANSWER: 408",
+        ):
+            srv.json(
+                "/completion",
+                {
+                    "content": text,
+                    "stop_type": "eos",
+                    "tokens_evaluated": 600,
+                    "tokens_predicted": 12,
+                    "timings": {"prompt_n": 50, "cache_n": 550},
+                },
+            )
+        argv = [
+            "--modes",
+            "text,baseline",
+            "--endpoint",
+            srv.url,
+            "--chat-format",
+            "chatml",
+            "--only",
+            "single-calc-mul",
+            "--concurrency",
+            "3",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         assert cli.main(argv) == 0
         bodies = srv.bodies("/completion")
-        assert len(bodies) == 4 and all(b["id_slot"] == 0 for b in bodies)   # 3 asked, the server has 1 slot
+        assert len(bodies) == 4 and all(b["id_slot"] == 0 for b in bodies)  # 3 asked, the server has 1 slot
         err = capsys.readouterr().err
         assert "has 1 slots" in err
         meta = json.loads((out / "run.json").read_text())
@@ -255,10 +304,19 @@ def test_cli_runs_against_a_llama_cpp_server_and_resumes(tmp_path, capsys):
         assert cli.main([*argv, "--resume", "--reply-tokens", "64"]) == 2
         assert "reply_tokens: 256 -> 64" in capsys.readouterr().err
         # --resume with another mode adds it to the run: modes, commands and the plan are merged
-        srv.json("/completion", {"content": 'TOOL: calculate ARGS: {"expression": "17 * 24"}', "stop_type": "eos",
-                                 "tokens_evaluated": 600, "tokens_predicted": 12})
-        srv.json("/completion", {"content": "ANSWER: 408", "stop_type": "eos", "tokens_evaluated": 600,
-                                 "tokens_predicted": 12})
+        srv.json(
+            "/completion",
+            {
+                "content": 'TOOL: calculate ARGS: {"expression": "17 * 24"}',
+                "stop_type": "eos",
+                "tokens_evaluated": 600,
+                "tokens_predicted": 12,
+            },
+        )
+        srv.json(
+            "/completion",
+            {"content": "ANSWER: 408", "stop_type": "eos", "tokens_evaluated": 600, "tokens_predicted": 12},
+        )
         more = [a if a != "text,baseline" else "constrained" for a in argv]
         assert cli.main([*more, "--resume"]) == 0
         meta = json.loads((out / "run.json").read_text())
@@ -287,8 +345,19 @@ def test_cli_usage_errors(tmp_path, capsys):
 def test_cli_refuses_a_dead_endpoint_before_running_any_episode(tmp_path, capsys):
     with FakeServer() as srv:
         srv.json("/health", {"error": {"code": 500, "message": "kaput"}}, status=500)
-        argv = ["--modes", "text", "--endpoint", srv.url, "--chat-format", "chatml", "--only", "single-calc-mul",
-                "--out", str(tmp_path / "a"), "--no-progress"]
+        argv = [
+            "--modes",
+            "text",
+            "--endpoint",
+            srv.url,
+            "--chat-format",
+            "chatml",
+            "--only",
+            "single-calc-mul",
+            "--out",
+            str(tmp_path / "a"),
+            "--no-progress",
+        ]
         assert cli.main(argv) == 7
         assert [r.path for r in srv.requests] == ["/health"]
     err = capsys.readouterr().err
@@ -302,11 +371,24 @@ def test_cli_runs_on_ollama(tmp_path, capsys, monkeypatch):
     with FakeServer() as srv:
         srv.json("/api/version", {"version": "0.5.0"})
         for text in ('TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 408"):
-            srv.json("/api/generate", {"response": text, "done": True, "done_reason": "stop",
-                                       "prompt_eval_count": 50, "eval_count": 9})
+            srv.json(
+                "/api/generate",
+                {"response": text, "done": True, "done_reason": "stop", "prompt_eval_count": 50, "eval_count": 9},
+            )
         monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{srv.port}")
-        argv = ["--modes", "text", "--api", "ollama", "--model", "qwen2.5-coder:0.5b", "--only", "single-calc-mul",
-                "--out", str(tmp_path / "o"), "--no-progress"]
+        argv = [
+            "--modes",
+            "text",
+            "--api",
+            "ollama",
+            "--model",
+            "qwen2.5-coder:0.5b",
+            "--only",
+            "single-calc-mul",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-progress",
+        ]
         assert cli.main(argv) == 0
         bodies = srv.bodies("/api/generate")
         assert len(bodies) == 2 and bodies[0]["model"] == "qwen2.5-coder:0.5b" and "id_slot" not in bodies[0]
@@ -318,9 +400,20 @@ def test_cli_check_suite(tmp_path, capsys):
     assert cli.main(["--check-suite"]) == 0
     assert f"{len(SUITE)}/{len(SUITE)} tasks" in capsys.readouterr().out
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"id": "x", "question": "2+2?", "tools": ["calculate"],
-                                "check": {"type": "numeric", "value": 4}, "reference": ["ANSWER: 5"]}) + "\n"
-                    + json.dumps({"id": "y", "question": "3?", "tools": [], "check": {"type": "answered"}}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "id": "x",
+                "question": "2+2?",
+                "tools": ["calculate"],
+                "check": {"type": "numeric", "value": 4},
+                "reference": ["ANSWER: 5"],
+            }
+        )
+        + "\n"
+        + json.dumps({"id": "y", "question": "3?", "tools": [], "check": {"type": "answered"}})
+        + "\n"
+    )
     assert cli.main(["--check-suite", "--tasks", str(path)]) == 1
     text = capsys.readouterr().out
     assert "x: FAILED (wrong_answer)" in text and "y: no reference" in text
@@ -347,8 +440,11 @@ def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
 
         def run(self, task):
             step = Step(1, '{"name": "calculate", "arguments": {"expression": "hello"}}')
-            step.facts = NativeFacts("content", decode_failure="json",
-                                     content_calls=[{"name": "calculate", "arguments": {"expression": "hello"}}])
+            step.facts = NativeFacts(
+                "content",
+                decode_failure="json",
+                content_calls=[{"name": "calculate", "arguments": {"expression": "hello"}}],
+            )
             return Result('{"name": "calculate", "arguments": {"expression": "hello"}}', "answer", [step], Usage(), 0.1)
 
     monkeypatch.setattr(R, "Agent", NativeAgent)
@@ -366,7 +462,7 @@ def test_sigterm_ends_the_run_like_ctrl_c():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), _signal.SIGTERM)
             time.sleep(1)
-    assert _signal.getsignal(_signal.SIGTERM) is before   # the handler it found is back
+    assert _signal.getsignal(_signal.SIGTERM) is before  # the handler it found is back
 
 
 def test_the_mode_that_goes_first_turns_with_each_task():
@@ -384,7 +480,7 @@ def test_all_examples_are_the_same_for_every_question_of_a_tool_set():
         backend = ScriptedBackend(["ANSWER: done"])
         R.run_episode(question_task, "text", backend, settings=R.Settings(examples=examples))
         prompt = backend.prompts[0]
-        return prompt[:prompt.rindex(question_task.question)]
+        return prompt[: prompt.rindex(question_task.question)]
 
     by_tools: dict = {}
     for t in SUITE:
@@ -414,8 +510,12 @@ def test_stream_makes_the_text_modes_stream_and_stop_early():
             return Completion(text, "stop", usage=Usage(prompt_tokens=5, completion_tokens=len(text)))
 
     task = next(t for t in SUITE if t.id == "single-calc-mul")
-    backend = Streaming(['TOOL: calculate ARGS: {"expression": "17 * 24"}\nThe result will be 408, I think.',
-                         "ANSWER: 17 times 24 is 408."])
+    backend = Streaming(
+        [
+            'TOOL: calculate ARGS: {"expression": "17 * 24"}\nThe result will be 408, I think.',
+            "ANSWER: 17 times 24 is 408.",
+        ]
+    )
     record = R.run_episode(task, "text", backend, settings=R.Settings(stream=True))
     assert record["success"] and backend.options[0]["stream"] is True and "on_text" in backend.options[0]
     first = next(s for s in record["trace"] if s.get("type") == "step")
@@ -427,11 +527,17 @@ def test_stream_makes_the_text_modes_stream_and_stop_early():
 
 def test_a_tasks_modes_run_one_after_another_on_one_slot(tmp_path):
     def backend_for(mode, slot):
-        time.sleep(0.05)    # both workers busy at once: the old queue split a task's modes between them
+        time.sleep(0.05)  # both workers busy at once: the old queue split a task's modes between them
         return R.ReferenceBackend(SOME), "chatml"
 
-    outcome = R.run_bench(SOME[:4], ["text", "baseline"], tmp_path, workers=[R.Slot("u", 0), R.Slot("u", 1)],
-                          backend_for=backend_for, progress=False)
+    outcome = R.run_bench(
+        SOME[:4],
+        ["text", "baseline"],
+        tmp_path,
+        workers=[R.Slot("u", 0), R.Slot("u", 1)],
+        backend_for=backend_for,
+        progress=False,
+    )
     by_task = {}
     for record in outcome.records:
         by_task.setdefault(record["task"], set()).add(record["slot"])
@@ -439,8 +545,14 @@ def test_a_tasks_modes_run_one_after_another_on_one_slot(tmp_path):
 
 
 def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, caplog):
-    first = R.run_bench(SOME[:2], ["text"], tmp_path, workers=[R.Slot("u", 0)],
-                        backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"), progress=False)
+    first = R.run_bench(
+        SOME[:2],
+        ["text"],
+        tmp_path,
+        workers=[R.Slot("u", 0)],
+        backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"),
+        progress=False,
+    )
     assert len(first.records) == 2
     path = tmp_path / R.EPISODES_FILE
     lines = path.read_bytes().splitlines(keepends=True)
@@ -449,8 +561,14 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
     with caplog.at_level("WARNING", logger="textagent.bench"):
         assert [r["task"] for r in R.load_records(tmp_path)] == [first.records[0]["task"]]
     assert "skipped a record that is not whole" in caplog.text
-    again = R.run_bench(SOME[:2], ["text"], tmp_path, workers=[R.Slot("u", 0)],
-                        backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"), progress=False)
+    again = R.run_bench(
+        SOME[:2],
+        ["text"],
+        tmp_path,
+        workers=[R.Slot("u", 0)],
+        backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"),
+        progress=False,
+    )
     assert again.skipped == 1 and [r["task"] for r in again.records] == [first.records[1]["task"]]
     assert len(R.load_records(tmp_path)) == 2
 
@@ -473,7 +591,7 @@ def test_native_modes_get_no_placeholder_examples_unless_the_ablation_asks(tmp_p
     from textagent.bench.bfcl.tasks import bfcl_tasks
 
     fetch_wheel()
-    task = bfcl_tasks("bfcl:simple_python")[1]   # tools without examples of their own
+    task = bfcl_tasks("bfcl:simple_python")[1]  # tools without examples of their own
     for ablation, roles in ((False, ["system", "user"]), (True, None)):
         chat = Chat()
         R.run_episode(task, "native", chat, settings=R.Settings(native_examples=ablation))

@@ -1,5 +1,6 @@
 """The llama-server settings benchmark: config product, arguments, aggregation, the table, burners,
 failure rows; one tiny config on a real server (integration)."""
+
 from __future__ import annotations
 
 import json
@@ -13,12 +14,19 @@ from textagent.bench.server_settings import Config, Measurement, Row
 
 
 def timing(prompt_n=500, prompt_ms=2000.0, predicted_n=64, predicted_ms=3200.0, cache_n=0):
-    return {"prompt_n": prompt_n, "prompt_ms": prompt_ms, "prompt_per_second": prompt_n / prompt_ms * 1000,
-            "predicted_n": predicted_n, "predicted_ms": predicted_ms,
-            "predicted_per_second": predicted_n / predicted_ms * 1000, "cache_n": cache_n}
+    return {
+        "prompt_n": prompt_n,
+        "prompt_ms": prompt_ms,
+        "prompt_per_second": prompt_n / prompt_ms * 1000,
+        "predicted_n": predicted_n,
+        "predicted_ms": predicted_ms,
+        "predicted_per_second": predicted_n / predicted_ms * 1000,
+        "cache_n": cache_n,
+    }
 
 
 # -- configs and arguments ----------------------------------------------------------------------
+
 
 def test_configs_are_the_product_threads_outermost():
     got = ss.configs([1, 2], [0, 50], [1, 2, 4])
@@ -41,8 +49,24 @@ def test_default_arguments_are_the_full_matrix():
 
 
 def test_comma_lists_load_out_and_rounds():
-    args = ss.parse_args(["--threads", "2", "--poll", "0, 50,100", "--parallel", "1,4,4", "--cache-reuse", "0,256",
-                          "--load", "0,2", "--rounds", "3", "--out", "x/t.md"])
+    args = ss.parse_args(
+        [
+            "--threads",
+            "2",
+            "--poll",
+            "0, 50,100",
+            "--parallel",
+            "1,4,4",
+            "--cache-reuse",
+            "0,256",
+            "--load",
+            "0,2",
+            "--rounds",
+            "3",
+            "--out",
+            "x/t.md",
+        ]
+    )
     assert args.threads == [2] and args.poll == [0, 50, 100] and args.parallel == [1, 4]
     assert args.cache_reuse == [0, 256] and args.load == [0, 2] and args.rounds == 3 and args.out == Path("x/t.md")
 
@@ -56,8 +80,17 @@ def test_quick_is_smaller_and_explicit_options_win():
     assert ss.parse_args(["--quick", "--rounds", "2"]).rounds == 2
 
 
-@pytest.mark.parametrize("argv", [["--threads", "0"], ["--threads", "a,b"], ["--parallel", ","], ["--poll", "101"],
-                                  ["--rounds", "0"], ["--load", "-1"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--threads", "0"],
+        ["--threads", "a,b"],
+        ["--parallel", ","],
+        ["--poll", "101"],
+        ["--rounds", "0"],
+        ["--load", "-1"],
+    ],
+)
 def test_bad_arguments_exit_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         ss.parse_args(argv)
@@ -72,6 +105,7 @@ def test_json_path_is_beside_the_table_and_never_the_table():
 
 # -- prompts ------------------------------------------------------------------------------------
 
+
 def test_prompts_start_with_their_nonce_and_share_no_body():
     a, b = ss.make_prompt("aaa111", 500), ss.make_prompt("bbb222", 500)
     assert a.startswith("Request aaa111.") and b.startswith("Request bbb222.")
@@ -83,6 +117,7 @@ def test_prompts_start_with_their_nonce_and_share_no_body():
 
 
 # -- aggregation --------------------------------------------------------------------------------
+
 
 def test_one_slot_rates_are_llama_cpp_s_own():
     m = Measurement(5.3, [timing(500, 2000, 64, 3200)], [5.25])
@@ -116,8 +151,9 @@ def test_without_reply_times_the_longest_phases_are_used():
 
 
 def test_row_is_the_median_over_rounds():
-    rounds = [Measurement(w, [timing(500, p, 64, g)], [w]) for w, p, g in ((5, 2000, 3200), (9, 4000, 6400),
-                                                                           (6, 2500, 3200))]
+    rounds = [
+        Measurement(w, [timing(500, p, 64, g)], [w]) for w, p, g in ((5, 2000, 3200), (9, 4000, 6400), (6, 2500, 3200))
+    ]
     row = ss.summarize(Config(2, 50, 1), 0, rounds)
     assert row.numbers["prompt_tps"] == pytest.approx(200.0)
     assert row.numbers["gen_tps"] == pytest.approx(20.0)
@@ -129,14 +165,17 @@ def test_row_is_the_median_over_rounds():
 
 # -- the table ----------------------------------------------------------------------------------
 
+
 def test_table_has_a_row_per_config_and_machine_and_failures_say_so():
     ok = ss.summarize(Config(2, 50, 2, 0), 0, [Measurement(6.0, [timing(), timing()], [5.2, 5.2])])
     loaded = ss.summarize(Config(2, 50, 2, 0), 2, [Measurement(9.0, [timing(), timing()], [8.0, 8.0])])
     failed = Row(Config(1, 0, 4, 256), 2, note="server failed to start: LocalServerError: boom | x\ny")
     table = ss.render_table([ok, loaded, failed])
     lines = table.splitlines()
-    assert lines[0] == ("| machine | threads | poll | parallel | cache-reuse | prompt tok/s | gen tok/s | "
-                        "gen tok/s per slot | batch s | note |")
+    assert lines[0] == (
+        "| machine | threads | poll | parallel | cache-reuse | prompt tok/s | gen tok/s | "
+        "gen tok/s per slot | batch s | note |"
+    )
     assert len(lines) == 5
     assert all(line.count("|") == len(ss.COLUMNS) + 1 for line in lines)
     assert lines[2].startswith("| idle | 2 | 50 | 2 | 0 | 500.0 | 40.0 | 20.0 | 6.0 |")
@@ -151,15 +190,20 @@ def test_main_writes_the_table_and_the_raw_json(monkeypatch, tmp_path, capsys):
 
     monkeypatch.setattr(ss, "measure_config", fake_measure)
     out = tmp_path / "res" / "settings.md"
-    code = ss.main(["--threads", "1,2", "--poll", "0", "--parallel", "1", "--load", "0,2", "--rounds", "1",
-                    "--out", str(out)])
+    code = ss.main(
+        ["--threads", "1,2", "--poll", "0", "--parallel", "1", "--load", "0,2", "--rounds", "1", "--out", str(out)]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert printed.count("| idle |") == 2 and printed.count("| loaded(2) |") == 2
     assert out.read_text().strip() == printed.strip()
     raw = json.loads((tmp_path / "res" / "settings.json").read_text())
-    assert len(raw["rows"]) == 4 and raw["rows"][0]["config"] == {"threads": 1, "poll": 0, "parallel": 1,
-                                                                     "cache_reuse": 0}
+    assert len(raw["rows"]) == 4 and raw["rows"][0]["config"] == {
+        "threads": 1,
+        "poll": 0,
+        "parallel": 1,
+        "cache_reuse": 0,
+    }
     assert raw["rows"][1]["machine"] == "loaded(2)" and raw["rows"][0]["numbers"]["prompt_n"] == 500
 
 
@@ -217,6 +261,7 @@ def test_a_timeout_is_a_row_and_the_server_is_stopped(monkeypatch):
 
 # -- burners ------------------------------------------------------------------------------------
 
+
 def test_burners_burn_and_are_always_killed():
     with pytest.raises(RuntimeError), ss.burners(2) as procs:
         assert len(procs) == 2 and all(p.is_alive() for p in procs)
@@ -228,6 +273,7 @@ def test_burners_burn_and_are_always_killed():
 
 
 # -- a real server ------------------------------------------------------------------------------
+
 
 @pytest.mark.integration
 def test_one_tiny_config_on_the_real_server():
@@ -242,8 +288,17 @@ def test_one_tiny_config_on_the_real_server():
     if not _verified(model_path("smollm2"), MODELS["smollm2"]):
         _unavailable("model smollm2 is not cached; run `textagent models fetch smollm2`")
     started = time.perf_counter()
-    rows = ss.measure_config(Config(1, 0, 2), [0], model="smollm2", ctx_size=512, rounds=1, prompt_tokens=64,
-                             n_predict=4, timeout=60, startup_timeout=60)
+    rows = ss.measure_config(
+        Config(1, 0, 2),
+        [0],
+        model="smollm2",
+        ctx_size=512,
+        rounds=1,
+        prompt_tokens=64,
+        n_predict=4,
+        timeout=60,
+        startup_timeout=60,
+    )
     assert len(rows) == 1 and rows[0].note == "", rows[0].note
     n = rows[0].numbers
     assert n["predicted_n"] == 8 and 2 * 48 <= n["prompt_n"] <= 2 * 80 and n["cache_n"] == 0

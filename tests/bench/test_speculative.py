@@ -1,4 +1,5 @@
 """The speculative-decoding measurement: configs, server arguments, the table (no server here)."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,20 +29,36 @@ def test_main_refuses_an_unknown_config(capsys):
 
 
 def reply(task, text, seconds, n=50, ms=2000.0, drafted=0, accepted=0, ok=True):
-    return S.ReplyStats(task, text, ok, seconds, predicted_n=n, predicted_ms=ms, prompt_n=400, prompt_ms=4000,
-                        draft_n=drafted, draft_accepted=accepted)
+    return S.ReplyStats(
+        task,
+        text,
+        ok,
+        seconds,
+        predicted_n=n,
+        predicted_ms=ms,
+        prompt_n=400,
+        prompt_ms=4000,
+        draft_n=drafted,
+        draft_accepted=accepted,
+    )
 
 
 def test_table_compares_every_config_with_the_first():
     none = S.ConfigResult("none", [], [reply("a", "TOOL: f", 8.0), reply("b", "TOOL: g", 6.0, ok=False)])
-    draft = S.ConfigResult("draft:3", ["--spec-type", "draft-simple", "-md", "/x/small.gguf"],
-                           [reply("a", "TOOL: f", 4.0, ms=1000, drafted=60, accepted=45),
-                            reply("b", "TOOL: h", 3.0, ms=1000, drafted=40, accepted=30)])
+    draft = S.ConfigResult(
+        "draft:3",
+        ["--spec-type", "draft-simple", "-md", "/x/small.gguf"],
+        [
+            reply("a", "TOOL: f", 4.0, ms=1000, drafted=60, accepted=45),
+            reply("b", "TOOL: h", 3.0, ms=1000, drafted=40, accepted=30),
+        ],
+    )
     broken = S.ConfigResult("ngram-mod", ["--spec-type", "ngram-mod"], [], error="server did not start: boom")
     table = S.render_table([none, draft, broken])
     rows = table.splitlines()
     assert rows[2].startswith("| none | `—` | 25.0 | 100.0 | 7.00 | 1.00× | — | 1/2 | 2/2 |")
     # twice as fast, 75 % of 100 drafted tokens accepted, one reply changed, the model's path shortened
-    assert rows[3] == ("| draft:3 | `--spec-type draft-simple -md small.gguf` | 50.0 | 100.0 | 3.50 | 2.00× | "
-                       "75% of 100 | 2/2 | 1/2 |")
+    assert rows[3] == (
+        "| draft:3 | `--spec-type draft-simple -md small.gguf` | 50.0 | 100.0 | 3.50 | 2.00× | 75% of 100 | 2/2 | 1/2 |"
+    )
     assert "server did not start: boom" in rows[4]

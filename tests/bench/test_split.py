@@ -6,6 +6,7 @@ that question: this test measures the closeness (Jaccard overlap of the content 
 example shown with the shipped tools against every test question, and fails above THRESHOLD,
 printing the closest pairs.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,9 +18,81 @@ from textagent.toolkits.demo import DEMO_EXAMPLES
 
 THRESHOLD = 0.3
 # Words that say nothing about what a question asks (English; the suite is English).
-STOP = frozenset("""a an the is are was were be been it its of in on at to for from by with and or but if then than so
-what whats which who whom how many much do does did can could would should will shall i me my you your we our they
-them their this that these there here please tell give get right now current currently use using tool s""".split())
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "than",
+        "so",
+        "what",
+        "whats",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "many",
+        "much",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "i",
+        "me",
+        "my",
+        "you",
+        "your",
+        "we",
+        "our",
+        "they",
+        "them",
+        "their",
+        "this",
+        "that",
+        "these",
+        "there",
+        "here",
+        "please",
+        "tell",
+        "give",
+        "get",
+        "right",
+        "now",
+        "current",
+        "currently",
+        "use",
+        "using",
+        "tool",
+        "s",
+    ]
+)
 
 
 def content_words(text: str) -> set[str]:
@@ -41,8 +114,10 @@ def test_every_kind_is_in_both_splits_and_about_half_is_test():
 
 def test_no_worked_example_is_close_to_a_test_question():
     tests = [t for t in load_tasks() if t.split == "test"]
-    pairs = sorted(((overlap(e.task, t.question), e.task, t.id, t.question)
-                    for e in (*DEMO_EXAMPLES, *EXAMPLES) for t in tests), reverse=True)
+    pairs = sorted(
+        ((overlap(e.task, t.question), e.task, t.id, t.question) for e in (*DEMO_EXAMPLES, *EXAMPLES) for t in tests),
+        reverse=True,
+    )
     close = [p for p in pairs if p[0] >= THRESHOLD]
     report = "\n".join(f"{score:.2f}  {example!r} ~ {tid}: {question!r}" for score, example, tid, question in pairs[:8])
     assert not close, f"worked examples too close to test questions (>= {THRESHOLD}); closest pairs:\n{report}"
@@ -50,8 +125,12 @@ def test_no_worked_example_is_close_to_a_test_question():
 
 def test_the_measure_catches_a_paraphrase():
     assert overlap("Is 221 a prime number?", "Is 97 a prime number?") >= THRESHOLD
-    assert overlap("How many warnings did the search service log today?",
-                   "How many errors did the payments service log today?") >= THRESHOLD
+    assert (
+        overlap(
+            "How many warnings did the search service log today?", "How many errors did the payments service log today?"
+        )
+        >= THRESHOLD
+    )
     assert overlap("What is the opposite of 'hot'?", "What is the capital of France?") < THRESHOLD
 
 

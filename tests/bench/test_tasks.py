@@ -1,4 +1,5 @@
 """The task file format, the shipped suite, the checkers and the bench tools (no model)."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ from textagent.bench.runner import check_suite
 from textagent.bench.tools import Env, make_toolset
 from textagent.protocol import ToolCall
 
-
 # -- the shipped suite ------------------------------------------------------------------------
+
 
 def test_shipped_suite_has_every_kind_and_at_least_40_tasks():
     suite = T.load_tasks()
@@ -36,14 +37,23 @@ def test_seed_scenarios_are_in_the_suite():
 
 def test_a_wrong_reference_fails_its_checks():
     task = next(t for t in T.load_tasks() if t.id == "chain-tokyo-light-seed")
-    wrong = T.Task(task.id, task.question, task.tools, task.checks, task.kind, task.max_steps, task.setup,
-                   reference=(task.reference[0], task.reference[1], "ANSWER: 250, and the light is off."))
-    (_, record), = check_suite([wrong])
+    wrong = T.Task(
+        task.id,
+        task.question,
+        task.tools,
+        task.checks,
+        task.kind,
+        task.max_steps,
+        task.setup,
+        reference=(task.reference[0], task.reference[1], "ANSWER: 250, and the light is off."),
+    )
+    ((_, record),) = check_suite([wrong])
     assert not record["success"]
     assert {c["type"] for c in record["checks"] if not c["ok"]} == {"calls", "state"}
 
 
 # -- file format --------------------------------------------------------------------------------
+
 
 def _write(tmp_path, *lines):
     path = tmp_path / "tasks.jsonl"
@@ -61,17 +71,20 @@ def test_load_user_file_with_header_and_blank_lines(tmp_path):
     assert not task.needs_tools and not task.needs_no_tool
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", "tasks.jsonl:1: not valid JSON"),
-    ({**GOOD, "tools": ["nope"]}, "unknown tools nope"),
-    ({**GOOD, "check": {"type": "vibes"}}, "each check needs a \"type\""),
-    ({**GOOD, "check": {"type": "numeric"}}, "needs 'value', 'values' or 'only'"),
-    ({**GOOD, "check": {"type": "regex", "pattern": "("}}, "bad regex"),
-    ({**GOOD, "check": {"type": "calls", "calls": [{}]}}, "a call spec needs"),
-    ({**GOOD, "max_steps": 0}, "'max_steps' must be a positive integer"),
-    ({"id": "x", "question": "q"}, "missing 'tools'"),
-    ({"format": "textagent-bench", "version": 99}, "newer than this textagent understands"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", "tasks.jsonl:1: not valid JSON"),
+        ({**GOOD, "tools": ["nope"]}, "unknown tools nope"),
+        ({**GOOD, "check": {"type": "vibes"}}, 'each check needs a "type"'),
+        ({**GOOD, "check": {"type": "numeric"}}, "needs 'value', 'values' or 'only'"),
+        ({**GOOD, "check": {"type": "regex", "pattern": "("}}, "bad regex"),
+        ({**GOOD, "check": {"type": "calls", "calls": [{}]}}, "a call spec needs"),
+        ({**GOOD, "max_steps": 0}, "'max_steps' must be a positive integer"),
+        ({"id": "x", "question": "q"}, "missing 'tools'"),
+        ({"format": "textagent-bench", "version": 99}, "newer than this textagent understands"),
+    ],
+)
 def test_bad_task_files_name_the_line(tmp_path, line, message):
     path = _write(tmp_path, line, GOOD)
     with pytest.raises(T.TaskFileError, match=message.replace("(", r"\(").replace("+", r"\+")):
@@ -94,26 +107,30 @@ def test_module_function_tools_are_allowed_when_asked_for(tmp_path):
     assert set(tools) == {"calculate", "multiply"}
 
 
-@pytest.mark.parametrize("extra", [{"tools": ["os:system"]}, {"mcp": ["python -m some_server"]},
-                                   {"mcp": [["python", "server.py"]]}])
+@pytest.mark.parametrize(
+    "extra", [{"tools": ["os:system"]}, {"mcp": ["python -m some_server"]}, {"mcp": [["python", "server.py"]]}]
+)
 def test_a_task_file_that_names_code_to_run_is_refused_by_default(tmp_path, extra):
     path = _write(tmp_path, {**GOOD, **extra})
     with pytest.raises(T.TaskFileError, match="names code to run .* --allow-imports"):
         T.load_tasks(path)
-    assert T.load_tasks(_write(tmp_path, {**GOOD, "mcp": ["http://127.0.0.1:9/mcp"]}))   # a URL runs nothing here
+    assert T.load_tasks(_write(tmp_path, {**GOOD, "mcp": ["http://127.0.0.1:9/mcp"]}))  # a URL runs nothing here
 
 
-@pytest.mark.parametrize("bad, words", [
-    ({"setup": [1]}, "'setup' must be an object"),
-    ({"setup": {"lights": {"kitchen": "on"}}}, "'setup' must be an object"),
-    ({"check": {"type": "state", "lights": 5}}, "'lights' must be an object of room: true/false"),
-    ({"check": {"type": "contains", "all": 5}}, "'all' must be a list of strings"),
-    ({"check": {"type": "numeric", "value": "abc"}}, "'value' must be a number"),
-    ({"check": {"type": "numeric", "values": []}}, "'values' must be a non-empty list of numbers"),
-    ({"check": {"type": "numeric", "value": 3, "tol": -1}}, "'tol' must be a number >= 0"),
-    ({"check": {"type": "not_called", "tools": "calculate"}}, "'tools' must be a list of tool names"),
-    ({"check": {"type": "regex", "pattern": 5}}, "'pattern' must be a string"),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ({"setup": [1]}, "'setup' must be an object"),
+        ({"setup": {"lights": {"kitchen": "on"}}}, "'setup' must be an object"),
+        ({"check": {"type": "state", "lights": 5}}, "'lights' must be an object of room: true/false"),
+        ({"check": {"type": "contains", "all": 5}}, "'all' must be a list of strings"),
+        ({"check": {"type": "numeric", "value": "abc"}}, "'value' must be a number"),
+        ({"check": {"type": "numeric", "values": []}}, "'values' must be a non-empty list of numbers"),
+        ({"check": {"type": "numeric", "value": 3, "tol": -1}}, "'tol' must be a number >= 0"),
+        ({"check": {"type": "not_called", "tools": "calculate"}}, "'tools' must be a list of tool names"),
+        ({"check": {"type": "regex", "pattern": 5}}, "'pattern' must be a string"),
+    ],
+)
 def test_malformed_setup_and_checks_are_refused_when_the_file_is_loaded(tmp_path, bad, words):
     with pytest.raises(T.TaskFileError, match=re.escape(words)):
         T.load_tasks(_write(tmp_path, {**GOOD, **bad}))
@@ -121,24 +138,32 @@ def test_malformed_setup_and_checks_are_refused_when_the_file_is_loaded(tmp_path
 
 # -- checkers -------------------------------------------------------------------------------------
 
+
 def out(answer="", calls=(), attempted=None, lights=None, answered=True):
     calls = [dict(c) for c in calls]
-    return T.Outcome(answer=answer, answered=answered, calls=calls,
-                     attempted=attempted if attempted is not None else [c["name"] for c in calls],
-                     state={"lights": lights or {}})
+    return T.Outcome(
+        answer=answer,
+        answered=answered,
+        calls=calls,
+        attempted=attempted if attempted is not None else [c["name"] for c in calls],
+        state={"lights": lights or {}},
+    )
 
 
 def check(spec, outcome):
     return T.run_check(spec, outcome)
 
 
-@pytest.mark.parametrize("text, numbers", [
-    ("1,234.5 and -2", [1234.5, -2.0]),
-    ("It is 87.8°F, or $875.00", [87.8, 875.0]),
-    ("order O-5000 costs 59.90", [5000.0, 59.9]),
-    ("25*10=250", [25.0, 10.0, 250.0]),
-    ("no numbers", []),
-])
+@pytest.mark.parametrize(
+    "text, numbers",
+    [
+        ("1,234.5 and -2", [1234.5, -2.0]),
+        ("It is 87.8°F, or $875.00", [87.8, 875.0]),
+        ("order O-5000 costs 59.90", [5000.0, 59.9]),
+        ("25*10=250", [25.0, 10.0, 250.0]),
+        ("no numbers", []),
+    ],
+)
 def test_numbers_in_text(text, numbers):
     assert T.numbers_in(text) == numbers
 
@@ -146,7 +171,7 @@ def test_numbers_in_text(text, numbers):
 def test_numeric_checker_only_allows_the_listed_numbers():
     only = {"type": "numeric", "only": [22, 11, 16.5]}
     assert check(only, out("Lisbon (22 °C) is warmer than London (11 °C).")).ok
-    assert check(only, out("Lisbon is warmer.")).ok                    # no number at all
+    assert check(only, out("Lisbon is warmer.")).ok  # no number at all
     result = check(only, out("Lisbon is at 11 °C and London at 27 °C; their average is 19 °C."))
     assert not result.ok and result.detail == "numbers [27.0, 19.0] are none of [22, 11, 16.5]"
     both = check({"type": "numeric", "value": 22, "only": [22, 11]}, out("London is at 11 °C."))
@@ -180,8 +205,13 @@ def test_call_checkers_match_distinct_successful_calls():
     paris = {"name": "get_weather", "args": {"city": "paris"}, "ok": True, "output": "{}"}
     tokyo = {"name": "get_weather", "args": {"city": "Tokyo"}, "ok": True, "output": "{}"}
     failed = {"name": "get_weather", "args": {"city": "Tokyo"}, "ok": False, "output": "ERROR", "error": "tool_error"}
-    two = {"type": "calls", "calls": [{"name": "get_weather", "args": {"city": "Paris"}},
-                                      {"name": "get_weather", "args": {"city": "Tokyo"}}]}
+    two = {
+        "type": "calls",
+        "calls": [
+            {"name": "get_weather", "args": {"city": "Paris"}},
+            {"name": "get_weather", "args": {"city": "Tokyo"}},
+        ],
+    }
     assert check(two, out(calls=[tokyo, paris])).ok
     assert not check(two, out(calls=[paris, failed])).ok
     same_twice = {"type": "calls", "calls": [{"name": "get_weather"}, {"name": "get_weather"}]}
@@ -211,14 +241,17 @@ def test_success_needs_a_final_answer():
     assert not ok and results[0].ok
 
 
-@pytest.mark.parametrize("calls, expected", [
-    ([], "no_call"),
-    ([{"name": "get_weather", "args": {"city": "Paris"}, "ok": True}], "invalid_args"),
-    ([{"name": "get_weather", "args": "Tokyo!", "ok": False, "error": "bad_arguments"}], "invalid_args"),
-    ([{"name": "get_weather", "args": {"city": "Tokyo"}, "ok": False, "error": "tool_error"}], "no_call"),
-    ([{"name": "search_web", "args": {"query": "tokyo"}, "ok": True}], "wrong_tool"),
-    ([{"name": "get_weather", "args": {"city": "Tokyo"}, "ok": True}], None),
-])
+@pytest.mark.parametrize(
+    "calls, expected",
+    [
+        ([], "no_call"),
+        ([{"name": "get_weather", "args": {"city": "Paris"}, "ok": True}], "invalid_args"),
+        ([{"name": "get_weather", "args": "Tokyo!", "ok": False, "error": "bad_arguments"}], "invalid_args"),
+        ([{"name": "get_weather", "args": {"city": "Tokyo"}, "ok": False, "error": "tool_error"}], "no_call"),
+        ([{"name": "search_web", "args": {"query": "tokyo"}, "ok": True}], "wrong_tool"),
+        ([{"name": "get_weather", "args": {"city": "Tokyo"}, "ok": True}], None),
+    ],
+)
 def test_diagnose_missing_calls(calls, expected):
     specs = [{"name": "get_weather", "args": {"city": "Tokyo"}}]
     assert T.diagnose_calls(specs, calls) == expected
@@ -234,6 +267,7 @@ def test_diagnosis_uses_a_maximum_matching():
 
 
 # -- bench tools ----------------------------------------------------------------------------------
+
 
 def test_envs_are_isolated_and_the_clock_is_frozen():
     a, b = Env(lights={"kitchen": True}), Env()
@@ -260,7 +294,7 @@ def test_demo_tools_keep_their_descriptions():
     assert all({c[0] for c in e.calls} <= set(tools) for e in tools.examples)
     full = make_toolset(["calculate", "get_time", "get_weather", "multiply", "toggle_light"], Env())
     assert full.examples == demo.DEMO_EXAMPLES
-    assert make_toolset(["search_web"], Env()).examples == ()   # nothing fits: the agent builds a placeholder
+    assert make_toolset(["search_web"], Env()).examples == ()  # nothing fits: the agent builds a placeholder
 
 
 def test_stock_tool_fails_once_per_episode():
@@ -275,8 +309,11 @@ def test_stock_tool_fails_once_per_episode():
 
 def test_long_outputs_are_truncated_but_keep_the_answer():
     tools = make_toolset(["read_manual", "list_orders", "read_log"], Env())
-    for call in (ToolCall("read_manual", {"product": "X200"}), ToolCall("list_orders", {"customer_id": "C-1001"}),
-                 ToolCall("read_log", {"service": "payments"})):
+    for call in (
+        ToolCall("read_manual", {"product": "X200"}),
+        ToolCall("list_orders", {"customer_id": "C-1001"}),
+        ToolCall("read_log", {"service": "payments"}),
+    ):
         outcome = tools.execute(call, limit=4000)
         assert outcome.ok and "[truncated" in outcome.output, call
     assert "4200 mAh" in tools.execute(ToolCall("read_manual", {"product": "X200"}), limit=4000).output
@@ -284,8 +321,12 @@ def test_long_outputs_are_truncated_but_keep_the_answer():
 
 def test_typed_tools_validate_enums():
     tools = make_toolset(["convert_currency", "book_table", "convert_units"], Env())
-    assert "40000" in tools.execute(ToolCall("convert_currency", {"amount": 250, "from_currency": "EUR",
-                                                                   "to_currency": "JPY"})).output
+    assert (
+        "40000"
+        in tools.execute(
+            ToolCall("convert_currency", {"amount": 250, "from_currency": "EUR", "to_currency": "JPY"})
+        ).output
+    )
     bad = tools.execute(ToolCall("book_table", {"restaurant": "X", "people": 2, "time": "7pm"}))
     assert not bad.ok and bad.error == "bad_arguments" and "19:00" in bad.output
     wrong_dim = tools.execute(ToolCall("convert_units", {"value": 1, "from_unit": "km", "to_unit": "kg"}))
@@ -301,12 +342,19 @@ def test_a_task_may_name_mcp_servers_for_its_tools(tmp_path):
     from textagent.bench.tools import MCP_POOL
 
     server = [sys.executable, str(Path(__file__).resolve().parents[1] / "tools" / "mcp_server.py")]
-    task = T.parse_task({"id": "mcp-add", "question": "What is 2 + 40?", "tools": ["calculate"], "mcp": [server],
-                       "check": {"type": "numeric", "value": 42}})
+    task = T.parse_task(
+        {
+            "id": "mcp-add",
+            "question": "What is 2 + 40?",
+            "tools": ["calculate"],
+            "mcp": [server],
+            "check": {"type": "numeric", "value": 42},
+        }
+    )
     assert task.mcp == (tuple(server),) and task.to_dict()["mcp"] == [server]
     try:
         record = run_episode(task, "text", ScriptedBackend(['TOOL: add ARGS: {"a": 2, "b": 40}', "ANSWER: 42"]))
-        again = run_episode(task, "text", ScriptedBackend(["ANSWER: 42"]))   # the same server, started once
+        again = run_episode(task, "text", ScriptedBackend(["ANSWER: 42"]))  # the same server, started once
     finally:
         MCP_POOL.close()
     assert record["success"] and record["calls"][0]["name"] == "add" and record["calls"][0]["output"] == "42"

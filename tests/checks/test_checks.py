@@ -1,4 +1,5 @@
 """The checks protocol: loading checks by name, what a check is, what it sees of a run."""
+
 import sys
 import types
 

@@ -1,4 +1,5 @@
 """Constrained mode: the text protocol under the tool set's GBNF grammar."""
+
 from __future__ import annotations
 
 import sys
@@ -6,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from textagent.backends.base import Capabilities
-
 from textagent import Agent, ChatAsTextBackend, LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
+from textagent.backends.base import Capabilities
 from textagent.backends.scripted import ScriptedBackend
 from textagent.cli import main
 from textagent.errors import ModeNotSupported
@@ -17,7 +17,7 @@ from textagent.modes import ConstrainedMode
 from textagent.toolkits import demo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from gbnfkit import Grammar  # noqa: E402
+from gbnfkit import Grammar
 
 CALC = 'TOOL: calculate ARGS: {"expression": "17 * 24"}'
 
@@ -56,11 +56,15 @@ def test_a_reply_cut_short_is_still_fed_back():
     assert result.ok and result.format_errors == 1
 
 
-@pytest.mark.parametrize("make", [
-    lambda url: OllamaBackend(url, model="m"),
-    lambda url: OpenAICompletionsBackend(url),
-    lambda url: ChatAsTextBackend(url),
-], ids=["ollama", "completions", "chat"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda url: OllamaBackend(url, model="m"),
+        lambda url: OpenAICompletionsBackend(url),
+        lambda url: ChatAsTextBackend(url),
+    ],
+    ids=["ollama", "completions", "chat"],
+)
 def test_backends_without_a_grammar_are_refused_when_the_agent_is_built(make):
     with pytest.raises(ModeNotSupported, match="constrained.*grammar"):
         Agent(make("http://127.0.0.1:9"), demo.demo_tools(), mode="constrained")
@@ -72,18 +76,39 @@ def test_backends_that_say_they_cannot_are_refused():
 
 
 def test_openai_backends_with_a_grammar_field_send_it(fake_server):
-    fake_server.json("/v1/completions", {"choices": [{"text": "ANSWER: ok", "finish_reason": "stop"}],
-                                         "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
+    fake_server.json(
+        "/v1/completions",
+        {
+            "choices": [{"text": "ANSWER: ok", "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+        },
+    )
     backend = OpenAICompletionsBackend(fake_server.url, grammar_field="grammar")
     assert Agent(backend, demo.demo_tools(), mode="constrained").run("q").answer == "ok"
     assert fake_server.bodies("/v1/completions")[0]["grammar"] == reply_grammar(demo.demo_tools())
 
 
 def test_llamacpp_request_carries_the_grammar(fake_server):
-    fake_server.json("/completion", {"content": CALC, "stop_type": "eos", "tokens_predicted": 12,
-                                     "tokens_evaluated": 400, "timings": {"prompt_n": 400, "predicted_n": 12}})
-    fake_server.json("/completion", {"content": "ANSWER: 408", "stop_type": "eos", "tokens_predicted": 4,
-                                     "tokens_evaluated": 430, "timings": {"prompt_n": 30, "predicted_n": 4}})
+    fake_server.json(
+        "/completion",
+        {
+            "content": CALC,
+            "stop_type": "eos",
+            "tokens_predicted": 12,
+            "tokens_evaluated": 400,
+            "timings": {"prompt_n": 400, "predicted_n": 12},
+        },
+    )
+    fake_server.json(
+        "/completion",
+        {
+            "content": "ANSWER: 408",
+            "stop_type": "eos",
+            "tokens_predicted": 4,
+            "tokens_evaluated": 430,
+            "timings": {"prompt_n": 30, "predicted_n": 4},
+        },
+    )
     result = Agent(LlamaCppBackend(fake_server.url), demo.demo_tools(), mode="constrained").run("q")
     assert result.ok and result.usage.completion_tokens == 16 and result.usage.prompt_evaluated == 430
     body = fake_server.bodies("/completion")[0]
@@ -95,11 +120,12 @@ def test_cli_grammar_prints_the_grammar(capsys):
     assert capsys.readouterr().out == reply_grammar(demo.demo_tools())
     assert main(["grammar", "--tools", "calculate,get_time", "--max-calls", "1", "--max-thoughts", "0"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith('root ::= (calls | answer)\ncalls ::= call calls-end?\n') and "multiply" not in out
+    assert out.startswith("root ::= (calls | answer)\ncalls ::= call calls-end?\n") and "multiply" not in out
     Grammar.parse(out)
 
 
 def test_cli_refuses_constrained_mode_on_ollama(capsys):
-    code = main(["run", "--endpoint", "http://127.0.0.1:9", "--api", "ollama", "--model", "m", "--mode", "constrained",
-                 "q"])
+    code = main(
+        ["run", "--endpoint", "http://127.0.0.1:9", "--api", "ollama", "--model", "m", "--mode", "constrained", "q"]
+    )
     assert code == 1 and "needs a backend that sends a GBNF grammar" in capsys.readouterr().err

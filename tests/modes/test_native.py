@@ -1,11 +1,12 @@
 """Native mode: the server's function calling, recorded honestly, with the agent's limits."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from textagent import Agent, ChatAsTextBackend, LlamaCppBackend, OllamaBackend, STOP_REASONS
+from textagent import STOP_REASONS, Agent, LlamaCppBackend, OllamaBackend
 from textagent.backends.base import Capabilities, Completion, Usage
 from textagent.cli import main
 from textagent.errors import BackendConnectionError, ModeNotSupported
@@ -40,16 +41,26 @@ class FakeChat:
         self.requests: list[dict] = []
 
     def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
-        self.requests.append({"messages": json.loads(json.dumps(messages)), "tools": tools,
-                              "tool_choice": tool_choice, "max_tokens": max_tokens, **options})
+        self.requests.append(
+            {
+                "messages": json.loads(json.dumps(messages)),
+                "tools": tools,
+                "tool_choice": tool_choice,
+                "max_tokens": max_tokens,
+                **options,
+            }
+        )
         if len(self.requests) > len(self.messages):
             raise BackendConnectionError("script exhausted")
         m = self.messages[len(self.requests) - 1]
         if isinstance(m, Exception):
             raise m
-        return Completion(m.get("content") or "", "stop", usage=Usage(prompt_tokens=100, prompt_evaluated=20,
-                                                                      prompt_cached=80, completion_tokens=10),
-                          message=m)
+        return Completion(
+            m.get("content") or "",
+            "stop",
+            usage=Usage(prompt_tokens=100, prompt_evaluated=20, prompt_cached=80, completion_tokens=10),
+            message=m,
+        )
 
     def complete(self, prompt, **kw):  # never used in native mode
         raise AssertionError("native mode must not call complete()")
@@ -64,12 +75,17 @@ def run(messages, mode="native", **kw):
 
 # -- the happy path ----------------------------------------------------------------------------
 
+
 def test_seed_calc_with_tool_calls():
-    result, backend = run([
-        msg(None, [call("calculate", '{"expression": "17 * 24"}', id="c1")]),
-        msg(None, [call("calculate", '{"expression": "408 + 100"}', id="c2")]),
-        msg("17 × 24 = 408, plus 100 is 508."),
-    ], temperature=0.0, seed=1)
+    result, backend = run(
+        [
+            msg(None, [call("calculate", '{"expression": "17 * 24"}', id="c1")]),
+            msg(None, [call("calculate", '{"expression": "408 + 100"}', id="c2")]),
+            msg("17 × 24 = 408, plus 100 is 508."),
+        ],
+        temperature=0.0,
+        seed=1,
+    )
     assert result.ok and result.answer == "17 × 24 = 408, plus 100 is 508." and result.mode == "native"
     assert [o.output for s in result.steps for o in s.outcomes] == ["408", "508"]
     assert [s.details["native"] for s in result.steps] == ["tool_calls", "tool_calls", "content"]
@@ -91,7 +107,7 @@ def test_the_conversation_starts_with_a_native_example_and_the_task():
     assert messages[-1] == {"role": "user", "content": "THE TASK"}
     assistant = [m for m in messages if m["role"] == "assistant" and m.get("tool_calls")]
     tools = [m for m in messages if m["role"] == "tool"]
-    shown = demo.demo_tools().examples_for("THE TASK")   # the examples most like the task
+    shown = demo.demo_tools().examples_for("THE TASK")  # the examples most like the task
     assert assistant and len(tools) == sum(len(e.calls) for e in shown)
     assert [m["content"] for m in messages if m["role"] == "user"][:-1] == [e.task for e in shown]
     assert tools[0]["tool_call_id"] == assistant[0]["tool_calls"][0]["id"]
@@ -107,15 +123,17 @@ def test_example_calls_that_do_not_wait_for_each_other_come_in_one_assistant_tur
     assert grouped, "the Sydney/New York example is shown as one turn with two tool calls"
     at = messages.index(grouped[0])
     ids = [c["id"] for c in grouped[0]["tool_calls"]]
-    assert [m.get("tool_call_id") for m in messages[at + 1:at + 3]] == ids
+    assert [m.get("tool_call_id") for m in messages[at + 1 : at + 3]] == ids
 
 
 def test_several_calls_in_one_reply_and_missing_ids():
-    result, backend = run([
-        msg("", [call("multiply", '{"a": 25, "b": 10}'), call("toggle_light", {"room": "kitchen", "on": False})]),
-        msg("250; the light is off."),
-    ])
-    assert [o.output for o in result.steps[0].outcomes][0] == "250" and result.steps[0].outcomes[1].ok
+    result, backend = run(
+        [
+            msg("", [call("multiply", '{"a": 25, "b": 10}'), call("toggle_light", {"room": "kitchen", "on": False})]),
+            msg("250; the light is off."),
+        ]
+    )
+    assert next(o.output for o in result.steps[0].outcomes) == "250" and result.steps[0].outcomes[1].ok
     ids = [c.id for c in result.steps[0].calls]
     assert ids == ["call_1_1", "call_1_2"] and "tool_call_ids" not in result.steps[0].details
     sent = backend.requests[1]["messages"]
@@ -128,27 +146,34 @@ def test_several_calls_in_one_reply_and_missing_ids():
 FENCED = '```json\n{\n  "name": "calculate",\n  "arguments": {\n    "expression": "17 * 24 + 100"\n  }\n}\n```'
 
 
-@pytest.mark.parametrize("content,kind,calls", [
-    (FENCED, "fenced_json", [("calculate", {"expression": "17 * 24 + 100"})]),
-    ('{"name": "get_weather", "arguments": {"city": "Paris"}}', "json", [("get_weather", {"city": "Paris"})]),
-    ('I will call it: {"name": "multiply", "parameters": {"a": 1, "b": 2}}', "json", [("multiply", {"a": 1, "b": 2})]),
-    ('<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>', "tool_call_tag", [("get_time", {})]),
-    ('[{"function": {"name": "get_time", "arguments": "{}"}}]', "json", [("get_time", "{}")]),
-    ('```json\n{"city": "Paris"}\n```', "fenced_json", [("get_weather", {"city": "Paris"})]),  # bare arguments
-    ('TOOL: calculate ARGS: {"expression": "1+1"}', "text_protocol", [("calculate", {"expression": "1+1"})]),
-    ("TOOL: calculate ARGS: {oops", "text_protocol", []),
-    ('{"name": "calculate", "arguments": {"expression": "x"…: oops"}}', "invalid_json", []),
-    ("It is 508.", None, []),
-    ('The result is {"total": 508}.', None, []),
-    ("```python\nprint(17 * 24)\n```", None, []),
-])
+@pytest.mark.parametrize(
+    "content,kind,calls",
+    [
+        (FENCED, "fenced_json", [("calculate", {"expression": "17 * 24 + 100"})]),
+        ('{"name": "get_weather", "arguments": {"city": "Paris"}}', "json", [("get_weather", {"city": "Paris"})]),
+        (
+            'I will call it: {"name": "multiply", "parameters": {"a": 1, "b": 2}}',
+            "json",
+            [("multiply", {"a": 1, "b": 2})],
+        ),
+        ('<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>', "tool_call_tag", [("get_time", {})]),
+        ('[{"function": {"name": "get_time", "arguments": "{}"}}]', "json", [("get_time", "{}")]),
+        ('```json\n{"city": "Paris"}\n```', "fenced_json", [("get_weather", {"city": "Paris"})]),  # bare arguments
+        ('TOOL: calculate ARGS: {"expression": "1+1"}', "text_protocol", [("calculate", {"expression": "1+1"})]),
+        ("TOOL: calculate ARGS: {oops", "text_protocol", []),
+        ('{"name": "calculate", "arguments": {"expression": "x"…: oops"}}', "invalid_json", []),
+        ("It is 508.", None, []),
+        ('The result is {"total": 508}.', None, []),
+        ("```python\nprint(17 * 24)\n```", None, []),
+    ],
+)
 def test_content_that_looks_like_a_call(content, kind, calls):
     assert content_calls(content, demo.demo_tools()) == (kind, calls)
 
 
 def test_a_decode_failure_is_recorded_and_not_repaired(tmp_path):
     path = tmp_path / "t.jsonl"
-    result, backend = run([msg(FENCED)], trace=path)
+    result, _backend = run([msg(FENCED)], trace=path)
     step = result.steps[0]
     assert result.stop_reason == "answer" and result.answer == FENCED  # what native mode really does
     assert step.details["native"] == "content" and step.details["decode_failure"] == "fenced_json"
@@ -166,8 +191,10 @@ def test_native_fallback_reads_the_content_with_the_text_parser():
     assert first.details["decode_failure"] == "fenced_json" and first.details["fallback"] is True
     assert [o.output for o in first.outcomes] == ["508"]
     sent = backend.requests[1]["messages"]
-    assert sent[-2]["tool_calls"][0]["function"] == {"name": "calculate",
-                                                     "arguments": '{"expression": "17 * 24 + 100"}'}
+    assert sent[-2]["tool_calls"][0]["function"] == {
+        "name": "calculate",
+        "arguments": '{"expression": "17 * 24 + 100"}',
+    }
     assert sent[-1]["role"] == "tool" and sent[-1]["content"] == "508"
     assert result.decode_failures == 1  # still counted: the server did not decode it
 
@@ -179,11 +206,19 @@ def test_fallback_leaves_unreadable_content_as_the_answer():
 
 
 def test_arguments_that_are_not_json_become_an_error_observation():
-    result, backend = run([
-        msg("", [call("calculate", '{"expression": "17 * 24"', id="a"), call("get_time", "", id="b"),
-                 call("multiply", "[1, 2]", id="c")]),
-        msg("sorry"),
-    ])
+    result, backend = run(
+        [
+            msg(
+                "",
+                [
+                    call("calculate", '{"expression": "17 * 24"', id="a"),
+                    call("get_time", "", id="b"),
+                    call("multiply", "[1, 2]", id="c"),
+                ],
+            ),
+            msg("sorry"),
+        ]
+    )
     outcomes = result.steps[0].outcomes
     assert [o.ok for o in outcomes] == [False, True, False]
     assert outcomes[0].error == "bad_arguments" and "not a JSON object" in outcomes[0].output
@@ -202,6 +237,7 @@ def test_unknown_tool_and_bad_arguments_get_the_retry_hint():
 
 # -- limits and stop reasons --------------------------------------------------------------------------
 
+
 def test_empty_replies_are_format_errors():
     result, backend = run([msg(""), msg(""), msg("")])
     assert result.stop_reason == "format_errors" and result.format_errors == 3
@@ -209,11 +245,13 @@ def test_empty_replies_are_format_errors():
     assert "empty" in backend.requests[1]["messages"][-1]["content"]
 
 
-@pytest.mark.parametrize("kw,reason", [({"max_steps": 2}, "max_steps"), ({"max_tokens": 250}, "token_budget"),
-                                       ({"max_seconds": 0}, "time_limit")])
+@pytest.mark.parametrize(
+    "kw,reason",
+    [({"max_steps": 2}, "max_steps"), ({"max_tokens": 250}, "token_budget"), ({"max_seconds": 0}, "time_limit")],
+)
 def test_same_limits_as_the_text_modes(kw, reason):
     forever = [msg("", [call("get_time", "{}")])] * 10
-    result, backend = run(forever, **kw)
+    result, _backend = run(forever, **kw)
     assert result.stop_reason == reason
 
 
@@ -237,13 +275,14 @@ CHAT = "/v1/chat/completions"
 
 
 def chat_reply(message, finish="stop"):
-    return {"choices": [{"message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 700, "completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 650}}}
+    return {
+        "choices": [{"message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 700, "completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 650}},
+    }
 
 
 def test_over_http_with_a_llamacpp_backend_on_the_same_server(fake_server):
-    fake_server.json(CHAT, chat_reply(msg(None, [call("calculate", '{"expression": "17*24"}', id="q1")]),
-                                      "tool_calls"))
+    fake_server.json(CHAT, chat_reply(msg(None, [call("calculate", '{"expression": "17*24"}', id="q1")]), "tool_calls"))
     fake_server.json(CHAT, chat_reply(msg("408")))
     result = Agent(LlamaCppBackend(fake_server.url), demo.demo_tools(), mode="native").run("17*24?")
     assert result.ok and result.answer == "408" and result.usage.prompt_cached == 1300
@@ -265,15 +304,15 @@ def test_cli_run_native_against_the_chat_endpoint(fake_server, capsys):
     summary = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and summary["mode"] == "native" and summary["decode_failures"] == 1
     assert "native decode failure" in err
-    assert fake_server.bodies(CHAT)[0]["tools"]       # the CLI asked the chat endpoint, with the tools
-    assert not fake_server.bodies("/completion")      # ... and not the text endpoint
+    assert fake_server.bodies(CHAT)[0]["tools"]  # the CLI asked the chat endpoint, with the tools
+    assert not fake_server.bodies("/completion")  # ... and not the text endpoint
 
 
 def test_sampling_options_and_the_server_slot_are_forwarded():
     _, backend = run([msg("done")], temperature=0.0, seed=7, id_slot=1, stream=True)
     request = backend.requests[0]
     assert (request["temperature"], request["seed"], request["id_slot"]) == (0.0, 7, 1)
-    assert "stream" not in request      # completion-only options stay out of the chat request
+    assert "stream" not in request  # completion-only options stay out of the chat request
     _, backend = run([msg("done")])
     assert "id_slot" not in backend.requests[0]
 
@@ -292,14 +331,17 @@ class _Picky:
 
 
 def test_checks_run_in_native_mode_as_in_the_text_modes_in_native_words():
-    result, backend = run([msg("", [call("calculate", '{"expression": "2 + 2"}', "c1")]), msg("4"), msg("It is 4.")],
-                          checks=[_Picky()])
+    result, backend = run(
+        [msg("", [call("calculate", '{"expression": "2 + 2"}', "c1")]), msg("4"), msg("It is 4.")], checks=[_Picky()]
+    )
     assert result.ok and result.answer == "It is 4." and result.sent_back("picky") == 1
     second = backend.requests[1]["messages"]
     assert second[-2] == {"role": "tool", "tool_call_id": "c1", "name": "calculate", "content": "4\nnoted calculate"}
     assert second[-1] == {"role": "user", "content": "step"}
     assert backend.requests[2]["messages"][-1] == {
-        "role": "user", "content": "Your reply was empty. Call a tool, or reply with the final answer in words. (native)"}
+        "role": "user",
+        "content": "Your reply was empty. Call a tool, or reply with the final answer in words. (native)",
+    }
 
 
 def test_deeply_nested_tool_call_arguments_are_a_call_error_not_a_crash():
@@ -309,8 +351,9 @@ def test_deeply_nested_tool_call_arguments_are_a_call_error_not_a_crash():
     outcome = result.steps[0].outcomes[0]
     assert not outcome.ok and "nested too deeply" in outcome.output
     assert result.stop_reason == "answer"
-    result, _ = run([msg(content=json.dumps({"name": "calculate", "arguments": deep})), msg("done")],
-                    mode="native+fallback")
+    result, _ = run(
+        [msg(content=json.dumps({"name": "calculate", "arguments": deep})), msg("done")], mode="native+fallback"
+    )
     assert result.stop_reason == "answer"
 
 
@@ -324,7 +367,7 @@ def test_too_many_tool_calls_in_one_reply_are_refused_in_one_user_message():
     sent = backend.requests[1]["messages"]
     assistant = next(m for m in sent if m.get("tool_calls") and m["tool_calls"][0]["id"] == "c0")
     assert [c["id"] for c in assistant["tool_calls"]] == ["c0", "c1", "c2"]
-    tail = sent[sent.index(assistant) + 1:]
+    tail = sent[sent.index(assistant) + 1 :]
     assert [m["role"] for m in tail] == ["tool", "tool", "tool", "user"] and "37" in tail[-1]["content"]
 
 

@@ -1,9 +1,9 @@
 """Text mode: the default, and its early stop at the first complete call while streaming."""
+
 from __future__ import annotations
 
-import re
-
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -40,7 +40,7 @@ class StreamingBackend:
         on_text = options.get("on_text")
         text, tokens = "", 0
         for i in range(0, len(full), self.piece):
-            text += full[i:i + self.piece]
+            text += full[i : i + self.piece]
             tokens += 1
             if on_text is not None and on_text(text):
                 return Completion(text, "early_stop", usage=Usage(prompt_tokens=10, completion_tokens=tokens))
@@ -49,25 +49,29 @@ class StreamingBackend:
 
 # -- where a reply is complete ------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,complete", [
-    (CALC, True),
-    ("Thought: multiply first.\n" + CALC, True),
-    ("TOOL: get_time", False),                           # an ARGS line may follow
-    ("TOOL: get_time\n", False),
-    ("TOOL: get_time\n\nThat is all.", True),             # a prose line cannot be ARGS
-    ('TOOL: get_time\nARGS: {"timezone": "UTC"}', True),
-    ("TOOL: calculate ARGS:", False),                    # the object may start on the next line
-    ("TOOL: calculate ARGS:\n```json", False),
-    ('TOOL: calculate ARGS:\n```json\n{"expression": "1"}', True),
-    ('TOOL: calculate ARGS: {\n  "expression": "1 +', False),  # open object (multi-line JSON)
-    ('TOOL: calculate ARGS: {\n  "expression": "1 + 1"', False),
-    ('TOOL: calculate ARGS: {\n  "expression": "1 + 1"\n}', True),
-    ('TOOL: calculate ARGS: {"expression": 17 * 24}', False),  # does not parse: let the model finish
-    ("TOOL: calculate(expression=", False),
-    ("ANSWER: 408", False),                              # answers run to the end of the reply
-    ("Just prose", False),
-    (CALC + "\nOBSERVATION: 408", True),
-])
+
+@pytest.mark.parametrize(
+    "text,complete",
+    [
+        (CALC, True),
+        ("Thought: multiply first.\n" + CALC, True),
+        ("TOOL: get_time", False),  # an ARGS line may follow
+        ("TOOL: get_time\n", False),
+        ("TOOL: get_time\n\nThat is all.", True),  # a prose line cannot be ARGS
+        ('TOOL: get_time\nARGS: {"timezone": "UTC"}', True),
+        ("TOOL: calculate ARGS:", False),  # the object may start on the next line
+        ("TOOL: calculate ARGS:\n```json", False),
+        ('TOOL: calculate ARGS:\n```json\n{"expression": "1"}', True),
+        ('TOOL: calculate ARGS: {\n  "expression": "1 +', False),  # open object (multi-line JSON)
+        ('TOOL: calculate ARGS: {\n  "expression": "1 + 1"', False),
+        ('TOOL: calculate ARGS: {\n  "expression": "1 + 1"\n}', True),
+        ('TOOL: calculate ARGS: {"expression": 17 * 24}', False),  # does not parse: let the model finish
+        ("TOOL: calculate(expression=", False),
+        ("ANSWER: 408", False),  # answers run to the end of the reply
+        ("Just prose", False),
+        (CALC + "\nOBSERVATION: 408", True),
+    ],
+)
 def test_complete_calls(text, complete):
     assert (complete_calls(text, demo.demo_tools()) is not None) is complete
 
@@ -110,18 +114,18 @@ def _watch(text, tools, piece):
 _STOP_CASES = [
     "Thought: the tool calls here come next.\nI will use a tool.\n" + CALC + "\nOBSERVATION: 1",
     "TOOL: get_time\n\n\nTOOL: get_time\n\nARGS: {}\nmore\n",
-    "TOOL: calculate ARGS:\n\n```json\n{\n\"expression\": \"1\"\n}\n```\nafter\n",
+    'TOOL: calculate ARGS:\n\n```json\n{\n"expression": "1"\n}\n```\nafter\n',
     'TOOL: calculate ARGS: {\n"expression":\n"1"}\nok\n',
-    'TOOL: calculate ARGS: {\n"expression": "1"\nTOOL: get_time\nx\n',       # never closed: an error
-    'TOOL: calculate ARGS: {"expression": 17 * 24}\n' + CALC + "\nx\n",      # an error before a call
+    'TOOL: calculate ARGS: {\n"expression": "1"\nTOOL: get_time\nx\n',  # never closed: an error
+    'TOOL: calculate ARGS: {"expression": 17 * 24}\n' + CALC + "\nx\n",  # an error before a call
     "ANSWER: 1\nARGS: {}\nstill the answer\n" + CALC + "\nx\n",
     "```\nANSWER: 1\n```\ntool: get_time\n\n> TOOL: get_time ARGS:\n> {\n> }\nx\n",
     "I use no tools.\n" * 5 + "OBSERVATION: x\n" + CALC + "\n",
     CALC + "\r\nOBSERVATION\r\n",
-    "TOOL: get_time\n   \n\t\nARGS: {\"timezone\": \"UTC\"}\n\n",
+    'TOOL: get_time\n   \n\t\nARGS: {"timezone": "UTC"}\n\n',
     'TOOL: calculate(expression="1" \nTOOL: calculate(expression="2")\nx\n',
-    CALC + "\n" + CALC + "\n- **TOOL:** get_time\nANSWER: done\n",   # independent calls stay together
-    CALC + "\nTOOL: get_time\n",                                    # may still get ARGS: undecided
+    CALC + "\n" + CALC + "\n- **TOOL:** get_time\nANSWER: done\n",  # independent calls stay together
+    CALC + "\nTOOL: get_time\n",  # may still get ARGS: undecided
 ]
 
 
@@ -133,12 +137,44 @@ def test_early_stop_cuts_where_complete_calls_first_holds(text, piece):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.sampled_from([
-    CALC, "TOOL: get_time", "ARGS:", 'ARGS: {"timezone": "UTC"}', "{", "}", '"expression": "1"', "", "  ",
-    "```", "```json", "ANSWER: 4", "Final answer: 5", "OBSERVATION: 9", "prose with a tool in it", "> TOOL: get_time",
-    "> {", "> }", 'TOOL: calculate ARGS: {"expression": "1"', "TOOL: calculate(expression=1)", "tool: x ARGS: [",
-    "]", "TOOL:", "- **TOOL:** get_time", "TOOL: calculate ARGS: 1 + 1", '"x": [1,', "2]}", "\r"]),
-    max_size=14), st.sampled_from([1, 2, 7, 50]))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                CALC,
+                "TOOL: get_time",
+                "ARGS:",
+                'ARGS: {"timezone": "UTC"}',
+                "{",
+                "}",
+                '"expression": "1"',
+                "",
+                "  ",
+                "```",
+                "```json",
+                "ANSWER: 4",
+                "Final answer: 5",
+                "OBSERVATION: 9",
+                "prose with a tool in it",
+                "> TOOL: get_time",
+                "> {",
+                "> }",
+                'TOOL: calculate ARGS: {"expression": "1"',
+                "TOOL: calculate(expression=1)",
+                "tool: x ARGS: [",
+                "]",
+                "TOOL:",
+                "- **TOOL:** get_time",
+                "TOOL: calculate ARGS: 1 + 1",
+                '"x": [1,',
+                "2]}",
+                "\r",
+            ]
+        ),
+        max_size=14,
+    ),
+    st.sampled_from([1, 2, 7, 50]),
+)
 def test_early_stop_agrees_with_complete_calls_on_every_prefix(lines, piece):
     text = "\n".join(lines) + "\n"
     tools = demo.demo_tools()
@@ -146,7 +182,7 @@ def test_early_stop_agrees_with_complete_calls_on_every_prefix(lines, piece):
 
 
 _LONG_REPLIES = [
-    ("unclosed object", 'TOOL: calculate ARGS: {\n' + '"expression": "1 + 1",\n' * 8000),
+    ("unclosed object", "TOOL: calculate ARGS: {\n" + '"expression": "1 + 1",\n' * 8000),
     ("prose naming a tool", "I will use a tool for this.\n" * 7000),
     ("an answer", "ANSWER: it is\n" + "a long tool answer\n" * 10000),
     ("calls without arguments", "TOOL: get_time\n" * 12000),
@@ -177,6 +213,7 @@ def test_early_stop_finds_a_break_inside_a_chunk():
 
 # -- the agent with a streaming backend -----------------------------------------------------------
 
+
 def test_streaming_stops_at_the_first_complete_call_and_keeps_the_text_before():
     invented = CALC + '\nSo it is 999, I think.\nTOOL: calculate ARGS: {"expression": "999 + 100"}'
     backend = StreamingBackend([invented, "ANSWER: 408"])
@@ -194,8 +231,11 @@ def test_early_stop_saves_tokens_where_stop_is_not_honoured():
     rambling = CALC + "\n" + "I expect 999 here.\nANSWER: it is 999 and more text " * 5
     plain = ScriptedBackend([rambling, "ANSWER: 408"], honour_stop=False)
     plain_result = Agent(plain, demo.demo_tools()).run("q")
-    streamed = Agent(StreamingBackend([rambling, "ANSWER: 408"], piece=1), demo.demo_tools(), stream=True,
-                     ).run("q")
+    streamed = Agent(
+        StreamingBackend([rambling, "ANSWER: 408"], piece=1),
+        demo.demo_tools(),
+        stream=True,
+    ).run("q")
     assert streamed.steps[0].calls == plain_result.steps[0].calls
     # one "token" per character here: closed 12 characters into the line after the call, which
     # is enough to tell that it starts no other call
@@ -220,8 +260,11 @@ def test_answers_are_never_cut():
 
 
 def test_the_transcript_stays_append_only_with_early_stops():
-    replies = [CALC + "\nOBSERVATION: 1", 'TOOL: multiply ARGS: {"a": 2, "b": 3}\nTOOL: get_time ARGS: {}',
-               "ANSWER: done"]
+    replies = [
+        CALC + "\nOBSERVATION: 1",
+        'TOOL: multiply ARGS: {"a": 2, "b": 3}\nTOOL: get_time ARGS: {}',
+        "ANSWER: done",
+    ]
     backend = StreamingBackend(replies)
     result = Agent(backend, demo.demo_tools(), stream=True).run("q")
     # (the second reply's two calls are independent: both are kept, in one reply)
@@ -232,8 +275,9 @@ def test_the_transcript_stays_append_only_with_early_stops():
 
 def test_early_stop_is_in_the_trace(tmp_path):
     path = tmp_path / "t.jsonl"
-    Agent(StreamingBackend([CALC + "\nThat gives 408 then.", "ANSWER: 408"]), demo.demo_tools(), stream=True,
-          trace=path).run("q")
+    Agent(
+        StreamingBackend([CALC + "\nThat gives 408 then.", "ANSWER: 408"]), demo.demo_tools(), stream=True, trace=path
+    ).run("q")
     trace = load_trace(path)
     assert trace.start["mode"] == "text"
     step = trace.steps[0]
@@ -244,12 +288,21 @@ def test_early_stop_is_in_the_trace(tmp_path):
 
 def test_llamacpp_stream_is_closed_after_the_call(fake_server):
     pieces = ["TOOL: calculate ARGS: ", '{"expression": "2+2"}', "\n", "OBSERV", "ATION: 4", "\nANSWER: 4"]
-    events = [{"content": p, "stop": False, "timings": {"prompt_n": 50, "predicted_n": i + 1}}
-              for i, p in enumerate(pieces)]
+    events = [
+        {"content": p, "stop": False, "timings": {"prompt_n": 50, "predicted_n": i + 1}} for i, p in enumerate(pieces)
+    ]
     events.append({"content": "", "stop": True, "stop_type": "eos", "tokens_predicted": 6, "tokens_evaluated": 50})
     fake_server.sse("/completion", events, chunk_delay=0.01)
-    fake_server.json("/completion", {"content": "ANSWER: 4", "stop_type": "eos", "tokens_predicted": 3,
-                                     "tokens_evaluated": 60, "timings": {"prompt_n": 10, "predicted_n": 3}})
+    fake_server.json(
+        "/completion",
+        {
+            "content": "ANSWER: 4",
+            "stop_type": "eos",
+            "tokens_predicted": 3,
+            "tokens_evaluated": 60,
+            "timings": {"prompt_n": 10, "predicted_n": 3},
+        },
+    )
     result = Agent(LlamaCppBackend(fake_server.url), demo.demo_tools(), stream=True).run("2+2?")
     first = result.steps[0]
     assert result.ok and first.finish_reason == "early_stop"
@@ -260,6 +313,7 @@ def test_llamacpp_stream_is_closed_after_the_call(fake_server):
 
 
 # -- the mode registry and the append-only fix ---------------------------------------------------
+
 
 def test_modes_by_name_and_as_objects():
     assert set(MODES) == {"text", "constrained", "native", "native+fallback"}
@@ -295,9 +349,11 @@ def test_a_reply_cut_at_the_length_limit_is_told_so_and_the_next_reply_runs():
     result = Agent(backend, demo.demo_tools()).run("q")
     first, second = result.steps[:2]
     assert first.parse_error is not None and first.finish_reason == "length"
-    assert first.observations == [f"OBSERVATION (format error): Your reply was cut off at the length limit in the "
-                                  f"middle of line 6, so none of it was run. It writes the line `{CALC}` 5 times. "
-                                  "Write each call once, one per line, and stop after the last one."]
+    assert first.observations == [
+        f"OBSERVATION (format error): Your reply was cut off at the length limit in the "
+        f"middle of line 6, so none of it was run. It writes the line `{CALC}` 5 times. "
+        "Write each call once, one per line, and stop after the last one."
+    ]
     assert second.outcomes[0].ok and result.answer == "408"
     # the same text, ended by the model rather than the limit, is read as a mistake of its own
     plain = Agent(ScriptedBackend([cut, "ANSWER: x"]), demo.demo_tools()).run("q")

@@ -1,4 +1,5 @@
 """Helpers shared by the tests of textagent.protocol."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,11 @@ from textagent.protocol import KNOWN_BAD, ParseError, Reader, Reply, parse_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 # TEXTAGENT_FUZZ_EXAMPLES=5000 pytest tests/protocol  fuzzes harder than the default run
-PROPERTY = settings(max_examples=int(os.environ.get("TEXTAGENT_FUZZ_EXAMPLES", "200")), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+PROPERTY = settings(
+    max_examples=int(os.environ.get("TEXTAGENT_FUZZ_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def tool(name, properties=None, required=None):

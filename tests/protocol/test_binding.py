@@ -1,4 +1,5 @@
 """A bare argument bound to a tool's parameter, whatever shape the tools come in."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -28,8 +29,10 @@ def test_tools_given_in_many_shapes():
     want = [ToolCall("search", {"q": "cats"})]
     assert calls("TOOL: search ARGS: cats", {"search": SimpleNamespace(name="search", parameters=schema)}) == want
     assert calls("TOOL: search ARGS: cats", [{"name": "search", "parameters": schema}]) == want
-    assert calls("TOOL: search ARGS: cats", [{"type": "function", "function": {"name": "search",
-                                                                              "parameters": schema}}]) == want
+    assert (
+        calls("TOOL: search ARGS: cats", [{"type": "function", "function": {"name": "search", "parameters": schema}}])
+        == want
+    )
     assert calls("TOOL: search ARGS: cats", {"search": schema}) == want
     assert calls("TOOL: search ARGS: cats", ["search"]) == [ToolCall("search", "cats")]  # no schema: stays text
     two = {"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"]}

@@ -1,4 +1,5 @@
 """The Lark grammar: LALR, loaded once, ASCII keywords, the only importer of lark."""
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,11 @@ def test_grammar_file_is_lalr_and_loaded_once():
 
 def test_only_the_grammar_module_imports_lark():
     own = ROOT / "textagent" / "protocol" / "grammar.py"
-    offenders = [p for p in (ROOT / "textagent").rglob("*.py")
-                 if p != own and re.search(r"^\s*(from|import)\s+lark\b", p.read_text(encoding="utf-8"), re.M)]
+    offenders = [
+        p
+        for p in (ROOT / "textagent").rglob("*.py")
+        if p != own and re.search(r"^\s*(from|import)\s+lark\b", p.read_text(encoding="utf-8"), re.M)
+    ]
     assert offenders == []
 
 

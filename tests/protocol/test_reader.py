@@ -1,5 +1,6 @@
 """The pre-pass over a whole reply: every accepted call form, answers, prose, fences, observations,
 and properties over generated replies."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ from protocolkit import PROPERTY, calls, check_total, error, grammar_only
 from textagent.protocol import Dropped, ParseError, Reply, ToolCall, parse_call, parse_reply, render_call
 from textagent.testing import garbage_replies, json_args, noisy_calls, noisy_replies, tool_calls, tool_names
 
-
 # ---------------------------------------------------------------------------------------------
 # Accepted forms
 # ---------------------------------------------------------------------------------------------
@@ -20,29 +20,42 @@ from textagent.testing import garbage_replies, json_args, noisy_calls, noisy_rep
 ACCEPTED = [
     # 1. JSON object
     ('TOOL: get_weather ARGS: {"city": "Paris", "days": 3}', [ToolCall("get_weather", {"city": "Paris", "days": 3})]),
-    ('TOOL: f ARGS: {"a": [1, 2.5, -3e2, null, true, false], "b": {"c": "d"}}',
-     [ToolCall("f", {"a": [1, 2.5, -300.0, None, True, False], "b": {"c": "d"}})]),
-    ('TOOL: f ARGS: {\n  "city": "Paris",\n  "days": [1,\n    2]\n}', [ToolCall("f", {"city": "Paris", "days": [1, 2]})]),
+    (
+        'TOOL: f ARGS: {"a": [1, 2.5, -3e2, null, true, false], "b": {"c": "d"}}',
+        [ToolCall("f", {"a": [1, 2.5, -300.0, None, True, False], "b": {"c": "d"}})],
+    ),
+    (
+        'TOOL: f ARGS: {\n  "city": "Paris",\n  "days": [1,\n    2]\n}',
+        [ToolCall("f", {"city": "Paris", "days": [1, 2]})],
+    ),
     ('TOOL: f ARGS: {"s": "tab\there \\u00e9 \\ud83d\\ude00 \\"q\\""}', [ToolCall("f", {"s": 'tab\there é 😀 "q"'})]),
     ('TOOL: f ARGS: {"path": "C:\\Users\\me"}', [ToolCall("f", {"path": "C:\\Users\\me"})]),  # lenient escapes
     # several argument objects after one ARGS: one call of the tool each
     ('TOOL: f ARGS: {"a": 1}, {"a": 2}', [ToolCall("f", {"a": 1}), ToolCall("f", {"a": 2})]),
-    ('TOOL: f ARGS: {"a": 1},{"a": 2}, {"b": [3]}\nANSWER: x',
-     [ToolCall("f", {"a": 1}), ToolCall("f", {"a": 2}), ToolCall("f", {"b": [3]})]),
+    (
+        'TOOL: f ARGS: {"a": 1},{"a": 2}, {"b": [3]}\nANSWER: x',
+        [ToolCall("f", {"a": 1}), ToolCall("f", {"a": 2}), ToolCall("f", {"b": [3]})],
+    ),
     # 2. relaxed object
     ("TOOL: f ARGS: {'city': 'Paris', 'days': 3,}", [ToolCall("f", {"city": "Paris", "days": 3})]),
-    ("TOOL: f ARGS: {city: 'Paris', ok: True, no: False, nothing: None, list: [1, 2,],}",
-     [ToolCall("f", {"city": "Paris", "ok": True, "no": False, "nothing": None, "list": [1, 2]})]),
+    (
+        "TOOL: f ARGS: {city: 'Paris', ok: True, no: False, nothing: None, list: [1, 2,],}",
+        [ToolCall("f", {"city": "Paris", "ok": True, "no": False, "nothing": None, "list": [1, 2]})],
+    ),
     ("TOOL: f ARGS: {'it\\'s': 'a \"b\"'}", [ToolCall("f", {"it's": 'a "b"'})]),
     ("TOOL: f ARGS: {\n  answer: 42,\n  tool: 'x'\n}", [ToolCall("f", {"answer": 42, "tool": "x"})]),
     # 3. key=value pairs
     ('TOOL: get_weather ARGS: city="Paris", days=3', [ToolCall("get_weather", {"city": "Paris", "days": 3})]),
     ("TOOL: get_weather ARGS: city=Paris", [ToolCall("get_weather", {"city": "Paris"})]),
-    ("TOOL: f ARGS: a=1.5, b=true, c=null, d=None, e=True, f=-2", [ToolCall("f", {"a": 1.5, "b": True, "c": None,
-                                                                                  "d": None, "e": True, "f": -2})]),
+    (
+        "TOOL: f ARGS: a=1.5, b=true, c=null, d=None, e=True, f=-2",
+        [ToolCall("f", {"a": 1.5, "b": True, "c": None, "d": None, "e": True, "f": -2})],
+    ),
     ("TOOL: f ARGS: city=Paris, France, days=3", [ToolCall("f", {"city": "Paris, France", "days": 3})]),
-    ("TOOL: f ARGS: days=3 or 4, q='x', r=[1, 2], s={\"t\": 1},", [ToolCall("f", {"days": "3 or 4", "q": "x",
-                                                                                   "r": [1, 2], "s": {"t": 1}})]),
+    (
+        "TOOL: f ARGS: days=3 or 4, q='x', r=[1, 2], s={\"t\": 1},",
+        [ToolCall("f", {"days": "3 or 4", "q": "x", "r": [1, 2], "s": {"t": 1}})],
+    ),
     ("TOOL: f ARGS: url=http://x.org/?a=1&b=2", [ToolCall("f", {"url": "http://x.org/?a=1&b=2"})]),
     # 4. function-call shorthand
     ('TOOL: calculate(expression="17 * 24")', [ToolCall("calculate", {"expression": "17 * 24"})]),
@@ -83,12 +96,14 @@ ACCEPTED = [
     ("TOOL: args ARGS: {}", [ToolCall("args", {})]),
     # ARGS on the next line, objects in fences
     ('TOOL: f\nARGS: {"a": 1}', [ToolCall("f", {"a": 1})]),
-    ('TOOL: f\n\nargs: a=1', [ToolCall("f", {"a": 1})]),
+    ("TOOL: f\n\nargs: a=1", [ToolCall("f", {"a": 1})]),
     ('TOOL: f ARGS:\n{"a": 1}', [ToolCall("f", {"a": 1})]),
     ('TOOL: f ARGS:\n```json\n{\n  "a": 1\n}\n```', [ToolCall("f", {"a": 1})]),
     # several calls, in order
-    ('TOOL: a ARGS: {}\nTOOL: b ARGS: {"x": 1}\n- TOOL: c(1)', [ToolCall("a"), ToolCall("b", {"x": 1}),
-                                                                ToolCall("c", "1")]),
+    (
+        'TOOL: a ARGS: {}\nTOOL: b ARGS: {"x": 1}\n- TOOL: c(1)',
+        [ToolCall("a"), ToolCall("b", {"x": 1}), ToolCall("c", "1")],
+    ),
 ]
 
 
@@ -146,18 +161,23 @@ def test_code_fences_are_wrappers():
     assert parse_reply("```\nANSWER: 42\n```\n```\ncode\n```").answer == "42\n```\ncode\n```"
 
 
-@pytest.mark.parametrize("text, args", [
-    ('TOOL: calculate ARGS: {"expression": "sqrt(2025)"}.', {"expression": "sqrt(2025)"}),
-    ('TOOL: calculate ARGS: {"expression": "1"} ;', {"expression": "1"}),
-    ('TOOL: calculate ARGS: {\n  "expression": "1"\n}.', {"expression": "1"}),
-    ('TOOL: calculate(expression="2 + 2").', {"expression": "2 + 2"}),
-])
+@pytest.mark.parametrize(
+    "text, args",
+    [
+        ('TOOL: calculate ARGS: {"expression": "sqrt(2025)"}.', {"expression": "sqrt(2025)"}),
+        ('TOOL: calculate ARGS: {"expression": "1"} ;', {"expression": "1"}),
+        ('TOOL: calculate ARGS: {\n  "expression": "1"\n}.', {"expression": "1"}),
+        ('TOOL: calculate(expression="2 + 2").', {"expression": "2 + 2"}),
+    ],
+)
 def test_a_full_stop_after_the_arguments_ends_the_sentence(text, args):
     # a model writing the call as a sentence ends it with a full stop: not a comment
     assert parse_reply(text).calls == [ToolCall("calculate", args)]
 
 
-@pytest.mark.parametrize("text", ['TOOL: f ARGS: {"a": 1}..', 'TOOL: f ARGS: {"a": 1}. Then', 'TOOL: f ARGS: {"a": 1}:'])
+@pytest.mark.parametrize(
+    "text", ['TOOL: f ARGS: {"a": 1}..', 'TOOL: f ARGS: {"a": 1}. Then', 'TOOL: f ARGS: {"a": 1}:']
+)
 def test_more_than_a_full_stop_after_the_arguments_is_still_trailing_text(text):
     with pytest.raises(ParseError) as info:
         parse_reply(text)
@@ -174,7 +194,7 @@ def test_self_written_observation_truncates():
 
 
 def test_answer_after_calls_is_dropped_and_recorded():
-    reply = parse_reply('TOOL: f ARGS: {}\nANSWER: 42\nsure')
+    reply = parse_reply("TOOL: f ARGS: {}\nANSWER: 42\nsure")
     assert reply.calls == [ToolCall("f")]
     assert reply.answer is None and not reply.is_final
     assert reply.dropped == [Dropped("answer_after_calls", 2, "42\nsure")]
@@ -193,10 +213,19 @@ def test_parse_call():
         parse_reply(b"TOOL: f")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("text", [
-    "TOOL: f ARGS: {} please", "TOOL search", "Tool: a hammer.", "TOOL: f ARGS: {\"a\": 1", "  * **TOOL:** ",
-    "TOOL CALL: search", "tool: f(", "TOOL: f ARGS: {\"a\": }",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TOOL: f ARGS: {} please",
+        "TOOL search",
+        "Tool: a hammer.",
+        'TOOL: f ARGS: {"a": 1',
+        "  * **TOOL:** ",
+        "TOOL CALL: search",
+        "tool: f(",
+        'TOOL: f ARGS: {"a": }',
+    ],
+)
 def test_call_lookalikes_never_become_prose(text):
     with pytest.raises(ParseError):
         parse_reply("Some thought.\n" + text + "\nANSWER: fine")
@@ -261,7 +290,7 @@ def test_total_on_mangled_calls(call, data):
     text = render_call(call)
     cut = data.draw(st.integers(0, len(text)))
     junk = data.draw(st.sampled_from(["", "{", "}", "[", "]", '"', "'", ",", ":", "=", "(", ")", "\n", "`", "**"]))
-    check_total(text[:cut] + junk + text[cut + data.draw(st.integers(0, 3)):])
+    check_total(text[:cut] + junk + text[cut + data.draw(st.integers(0, 3)) :])
 
 
 @pytest.mark.parametrize("head,tail", [("TOOL: x ARGS: a=x", ""), ("TOOL: x(a=x", ")")])
@@ -281,23 +310,43 @@ def test_a_long_unquoted_value_continued_after_commas_parses_in_linear_time(head
     assert calls(head + ",  y ,z , b = 'q'" + tail) == [ToolCall("x", {"a": "x,  y ,z", "b": "q"})]
 
 
-@pytest.mark.parametrize("text", ['TOOL: calculate ARGſ: {"expression": "1"}', "TOOL: calculate\nARGſ: 1",
-                                  'TOOL: calculate(expression="1")\nARGſ: x'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'TOOL: calculate ARGſ: {"expression": "1"}',
+        "TOOL: calculate\nARGſ: 1",
+        'TOOL: calculate(expression="1")\nARGſ: x',
+    ],
+)
 def test_args_lookalike_is_not_the_args_keyword(text):
-    for parse in (parse_reply, grammar_only):   # the json.loads shortcut and the grammar
+    for parse in (parse_reply, grammar_only):  # the json.loads shortcut and the grammar
         reply = None
         try:
             reply = parse(text)
         except ParseError as err:
             assert err.label in ("missing_args_keyword", "trailing_text"), err
-        if reply is not None:   # the look-alike line is prose after a complete call
+        if reply is not None:  # the look-alike line is prose after a complete call
             assert all(c.args in ({}, {"expression": "1"}) for c in reply.calls) and "ARGſ" in reply.thought
 
 
 @PROPERTY
-@given(tool_names(), st.sampled_from(["", "- ", "> ", "1. ", "**", "`", "  "]), st.sampled_from(["", " ", "\t  "]),
-       st.sampled_from(["", "\nTOOL: other", "\nARGS: {\"a\": 1}", "\n\nARGS: [1]", "\n{\"a\": 1}", "\nsome prose",
-                        "\nANSWER: done", "\n```"]))
+@given(
+    tool_names(),
+    st.sampled_from(["", "- ", "> ", "1. ", "**", "`", "  "]),
+    st.sampled_from(["", " ", "\t  "]),
+    st.sampled_from(
+        [
+            "",
+            "\nTOOL: other",
+            '\nARGS: {"a": 1}',
+            "\n\nARGS: [1]",
+            '\n{"a": 1}',
+            "\nsome prose",
+            "\nANSWER: done",
+            "\n```",
+        ]
+    ),
+)
 def test_argument_less_calls_read_the_same_by_the_shortcut_and_the_grammar(name, decor, space, after):
     head = f"{decor}TOOL:{'**' if decor == '**' else ''} {name}{'`' if decor == '`' else ''}{space}"
     text = head + after
@@ -322,4 +371,4 @@ def test_a_megabyte_of_argument_less_calls_takes_the_shortcut():
     finally:
         reader.Reader.parse_call = original
     assert len(reply.calls) == 1001 and reply.calls[-1].args == {"a": 1}
-    assert len(calls) == 1          # only the call with key=value arguments on the next line met the grammar
+    assert len(calls) == 1  # only the call with key=value arguments on the next line met the grammar

@@ -1,4 +1,5 @@
 """The canonical call and answer lines, and that they read back unchanged."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The values a parse gives are frozen and serialisable."""
+
 from __future__ import annotations
 
 import json
@@ -16,5 +17,8 @@ def test_data_is_frozen_and_serialisable():
     with pytest.raises(FrozenInstanceError):
         reply.calls[0].name = "g"  # type: ignore[misc]
     assert json.loads(json.dumps(reply.to_dict())) == {
-        "calls": [{"name": "f", "args": {"a": 1}}], "answer": None, "thought": "hm",
-        "dropped": [{"kind": "observation", "line": 3, "text": "OBSERVATION: x"}]}
+        "calls": [{"name": "f", "args": {"a": 1}}],
+        "answer": None,
+        "thought": "hm",
+        "dropped": [{"kind": "observation", "line": 3, "text": "OBSERVATION: x"}],
+    }

@@ -1,28 +1,46 @@
 """Shared by the proxy tests: a proxy in front of a scripted llama.cpp upstream (tests/httpfake.py)."""
+
 from __future__ import annotations
 
 import pytest
 from httpfake import FakeServer
+
 from textagent.proxy import ProxyConfig, ProxyServer, Upstream, UpstreamConfig
 
 #: The chat-completions tool most proxy tests offer, and the question that calls it.
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
 
 
 def said(text: str, stop_type: str = "eos") -> dict:
     """A llama.cpp /completion answer with the given text."""
-    return {"content": text, "stop_type": stop_type, "tokens_evaluated": 100, "tokens_predicted": 12,
-            "timings": {"prompt_n": 40, "cache_n": 60, "predicted_n": 12}}
+    return {
+        "content": text,
+        "stop_type": stop_type,
+        "tokens_evaluated": 100,
+        "tokens_predicted": 12,
+        "timings": {"prompt_n": 40, "cache_n": 60, "predicted_n": 12},
+    }
 
 
 def start(srv: FakeServer, *, endpoint: str | None = None, **config) -> ProxyServer:
     """A proxy in front of ``srv`` (or ``endpoint``), started and ready; ``config`` is ProxyConfig's."""
-    up = Upstream(UpstreamConfig(endpoint=endpoint or srv.url, chat_format="chatml",
-                                 parallel=config.pop("parallel", 1), timeout=config.pop("timeout", 5),
-                                 slot_wait=config.pop("slot_wait", 600)))
+    up = Upstream(
+        UpstreamConfig(
+            endpoint=endpoint or srv.url,
+            chat_format="chatml",
+            parallel=config.pop("parallel", 1),
+            timeout=config.pop("timeout", 5),
+            slot_wait=config.pop("slot_wait", 600),
+        )
+    )
     proxy = ProxyServer(up, ProxyConfig(**config)).start()
     assert up.wait(10) and up.state == "ready", up.detail
     return proxy

@@ -1,6 +1,7 @@
 """Answers as real clients need them: any length and shape, a prefill, response_format held
 and checked, content without protocol keywords, tool_choice that cannot be met, histories
 written as text, sampling fields, a truthful /health."""
+
 from __future__ import annotations
 
 import json
@@ -11,11 +12,16 @@ import requests
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from proxykit import ASK, WEATHER, said, start  # noqa: E402
-from textagent.proxy import REPAIRS_HEADER  # noqa: E402
+from proxykit import ASK, WEATHER, said, start
 
-CITY = {"type": "object", "properties": {"city": {"type": "string"}, "temp": {"type": "integer"}},
-        "required": ["city", "temp"], "additionalProperties": False}
+from textagent.proxy import REPAIRS_HEADER
+
+CITY = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "temp": {"type": "integer"}},
+    "required": ["city", "temp"],
+    "additionalProperties": False,
+}
 SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "report", "schema": CITY, "strict": True}}
 
 
@@ -63,8 +69,10 @@ def test_an_answer_that_repeats_its_keyword_is_clean(upstream, proxy):
     assert message(post(proxy, {"messages": ASK}))["content"] == "sunny"
 
 
-@pytest.mark.parametrize("reply, content", [("Thought: I know this.\nParis is the capital.", "Paris is the capital."),
-                                             ("Thought: Paris.", "Paris.")])
+@pytest.mark.parametrize(
+    "reply, content",
+    [("Thought: I know this.\nParis is the capital.", "Paris is the capital."), ("Thought: Paris.", "Paris.")],
+)
 def test_a_prose_answer_keeps_its_words_not_its_thoughts(upstream, proxy, reply, content):
     upstream.json("/completion", said(reply))
     assert message(post(proxy, {"messages": ASK, "tools": [WEATHER]}))["content"] == content
@@ -72,10 +80,18 @@ def test_a_prose_answer_keeps_its_words_not_its_thoughts(upstream, proxy, reply,
 
 # -- a conversation ending with an assistant message ---------------------------------------------
 
+
 def test_a_final_assistant_message_is_continued(upstream, proxy):
     upstream.json("/completion", said(" Paris, on the Seine."))
-    resp = post(proxy, {"messages": [{"role": "user", "content": "Capital of France?"},
-                                     {"role": "assistant", "content": "The capital is"}]})
+    resp = post(
+        proxy,
+        {
+            "messages": [
+                {"role": "user", "content": "Capital of France?"},
+                {"role": "assistant", "content": "The capital is"},
+            ]
+        },
+    )
     assert message(resp)["content"] == " Paris, on the Seine."
     prompt = upstream.bodies("/completion")[0]["prompt"]
     assert prompt.endswith("<|im_start|>assistant\nANSWER: The capital is")
@@ -83,19 +99,23 @@ def test_a_final_assistant_message_is_continued(upstream, proxy):
 
 def test_a_prefill_that_turns_into_a_call_gives_the_call(upstream, proxy):
     upstream.json("/completion", said('\nTOOL: get_weather ARGS: {"city": "Paris"}'))
-    resp = post(proxy, {"messages": [*ASK, {"role": "assistant", "content": "Thought: I should look it up"}],
-                        "tools": [WEATHER]})
+    resp = post(
+        proxy,
+        {"messages": [*ASK, {"role": "assistant", "content": "Thought: I should look it up"}], "tools": [WEATHER]},
+    )
     assert message(resp)["tool_calls"][0]["function"]["name"] == "get_weather"
 
 
 def test_a_conversation_ending_with_unanswered_calls_is_400(upstream, proxy):
     calls = [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
-    resp = post(proxy, {"messages": [*ASK, {"role": "assistant", "content": None, "tool_calls": calls}],
-                        "tools": [WEATHER]})
+    resp = post(
+        proxy, {"messages": [*ASK, {"role": "assistant", "content": None, "tool_calls": calls}], "tools": [WEATHER]}
+    )
     assert resp.status_code == 400 and resp.json()["error"]["param"] == "messages"
 
 
 # -- response_format -----------------------------------------------------------------------------
+
 
 def test_json_schema_is_held_by_the_grammar_and_checked(upstream, proxy):
     upstream.json("/completion", said('ANSWER: {"city": "Paris", "temp": 21}'))
@@ -104,7 +124,7 @@ def test_json_schema_is_held_by_the_grammar_and_checked(upstream, proxy):
     sent = upstream.bodies("/completion")[0]
     root = sent["grammar"].splitlines()[0]
     assert "structured-answer" in root and 'structured-answer ::= "ANSWER: "' in sent["grammar"]
-    assert '"temp"' in sent["prompt"]   # the schema is in the system prompt
+    assert '"temp"' in sent["prompt"]  # the schema is in the system prompt
 
 
 def test_an_answer_outside_the_schema_is_repaired(upstream, proxy):
@@ -116,7 +136,7 @@ def test_an_answer_outside_the_schema_is_repaired(upstream, proxy):
     assert resp.headers[REPAIRS_HEADER] == "2"
     assert message(resp)["content"] == '{"city": "Paris", "temp": 21}'
     prompts = [b["prompt"] for b in upstream.bodies("/completion")]
-    assert "not valid JSON" in prompts[1] and "temp" in prompts[2][len(prompts[1]):]
+    assert "not valid JSON" in prompts[1] and "temp" in prompts[2][len(prompts[1]) :]
 
 
 def test_json_object_wants_an_object(upstream, proxy):
@@ -139,23 +159,29 @@ def test_response_format_after_an_answer_asks_for_that_answer_as_json(upstream, 
     """LangGraph's structured response: [user, assistant, tool, assistant] + response_format."""
     upstream.json("/completion", said('ANSWER: {"city": "Paris", "temp": 24}'))
     calls = [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]
-    history = [*ASK, {"role": "assistant", "content": None, "tool_calls": calls},
-               {"role": "tool", "tool_call_id": "c1", "content": "24 C"},
-               {"role": "assistant", "content": "It is 24 C in Paris."}]
+    history = [
+        *ASK,
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c1", "content": "24 C"},
+        {"role": "assistant", "content": "It is 24 C in Paris."},
+    ]
     resp = post(proxy, {"messages": history, "response_format": SCHEMA_FORMAT})
     assert json.loads(message(resp)["content"]) == {"city": "Paris", "temp": 24}
     prompt = upstream.bodies("/completion")[0]["prompt"]
     assert "ANSWER: It is 24 C in Paris.<|im_end|>" in prompt and "as JSON" in prompt.rsplit("<|im_start|>user", 1)[1]
 
 
-@pytest.mark.parametrize("bad", [{"type": "xml"}, {"type": "json_schema"},
-                                 {"type": "json_schema", "json_schema": {"schema": {"type": "nope"}}}])
+@pytest.mark.parametrize(
+    "bad",
+    [{"type": "xml"}, {"type": "json_schema"}, {"type": "json_schema", "json_schema": {"schema": {"type": "nope"}}}],
+)
 def test_a_malformed_response_format_is_400(upstream, proxy, bad):
     resp = post(proxy, {"messages": ASK, "response_format": bad})
     assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_response_format"
 
 
 # -- clean content, tool_choice that cannot be met -----------------------------------------------
+
 
 def test_required_that_is_never_met_is_an_error_not_text(upstream, proxy):
     proxy.upstream.takes_grammar = False
@@ -176,12 +202,18 @@ def test_tool_choice_none_after_repairs_gives_the_words_not_the_call(upstream, p
 
 # -- histories written as text (smolagents) ------------------------------------------------------
 
+
 def test_calls_and_observations_written_as_text_are_read_as_calls_and_results(upstream, proxy):
     upstream.json("/completion", said("ANSWER: sunny"))
-    text_call = "Calling tools:\n[{'id': 'call_1', 'type': 'function', 'function': {'name': 'get_weather', " \
-                "'arguments': {'city': 'Paris'}}}]"
-    history = [*ASK, {"role": "assistant", "content": [{"type": "text", "text": text_call}]},
-               {"role": "user", "content": [{"type": "text", "text": "Call id: call_1\nObservation:\nsunny, 24 C"}]}]
+    text_call = (
+        "Calling tools:\n[{'id': 'call_1', 'type': 'function', 'function': {'name': 'get_weather', "
+        "'arguments': {'city': 'Paris'}}}]"
+    )
+    history = [
+        *ASK,
+        {"role": "assistant", "content": [{"type": "text", "text": text_call}]},
+        {"role": "user", "content": [{"type": "text", "text": "Call id: call_1\nObservation:\nsunny, 24 C"}]},
+    ]
     assert message(post(proxy, {"messages": history, "tools": [WEATHER]}))["content"] == "sunny"
     prompt = upstream.bodies("/completion")[0]["prompt"]
     assert 'TOOL: get_weather ARGS: {"city": "Paris"}<|im_end|>' in prompt
@@ -191,20 +223,30 @@ def test_calls_and_observations_written_as_text_are_read_as_calls_and_results(up
 
 # -- sampling fields -----------------------------------------------------------------------------
 
+
 def test_sampling_fields_reach_a_llama_cpp_upstream(upstream, proxy):
     upstream.json("/completion", said("ANSWER: hi"))
-    post(proxy, {"messages": ASK, "top_p": 0.9, "frequency_penalty": 0.5, "presence_penalty": -0.5,
-                 "logit_bias": {"42": -100}})
+    post(
+        proxy,
+        {"messages": ASK, "top_p": 0.9, "frequency_penalty": 0.5, "presence_penalty": -0.5, "logit_bias": {"42": -100}},
+    )
     sent = upstream.bodies("/completion")[0]
     assert (sent["top_p"], sent["frequency_penalty"], sent["presence_penalty"]) == (0.9, 0.5, -0.5)
     assert sent["logit_bias"] == [[42, -100]]
     upstream.json("/completion", said("ANSWER: hi"))
     post(proxy, {"messages": ASK})
-    assert "top_p" not in upstream.bodies("/completion")[1]   # one request's fields stay its own
+    assert "top_p" not in upstream.bodies("/completion")[1]  # one request's fields stay its own
 
 
-@pytest.mark.parametrize("body, param", [({"logprobs": True}, "logprobs"), ({"top_logprobs": 3}, "logprobs"),
-                                         ({"top_p": 2}, "top_p"), ({"logit_bias": {"x": 1}}, "logit_bias")])
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"logprobs": True}, "logprobs"),
+        ({"top_logprobs": 3}, "logprobs"),
+        ({"top_p": 2}, "top_p"),
+        ({"logit_bias": {"x": 1}}, "logit_bias"),
+    ],
+)
 def test_sampling_fields_that_cannot_be_honoured_are_400(upstream, proxy, body, param):
     resp = post(proxy, {"messages": ASK, **body})
     assert resp.status_code == 400 and resp.json()["error"]["param"] == param
@@ -213,6 +255,7 @@ def test_sampling_fields_that_cannot_be_honoured_are_400(upstream, proxy, body, 
 
 def test_an_ollama_upstream_refuses_logit_bias():
     from httpfake import FakeServer
+
     from textagent.proxy import ProxyServer, Upstream, UpstreamConfig
 
     with FakeServer() as srv:
@@ -228,11 +271,12 @@ def test_an_ollama_upstream_refuses_logit_bias():
 
 # -- /health -------------------------------------------------------------------------------------
 
+
 def test_health_is_503_while_the_upstream_does_not_answer():
     from httpfake import FakeServer
 
     with FakeServer() as srv:
-        for _ in range(2):   # the proxy's start, then the first /health
+        for _ in range(2):  # the proxy's start, then the first /health
             srv.json("/health", {"status": "ok"})
         srv.json("/health", {"error": {"message": "down"}}, status=500, repeat=True)
         proxy = start(srv)
@@ -247,6 +291,7 @@ def test_health_is_503_while_the_upstream_does_not_answer():
 
 def test_health_of_an_upstream_without_a_health_endpoint_says_whether_it_answers():
     from httpfake import FakeServer
+
     from textagent.proxy import ProxyServer, Upstream, UpstreamConfig
 
     srv = FakeServer()

@@ -1,5 +1,6 @@
 """`textagent proxy` as a process: it listens, serves the official openai SDK, logs each request
 as a JSON line, writes traces, and stops cleanly on SIGTERM."""
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,27 @@ def test_the_command_serves_the_openai_sdk(tmp_path):
         upstream.json("/health", {"status": "ok"}, repeat=True)
         upstream.json("/completion", {"content": 'TOOL: add ARGS: {"a": 2, "b": 3}', "stop_type": "eos"})
         env = {**os.environ, "TEXTAGENT_PROXY_API_KEY": "k"}
-        proc = subprocess.Popen([sys.executable, "-m", "textagent", "proxy", "--endpoint", upstream.url,
-                                 "--chat-format", "chatml", "--port", "0", "--parallel", "1",
-                                 "--trace", str(tmp_path / "traces")],
-                                stderr=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "textagent",
+                "proxy",
+                "--endpoint",
+                upstream.url,
+                "--chat-format",
+                "chatml",
+                "--port",
+                "0",
+                "--parallel",
+                "1",
+                "--trace",
+                str(tmp_path / "traces"),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         try:
             deadline = time.monotonic() + 30
             url = None
@@ -35,11 +53,22 @@ def test_the_command_serves_the_openai_sdk(tmp_path):
                 if "listening on " in line:
                     url = line.split("listening on ")[1].split()[0]
             client = openai.OpenAI(base_url=url, api_key="k", max_retries=0, timeout=30)
-            tools = [{"type": "function", "function": {"name": "add", "parameters": {
-                "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                "required": ["a", "b"]}}}]
-            reply = client.chat.completions.create(model="any", messages=[{"role": "user", "content": "2+3?"}],
-                                                   tools=tools)
+            tools = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "add",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                            "required": ["a", "b"],
+                        },
+                    },
+                }
+            ]
+            reply = client.chat.completions.create(
+                model="any", messages=[{"role": "user", "content": "2+3?"}], tools=tools
+            )
             call = reply.choices[0].message.tool_calls[0]
             assert json.loads(call.function.arguments) == {"a": 2, "b": 3}
             with pytest.raises(openai.AuthenticationError):

@@ -1,5 +1,6 @@
 """The proxy in front of a scripted llama.cpp server: conversion, repairs, tool_choice,
 streaming, every error status, slots, a client that goes away."""
+
 from __future__ import annotations
 
 import json
@@ -13,19 +14,34 @@ import requests
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from httpfake import FakeServer, closed_port_url  # noqa: E402
-from proxykit import said, start  # noqa: E402
-from textagent.protocol import ToolCall  # noqa: E402
-from textagent.proxy import REPAIRS_HEADER, ProxyServer, Upstream, UpstreamConfig  # noqa: E402
-from textagent.steps import Step  # noqa: E402
+from httpfake import FakeServer, closed_port_url
+from proxykit import said, start
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-                   "required": ["city"], "additionalProperties": False}}}
-TIME = {"type": "function", "function": {
-    "name": "get_time", "description": "Local time in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+from textagent.protocol import ToolCall
+from textagent.proxy import REPAIRS_HEADER, ProxyServer, Upstream, UpstreamConfig
+from textagent.steps import Step
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Local time in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
 
 
@@ -47,10 +63,16 @@ def test_a_call_comes_back_as_tool_calls(upstream, proxy):
     (call,) = choice["message"]["tool_calls"]
     assert call["id"].startswith("call_") and call["type"] == "function"
     assert call["function"]["name"] == "get_weather" and json.loads(call["function"]["arguments"]) == {"city": "Paris"}
-    assert data["usage"] == {"prompt_tokens": 100, "completion_tokens": 12, "total_tokens": 112,
-                             "prompt_tokens_details": {"cached_tokens": 60}}
+    assert data["usage"] == {
+        "prompt_tokens": 100,
+        "completion_tokens": 12,
+        "total_tokens": 112,
+        "prompt_tokens_details": {"cached_tokens": 60},
+    }
     sent = prompts_sent(upstream)[0]
-    assert "get_weather" in sent["prompt"] and sent["prompt"].endswith("Weather in Paris?<|im_end|>\n<|im_start|>assistant\n")
+    assert "get_weather" in sent["prompt"] and sent["prompt"].endswith(
+        "Weather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+    )
     assert "OBSERVATION" in sent["stop"] and "grammar" not in sent
 
 
@@ -68,11 +90,14 @@ def test_an_answer_cut_by_max_tokens_finishes_with_length(upstream, proxy):
     assert prompts_sent(upstream)[0]["n_predict"] == 5
 
 
-@pytest.mark.parametrize("bad, expected", [
-    ('TOOL: get_weather ARGS: {"city": "Paris"', "format error"),                  # does not parse
-    ('TOOL: get_wether ARGS: {"city": "Paris"}', "unknown tool"),                  # no such tool
-    ('TOOL: get_weather ARGS: {"town": "Paris"}', "city"),                          # fails the schema
-])
+@pytest.mark.parametrize(
+    "bad, expected",
+    [
+        ('TOOL: get_weather ARGS: {"city": "Paris"', "format error"),  # does not parse
+        ('TOOL: get_wether ARGS: {"city": "Paris"}', "unknown tool"),  # no such tool
+        ('TOOL: get_weather ARGS: {"town": "Paris"}', "city"),  # fails the schema
+    ],
+)
 def test_a_bad_reply_is_repaired_inside_the_proxy(upstream, proxy, bad, expected):
     upstream.json("/completion", said(bad))
     upstream.json("/completion", said('TOOL: get_weather ARGS: {"city": "Paris"}'))
@@ -81,9 +106,9 @@ def test_a_bad_reply_is_repaired_inside_the_proxy(upstream, proxy, bad, expected
     call = resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]
     assert json.loads(call["arguments"]) == {"city": "Paris"}
     first, second = prompts_sent(upstream)
-    feedback = second["prompt"][len(first["prompt"]):]
+    feedback = second["prompt"][len(first["prompt"]) :]
     assert feedback.startswith(bad) and expected in feedback
-    assert resp.json()["usage"]["completion_tokens"] == 24   # both attempts are counted
+    assert resp.json()["usage"]["completion_tokens"] == 24  # both attempts are counted
 
 
 def test_a_repair_validates_calls_without_running_anything(upstream, proxy, monkeypatch):
@@ -99,7 +124,7 @@ def test_a_repair_validates_calls_without_running_anything(upstream, proxy, monk
     call = resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]
     assert json.loads(call["arguments"]) == {"city": "Paris", "days": 2}
     first, second = prompts_sent(upstream)
-    assert "is not of type 'integer'" in second["prompt"][len(first["prompt"]):]
+    assert "is not of type 'integer'" in second["prompt"][len(first["prompt"]) :]
     assert ran == []
 
 
@@ -137,7 +162,7 @@ def test_two_calls_in_one_turn_and_parallel_tool_calls_false(upstream, proxy):
     assert len({c["id"] for c in calls}) == 2
     calls = post(proxy, {"messages": ASK, "tools": [WEATHER, TIME], "parallel_tool_calls": False}).json()
     assert len(calls["choices"][0]["message"]["tool_calls"]) == 1
-    assert "grammar" not in prompts_sent(upstream)[1]   # text mode + auto: free text
+    assert "grammar" not in prompts_sent(upstream)[1]  # text mode + auto: free text
 
 
 def test_tool_choice_none_holds_the_model_to_an_answer(upstream, proxy):
@@ -191,7 +216,7 @@ def test_constrained_mode_sends_the_tools_grammar(upstream):
 
 def test_the_conversation_is_append_only_across_turns(upstream, proxy):
     """Turn 2's prompt starts with turn 1's prompt and the model's own reply (repairs included)."""
-    upstream.json("/completion", said('TOOL: get_weather ARGS: {city: Paris'))
+    upstream.json("/completion", said("TOOL: get_weather ARGS: {city: Paris"))
     upstream.json("/completion", said('Thought: again\nTOOL: get_weather ARGS: {"city": "Paris"}'))
     upstream.json("/completion", said("ANSWER: Sunny in Paris."))
     first = post(proxy, {"messages": ASK, "tools": [WEATHER]}).json()["choices"][0]["message"]
@@ -223,11 +248,20 @@ def test_each_conversation_keeps_its_own_record_of_the_model_text(upstream, prox
 
 def test_a_conversation_the_proxy_did_not_see_is_written_canonically(upstream, proxy):
     upstream.json("/completion", said("ANSWER: ok"))
-    messages = [{"role": "system", "content": "Be brief."}, *ASK,
-                {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": "x1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-                {"role": "tool", "tool_call_id": "x1", "content": "rain"},
-                {"role": "assistant", "content": "Rain."}, {"role": "user", "content": [{"type": "text", "text": "And?"}]}]
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        *ASK,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "x1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "x1", "content": "rain"},
+        {"role": "assistant", "content": "Rain."},
+        {"role": "user", "content": [{"type": "text", "text": "And?"}]},
+    ]
     assert post(proxy, {"messages": messages, "tools": [WEATHER]}).status_code == 200
     prompt = prompts_sent(upstream)[0]["prompt"]
     assert "Be brief." in prompt.split("<|im_end|>")[0]
@@ -246,14 +280,20 @@ def sse_events(resp: requests.Response) -> list:
 
 def test_streamed_tool_calls_in_openai_delta_format(upstream, proxy):
     upstream.json("/completion", said('TOOL: get_weather ARGS: {"city": "Paris"}'))
-    resp = post(proxy, {"messages": ASK, "tools": [WEATHER], "stream": True,
-                        "stream_options": {"include_usage": True}}, stream=True)
+    resp = post(
+        proxy,
+        {"messages": ASK, "tools": [WEATHER], "stream": True, "stream_options": {"include_usage": True}},
+        stream=True,
+    )
     assert resp.headers["content-type"].startswith("text/event-stream") and resp.headers[REPAIRS_HEADER] == "0"
     events = sse_events(resp)
     assert events[-1] == "[DONE]"
     assert events[0]["choices"][0]["delta"]["role"] == "assistant"
-    deltas = [e["choices"][0]["delta"]["tool_calls"][0] for e in events[:-1]
-              if e["choices"] and "tool_calls" in e["choices"][0]["delta"]]
+    deltas = [
+        e["choices"][0]["delta"]["tool_calls"][0]
+        for e in events[:-1]
+        if e["choices"] and "tool_calls" in e["choices"][0]["delta"]
+    ]
     assert deltas[0]["id"].startswith("call_") and deltas[0]["function"]["name"] == "get_weather"
     assert json.loads("".join(d["function"]["arguments"] for d in deltas)) == {"city": "Paris"}
     assert events[-3]["choices"][0]["finish_reason"] == "tool_calls"
@@ -271,6 +311,7 @@ def test_streamed_content(upstream, proxy):
 
 # -- errors -----------------------------------------------------------------------------------
 
+
 def error_of(resp: requests.Response, status: int) -> dict:
     assert resp.status_code == status, resp.text
     error = resp.json()["error"]
@@ -279,29 +320,60 @@ def error_of(resp: requests.Response, status: int) -> dict:
     return error
 
 
-@pytest.mark.parametrize("body, param", [
-    ({"messages": [{"role": "wizard", "content": "hi"}]}, "messages[0].role"),
-    ({"messages": ASK, "n": 2}, "n"),
-    ({"messages": ASK, "tools": [{"type": "function", "function": {
-        "name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "strin"}}}}}]}, "tools[0].function"),
-    ({"messages": ASK, "tools": [{"type": "function", "function": {
-        "name": "f", "parameters": {"type": "object", "required": "a"}}}]}, "tools[0].function"),
-    ({"messages": []}, "messages"),
-    ({"messages": ASK, "tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "x"}}},
-     "tool_choice"),
-    ({"messages": [*ASK, {"role": "tool", "tool_call_id": "nobody", "content": "1"}]}, "messages[1].tool_call_id"),
-    ({"messages": ASK, "temperature": "hot"}, "temperature"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-     "messages[0].content[0]"),
-])
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"messages": [{"role": "wizard", "content": "hi"}]}, "messages[0].role"),
+        ({"messages": ASK, "n": 2}, "n"),
+        (
+            {
+                "messages": ASK,
+                "tools": [
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "f",
+                            "parameters": {"type": "object", "properties": {"a": {"type": "strin"}}},
+                        },
+                    }
+                ],
+            },
+            "tools[0].function",
+        ),
+        (
+            {
+                "messages": ASK,
+                "tools": [
+                    {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "required": "a"}}}
+                ],
+            },
+            "tools[0].function",
+        ),
+        ({"messages": []}, "messages"),
+        (
+            {"messages": ASK, "tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "x"}}},
+            "tool_choice",
+        ),
+        ({"messages": [*ASK, {"role": "tool", "tool_call_id": "nobody", "content": "1"}]}, "messages[1].tool_call_id"),
+        ({"messages": ASK, "temperature": "hot"}, "temperature"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+            "messages[0].content[0]",
+        ),
+    ],
+)
 def test_bad_requests_are_400_with_the_parameter(upstream, proxy, body, param):
     assert error_of(post(proxy, body), 400)["param"] == param
     assert not prompts_sent(upstream)
 
 
 def test_malformed_json_is_400(proxy):
-    resp = requests.post(proxy.url + "/v1/chat/completions", data=b'{"messages": [', timeout=10,
-                         headers={"content-type": "application/json"})
+    resp = requests.post(
+        proxy.url + "/v1/chat/completions",
+        data=b'{"messages": [',
+        timeout=10,
+        headers={"content-type": "application/json"},
+    )
     assert error_of(resp, 400)["code"] == "invalid_json"
 
 
@@ -320,9 +392,9 @@ def test_a_body_that_stops_arriving_is_408(upstream):
     try:
         host, port = proxy.url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=10) as sock:
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"mess")
+            sock.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"mess')
             answer = b""
-            while b"request_timeout" not in answer:   # the answer may come in several pieces
+            while b"request_timeout" not in answer:  # the answer may come in several pieces
                 piece = sock.recv(65536)
                 if not piece:
                     break
@@ -381,10 +453,13 @@ def test_health_answers_while_the_upstream_is_down_and_requests_get_503():
 def test_models_and_health(upstream, proxy):
     assert requests.get(proxy.url + "/v1/models", timeout=5).json()["data"][0]["object"] == "model"
     assert requests.get(proxy.url + "/health", timeout=5).json() == {
-        "status": "ok", "upstream": {"state": "ready", "url": upstream.url}}
+        "status": "ok",
+        "upstream": {"state": "ready", "url": upstream.url},
+    }
 
 
 # -- concurrency and clients that go away -------------------------------------------------------
+
 
 def test_requests_in_flight_use_the_upstream_slots(upstream):
     proxy = start(upstream, parallel=2, timeout=30)
@@ -393,14 +468,13 @@ def test_requests_in_flight_use_the_upstream_slots(upstream):
         upstream.json("/completion", said("ANSWER: b"), delay=8)
         results = []
         asks = [[{"role": "user", "content": q}] for q in ("one?", "two?")]
-        threads = [threading.Thread(target=lambda m=m: results.append(post(proxy, {"messages": m})))
-                   for m in asks]
+        threads = [threading.Thread(target=lambda m=m: results.append(post(proxy, {"messages": m}))) for m in asks]
         started = time.monotonic()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        assert time.monotonic() - started < 14   # both at once: one after the other takes 16 s
+        assert time.monotonic() - started < 14  # both at once: one after the other takes 16 s
         assert all(r.status_code == 200 for r in results)
         assert sorted(b["id_slot"] for b in prompts_sent(upstream)) == [0, 1]
     finally:
@@ -413,7 +487,7 @@ def test_a_request_that_finds_no_free_slot_in_time_is_503(upstream):
         upstream.json("/completion", said("ANSWER: slow"), delay=3.0)
         first = threading.Thread(target=post, args=(proxy, {"messages": ASK}))
         first.start()
-        deadline = time.monotonic() + 10      # the first request holds the slot: it reached the upstream
+        deadline = time.monotonic() + 10  # the first request holds the slot: it reached the upstream
         while not any(r.path == "/completion" for r in upstream.requests) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert error_of(post(proxy, {"messages": ASK}), 503)["code"] == "upstream_busy"
@@ -428,14 +502,19 @@ def test_a_bug_is_a_500_with_an_openai_body_not_a_traceback(upstream, proxy, mon
 
 
 def test_a_client_that_disconnects_mid_stream_frees_the_slot(upstream, proxy):
-    slow = [{"content": "ANSWER: ", "stop": False}] + [{"content": "x", "stop": False}] * 300 + \
-           [{"content": "", "stop": True, "stop_type": "eos"}]
+    slow = (
+        [{"content": "ANSWER: ", "stop": False}]
+        + [{"content": "x", "stop": False}] * 300
+        + [{"content": "", "stop": True, "stop_type": "eos"}]
+    )
     upstream.sse("/completion", slow, chunk_delay=0.1)
     body = json.dumps({"messages": ASK, "stream": True}).encode()
     host, port = proxy.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
         time.sleep(0.5)
     # the only slot is free again long before the 30 s stream would have ended (bound generously)
     upstream.json("/completion", said("ANSWER: next"))
@@ -462,8 +541,9 @@ def test_a_trace_per_request(upstream, tmp_path):
         assert first["usage"]["completion_tokens"] == 12 and first["finish_reason"] == "stop"
         call = resp.json()["choices"][0]["message"]["tool_calls"][0]
         assert second["calls"] == [{"name": "get_weather", "args": {"city": "Oslo"}}] and not second["observations"]
-        assert second["details"] == {"accepted": [{"id": call["id"], "name": "get_weather",
-                                                   "arguments": call["function"]["arguments"]}]}
+        assert second["details"] == {
+            "accepted": [{"id": call["id"], "name": "get_weather", "arguments": call["function"]["arguments"]}]
+        }
     finally:
         proxy.stop()
 
@@ -498,21 +578,27 @@ def test_a_trace_attempt_reads_back_as_a_step(upstream, tmp_path):
         proxy.stop()
     first, last = (Step.from_record(r) for r in records)
     assert first.index == 1 and first.calls == [ToolCall("get_weather", {"town": "Oslo"})] and first.parse_error is None
-    assert "city" in first.observations[0] and first.details == {}   # sent back: the repair
+    assert "city" in first.observations[0] and first.details == {}  # sent back: the repair
     assert last.index == 2 and last.reply is None and last.parse_error.label == "unbalanced_braces"
-    assert last.details == {"feedback_sent": False} and last.observations   # no repair left to send it
+    assert last.details == {"feedback_sent": False} and last.observations  # no repair left to send it
     assert [s.to_record() for s in (first, last)] == records
 
 
 def test_an_openai_completions_upstream_has_no_grammar_and_the_repairs_hold_tool_choice():
     with FakeServer() as srv:
-        up = Upstream(UpstreamConfig(endpoint=srv.url, api="completions", model="m", chat_format="chatml",
-                                     parallel=1, timeout=5))
+        up = Upstream(
+            UpstreamConfig(endpoint=srv.url, api="completions", model="m", chat_format="chatml", parallel=1, timeout=5)
+        )
         with ProxyServer(up) as proxy:
             assert up.wait(10) and up.state == "ready" and not up.takes_grammar
             for text in ("ANSWER: sunny", 'TOOL: get_weather ARGS: {"city": "Paris"}'):
-                srv.json("/v1/completions", {"choices": [{"text": text, "finish_reason": "stop"}],
-                                             "usage": {"prompt_tokens": 50, "completion_tokens": 5}})
+                srv.json(
+                    "/v1/completions",
+                    {
+                        "choices": [{"text": text, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 50, "completion_tokens": 5},
+                    },
+                )
             resp = post(proxy, {"messages": ASK, "tools": [WEATHER], "tool_choice": "required"})
             assert resp.headers[REPAIRS_HEADER] == "1"
             assert resp.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
@@ -525,7 +611,7 @@ def test_a_made_up_argument_name_is_repaired_when_the_schema_lists_the_names(ups
     """Issue 40, fault 4: create_ticket(..., priority=2) went through unrepaired."""
     upstream.json("/completion", said('TOOL: get_time ARGS: {"city": "Oslo", "units": "metric"}'))
     upstream.json("/completion", said('TOOL: get_time ARGS: {"city": "Oslo"}'))
-    resp = post(proxy, {"messages": ASK, "tools": [TIME]})   # its schema lists `city`, says nothing of others
+    resp = post(proxy, {"messages": ASK, "tools": [TIME]})  # its schema lists `city`, says nothing of others
     assert resp.headers[REPAIRS_HEADER] == "1", resp.text
     (call,) = resp.json()["choices"][0]["message"]["tool_calls"]
     assert json.loads(call["function"]["arguments"]) == {"city": "Oslo"}

@@ -2,6 +2,7 @@
 llama-server with Qwen2.5-Coder-0.5B. These check the protocol (tool_calls with ids and JSON
 arguments that fit the schema, finish reasons, streaming deltas, tool_choice), not how clever
 the tiny model is."""
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,32 @@ from textagent.proxy import REPAIRS_HEADER, ProxyConfig, ProxyServer, Upstream, 
 
 pytestmark = pytest.mark.integration
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
-                   "required": ["city"], "additionalProperties": False}}}
-TIME = {"type": "function", "function": {
-    "name": "get_time", "description": "Current local time in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
-                   "required": ["city"], "additionalProperties": False}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Current local time in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
 TOOLS = [WEATHER, TIME]
 SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
 RESULTS = {"get_weather": "sunny, 24 C", "get_time": "14:05"}
@@ -56,7 +75,7 @@ def test_a_tool_conversation_call_result_answer(client):
     check_calls(choice.message.tool_calls)
     assert first.usage.prompt_tokens > 0 and first.usage.completion_tokens > 0
     messages += [choice.message, *tool_results(choice.message.tool_calls)]
-    for _ in range(3):   # the model may look something else up before it answers
+    for _ in range(3):  # the model may look something else up before it answers
         reply = client.chat.completions.create(model="qwen", messages=messages, tools=TOOLS, temperature=0, seed=1)
         choice = reply.choices[0]
         if choice.finish_reason != "tool_calls":
@@ -70,8 +89,16 @@ def test_a_tool_conversation_call_result_answer(client):
 
 
 def stream_turn(client, messages, **kw):
-    stream = client.chat.completions.create(model="qwen", messages=messages, tools=TOOLS, temperature=0, seed=1,
-                                            stream=True, stream_options={"include_usage": True}, **kw)
+    stream = client.chat.completions.create(
+        model="qwen",
+        messages=messages,
+        tools=TOOLS,
+        temperature=0,
+        seed=1,
+        stream=True,
+        stream_options={"include_usage": True},
+        **kw,
+    )
     content, calls, finish, usage = "", {}, None, None
     for chunk in stream:
         if chunk.usage is not None:
@@ -95,9 +122,16 @@ def test_the_same_conversation_streamed(client):
     for call in calls:
         assert call["id"].startswith("call_")
         jsonschema.validate(json.loads(call["arguments"]), SCHEMAS[call["name"]])
-    messages.append({"role": "assistant", "content": None, "tool_calls": [
-        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-        for c in calls]})
+    messages.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for c in calls
+            ],
+        }
+    )
     messages += [{"role": "tool", "tool_call_id": c["id"], "content": RESULTS[c["name"]]} for c in calls]
     content, calls, finish = stream_turn(client, messages, tool_choice="none")
     assert finish == "stop" and not calls and content.strip()
@@ -105,8 +139,12 @@ def test_the_same_conversation_streamed(client):
 
 def test_two_calls_in_one_turn(client):
     reply = client.chat.completions.create(
-        model="qwen", tools=TOOLS, temperature=0, seed=1,
-        messages=[{"role": "user", "content": "What is the weather in Paris and what is the weather in Tokyo?"}])
+        model="qwen",
+        tools=TOOLS,
+        temperature=0,
+        seed=1,
+        messages=[{"role": "user", "content": "What is the weather in Paris and what is the weather in Tokyo?"}],
+    )
     calls = reply.choices[0].message.tool_calls
     check_calls(calls)
     assert len(calls) == 2 and reply.choices[0].finish_reason == "tool_calls"
@@ -121,9 +159,13 @@ def test_tool_choice_forms(client):
     assert required.choices[0].finish_reason == "tool_calls"
     check_calls(required.choices[0].message.tool_calls)
     named = client.chat.completions.with_raw_response.create(
-        model="qwen", messages=ask, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_time"}},
-        parallel_tool_calls=False)
-    assert named.headers[REPAIRS_HEADER] == "0"   # held to the call by the grammar
+        model="qwen",
+        messages=ask,
+        tools=TOOLS,
+        tool_choice={"type": "function", "function": {"name": "get_time"}},
+        parallel_tool_calls=False,
+    )
+    assert named.headers[REPAIRS_HEADER] == "0"  # held to the call by the grammar
     calls = named.parse().choices[0].message.tool_calls
     check_calls(calls)
     assert [c.function.name for c in calls] == ["get_time"]
@@ -133,7 +175,7 @@ def test_the_sdk_sees_openai_errors(client):
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="qwen", messages=[{"role": "user", "content": "hi"}], n=2)
     assert caught.value.body["param"] == "n"
-    assert [m.id for m in client.models.list()] == ["textagent"]   # no --model given
+    assert [m.id for m in client.models.list()] == ["textagent"]  # no --model given
 
 
 def test_the_embedded_server_outlives_the_thread_that_started_it(smollm_server):
@@ -160,8 +202,13 @@ def test_constrained_mode_holds_a_model_that_ignores_the_protocol(smollm_server)
         sdk = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=0, timeout=180)
         for question in ["What is the weather in Paris right now?", "What time is it in Tokyo?"]:
             raw = sdk.chat.completions.with_raw_response.create(
-                model="smollm2", tools=TOOLS, temperature=0, seed=1, max_tokens=128,
-                messages=[{"role": "user", "content": question}])
+                model="smollm2",
+                tools=TOOLS,
+                temperature=0,
+                seed=1,
+                max_tokens=128,
+                messages=[{"role": "user", "content": question}],
+            )
             assert raw.headers[REPAIRS_HEADER] == "0"
             choice = raw.parse().choices[0]
             if choice.message.tool_calls:
@@ -174,13 +221,17 @@ def test_constrained_mode_holds_a_model_that_ignores_the_protocol(smollm_server)
 def test_a_completions_upstream_llama_cpps_v1_completions(qwen_server):
     """`--api completions`: the proxy speaks OpenAI /v1/completions to the upstream (here
     llama.cpp's own), writes the chat as text and reads the model's calls back."""
-    upstream = Upstream(UpstreamConfig(endpoint=qwen_server.url + "/v1", api="completions", model="qwen",
-                                       timeout=120))
+    upstream = Upstream(UpstreamConfig(endpoint=qwen_server.url + "/v1", api="completions", model="qwen", timeout=120))
     with ProxyServer(upstream) as proxy:
         assert upstream.wait(60) and upstream.state == "ready", upstream.detail
         sdk = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=0, timeout=180)
-        reply = sdk.chat.completions.create(model="qwen", tools=TOOLS, temperature=0, seed=1,
-                                            messages=[{"role": "user", "content": "What is the weather in Paris right now?"}])
+        reply = sdk.chat.completions.create(
+            model="qwen",
+            tools=TOOLS,
+            temperature=0,
+            seed=1,
+            messages=[{"role": "user", "content": "What is the weather in Paris right now?"}],
+        )
     choice = reply.choices[0]
     assert choice.finish_reason == "tool_calls", choice.message
     check_calls(choice.message.tool_calls)

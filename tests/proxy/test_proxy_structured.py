@@ -1,5 +1,6 @@
 """The response_format grammar: llama.cpp would take it (tests/gbnfkit.py parses as it does),
 and every reply it allows is an answer the proxy accepts for the schema."""
+
 from __future__ import annotations
 
 import json
@@ -7,17 +8,29 @@ import json
 from gbnfkit import Grammar
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from textagent.protocol import parse_reply
 from textagent.proxy.convert import parse_request
 from textagent.proxy.repair import grammar_for
 from textagent.proxy.structured import parse_format
 
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
-                                           "temp": {"type": "integer"},
-                                           "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2}},
-          "required": ["city", "temp"], "additionalProperties": False}
-TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 8},
+        "temp": {"type": "integer"},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2},
+    },
+    "required": ["city", "temp"],
+    "additionalProperties": False,
+}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 def request(fmt, **body):

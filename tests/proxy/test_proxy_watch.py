@@ -2,17 +2,36 @@
 whole reply, however the reply is cut into pieces, and it stops a reply at a line that would
 change that. CallStream: every call it judges while the reply arrives is the call the whole reply
 has at that place."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from textagent.protocol import ParseError, parse_reply
 from textagent.proxy.watch import AnswerStream, CallStream
 
-LINES = st.sampled_from(["plain words of the answer", "", "  indented line", "```python", "```", "x = {'a': 1}",
-                         "- a list item", "> quoted", "Thought: not a keyword here", "**bold** text", "ARGS: {}",
-                         "1. first", "the word tool in prose", "tail   ", "TOOL: f", 'TOOL: f ARGS: {"a": 1}',
-                         "OBSERVATION: made up"])
+LINES = st.sampled_from(
+    [
+        "plain words of the answer",
+        "",
+        "  indented line",
+        "```python",
+        "```",
+        "x = {'a': 1}",
+        "- a list item",
+        "> quoted",
+        "Thought: not a keyword here",
+        "**bold** text",
+        "ARGS: {}",
+        "1. first",
+        "the word tool in prose",
+        "tail   ",
+        "TOOL: f",
+        'TOOL: f ARGS: {"a": 1}',
+        "OBSERVATION: made up",
+    ]
+)
 
 
 def feed(text: str, cuts: list[int], **kw) -> tuple[AnswerStream, list[str], str]:
@@ -29,7 +48,7 @@ def feed(text: str, cuts: list[int], **kw) -> tuple[AnswerStream, list[str], str
 def test_what_is_sent_is_the_start_of_the_final_content(lines, first, cuts):
     text = "Thought: hm\nANSWER: " + first + "\n" + "\n".join(lines)
     stream, sent, kept = feed(text, cuts)
-    if not sent:   # nothing sent, nothing promised: the reply may still be calls (or not parse)
+    if not sent:  # nothing sent, nothing promised: the reply may still be calls (or not parse)
         return
     reply = parse_reply(kept)
     content = reply.answer
@@ -39,13 +58,13 @@ def test_what_is_sent_is_the_start_of_the_final_content(lines, first, cuts):
 
 
 def test_a_call_line_ends_the_answer_and_nothing_of_it_is_sent():
-    text = "ANSWER: it is sunny in Paris today\nTOOL: get_weather ARGS: {\"city\": \"Paris\"}\nmore"
-    stream, sent, kept = feed(text, list(range(0, len(text), 3)))
+    text = 'ANSWER: it is sunny in Paris today\nTOOL: get_weather ARGS: {"city": "Paris"}\nmore'
+    stream, sent, _kept = feed(text, list(range(0, len(text), 3)))
     assert stream.cut == len("ANSWER: it is sunny in Paris today\n") and "".join(sent) == "it is sunny in Paris today"
 
 
 def test_a_reply_that_calls_first_sends_nothing():
-    text = 'TOOL: f ARGS: {}\nANSWER: then this answer, dropped by the parser'
+    text = "TOOL: f ARGS: {}\nANSWER: then this answer, dropped by the parser"
     stream, sent, _ = feed(text, list(range(0, len(text), 5)))
     assert sent == [] and stream.cut is None
 
@@ -56,9 +75,27 @@ def test_a_prefill_is_not_sent_again():
     assert "".join(sent) == " Paris, the capital."
 
 
-CALL_LINES = st.sampled_from(['TOOL: f ARGS: {"a": 1}', "TOOL: g", 'ARGS: {"b": 2}', "ARGS: {", '  "c": 3', "}",
-                              "ARGS:", "```json", "```", "Thought: hm", "", "plain words", "TOOL: h ARGS: 7",
-                              "ANSWER: done", '1. TOOL: f ARGS: {"a": [1,', "2]}", "OBSERVATION: made up"])
+CALL_LINES = st.sampled_from(
+    [
+        'TOOL: f ARGS: {"a": 1}',
+        "TOOL: g",
+        'ARGS: {"b": 2}',
+        "ARGS: {",
+        '  "c": 3',
+        "}",
+        "ARGS:",
+        "```json",
+        "```",
+        "Thought: hm",
+        "",
+        "plain words",
+        "TOOL: h ARGS: 7",
+        "ANSWER: done",
+        '1. TOOL: f ARGS: {"a": [1,',
+        "2]}",
+        "OBSERVATION: made up",
+    ]
+)
 
 
 def judged_calls(text: str, cuts: list[int], **kw) -> tuple[CallStream, list, str]:
@@ -67,7 +104,7 @@ def judged_calls(text: str, cuts: list[int], **kw) -> tuple[CallStream, list, st
     for end in sorted({*cuts, len(text)}):
         if stream(text[:end]):
             break
-    return stream, judged, text if stream.cut is None else text[:stream.cut]
+    return stream, judged, text if stream.cut is None else text[: stream.cut]
 
 
 @settings(max_examples=300, deadline=None)
@@ -79,9 +116,9 @@ def test_a_call_judged_while_the_reply_arrives_is_the_whole_replys_call(lines, c
     try:
         reply = parse_reply(kept)
     except ParseError:
-        return   # the repair loop sends the rest back; the calls judged stay
+        return  # the repair loop sends the rest back; the calls judged stay
     stream.finish(reply)
-    assert judged == list(reply.calls) and early == judged[:len(early)]
+    assert judged == list(reply.calls) and early == judged[: len(early)]
 
 
 def test_calls_are_judged_at_their_line_ends_in_order():
@@ -92,17 +129,18 @@ def test_calls_are_judged_at_their_line_ends_in_order():
         stream(text[:end])
         if end == text.index("\n") + 1:
             assert judged == ["f"]
-    assert judged == ["f", "g"]   # h has no line end yet
+    assert judged == ["f", "g"]  # h has no line end yet
     stream.finish(parse_reply(text))
     assert judged == ["f", "g", "h"]
 
 
 def test_with_a_limit_the_stream_closes_after_the_first_call():
-    stream, judged, kept = judged_calls('TOOL: f ARGS: {"a": 1}\nTOOL: g ARGS: {}\n', list(range(40)), limit=1)
+    _stream, judged, kept = judged_calls('TOOL: f ARGS: {"a": 1}\nTOOL: g ARGS: {}\n', list(range(40)), limit=1)
     assert [c.name for c in judged] == ["f"] and kept == 'TOOL: f ARGS: {"a": 1}\n'
 
 
 # -- linear in the reply (hardening round 4: S1-S3) --------------------------------------------------
+
 
 def _cpu(watch, text: str, chunk: int) -> float:
     import time
@@ -124,7 +162,8 @@ def test_call_streaming_reads_a_long_pretty_printed_call_in_linear_time():
     def build(n):
         body = "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(n)) + '  "city": "Paris"\n}'
         return "TOOL: get_weather ARGS: " + body + "\nANSWER: x\n"
-    assert _growth(lambda: CallStream(lambda call: False, None), build) < 8   # 1,600 lines took 9.1 s
+
+    assert _growth(lambda: CallStream(lambda call: False, None), build) < 8  # 1,600 lines took 9.1 s
 
 
 def test_early_stop_reads_a_repeated_call_line_in_linear_time():
@@ -132,11 +171,13 @@ def test_early_stop_reads_a_repeated_call_line_in_linear_time():
 
     def build(n):
         return 'TOOL: get_weather ARGS: {"city": "Paris"}\n' * (n // 3) + "ANSWER: done\n"
-    assert _growth(lambda: EarlyStop(None), build) < 8   # 400 lines took 3.9 s
+
+    assert _growth(lambda: EarlyStop(None), build) < 8  # 400 lines took 3.9 s
 
 
 def test_answer_streaming_reads_a_long_answer_in_linear_time():
     def build(n):
         return "ANSWER: " + ("word " * 10 + "\n") * (n // 5)
+
     sent: list[str] = []
     assert _growth(lambda: AnswerStream(sent.append, None), build, sizes=(3_000, 12_000), chunk=4) < 8  # 128 KB: 3.1 s

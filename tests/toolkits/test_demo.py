@@ -1,4 +1,5 @@
 """textagent.toolkits.demo: the seed tools, their bounds and their error messages."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -9,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from textagent.tools import Tool, ToolSet
 from textagent.toolkits import demo
 from textagent.toolkits.demo import calculate, demo_tools, get_time, get_weather, multiply, toggle_light
+from textagent.tools import Tool, ToolSet
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ def _lights_off():
 # demo_tools
 # --------------------------------------------------------------------------------------------
 
+
 def test_demo_tools_is_a_fresh_toolset():
     a, b = demo_tools(), demo_tools()
     assert isinstance(a, ToolSet) and a is not b
@@ -38,7 +40,7 @@ def test_demo_tools_is_a_fresh_toolset():
     for t in a.values():
         assert isinstance(t, Tool)
         assert t.description and len(t.description) < 200, t.name
-        assert "e.g." in t.description, t.name          # an example argument for the model
+        assert "e.g." in t.description, t.name  # an example argument for the model
 
 
 def test_module_names_stay_plain_callables():
@@ -63,38 +65,42 @@ def test_schemas():
 # calculate
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("expression, expected", [
-    ("17*24", 408),
-    ("17 * 24", 408),
-    ("408 + 100", 508),
-    ("17 * 23 + sqrt(144)", 403),
-    ("10 / 4", 2.5),
-    ("10 / 2", 5),
-    ("7 // 2", 3),
-    ("-7 // 2", -4),
-    ("7 % 3", 1),
-    ("2 ** 10", 1024),
-    ("2 ** -1", 0.5),
-    ("2 ^ 10", 1024),              # ^ means power in a calculator
-    ("2 ** 3 ** 2", 512),          # right-associative
-    ("-(3 + 4) * +2", -14),
-    ("((1 + 2) * (3 + 4))", 21),
-    ("abs(-3.5)", 3.5),
-    ("round(2.567, 2)", 2.57),
-    ("round(2.5)", 2),
-    ("floor(2.7) + ceil(2.1)", 5),
-    ("log(100, 10)", 2),
-    ("log10(1000)", 3),
-    ("log2(8)", 3),
-    ("exp(0)", 1),
-    ("sin(0) + cos(0) + tan(0)", 1),
-    ("pi", math.pi),
-    ("e", math.e),
-    ("3 × 4 ÷ 2 − 1", 5),          # unicode operators
-    ("17*24=", 408),
-    ("1_000 * 2", 2000),
-    ("1e3", 1000),
-])
+
+@pytest.mark.parametrize(
+    "expression, expected",
+    [
+        ("17*24", 408),
+        ("17 * 24", 408),
+        ("408 + 100", 508),
+        ("17 * 23 + sqrt(144)", 403),
+        ("10 / 4", 2.5),
+        ("10 / 2", 5),
+        ("7 // 2", 3),
+        ("-7 // 2", -4),
+        ("7 % 3", 1),
+        ("2 ** 10", 1024),
+        ("2 ** -1", 0.5),
+        ("2 ^ 10", 1024),  # ^ means power in a calculator
+        ("2 ** 3 ** 2", 512),  # right-associative
+        ("-(3 + 4) * +2", -14),
+        ("((1 + 2) * (3 + 4))", 21),
+        ("abs(-3.5)", 3.5),
+        ("round(2.567, 2)", 2.57),
+        ("round(2.5)", 2),
+        ("floor(2.7) + ceil(2.1)", 5),
+        ("log(100, 10)", 2),
+        ("log10(1000)", 3),
+        ("log2(8)", 3),
+        ("exp(0)", 1),
+        ("sin(0) + cos(0) + tan(0)", 1),
+        ("pi", math.pi),
+        ("e", math.e),
+        ("3 × 4 ÷ 2 − 1", 5),  # unicode operators
+        ("17*24=", 408),
+        ("1_000 * 2", 2000),
+        ("1e3", 1000),
+    ],
+)
 def test_calculate(expression, expected):
     result = calculate(expression)
     assert result == pytest.approx(expected)
@@ -106,17 +112,28 @@ def test_calculate_returns_int_when_integral():
     assert type(calculate("10 / 2")) is int
     assert type(calculate("0.5 * 4")) is int
     assert type(calculate("0.1 + 0.2")) is float
-    assert type(calculate("2.0 ** 60")) is float   # beyond exact float integers: stays a float
+    assert type(calculate("2.0 ** 60")) is float  # beyond exact float integers: stays a float
     assert calculate("-0.0") == 0
 
 
-@pytest.mark.parametrize("expression", ["9**9**9", "10**10**10", "9^9^9", "2 ** 10000", "(10**300) ** 2",
-                                        "10 ** 10 ** 10 ** 10", "0.5 ** -100000", "1.5 ** 100000"])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "9**9**9",
+        "10**10**10",
+        "9^9^9",
+        "2 ** 10000",
+        "(10**300) ** 2",
+        "10 ** 10 ** 10 ** 10",
+        "0.5 ** -100000",
+        "1.5 ** 100000",
+    ],
+)
 def test_huge_powers_are_refused_at_once(expression):
     started = time.perf_counter()
     with pytest.raises(OverflowError, match="too large"):
         calculate(expression)
-    assert time.perf_counter() - started < 5   # computing any of these would take minutes to forever
+    assert time.perf_counter() - started < 5  # computing any of these would take minutes to forever
 
 
 def test_power_message_says_why():
@@ -132,15 +149,26 @@ def test_powers_of_small_bases_are_fine():
     assert calculate("0.5 ** 10000") == 0
 
 
-@pytest.mark.parametrize("expression", ["1" * 301, "9" * 400 + " - 1", "10**299 * 10**299", "1e999",
-                                        "1e308 * 10", "floor(1e305)", "exp(1000)", "2 ** 1000"])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "1" * 301,
+        "9" * 400 + " - 1",
+        "10**299 * 10**299",
+        "1e999",
+        "1e308 * 10",
+        "floor(1e305)",
+        "exp(1000)",
+        "2 ** 1000",
+    ],
+)
 def test_result_size_limit(expression):
     with pytest.raises(OverflowError, match="too large"):
         calculate(expression)
 
 
 def test_largest_allowed_numbers():
-    assert calculate("10 ** 299") == 10 ** 299
+    assert calculate("10 ** 299") == 10**299
     assert calculate("9" * 300) == int("9" * 300)
 
 
@@ -179,49 +207,55 @@ def test_nesting_within_limits():
 
 
 def test_time_bound(monkeypatch):
-    monkeypatch.setattr(demo, "MAX_SECONDS", -1.0)   # already past the deadline at the first node
+    monkeypatch.setattr(demo, "MAX_SECONDS", -1.0)  # already past the deadline at the first node
     with pytest.raises(TimeoutError, match="longer than"):
         calculate("1 + 1")
 
 
-@pytest.mark.parametrize("expression, error, message", [
-    ("1/0", ZeroDivisionError, "division by zero"),
-    ("1 // 0", ZeroDivisionError, "division by zero"),
-    ("1 % 0.0", ZeroDivisionError, "division by zero"),
-    ("0 ** -1", ZeroDivisionError, "negative power"),
-    ("sqrt(-1)", ValueError, r"sqrt\(-1\) is undefined: the square root of a negative number is not a real number"),
-    ("log(0)", ValueError, r"log\(0\) is undefined"),
-    ("log(8, 1)", ZeroDivisionError, "log"),
-    ("(-8) ** (1/3)", ValueError, "not a real number"),
-    ("2 +", ValueError, "invalid expression"),
-    ("", ValueError, "empty expression"),
-    ("   ", ValueError, "empty expression"),
-    ("x + 1", ValueError, "unknown name `x`: calculate takes numbers, not names"),
-    ("10 * GLOBEX", ValueError, "unknown name `GLOBEX`: .* look that value up with a tool first"),
-    # words that do not even parse are named too, each once, rather than "invalid syntax"
-    ("Paris population / Lisbon population", ValueError,
-     "unknown name `Paris`, `population`, `Lisbon`: calculate takes numbers"),
-    ("price of GLOBEX * 10", ValueError, "unknown name `price`, `of`, `GLOBEX`"),
-    ("sqrt(16) apples", ValueError, "unknown name `apples`"),
-    ("sqrt", ValueError, "is a function"),
-    ("foo(2)", ValueError, "unknown function `foo`"),
-    ("__import__('os').system('echo hi')", ValueError, "unknown function"),
-    ("(1).__class__", ValueError, "Attribute is not supported"),
-    ("[1, 2]", ValueError, "not supported"),
-    ("'a' * 3", ValueError, "is not a number"),
-    ("True + 1", ValueError, "is not a number"),
-    ("1j * 2", ValueError, "is not a number"),
-    ("1, 000", ValueError, "commas are not allowed"),
-    ("3 & 1", ValueError, "operator `&` is not supported"),
-    ("1 < 2", ValueError, "Compare is not supported"),
-    ("sqrt(1, 2)", ValueError, r"sqrt\(\) takes 1 argument, got 2"),
-    ("round(1, 2, 3)", ValueError, "takes 1 or 2 arguments"),
-    ("sqrt(x=4)", ValueError, "positional"),
-    ("round(5, -10**9)", ValueError, "whole number between"),
-    ("lambda: 1", ValueError, "Lambda is not supported"),
-    ("1 if 1 else 2", ValueError, "not supported"),
-    ("1\x002", ValueError, "invalid expression"),
-])
+@pytest.mark.parametrize(
+    "expression, error, message",
+    [
+        ("1/0", ZeroDivisionError, "division by zero"),
+        ("1 // 0", ZeroDivisionError, "division by zero"),
+        ("1 % 0.0", ZeroDivisionError, "division by zero"),
+        ("0 ** -1", ZeroDivisionError, "negative power"),
+        ("sqrt(-1)", ValueError, r"sqrt\(-1\) is undefined: the square root of a negative number is not a real number"),
+        ("log(0)", ValueError, r"log\(0\) is undefined"),
+        ("log(8, 1)", ZeroDivisionError, "log"),
+        ("(-8) ** (1/3)", ValueError, "not a real number"),
+        ("2 +", ValueError, "invalid expression"),
+        ("", ValueError, "empty expression"),
+        ("   ", ValueError, "empty expression"),
+        ("x + 1", ValueError, "unknown name `x`: calculate takes numbers, not names"),
+        ("10 * GLOBEX", ValueError, "unknown name `GLOBEX`: .* look that value up with a tool first"),
+        # words that do not even parse are named too, each once, rather than "invalid syntax"
+        (
+            "Paris population / Lisbon population",
+            ValueError,
+            "unknown name `Paris`, `population`, `Lisbon`: calculate takes numbers",
+        ),
+        ("price of GLOBEX * 10", ValueError, "unknown name `price`, `of`, `GLOBEX`"),
+        ("sqrt(16) apples", ValueError, "unknown name `apples`"),
+        ("sqrt", ValueError, "is a function"),
+        ("foo(2)", ValueError, "unknown function `foo`"),
+        ("__import__('os').system('echo hi')", ValueError, "unknown function"),
+        ("(1).__class__", ValueError, "Attribute is not supported"),
+        ("[1, 2]", ValueError, "not supported"),
+        ("'a' * 3", ValueError, "is not a number"),
+        ("True + 1", ValueError, "is not a number"),
+        ("1j * 2", ValueError, "is not a number"),
+        ("1, 000", ValueError, "commas are not allowed"),
+        ("3 & 1", ValueError, "operator `&` is not supported"),
+        ("1 < 2", ValueError, "Compare is not supported"),
+        ("sqrt(1, 2)", ValueError, r"sqrt\(\) takes 1 argument, got 2"),
+        ("round(1, 2, 3)", ValueError, "takes 1 or 2 arguments"),
+        ("sqrt(x=4)", ValueError, "positional"),
+        ("round(5, -10**9)", ValueError, "whole number between"),
+        ("lambda: 1", ValueError, "Lambda is not supported"),
+        ("1 if 1 else 2", ValueError, "not supported"),
+        ("1\x002", ValueError, "invalid expression"),
+    ],
+)
 def test_calculate_errors(expression, error, message):
     with pytest.raises(error, match=message):
         calculate(expression)
@@ -277,27 +311,33 @@ def test_get_time_default_utc(frozen_clock):
     assert get_time() == {"timezone": "UTC", "now": "2024-03-01T12:30:45+00:00", "weekday": "Friday"}
 
 
-@pytest.mark.parametrize("zone, label, now", [
-    ("Europe/Paris", "Europe/Paris", "2024-03-01T13:30:45+01:00"),
-    ("europe/paris", "Europe/Paris", "2024-03-01T13:30:45+01:00"),
-    ("Tokyo", "Asia/Tokyo", "2024-03-01T21:30:45+09:00"),
-    ("New York", "America/New_York", "2024-03-01T07:30:45-05:00"),
-    ("utc", "UTC", "2024-03-01T12:30:45+00:00"),
-    ("GMT", "UTC", "2024-03-01T12:30:45+00:00"),
-    ("UTC+2", "UTC+02:00", "2024-03-01T14:30:45+02:00"),
-    ("-05:30", "UTC-05:30", "2024-03-01T07:00:45-05:30"),
-])
+@pytest.mark.parametrize(
+    "zone, label, now",
+    [
+        ("Europe/Paris", "Europe/Paris", "2024-03-01T13:30:45+01:00"),
+        ("europe/paris", "Europe/Paris", "2024-03-01T13:30:45+01:00"),
+        ("Tokyo", "Asia/Tokyo", "2024-03-01T21:30:45+09:00"),
+        ("New York", "America/New_York", "2024-03-01T07:30:45-05:00"),
+        ("utc", "UTC", "2024-03-01T12:30:45+00:00"),
+        ("GMT", "UTC", "2024-03-01T12:30:45+00:00"),
+        ("UTC+2", "UTC+02:00", "2024-03-01T14:30:45+02:00"),
+        ("-05:30", "UTC-05:30", "2024-03-01T07:00:45-05:30"),
+    ],
+)
 def test_get_time_zones(frozen_clock, zone, label, now):
     result = get_time(zone)
     assert (result["timezone"], result["now"]) == (label, now)
 
 
-@pytest.mark.parametrize("zone, label", [
-    ("Tokyo", "Asia/Tokyo"),
-    ("new york", "America/New_York"),
-    ("Europe/Tokyo", "Asia/Tokyo"),          # the city decides when the region is wrong
-    ("America/Paris", "Europe/Paris"),
-])
+@pytest.mark.parametrize(
+    "zone, label",
+    [
+        ("Tokyo", "Asia/Tokyo"),
+        ("new york", "America/New_York"),
+        ("Europe/Tokyo", "Asia/Tokyo"),  # the city decides when the region is wrong
+        ("America/Paris", "Europe/Paris"),
+    ],
+)
 def test_get_time_city_names(frozen_clock, zone, label):
     assert get_time(zone)["timezone"] == label
 
@@ -316,8 +356,10 @@ def test_get_time_real_clock():
     assert abs((dt.datetime.now(dt.timezone.utc) - now).total_seconds()) < 5
 
 
-@pytest.mark.parametrize("zone", ["Mars/Base", "Nowhere", "../../etc/passwd", "/etc/localtime", "",
-                                  "UTC+99", "Europe", "a\x00b", "x" * 10_000])
+@pytest.mark.parametrize(
+    "zone",
+    ["Mars/Base", "Nowhere", "../../etc/passwd", "/etc/localtime", "", "UTC+99", "Europe", "a\x00b", "x" * 10_000],
+)
 def test_get_time_unknown_zone(zone):
     with pytest.raises(ValueError, match="unknown time zone") as info:
         get_time(zone)
@@ -326,8 +368,10 @@ def test_get_time_unknown_zone(zone):
 
 def test_get_time_through_toolset(frozen_clock):
     tools = demo_tools()
-    assert tools.execute(Call("get_time")).output == \
-        '{"timezone": "UTC", "now": "2024-03-01T12:30:45+00:00", "weekday": "Friday"}'
+    assert (
+        tools.execute(Call("get_time")).output
+        == '{"timezone": "UTC", "now": "2024-03-01T12:30:45+00:00", "weekday": "Friday"}'
+    )
     assert '"Asia/Tokyo"' in tools.execute(Call("get_time", "Asia/Tokyo")).output
     bad = tools.execute(Call("get_time", {"timezone": "Mars/Base"}))
     assert bad.error == "tool_error" and bad.output.startswith("ERROR: ValueError: unknown time zone 'Mars/Base'")
@@ -337,11 +381,15 @@ def test_get_time_through_toolset(frozen_clock):
 # get_weather
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("city, temp, condition, rain", [
-    ("Paris", 8, "rain", True),
-    ("Lisbon", 22, "sunny", False),
-    ("Tokyo", 25, "partly cloudy", False),
-])
+
+@pytest.mark.parametrize(
+    "city, temp, condition, rain",
+    [
+        ("Paris", 8, "rain", True),
+        ("Lisbon", 22, "sunny", False),
+        ("Tokyo", 25, "partly cloudy", False),
+    ],
+)
 def test_seed_weather(city, temp, condition, rain):
     assert get_weather(city) == {"city": city, "temp_c": temp, "condition": condition, "rain": rain}
 
@@ -354,7 +402,7 @@ def test_weather_is_case_insensitive(spelling):
 def test_weather_aliases_and_more_cities():
     assert get_weather("NYC")["city"] == "New York"
     assert get_weather("new_york")["city"] == "New York"
-    assert get_weather("tokyo")["temp_c"] == 25       # seed 002: get_weather("tokyo") -> 25
+    assert get_weather("tokyo")["temp_c"] == 25  # seed 002: get_weather("tokyo") -> 25
     assert len(demo.WEATHER) >= 6
 
 
@@ -386,6 +434,7 @@ def test_weather_through_toolset():
 # multiply
 # --------------------------------------------------------------------------------------------
 
+
 def test_multiply():
     assert multiply(25, 10) == 250 and type(multiply(25, 10)) is int
     assert multiply(2.5, 2) == 5 and type(multiply(2.5, 2)) is int
@@ -410,6 +459,7 @@ def test_multiply_through_toolset():
 # toggle_light
 # --------------------------------------------------------------------------------------------
 
+
 def test_toggle_light_state():
     assert demo.lights == {room: False for room in demo.ROOMS}
     assert toggle_light("kitchen", True) == "kitchen light is now on"
@@ -425,8 +475,9 @@ def test_toggle_light_state():
 def test_toggle_light_unknown_room_lists_valid_ones():
     with pytest.raises(ValueError) as info:
         toggle_light("garage", True)
-    assert str(info.value) == ("unknown room 'garage'; valid rooms: kitchen, living room, bedroom, bathroom, "
-                               "office, hallway")
+    assert str(info.value) == (
+        "unknown room 'garage'; valid rooms: kitchen, living room, bedroom, bathroom, office, hallway"
+    )
 
 
 def test_toggle_light_type_errors_in_plain_calls():

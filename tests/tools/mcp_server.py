@@ -3,6 +3,7 @@
 Tools with ints, strings, enums and nested objects, one that raises, one that sleeps (and says
 when it was cancelled), one that kills the server, one with a name the text protocol cannot write.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 server = MCPServer("textagent-test")
-MARKS = os.environ.get("MCP_TEST_MARKS")   # a folder where cancelled calls leave a file
+MARKS = os.environ.get("MCP_TEST_MARKS")  # a folder where cancelled calls leave a file
 
 
 class Address(BaseModel):
@@ -38,8 +39,10 @@ def shout(text: str, times: int = 1) -> str:
 @server.tool()
 def convert(value: float, unit: Literal["km", "mi"]) -> dict:
     """Convert a distance to the other unit."""
-    return {"value": round(value * 0.621371 if unit == "km" else value / 0.621371, 3),
-            "unit": "mi" if unit == "km" else "km"}
+    return {
+        "value": round(value * 0.621371 if unit == "km" else value / 0.621371, 3),
+        "unit": "mi" if unit == "km" else "km",
+    }
 
 
 @server.tool()

@@ -1,4 +1,5 @@
 """ToolSet.execute: results, errors, timeouts, truncation and async tools."""
+
 from __future__ import annotations
 
 import json
@@ -6,15 +7,14 @@ import threading
 import time
 
 import pytest
-
-from textagent.tools import ToolOutcome, ToolSet, render_result, tool, truncate
-
 from toolfakes import Call, _boom, fetch_price, get_forecast
 
+from textagent.tools import ToolOutcome, ToolSet, render_result, tool, truncate
 
 # --------------------------------------------------------------------------------------------
 # execute
 # --------------------------------------------------------------------------------------------
+
 
 def _sleepy(seconds: float) -> str:
     time.sleep(seconds)
@@ -24,8 +24,9 @@ def _sleepy(seconds: float) -> str:
 class TestExecute:
     def test_execute_ok(self):
         out = ToolSet([get_forecast]).execute(Call("get_forecast", {"city": "Paris"}))
-        assert out == ToolOutcome("get_forecast", {"city": "Paris"}, True,
-                                  '{"city": "Paris", "days": 3, "unit": "c"}', None, out.seconds)
+        assert out == ToolOutcome(
+            "get_forecast", {"city": "Paris"}, True, '{"city": "Paris", "days": 3, "unit": "c"}', None, out.seconds
+        )
         assert out.seconds >= 0
 
     def test_execute_bare_string(self):
@@ -35,8 +36,9 @@ class TestExecute:
     def test_unknown_tool(self):
         out = ToolSet([get_forecast, _boom]).execute(Call("get_forcast", {"city": "Paris"}))
         assert not out.ok and out.error == "unknown_tool"
-        assert out.output == ("ERROR: unknown tool `get_forcast`. Did you mean `get_forecast`? "
-                              "Valid tools: get_forecast, _boom.")
+        assert out.output == (
+            "ERROR: unknown tool `get_forcast`. Did you mean `get_forecast`? Valid tools: get_forecast, _boom."
+        )
         assert out.args == {"city": "Paris"}
         far = ToolSet([get_forecast]).execute(Call("launch_rockets", {}))
         assert "Did you mean" not in far.output and "Valid tools: get_forecast." in far.output
@@ -46,7 +48,7 @@ class TestExecute:
         out = ToolSet([get_forecast]).execute(Call("get_forecast", {"city": "Paris", "days": "three"}))
         assert not out.ok and out.error == "bad_arguments"
         assert out.output.startswith("ERROR: ToolArgumentError: `days`: 'three' is not of type 'integer'.")
-        assert "Usage: get_forecast(city: string, days?: integer, unit?: \"c\"|\"f\")" in out.output
+        assert 'Usage: get_forecast(city: string, days?: integer, unit?: "c"|"f")' in out.output
         assert out.args == {"city": "Paris", "days": "three"}
 
     @pytest.mark.parametrize("timeout", [None, 5])
@@ -103,7 +105,7 @@ class TestExecute:
             return (i * i for i in range(n))
 
         def forever():
-            return itertools.count()   # an iterator, not a generator: shown as text, never consumed
+            return itertools.count()  # an iterator, not a generator: shown as text, never consumed
 
         def endless():
             yield from itertools.count()
@@ -140,7 +142,7 @@ class TestExecute:
         assert ts.execute(Call("_sleepy", {"seconds": 30}), timeout=0.2).error == "timeout"
         started = time.perf_counter()
         assert ts.execute(Call("get_forecast", "Oslo"), timeout=20).ok
-        assert time.perf_counter() - started < 10   # not queued behind the 30 s call
+        assert time.perf_counter() - started < 10  # not queued behind the 30 s call
 
     def test_worker_threads_are_reused(self):
         ts = ToolSet([get_forecast])
@@ -191,12 +193,26 @@ class TestExecute:
                 return "odd!"
 
         def results(kind: str):
-            return {"str": "plain ✓ text", "int": 42, "none": None, "list": [1, "é"], "obj": {"when": Odd()},
-                    "float": 2.5, "bool": True}[kind]
+            return {
+                "str": "plain ✓ text",
+                "int": 42,
+                "none": None,
+                "list": [1, "é"],
+                "obj": {"when": Odd()},
+                "float": 2.5,
+                "bool": True,
+            }[kind]
 
         ts = ToolSet([results])
-        expect = {"str": "plain ✓ text", "int": "42", "none": "null", "list": '[1, "é"]',
-                  "obj": '{"when": "odd!"}', "float": "2.5", "bool": "true"}
+        expect = {
+            "str": "plain ✓ text",
+            "int": "42",
+            "none": "null",
+            "list": '[1, "é"]',
+            "obj": '{"when": "odd!"}',
+            "float": "2.5",
+            "bool": "true",
+        }
         for kind, text in expect.items():
             out = ts.execute(Call("results", {"kind": kind}))
             assert out.ok and out.output == text, kind
@@ -245,14 +261,14 @@ def test_truncate_helper():
     text = "x" * 1000
     cut = truncate(text, 50)
     assert len(cut) <= 50 and cut.endswith(f"[truncated {1000 - len(cut.split(chr(10))[0])} chars]")
-    tiny = truncate(text, 5)   # smaller than the marker: the marker still shows
+    tiny = truncate(text, 5)  # smaller than the marker: the marker still shows
     assert tiny == "\n[truncated 1000 chars]"
 
 
 def test_render_result():
     assert render_result("é") == "é"
     assert render_result({"a": "é"}) == '{"a": "é"}'
-    assert render_result(b"x") == '"b\'x\'"'
+    assert render_result(b"x") == "\"b'x'\""
 
 
 def test_protocol_toolcall_is_accepted():
@@ -265,6 +281,7 @@ def test_protocol_toolcall_is_accepted():
 # --------------------------------------------------------------------------------------------
 # async def tools
 # --------------------------------------------------------------------------------------------
+
 
 @tool
 async def broken_fetch(item: str) -> str:
@@ -288,7 +305,7 @@ def test_async_tools_are_awaited_when_an_event_loop_runs_in_the_calling_thread(t
     from textagent.agent import Agent
     from textagent.backends.scripted import ScriptedBackend
 
-    async def main():   # e.g. a notebook or a web handler calling the (synchronous) agent
+    async def main():  # e.g. a notebook or a web handler calling the (synchronous) agent
         tools = ToolSet([fetch_price, broken_fetch])
         direct = tools.execute(Call("fetch_price", {"item": "tea"}), timeout=timeout)
         failed = tools.execute(Call("broken_fetch", {"item": "tea"}), timeout=timeout)
@@ -306,6 +323,7 @@ def test_async_tools_are_awaited_when_an_event_loop_runs_in_the_calling_thread(t
 # --------------------------------------------------------------------------------------------
 # check: the same validation as execute, nothing run
 # --------------------------------------------------------------------------------------------
+
 
 def _nested(depth: int) -> object:
     value: object = 1
@@ -340,7 +358,7 @@ class TestCheck:
         assert ignored.ok and ignored.args == {"city": "Paris"} and ignored.ignored == ("confirmation",)
         assert ignored.output == ""
         assert ran == []
-        run = tools.execute(Call("book", {"city": "Paris"}))   # the tool is real: execute runs it
+        run = tools.execute(Call("book", {"city": "Paris"}))  # the tool is real: execute runs it
         assert run.error == "tool_error" and ran == [("Paris", 2)]
 
     def test_check_starts_no_thread(self, monkeypatch):
@@ -349,32 +367,42 @@ class TestCheck:
         assert tools.check(Call("book", {"city": "Paris"})).ok and ran == []
 
     @pytest.mark.parametrize("extra_args", ["ignore", "error"])
-    @pytest.mark.parametrize("call", [
-        Call("bok", {"city": "Paris"}),                        # unknown tool, with a suggestion
-        Call("launch", {}),                                    # unknown tool
-        Call(["book"], {}),                                    # a name that is no string
-        Call("book", {}),                                      # missing required
-        Call("book", {"people": 3}),                           # missing required, another given
-        Call("book", {"city": "Paris", "people": "three"}),    # wrong type
-        Call("book", {"city": 7}),                             # wrong type
-        Call("book", {"city": "Paris", "confirmation": "y"}),  # extra argument: ignored or refused
-        Call("book", {"cty": "Paris"}),                        # a misspelt required one
-        Call("book", [1, 2]),                                  # arguments not an object
-        Call("book", {"city": "Paris", "people": _nested(200)}),   # too deep
-        Call("book", "Paris"),                                 # a bare argument
-    ], ids=lambda c: repr(c)[:40])
+    @pytest.mark.parametrize(
+        "call",
+        [
+            Call("bok", {"city": "Paris"}),  # unknown tool, with a suggestion
+            Call("launch", {}),  # unknown tool
+            Call(["book"], {}),  # a name that is no string
+            Call("book", {}),  # missing required
+            Call("book", {"people": 3}),  # missing required, another given
+            Call("book", {"city": "Paris", "people": "three"}),  # wrong type
+            Call("book", {"city": 7}),  # wrong type
+            Call("book", {"city": "Paris", "confirmation": "y"}),  # extra argument: ignored or refused
+            Call("book", {"cty": "Paris"}),  # a misspelt required one
+            Call("book", [1, 2]),  # arguments not an object
+            Call("book", {"city": "Paris", "people": _nested(200)}),  # too deep
+            Call("book", "Paris"),  # a bare argument
+        ],
+        ids=lambda c: repr(c)[:40],
+    )
     def test_check_and_execute_agree_on_bad_calls(self, call, extra_args):
         tools, ran = self.recording_tools(extra_args=extra_args)
         checked = tools.check(call)
         executed = tools.execute(call)
-        if checked.ok:   # the tool ran under execute (and raised): the same call, bound alike
+        if checked.ok:  # the tool ran under execute (and raised): the same call, bound alike
             assert executed.error == "tool_error" and checked.output == ""
             assert (checked.name, checked.args, checked.ignored) == (executed.name, executed.args, executed.ignored)
             return
         assert ran == []
         assert checked.error in ("unknown_tool", "bad_arguments") and checked.output.startswith("ERROR: ")
-        assert (checked.name, checked.args, checked.ok, checked.output, checked.error, checked.ignored) == \
-            (executed.name, executed.args, executed.ok, executed.output, executed.error, executed.ignored)
+        assert (checked.name, checked.args, checked.ok, checked.output, checked.error, checked.ignored) == (
+            executed.name,
+            executed.args,
+            executed.ok,
+            executed.output,
+            executed.error,
+            executed.ignored,
+        )
 
     def test_the_bad_calls_are_bad(self):
         tools, _ = self.recording_tools()

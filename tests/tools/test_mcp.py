@@ -1,5 +1,6 @@
 """MCP tools against real servers: tests/tools/mcp_server.py (the official SDK's server class)
 over stdio and Streamable HTTP, and the PyPI server mcp-server-time."""
+
 from __future__ import annotations
 
 import json
@@ -39,17 +40,19 @@ def test_the_servers_tools_with_their_schemas(tools):
 
 
 def test_results_are_the_observation(tools):
-    assert run(tools, "add", a=2, b=3).output == "5"                  # {"result": 5} not repeated
+    assert run(tools, "add", a=2, b=3).output == "5"  # {"result": 5} not repeated
     assert json.loads(run(tools, "convert", value=10, unit="km").output) == {"value": 6.214, "unit": "mi"}
     assert run(tools, "ship", name="Ann", address={"city": "Oslo", "zip": "0150"}).output == "shipped to Ann, Oslo 0150"
     assert run(tools, "shout", text="hi", times=2).output == "HI HI"
 
 
 def test_bad_arguments_are_refused_before_anything_is_sent(tools):
-    for name, args, words in [("add", {"a": "x", "b": 1}, "'x' is not of type 'integer'"),
-                              ("convert", {"value": 1, "unit": "yards"}, "km"),
-                              ("ship", {"name": "Ann", "address": {"zip": "1"}}, "city"),
-                              ("add", {"a": 1}, "b")]:
+    for name, args, words in [
+        ("add", {"a": "x", "b": 1}, "'x' is not of type 'integer'"),
+        ("convert", {"value": 1, "unit": "yards"}, "km"),
+        ("ship", {"name": "Ann", "address": {"zip": "1"}}, "city"),
+        ("add", {"a": 1}, "b"),
+    ]:
         outcome = tools.execute(ToolCall(name, args))
         assert not outcome.ok and outcome.error == "bad_arguments" and words in outcome.output, outcome.output
 
@@ -70,7 +73,7 @@ def test_a_call_past_the_tool_timeout_is_cancelled_on_the_server(tmp_path):
             time.sleep(0.05)
         assert (tmp_path / "cancelled").exists(), "the server never heard the request was cancelled"
         assert time.monotonic() - started < 20
-        assert run(tools, "add", a=1, b=1).output == "2"             # the connection is still good
+        assert run(tools, "add", a=1, b=1).output == "2"  # the connection is still good
 
 
 def test_calls_from_several_threads_are_not_serialised(tools):
@@ -90,7 +93,7 @@ def test_calls_from_several_threads_are_not_serialised(tools):
 
 
 def test_a_server_that_dies_becomes_observations_and_the_run_goes_on():
-    replies = ["TOOL: die", "TOOL: add ARGS: {\"a\": 1, \"b\": 2}", "ANSWER: the server is gone"]
+    replies = ["TOOL: die", 'TOOL: add ARGS: {"a": 1, "b": 2}', "ANSWER: the server is gone"]
     with mcp_tools(SERVER) as tools:
         backend = ScriptedBackend(replies)
         result = Agent(backend, tools, chat_format="chatml", tool_timeout=10).run("Break it.")
@@ -110,10 +113,15 @@ def server_with_a_child(tmp_path: Path) -> tuple[Path, str]:
     """A copy of the test server that first starts a child process of its own (the marker)."""
     marker = f"textagent-mcp-child-{tmp_path.name}"
     script = tmp_path / "own_server.py"
-    spawn = ("import subprocess, sys\n"
-             f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {marker!r}])\n")
-    source = Path(SERVER[1]).read_text().replace("from __future__ import annotations\n",
-                                                 "from __future__ import annotations\n" + spawn, 1)
+    spawn = (
+        "import subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {marker!r}])\n"
+    )
+    source = (
+        Path(SERVER[1])
+        .read_text()
+        .replace("from __future__ import annotations\n", "from __future__ import annotations\n" + spawn, 1)
+    )
     script.write_text(source)
     return script, marker
 
@@ -131,7 +139,7 @@ def test_leaving_the_block_stops_the_server_and_its_children(tmp_path):
         assert run(tools, "add", a=1, b=2).output == "3"
         assert _children(str(script)) and _children(marker)
     assert _gone(str(script), marker)
-    outcome = run(tools, "add", a=1, b=2)     # after the block: an observation, not a hang
+    outcome = run(tools, "add", a=1, b=2)  # after the block: an observation, not a hang
     assert not outcome.ok and "cannot be called" in outcome.output
 
 
@@ -159,9 +167,8 @@ def test_names_the_protocol_cannot_write_are_mapped_and_called(tools):
 
 
 def test_two_servers_with_one_tool_name_need_a_prefix():
-    with pytest.raises(MCPServerError, match="two MCP servers have a tool named 'add'"):
-        with mcp_tools(SERVER, SERVER):
-            pass
+    with pytest.raises(MCPServerError, match="two MCP servers have a tool named 'add'"), mcp_tools(SERVER, SERVER):
+        pass
     with mcp_tools(SERVER, [sys.executable, "-m", "mcp_server_time"], prefix=True) as tools:
         assert "server.add" in tools and "time.get_current_time" in tools
 
@@ -169,10 +176,14 @@ def test_two_servers_with_one_tool_name_need_a_prefix():
 def test_render_result_reads_every_kind_of_content():
     from mcp_types import CallToolResult, ImageContent, ResourceLink, TextContent
 
-    result = CallToolResult(content=[TextContent(type="text", text="a chart"),
-                                     ImageContent(type="image", data="AAAA", mime_type="image/png"),
-                                     ResourceLink(type="resource_link", uri="file:///r.csv", name="r.csv")],
-                            structured_content={"rows": 3})
+    result = CallToolResult(
+        content=[
+            TextContent(type="text", text="a chart"),
+            ImageContent(type="image", data="AAAA", mime_type="image/png"),
+            ResourceLink(type="resource_link", uri="file:///r.csv", name="r.csv"),
+        ],
+        structured_content={"rows": 3},
+    )
     assert render_result(result) == 'a chart\n[image image/png, 3 bytes]\n[resource file:///r.csv r.csv]\n{"rows": 3}'
 
 
@@ -193,8 +204,10 @@ def _free_port() -> int:
 
 def test_a_streamable_http_server(tmp_path):
     port = _free_port()
-    code = (f"import runpy, sys; sys.argv = ['x']; ns = runpy.run_path({SERVER[1]!r}, run_name='lib'); "
-            f"ns['server'].run('streamable-http', port={port})")
+    code = (
+        f"import runpy, sys; sys.argv = ['x']; ns = runpy.run_path({SERVER[1]!r}, run_name='lib'); "
+        f"ns['server'].run('streamable-http', port={port})"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/mcp"
@@ -218,10 +231,25 @@ def test_a_terminated_run_stops_its_mcp_servers(tmp_path):
 
     script, marker = server_with_a_child(tmp_path)
     with FakeServer() as fake:
-        fake.json("/completion", {"content": "ANSWER: late"}, delay=60)   # the model never answers in time
-        proc = subprocess.Popen([sys.executable, "-m", "textagent", "run", "--endpoint", fake.url, "--chat-format",
-                                 "chatml", "--mcp", f"{sys.executable} {script}", "q"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        fake.json("/completion", {"content": "ANSWER: late"}, delay=60)  # the model never answers in time
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "textagent",
+                "run",
+                "--endpoint",
+                fake.url,
+                "--chat-format",
+                "chatml",
+                "--mcp",
+                f"{sys.executable} {script}",
+                "q",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 30
         while not (_children(marker) and fake.requests) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -251,16 +279,16 @@ for line in sys.stdin:
 """
 
 
-@pytest.mark.parametrize("cursor, says", [("'same'", "sent the page cursor 'same' twice"),
-                                          ("str(pages)", "over more than 100 pages")])
+@pytest.mark.parametrize(
+    "cursor, says", [("'same'", "sent the page cursor 'same' twice"), ("str(pages)", "over more than 100 pages")]
+)
 def test_a_server_that_pages_for_ever_is_one_clear_error(tmp_path, cursor, says):
     script = tmp_path / "pager.py"
     script.write_text(RAW_SERVER.replace("CURSOR", cursor))
     started = time.monotonic()
-    with pytest.raises(MCPServerError, match=says):
-        with mcp_tools([sys.executable, str(script)], startup_timeout=60):
-            pass
-    assert time.monotonic() - started < 30   # 2,100 pages in 22 s before, 800 MB with 50 tools a page
+    with pytest.raises(MCPServerError, match=says), mcp_tools([sys.executable, str(script)], startup_timeout=60):
+        pass
+    assert time.monotonic() - started < 30  # 2,100 pages in 22 s before, 800 MB with 50 tools a page
 
 
 def test_a_server_that_never_answers_initialize_fails_within_the_startup_timeout(tmp_path):
@@ -270,4 +298,4 @@ def test_a_server_that_never_answers_initialize_fails_within_the_startup_timeout
     with pytest.raises(MCPServerError, match="did not answer within 2 s"):
         with mcp_tools([sys.executable, str(script)], startup_timeout=2):
             pass
-    assert time.monotonic() - started < 12   # ~20 s before, and close() waited 15 s more
+    assert time.monotonic() - started < 12  # ~20 s before, and close() waited 15 s more

@@ -1,6 +1,7 @@
 """tools/validation.py: a schema's $ref is resolved within the schema only; references to URLs,
 files or other documents are refused when the tool is made and never fetched (hardening round 4,
 X1 and X2)."""
+
 from __future__ import annotations
 
 import http.server
@@ -19,7 +20,7 @@ from textagent.tools.validation import make_validator, remote_references, valida
 class _Counting(http.server.BaseHTTPRequestHandler):
     hits = 0
 
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):
         type(self).hits += 1
         body = json.dumps({"type": "string", "const": "secret-from-the-server"}).encode()
         self.send_response(200)
@@ -42,21 +43,30 @@ def http_schema_server():
 
 
 def test_local_references_and_meta_schemas_are_fine():
-    schema = {"type": "object", "$defs": {"city": {"type": "string"}},
-              "properties": {"a": {"$ref": "#/$defs/city"}, "b": {"$ref": "https://json-schema.org/draft/2020-12/schema"}},
-              "required": ["a"]}
+    schema = {
+        "type": "object",
+        "$defs": {"city": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/$defs/city"}, "b": {"$ref": "https://json-schema.org/draft/2020-12/schema"}},
+        "required": ["a"],
+    }
     tool = Tool("f", "d", schema, fn=lambda **kw: kw)
     assert tool.bind({"a": "Paris"}) == {"a": "Paris"}
     with pytest.raises(ToolArgumentError, match="'a'|a"):
         tool.bind({"a": 5})
-    embedded = {"$id": "https://example.com/root", "type": "object",
-                "$defs": {"o": {"$id": "other.json", "type": "integer"}}, "properties": {"n": {"$ref": "other.json"}}}
+    embedded = {
+        "$id": "https://example.com/root",
+        "type": "object",
+        "$defs": {"o": {"$id": "other.json", "type": "integer"}},
+        "properties": {"n": {"$ref": "other.json"}},
+    }
     assert remote_references(embedded) == []
     assert Tool("g", "d", embedded, fn=lambda **kw: kw).bind({"n": 3}) == {"n": 3}
 
 
-@pytest.mark.parametrize("ref", ["http://127.0.0.1:9/x.json", "file:///etc/passwd", "other.json#/a",
-                                 "https://example.com/schema#/definitions/x"])
+@pytest.mark.parametrize(
+    "ref",
+    ["http://127.0.0.1:9/x.json", "file:///etc/passwd", "other.json#/a", "https://example.com/schema#/definitions/x"],
+)
 def test_a_reference_outside_the_schema_is_refused_when_the_tool_is_made(ref):
     with pytest.raises(ValueError, match=r"never fetched"):
         Tool("f", "d", {"type": "object", "properties": {"a": {"$ref": ref}}}, fn=lambda **kw: kw)
@@ -80,7 +90,7 @@ def test_nothing_is_fetched_from_a_url_or_a_file(http_schema_server, tmp_path):
 def test_a_reference_to_a_server_that_never_answers_costs_no_time():
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
-    silent.listen(1)   # accepts connections, never answers
+    silent.listen(1)  # accepts connections, never answers
     try:
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/never.json"
         started = time.process_time(), time.monotonic()
@@ -89,9 +99,9 @@ def test_a_reference_to_a_server_that_never_answers_costs_no_time():
         validator = make_validator({"type": "object", "properties": {"a": {"$ref": url}}})
         with pytest.raises(ToolArgumentError):
             validate(validator, {"a": "x"})
-        assert time.monotonic() - started[1] < 5   # no connection was made (the server never answers)
+        assert time.monotonic() - started[1] < 5  # no connection was made (the server never answers)
         silent.setblocking(False)
         with pytest.raises(BlockingIOError):
-            silent.accept()   # nobody connected
+            silent.accept()  # nobody connected
     finally:
         silent.close()

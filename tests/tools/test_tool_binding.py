@@ -1,19 +1,17 @@
 """Tool.bind: model arguments, bare text included, to keyword arguments."""
+
 from __future__ import annotations
 
-from typing import Optional
-
 import pytest
+from toolfakes import Color, everything, get_forecast
 
 from textagent.errors import ToolArgumentError
 from textagent.tools import Tool, bare_target, bare_value, bind_bare
 
-from toolfakes import Color, everything, get_forecast
-
-
 # --------------------------------------------------------------------------------------------
 # bind / validation
 # --------------------------------------------------------------------------------------------
+
 
 class TestBind:
     def test_valid(self):
@@ -38,8 +36,20 @@ class TestBind:
     def test_many_errors_are_capped(self):
         t = Tool.from_function(everything)
         with pytest.raises(ToolArgumentError, match="and \\d+ more"):
-            t.bind({"s": 1, "i": "x", "f": "x", "b": "x", "lit": "x", "opt": "x", "union": "x", "many": 1,
-                    "table": 1, "anything": 1})
+            t.bind(
+                {
+                    "s": 1,
+                    "i": "x",
+                    "f": "x",
+                    "b": "x",
+                    "lit": "x",
+                    "opt": "x",
+                    "union": "x",
+                    "many": 1,
+                    "table": 1,
+                    "anything": 1,
+                }
+            )
 
     def test_nested_paths(self):
         def f(rows: list[dict[str, int]]):
@@ -57,11 +67,21 @@ class TestBind:
 
     def test_literal_enum_validation_and_conversion(self):
         t = Tool.from_function(everything)
-        base = {"s": "", "i": 1, "f": 1, "b": True, "lit": "a", "opt": None, "union": None, "many": [],
-                "table": {}, "anything": object()}
+        base = {
+            "s": "",
+            "i": 1,
+            "f": 1,
+            "b": True,
+            "lit": "a",
+            "opt": None,
+            "union": None,
+            "many": [],
+            "table": {},
+            "anything": object(),
+        }
         bound = t.bind({**base, "color": "green"})
         assert bound["color"] is Color.GREEN
-        with pytest.raises(ToolArgumentError, match="`color`: 'blue' is not one of \"red\", \"green\""):
+        with pytest.raises(ToolArgumentError, match='`color`: \'blue\' is not one of "red", "green"'):
             t.bind({**base, "color": "blue"})
         with pytest.raises(ToolArgumentError, match="`lit`"):
             t.bind({**base, "lit": "c"})
@@ -80,7 +100,7 @@ class TestBind:
             t.bind({"x": True, "n": 1})
 
     def test_optional_and_defaults(self):
-        def f(a: int, b: Optional[str] = None, c: bool = False):
+        def f(a: int, b: str | None = None, c: bool = False):
             return a, b, c
 
         t = Tool.from_function(f)
@@ -117,8 +137,9 @@ class TestBind:
 
         with pytest.raises(ToolArgumentError) as info:
             Tool.from_function(f).bind("3 4")
-        assert str(info.value) == ('`f` takes several arguments (a, b); pass them as a JSON object, '
-                                   'e.g. {"a": 2.5, "b": 2.5}')
+        assert str(info.value) == (
+            '`f` takes several arguments (a, b); pass them as a JSON object, e.g. {"a": 2.5, "b": 2.5}'
+        )
 
     def test_wrong_container(self):
         with pytest.raises(ToolArgumentError, match="must be a JSON object"):

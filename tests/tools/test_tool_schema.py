@@ -1,20 +1,20 @@
 """Tool.from_function / @tool: schemas from hints and docstrings; the OpenAI round trip."""
+
 from __future__ import annotations
 
 import json
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
+from toolfakes import Call, Thing, everything, get_forecast
 
 from textagent.errors import ToolArgumentError
 from textagent.tools import Tool, ToolSet, parse_docstring, tool
 
-from toolfakes import Call, Thing, everything, get_forecast
-
-
 # --------------------------------------------------------------------------------------------
 # from_function / @tool
 # --------------------------------------------------------------------------------------------
+
 
 class TestFromFunction:
     def test_bare_decorator_builds_tool_and_stays_callable(self):
@@ -24,7 +24,7 @@ class TestFromFunction:
         assert get_forecast.__wrapped__ is get_forecast.fn
 
     def test_decorator_with_arguments(self):
-        @tool(name="weather.now", description="Weather now, e.g. {\"city\": \"Paris\"}.")
+        @tool(name="weather.now", description='Weather now, e.g. {"city": "Paris"}.')
         def f(city: str) -> str:
             """Ignored docstring."""
             return city
@@ -55,8 +55,11 @@ class TestFromFunction:
         assert params["additionalProperties"] is False
         props = params["properties"]
         assert props["city"]["type"] == "string"
-        assert props["days"] == {"type": "integer", "description": "How many days ahead, between 1 and 7.",
-                                 "default": 3}
+        assert props["days"] == {
+            "type": "integer",
+            "description": "How many days ahead, between 1 and 7.",
+            "default": 3,
+        }
         assert props["unit"]["enum"] == ["c", "f"] and props["unit"]["type"] == "string"
         assert props["unit"]["default"] == "c"
 
@@ -71,7 +74,7 @@ class TestFromFunction:
         assert props["union"] == {"type": ["integer", "null"]}
         assert props["many"] == {"type": "array", "items": {"type": "string"}}
         assert props["table"] == {"type": "object", "additionalProperties": {"type": "integer"}}
-        assert props["anything"] == {}          # no hint -> no type constraint
+        assert props["anything"] == {}  # no hint -> no type constraint
         assert props["color"] == {"type": "string", "enum": ["red", "green"], "default": "red"}
         assert props["bare_list"] == {"type": ["array", "null"], "default": None}
         assert props["pair"]["prefixItems"] == [{"type": "integer"}, {"type": "string"}]
@@ -83,7 +86,7 @@ class TestFromFunction:
         assert required == ["s", "i", "f", "b", "lit", "opt", "union", "many", "table", "anything"]
 
     def test_optional_literal_and_optional_list(self):
-        def f(mode: Optional[Literal["x", "y"]] = None, tags: Optional[list[int]] = None):
+        def f(mode: Literal["x", "y"] | None = None, tags: list[int] | None = None):
             return mode, tags
 
         props = Tool.from_function(f).parameters["properties"]
@@ -236,9 +239,9 @@ class TestOpenAI:
     def test_accepts_seed_format_unchanged(self):
         original = json.loads(json.dumps(SEED_CALCULATE))
         t = Tool.from_openai(SEED_CALCULATE, lambda expression: expression)
-        assert SEED_CALCULATE == original           # not mutated
+        assert original == SEED_CALCULATE  # not mutated
         assert t.name == "calculate"
-        assert t.to_openai() == SEED_CALCULATE       # round trip
+        assert t.to_openai() == SEED_CALCULATE  # round trip
         assert t.bind("17 * 24") == {"expression": "17 * 24"}
 
     def test_bare_function_dict_and_no_parameters(self):
@@ -272,7 +275,7 @@ class TestOpenAI:
     def test_bad_definitions(self):
         with pytest.raises(ValueError, match="name"):
             Tool.from_openai({"type": "function", "function": {"description": "x"}}, None)
-        with pytest.raises(ValueError, match="only \"function\""):
+        with pytest.raises(ValueError, match='only "function"'):
             Tool.from_openai({"type": "retrieval", "name": "x"}, None)
         with pytest.raises(TypeError):
             Tool.from_openai("calculate", None)  # type: ignore[arg-type]
@@ -292,13 +295,12 @@ def test_a_name_an_openai_or_mcp_schema_does_not_list_is_refused_with_the_names_
     from textagent.tools import Tool, ToolSet
 
     listed = {"type": "object", "properties": {"file_name": {"type": "string"}, "pattern": {"type": "string"}}}
-    grep = Tool.from_openai({"type": "function", "function": {"name": "grep", "parameters": listed}},
-                            lambda **kw: kw)
+    grep = Tool.from_openai({"type": "function", "function": {"name": "grep", "parameters": listed}}, lambda **kw: kw)
     assert grep.closed and grep.bind({"file_name": "a", "pattern": "b"}) == {"file_name": "a", "pattern": "b"}
     with pytest.raises(ToolArgumentError, match="mode.*file_name, pattern"):
         grep.bind({"file_name": "a", "pattern": "b", "mode": "l"})
     outcome = ToolSet([grep]).execute(ToolCall("grep", {"file_name": "a", "pattern": "b", "mode": "l"}))
-    assert not outcome.ok and outcome.error == "bad_arguments"   # refused, not dropped, whatever extra_args says
+    assert not outcome.ok and outcome.error == "bad_arguments"  # refused, not dropped, whatever extra_args says
     # a schema that says what other names mean keeps its meaning
     open_schema = {**listed, "additionalProperties": True}
     loose = Tool.from_openai({"name": "grep", "parameters": open_schema}, lambda **kw: kw)

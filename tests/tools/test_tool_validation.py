@@ -1,15 +1,15 @@
 """Hard limits and validation messages for model arguments."""
+
 from __future__ import annotations
 
 import time
 from typing import Any
 
 import pytest
+from toolfakes import Call, get_forecast
 
 from textagent.errors import ToolArgumentError
 from textagent.tools import MAX_ARG_CHARS, MAX_ARG_DEPTH, Tool, ToolSet
-
-from toolfakes import Call, get_forecast
 
 
 class TestHardening:
@@ -32,7 +32,7 @@ class TestHardening:
         started = time.perf_counter()
         with pytest.raises(ToolArgumentError, match="too large"):
             Tool.from_function(f).bind({"xs": huge})
-        assert time.perf_counter() - started < 0.5      # refused before visiting the elements
+        assert time.perf_counter() - started < 0.5  # refused before visiting the elements
 
     def test_big_but_allowed_value_gives_short_error(self):
         with pytest.raises(ToolArgumentError) as info:
@@ -105,12 +105,17 @@ class TestHardening:
         assert "Did you mean `get_forecast`?" in tools.execute(Call("get_forecäst", {})).output
 
 
-@pytest.mark.parametrize("schema, args", [
-    ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|aa)+$"}}}, {"s": "a" * 5000 + "!"}),
-    ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}, {"s": "a" * 30 + "!"}),
-    ({"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}}, "additionalProperties": False},
-     {"a" * 5000 + "!": 1}),
-])
+@pytest.mark.parametrize(
+    "schema, args",
+    [
+        ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|aa)+$"}}}, {"s": "a" * 5000 + "!"}),
+        ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}, {"s": "a" * 30 + "!"}),
+        (
+            {"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}}, "additionalProperties": False},
+            {"a" * 5000 + "!": 1},
+        ),
+    ],
+)
 def test_a_backtracking_pattern_cannot_hold_the_process(schema, args):
     import time
 
@@ -129,8 +134,20 @@ def test_patterns_still_match_and_refuse_as_before():
     from textagent.protocol import ToolCall
     from textagent.tools import Tool, ToolSet
 
-    tools = ToolSet([Tool("f", "x", {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}},
-                                     "patternProperties": {"^x-": {"type": "integer"}}}, fn=lambda **kw: "ran")])
+    tools = ToolSet(
+        [
+            Tool(
+                "f",
+                "x",
+                {
+                    "type": "object",
+                    "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}},
+                    "patternProperties": {"^x-": {"type": "integer"}},
+                },
+                fn=lambda **kw: "ran",
+            )
+        ]
+    )
     assert tools.execute(ToolCall("f", {"code": "EUR", "x-n": 2})).output == "ran"
     bad = tools.execute(ToolCall("f", {"code": "eur"}))
     assert not bad.ok and "does not match '^[A-Z]{3}$'" in bad.output
@@ -138,6 +155,7 @@ def test_patterns_still_match_and_refuse_as_before():
 
 
 # -- one validation budget per call (hardening round 4: S4-S6) ------------------------------------
+
 
 def _tool(schema):
     from textagent.tools import Tool
@@ -148,26 +166,34 @@ def _tool(schema):
 def test_nested_any_of_over_refs_stops_at_the_calls_budget():
     from textagent.errors import ToolArgumentError
 
-    defs = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}", "minimum": 0}]}
-            for i in range(24)}   # 2^24 paths to the last one
+    defs = {
+        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}", "minimum": 0}]}
+        for i in range(24)
+    }  # 2^24 paths to the last one
     defs["d24"] = {"type": "string"}
     tool = _tool({"$defs": defs, "properties": {"root": {"$ref": "#/$defs/d0"}}})
     started = time.monotonic()
     with pytest.raises(ToolArgumentError, match="could not be checked against the schema within 1 s"):
         tool.bind({"root": 5})
-    assert time.monotonic() - started < 5   # it did not answer in 15 s before
+    assert time.monotonic() - started < 5  # it did not answer in 15 s before
 
 
 def test_pattern_searches_share_one_budget_per_call():
     from textagent.errors import ToolArgumentError
 
-    tool = _tool({"properties": {"xs": {"type": "array", "items": {"type": "string", "pattern": "^(a|aa)+$"}},
-                                 "m": {"type": "object", "patternProperties": {"^(a|aa)+$": {}}}}})
+    tool = _tool(
+        {
+            "properties": {
+                "xs": {"type": "array", "items": {"type": "string", "pattern": "^(a|aa)+$"}},
+                "m": {"type": "object", "patternProperties": {"^(a|aa)+$": {}}},
+            }
+        }
+    )
     started = time.monotonic()
     with pytest.raises(ToolArgumentError):
-        tool.bind({"xs": ["a" * 40 + "b"] * 12})   # 12 values x 0.25 s each took 3.2 s
+        tool.bind({"xs": ["a" * 40 + "b"] * 12})  # 12 values x 0.25 s each took 3.2 s
     with pytest.raises(ToolArgumentError):
-        tool.bind({"m": {"a" * 40 + "b" + str(i): 1 for i in range(8)}})   # 8 keys took 6 s
+        tool.bind({"m": {"a" * 40 + "b" + str(i): 1 for i in range(8)}})  # 8 keys took 6 s
     assert time.monotonic() - started < 5
 
 
@@ -178,7 +204,7 @@ def test_unique_items_is_linear_and_compares_as_json_schema_does():
     items = [{"a": i, "b": [i, str(i)]} for i in range(1500)]
     started = time.process_time()
     assert tool.bind({"xs": items})["xs"] == items
-    assert time.process_time() - started < 1   # pairwise: 3.9 s of CPU
+    assert time.process_time() - started < 1  # pairwise: 3.9 s of CPU
     with pytest.raises(ToolArgumentError, match="non-unique"):
-        tool.bind({"xs": [*items, {"b": [7, "7"], "a": 7.0}]})   # key order and 7 == 7.0 do not matter
-    assert tool.bind({"xs": [1, True, "1", None, [1], {"a": 1}, {"a": True}]})   # true is not 1
+        tool.bind({"xs": [*items, {"b": [7, "7"], "a": 7.0}]})  # key order and 7 == 7.0 do not matter
+    assert tool.bind({"xs": [1, True, "1", None, [1], {"a": 1}, {"a": True}]})  # true is not 1

@@ -1,18 +1,18 @@
 """ToolSet: a mapping of tools with examples; adding and selecting tools."""
+
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
-
-from textagent.tools import Tool, ToolSet, tool
-
 from toolfakes import Call, Color, _boom, fetch_price, get_forecast
 
+from textagent.tools import Tool, ToolSet, tool
 
 # --------------------------------------------------------------------------------------------
 # ToolSet
 # --------------------------------------------------------------------------------------------
+
 
 class TestToolSet:
     def test_mapping_and_construction(self):
@@ -52,7 +52,7 @@ class TestToolSet:
         ts = ToolSet([get_forecast])
         out = ts.execute(Call("get_forecast", {"city": "Paris", "confirmation": "X-1", "temp": 3}))
         assert out.ok and out.error is None and out.ignored == ("confirmation", "temp")
-        assert out.args == {"city": "Paris"}        # what ran
+        assert out.args == {"city": "Paris"}  # what ran
         assert out.output.endswith("\n(ignored `confirmation`, `temp`: not an argument of get_forecast)")
         # a misspelt required argument is still an error, with the suggestion
         bad = ts.execute(Call("get_forecast", {"cty": "Paris"}))
@@ -89,14 +89,14 @@ class TestToolSet:
         assert ts.execute(Call("get_forecast", {"city": "Paris", "unit": " C "})).ok
 
         @tool
-        def pick(mode: Optional[Literal["fast", "Fast", "slow"]] = None) -> str:
+        def pick(mode: Literal["fast", "Fast", "slow"] | None = None) -> str:
             """Pick."""
             return str(mode)
 
         picks = ToolSet([pick])
-        assert picks.execute(Call("pick", {"mode": "SLOW"})).output == "slow"      # Optional[Literal]: anyOf
-        assert picks.execute(Call("pick", {"mode": "Fast"})).output == "Fast"      # listed as written
-        ambiguous = picks.execute(Call("pick", {"mode": "FAST"}))                   # two candidates: no guess
+        assert picks.execute(Call("pick", {"mode": "SLOW"})).output == "slow"  # Optional[Literal]: anyOf
+        assert picks.execute(Call("pick", {"mode": "Fast"})).output == "Fast"  # listed as written
+        ambiguous = picks.execute(Call("pick", {"mode": "FAST"}))  # two candidates: no guess
         assert not ambiguous.ok and "is not one of" in ambiguous.output
         assert not ts.execute(Call("get_forecast", {"city": "Paris", "unit": "kelvin"})).ok
 
@@ -104,6 +104,7 @@ class TestToolSet:
 # --------------------------------------------------------------------------------------------
 # Adding tools to a ToolSet keeps its examples
 # --------------------------------------------------------------------------------------------
+
 
 def _demo():
     from textagent.toolkits import demo
@@ -114,28 +115,37 @@ def _demo():
 def test_adding_tools_to_a_toolset_keeps_its_examples_and_settings():
     demo = _demo()
     base = demo.demo_tools()
-    for grown in (base.with_tools(get_forecast), base + [get_forecast], base + get_forecast, [get_forecast] + base,
-                  ToolSet([base, get_forecast]), base + ToolSet([get_forecast])):
+    for grown in (
+        base.with_tools(get_forecast),
+        [*base, get_forecast],
+        base + get_forecast,
+        [get_forecast, *base],
+        ToolSet([base, get_forecast]),
+        base + ToolSet([get_forecast]),
+    ):
         assert set(grown) == {*base, "get_forecast"}
         assert grown.examples == demo.DEMO_EXAMPLES and grown.max_examples == demo.MAX_EXAMPLES
-    assert list(base) == list(demo.demo_tools())          # the original is unchanged
+    assert list(base) == list(demo.demo_tools())  # the original is unchanged
     strict = ToolSet([get_forecast], extra_args="error").with_tools(fetch_price)
     assert strict.extra_args == "error" and set(strict) == {"get_forecast", "fetch_price"}
     with pytest.raises(ValueError, match="two tools are named 'calculate'"):
-        base + [demo.calculate]
+        [*base, demo.calculate]
 
 
 def test_tool_names_where_tools_are_expected_get_a_clear_error():
     demo = _demo()
-    with pytest.raises(TypeError, match=r"got the tool name 'calculate': pass the ToolSet itself or "
-                                        r"toolset.values\(\).*toolset \+ \[f\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"got the tool name 'calculate': pass the ToolSet itself or "
+        r"toolset.values\(\).*toolset \+ \[f\]",
+    ):
         ToolSet([*demo.demo_tools(), get_forecast])
     from textagent.agent import Agent
     from textagent.backends.scripted import ScriptedBackend
 
     with pytest.raises(TypeError, match="got the tool name 'calculate'"):
         Agent(ScriptedBackend([]), [*demo.demo_tools(), get_forecast])
-    agent = Agent(ScriptedBackend([]), [demo.demo_tools(), get_forecast])   # a ToolSet inside a list is fine
+    agent = Agent(ScriptedBackend([]), [demo.demo_tools(), get_forecast])  # a ToolSet inside a list is fine
     assert agent.tools.examples == demo.DEMO_EXAMPLES and "get_forecast" in agent.tools
 
 
@@ -146,6 +156,6 @@ def test_select_keeps_the_examples_that_use_only_the_selected_tools():
     used = [{name for name, _, _ in e.calls} for e in chosen.examples]
     assert {"calculate"} in used and {"calculate", "get_weather"} in used and set() in used
     assert all(u <= {"calculate", "get_weather"} for u in used)
-    assert len(chosen.examples) == 3 + 1 + 1 + 4     # direct answers, 2.5% of 3200, Rome/Oslo, 4 weather
+    assert len(chosen.examples) == 3 + 1 + 1 + 4  # direct answers, 2.5% of 3200, Rome/Oslo, 4 weather
     with pytest.raises(KeyError, match="no tool named 'teleport'"):
         demo.demo_tools().select("teleport")

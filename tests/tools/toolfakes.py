@@ -1,9 +1,10 @@
 """Tools and call stand-ins shared by the tests in this folder."""
+
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 from textagent.tools import tool
 
@@ -19,6 +20,7 @@ class Call:
 # --------------------------------------------------------------------------------------------
 # Tools used across tests
 # --------------------------------------------------------------------------------------------
+
 
 @tool
 def get_forecast(city: str, days: int = 3, unit: Literal["c", "f"] = "c") -> dict:
@@ -47,11 +49,25 @@ class Color(enum.Enum):
     GREEN = "green"
 
 
-def everything(s: str, i: int, f: float, b: bool, lit: Literal["a", "b"], opt: Optional[int],
-               union: int | None, many: list[str], table: dict[str, int], anything,
-               color: Color = Color.RED, bare_list: list = None, pair: tuple[int, str] = (1, "x"),  # noqa: RUF013
-               nums: tuple[float, ...] = (), note: Annotated[str, "a note"] = "", ex: Annotated[int, {"minimum": 0}] = 0,
-               mixed: Union[int, str] = 0):
+def everything(
+    s: str,
+    i: int,
+    f: float,
+    b: bool,
+    lit: Literal["a", "b"],
+    opt: int | None,
+    union: int | None,
+    many: list[str],
+    table: dict[str, int],
+    anything,
+    color: Color = Color.RED,
+    bare_list: list = None,  # noqa: RUF013 - the implicit Optional is what is tested
+    pair: tuple[int, str] = (1, "x"),
+    nums: tuple[float, ...] = (),
+    note: Annotated[str, "a note"] = "",
+    ex: Annotated[int, {"minimum": 0}] = 0,
+    mixed: int | str = 0,
+):
     return locals()
 
 

@@ -1,5 +1,6 @@
 """Backends: where completions come from. Each HTTP backend owns one requests.Session;
 ``connect(api, url, ...)`` builds the one an endpoint needs."""
+
 from ._deadline import request_deadline
 from .base import Backend, Capabilities, Completion, Usage
 from .chat import ChatAsTextBackend
@@ -10,6 +11,19 @@ from .ollama import OllamaBackend
 from .openai import OpenAICompletionsBackend
 from .scripted import ScriptedBackend
 
-__all__ = ["Backend", "Capabilities", "Completion", "HttpSettings", "Usage", "ScriptedBackend", "LlamaCppBackend",
-           "OpenAICompletionsBackend", "ChatAsTextBackend", "OllamaBackend", "connect", "APIS",
-           "api_capabilities", "request_deadline"]
+__all__ = [
+    "APIS",
+    "Backend",
+    "Capabilities",
+    "ChatAsTextBackend",
+    "Completion",
+    "HttpSettings",
+    "LlamaCppBackend",
+    "OllamaBackend",
+    "OpenAICompletionsBackend",
+    "ScriptedBackend",
+    "Usage",
+    "api_capabilities",
+    "connect",
+    "request_deadline",
+]

@@ -1,5 +1,6 @@
 """A run's deadline for the requests made inside it (Agent's ``max_seconds``): their connect and
 read timeouts are cut to the time left, and bodies and streams are read no longer than that."""
+
 from __future__ import annotations
 
 import contextlib

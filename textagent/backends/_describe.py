@@ -1,5 +1,6 @@
 """Short descriptions for the backends' error messages: excerpts, URL paths, sizes, and the
 cause of a ``requests`` / ``urllib3`` failure in a few words."""
+
 from __future__ import annotations
 
 import http.client
@@ -9,8 +10,15 @@ from collections.abc import Iterator
 import requests
 import urllib3.exceptions
 
-__all__ = ["BODY_EXCERPT_CHARS", "MESSAGE_EXCERPT_CHARS", "excerpt", "failure_reason", "size_text", "unreachable",
-           "url_path"]
+__all__ = [
+    "BODY_EXCERPT_CHARS",
+    "MESSAGE_EXCERPT_CHARS",
+    "excerpt",
+    "failure_reason",
+    "size_text",
+    "unreachable",
+    "url_path",
+]
 
 BODY_EXCERPT_CHARS = 2000  # kept in BackendHTTPError.body
 MESSAGE_EXCERPT_CHARS = 300  # quoted in exception messages

@@ -18,6 +18,7 @@ must make progress (see ``_reading``).
 
 The settings (timeouts, retries, headers, session...) are one :class:`HttpSettings`.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,10 +50,10 @@ __all__ = [
     "DEFAULT_RETRIES",
     "DEFAULT_TIMEOUT",
     "DONE",
-    "HTTPBackend",
-    "HttpSettings",
     "MAX_RESPONSE_BYTES",
     "RETRY_STATUSES",
+    "HTTPBackend",
+    "HttpSettings",
     "TimeoutSpec",
     "llama_timings",
     "normalize_timeout",
@@ -103,7 +104,7 @@ class HTTPBackend(BodyReader):
         if "://" not in url:
             url = "http://" + url
         self.url = url.rstrip("/")
-        self.shown_url = redact(self.url)   # what messages show: never the URL's credentials
+        self.shown_url = redact(self.url)  # what messages show: never the URL's credentials
         self.http = HttpSettings.merged(http, caller=f"{type(self).__name__}()", **http_options)
         self.headers: dict[str, str] = self.http.request_headers()
         self._owns_session = self.http.session is None
@@ -111,7 +112,7 @@ class HTTPBackend(BodyReader):
         self._closed = False
 
     # -- settings: readable and settable as attributes, kept in self.http ----------------------
-    timeout = _Setting()              # (connect, read) seconds
+    timeout = _Setting()  # (connect, read) seconds
     retries = _Setting()
     backoff = _Setting()
     max_response_bytes = _Setting()
@@ -187,8 +188,12 @@ class HTTPBackend(BodyReader):
             failure: BaseException | None = None
             left = _time_left()
             if left is not None and left <= 0:
-                raise _timed_out(f"the run's time limit was up before the request to {self.api_name} server at "
-                                 f"{self.shown_url}", url, attempt, time_limit=True)
+                raise _timed_out(
+                    f"the run's time limit was up before the request to {self.api_name} server at {self.shown_url}",
+                    url,
+                    attempt,
+                    time_limit=True,
+                )
             timeouts = configured if left is None else (min(configured[0], left), min(configured[1], left))
             try:
                 resp = self.session.request(
@@ -198,8 +203,13 @@ class HTTPBackend(BodyReader):
                 failure = exc
             except requests.exceptions.ReadTimeout as exc:
                 if timeouts[1] < configured[1]:
-                    raise _timed_out(f"{self.api_name} server at {self.shown_url} sent no answer within the run's time "
-                                     f"limit ({timeouts[1]:.3g} s were left)", url, attempt, time_limit=True) from exc
+                    raise _timed_out(
+                        f"{self.api_name} server at {self.shown_url} sent no answer within the run's time "
+                        f"limit ({timeouts[1]:.3g} s were left)",
+                        url,
+                        attempt,
+                        time_limit=True,
+                    ) from exc
                 raise BackendTimeout(
                     f"{self.api_name} server at {self.shown_url} accepted the request but sent no answer "
                     f"within {timeouts[1]:g} s (read timeout); raise the timeout or ask for fewer tokens",
@@ -215,14 +225,19 @@ class HTTPBackend(BodyReader):
             except requests.exceptions.ConnectionError as exc:
                 failure = exc
             except requests.exceptions.RequestException as exc:
-                raise BackendError(
-                    f"request to {url} failed: {failure_reason(exc)}", url=url, retries=attempt
-                ) from exc
+                raise BackendError(f"request to {url} failed: {failure_reason(exc)}", url=url, retries=attempt) from exc
             else:
                 status = resp.status_code
                 if status in RETRY_STATUSES and attempt < max_retries:
                     resp.close()  # nothing of the body was read; the request is safe to repeat
-                    log.info("%s %s answered HTTP %d; retry %d of %d", method, self.shown_url + url_path(url), status, attempt + 1, max_retries)
+                    log.info(
+                        "%s %s answered HTTP %d; retry %d of %d",
+                        method,
+                        self.shown_url + url_path(url),
+                        status,
+                        attempt + 1,
+                        max_retries,
+                    )
                     self._sleep(attempt)
                     attempt += 1
                     continue
@@ -235,7 +250,14 @@ class HTTPBackend(BodyReader):
                 if attempt:
                     message += f" (gave up after {attempt} {'retry' if attempt == 1 else 'retries'})"
                 raise BackendConnectionError(message, url=url, retries=attempt) from failure
-            log.info("%s %s failed (%s); retry %d of %d", method, self.shown_url + url_path(url), failure_reason(failure), attempt + 1, max_retries)
+            log.info(
+                "%s %s failed (%s); retry %d of %d",
+                method,
+                self.shown_url + url_path(url),
+                failure_reason(failure),
+                attempt + 1,
+                max_retries,
+            )
             self._sleep(attempt)
             attempt += 1
 

@@ -1,4 +1,5 @@
 """Values read out of servers' JSON answers: error messages, token counts, llama.cpp timings."""
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ def server_error_message(payload: Any) -> str | None:
     return None
 
 
-_MAX_COUNT = 2 ** 53   # past what a JSON number holds exactly: no server counts that many tokens
+_MAX_COUNT = 2**53  # past what a JSON number holds exactly: no server counts that many tokens
 
 
 def _count(value: Any) -> int | None:
@@ -92,8 +93,15 @@ def llama_timings(timings: Any) -> dict[str, float]:
     proposed and accepted when the server decodes speculatively."""
     out: dict[str, float] = {}
     if isinstance(timings, Mapping):
-        for key in ("prompt_ms", "predicted_ms", "prompt_per_second", "predicted_per_second", "predicted_n",
-                    "draft_n", "draft_n_accepted"):
+        for key in (
+            "prompt_ms",
+            "predicted_ms",
+            "prompt_per_second",
+            "predicted_per_second",
+            "predicted_n",
+            "draft_n",
+            "draft_n_accepted",
+        ):
             value = _number(timings.get(key))
             if value is not None:
                 out[key] = value

@@ -5,11 +5,11 @@ failure while reading becomes a ``textagent.errors`` type (``raise ... from exc`
 A stream must make progress: keep-alive comments alone do not count, so a server that trickles
 them still times out after the read timeout.
 """
+
 from __future__ import annotations
 
 import http.client
 import json
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,7 +23,7 @@ from ._deadline import _time_left, _timed_out
 from ._describe import BODY_EXCERPT_CHARS, excerpt, failure_reason, size_text, url_path
 from ._payload import server_error_message
 
-__all__ = ["DONE", "BodyReader", "StreamEnd", "MORE", "LAST", "HOLD"]
+__all__ = ["DONE", "HOLD", "LAST", "MORE", "BodyReader", "StreamEnd"]
 
 _READ_SIZE = 64 * 1024
 
@@ -107,12 +107,21 @@ class BodyReader:
                 left = _time_left()
                 if left is not None and left <= 0:
                     resp.close()
-                    raise _timed_out(f"{self.api_name} server at {self.url} was still sending when the run's time "
-                                     f"limit was up ({total} bytes read)", url, retries, time_limit=True)
+                    raise _timed_out(
+                        f"{self.api_name} server at {self.url} was still sending when the run's time "
+                        f"limit was up ({total} bytes read)",
+                        url,
+                        retries,
+                        time_limit=True,
+                    )
                 if progress is not None and time.monotonic() - progress.last > self.timeout[1]:
                     resp.close()
-                    raise _timed_out(f"{self.api_name} server at {self.url} sent no event for more than "
-                                     f"{self.timeout[1]:g} s, only keep-alives (read timeout)", url, retries)
+                    raise _timed_out(
+                        f"{self.api_name} server at {self.url} sent no event for more than "
+                        f"{self.timeout[1]:g} s, only keep-alives (read timeout)",
+                        url,
+                        retries,
+                    )
                 if not data:
                     continue
                 total += len(data)
@@ -125,16 +134,17 @@ class BodyReader:
                 yield data
         except BackendError:
             raise
-        except (
-            urllib3.exceptions.ReadTimeoutError,
-            requests.exceptions.ReadTimeout,
-            socket.timeout,
-        ) as exc:
+        except (TimeoutError, urllib3.exceptions.ReadTimeoutError, requests.exceptions.ReadTimeout) as exc:
             resp.close()
             left = _time_left()
             if left is not None and left < 0.1:
-                raise _timed_out(f"{self.api_name} server at {self.url} was still answering when the run's time "
-                                 f"limit was up ({total} bytes read)", url, retries, time_limit=True) from exc
+                raise _timed_out(
+                    f"{self.api_name} server at {self.url} was still answering when the run's time "
+                    f"limit was up ({total} bytes read)",
+                    url,
+                    retries,
+                    time_limit=True,
+                ) from exc
             raise BackendTimeout(
                 f"{self.api_name} server at {self.url} stopped sending in the middle of its answer "
                 f"for more than {self.timeout[1]:g} s (read timeout) after {total} bytes",
@@ -197,8 +207,9 @@ class BodyReader:
                 retries=retries,
             ) from exc
 
-    def _lines(self, resp: requests.Response, url: str, retries: int,
-               progress: _Progress | None = None) -> Iterator[tuple[bytes, bool]]:
+    def _lines(
+        self, resp: requests.Response, url: str, retries: int, progress: _Progress | None = None
+    ) -> Iterator[tuple[bytes, bool]]:
         """Lines of the body (without EOL); the flag is False for a last line with no newline."""
         buffer = bytearray()
         for data in self._chunks(resp, url, retries, progress=progress):
@@ -257,8 +268,9 @@ class BodyReader:
             raise self._stream_error(data, url, retries)
         return data
 
-    def _answer_text(self, data: Mapping[str, Any], key: str, path: str, url: str, retries: int,
-                     where: str = "") -> str:
+    def _answer_text(
+        self, data: Mapping[str, Any], key: str, path: str, url: str, retries: int, where: str = ""
+    ) -> str:
         """The reply text at ``data[key]``; missing, it is a server of another kind (wrong --api)."""
         text = data.get(key)
         if not isinstance(text, str):
@@ -370,9 +382,13 @@ class BodyReader:
         finally:
             resp.close()
 
-    def _stream_text(self, events: Iterator[Any], resp: requests.Response,
-                     on_text: Callable[[str], Any] | None,
-                     read: Callable[[Any], tuple[str, str] | None]) -> StreamEnd:
+    def _stream_text(
+        self,
+        events: Iterator[Any],
+        resp: requests.Response,
+        on_text: Callable[[str], Any] | None,
+        read: Callable[[Any], tuple[str, str] | None],
+    ) -> StreamEnd:
         """The one loop over a text stream's events (every backend's, SSE or NDJSON).
 
         ``read(event)`` gives the event's text and what the event is: ``LAST`` (the final one:

@@ -1,10 +1,11 @@
 """What every backend returns, and the one method the agent needs from it."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Backend", "Capabilities", "Completion", "Usage", "REQUEST_OPTIONS"]
+__all__ = ["REQUEST_OPTIONS", "Backend", "Capabilities", "Completion", "Usage"]
 
 # The request options of textagent's backends, between them (each lists its own in
 # ``request_options``): what Agent(..., **options) passes through to a backend that lists none.
@@ -47,7 +48,7 @@ class Usage:
     prompt_cached: int | None = None
     completion_tokens: int | None = None
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         return Usage(*(_add(a, b) for a, b in zip(_fields(self), _fields(other))))
 
     def to_dict(self) -> dict[str, int | None]:

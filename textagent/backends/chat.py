@@ -4,6 +4,7 @@
 returns the reply's text, which the agent parses with the text protocol. ``chat()`` is the
 native function-calling path: it sends ``tools`` and returns the raw assistant message.
 """
+
 from __future__ import annotations
 
 import time
@@ -42,7 +43,9 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
             "(the same conversation the prompt was rendered from); a chat endpoint cannot take a raw prompt"
         )
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
-        raise TypeError(f"messages must be a non-empty list of {{'role', 'content'}} dicts, got {type(messages).__name__}")
+        raise TypeError(
+            f"messages must be a non-empty list of {{'role', 'content'}} dicts, got {type(messages).__name__}"
+        )
     out = []
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
@@ -83,7 +86,7 @@ class ChatAsTextBackend(_OpenAIBase):
         stream, on_text = self._want_stream(self.stream, options)
         payload = self._base_payload(stop=stop, max_tokens=max_tokens, options=options)
         payload["messages"] = messages
-        if options.get("id_slot") is not None:   # llama.cpp's chat endpoint pins the slot too
+        if options.get("id_slot") is not None:  # llama.cpp's chat endpoint pins the slot too
             payload["id_slot"] = options["id_slot"]
         self._stream_flags(payload, stream)
         payload.update(self.params)

@@ -14,6 +14,7 @@ model: a name Ollama has not pulled fails later and less clearly). ``chat=True``
 chat endpoint of an OpenAI-style server (native function calling); Ollama has none, so its
 backend is returned as is and a mode that needs chat refuses it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from ..errors import TextagentError
 from .base import Backend, Capabilities
 
-__all__ = ["APIS", "connect", "api_capabilities"]
+__all__ = ["APIS", "api_capabilities", "connect"]
 
 #: The APIs connect() knows, with what each one's endpoint is.
 APIS = {
@@ -43,9 +44,17 @@ def api_capabilities(api: str, *, grammar_field: str | None = None) -> Capabilit
     return Capabilities(grammar=grammar_field is not None, chat=True, streaming=True)
 
 
-def connect(api: str, url: str | None, *, model: str | None = None, api_key: str | None = None,
-            timeout: Any = None, chat: bool = False, grammar_field: str | None = None,
-            **http_options: Any) -> Backend:
+def connect(
+    api: str,
+    url: str | None,
+    *,
+    model: str | None = None,
+    api_key: str | None = None,
+    timeout: Any = None,
+    chat: bool = False,
+    grammar_field: str | None = None,
+    **http_options: Any,
+) -> Backend:
     """The backend for an endpoint of ``api`` (one of APIS) at ``url``.
 
     ``chat``: the conversation goes to the server's /v1/chat/completions (ChatAsTextBackend,
@@ -65,8 +74,10 @@ def connect(api: str, url: str | None, *, model: str | None = None, api_key: str
         http_options["api_key"] = api_key
     if api == "ollama":
         if not model:
-            raise TextagentError("the Ollama API needs a model (--model, model=...): the name of a model the "
-                                 "server has pulled, e.g. qwen2.5-coder:0.5b")
+            raise TextagentError(
+                "the Ollama API needs a model (--model, model=...): the name of a model the "
+                "server has pulled, e.g. qwen2.5-coder:0.5b"
+            )
         return OllamaBackend(url, model=model, **http_options)
     if chat or api == "chat":
         return ChatAsTextBackend(url, model=model, grammar_field=grammar_field, **http_options)

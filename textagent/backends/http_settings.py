@@ -5,6 +5,7 @@
 The backends still take these settings as keyword arguments (``LlamaCppBackend(url,
 timeout=600)``); given beside ``http=...`` they replace the matching fields of it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -72,7 +73,7 @@ class HttpSettings:
     ``max_response_bytes``: larger bodies / streams are refused with BackendResponseError.
     """
 
-    timeout: TimeoutSpec | None = DEFAULT_TIMEOUT   # stored as the (connect, read) pair
+    timeout: TimeoutSpec | None = DEFAULT_TIMEOUT  # stored as the (connect, read) pair
     retries: int = DEFAULT_RETRIES
     backoff: float = DEFAULT_BACKOFF
     api_key: str | None = field(default=None, repr=False)
@@ -95,8 +96,9 @@ class HttpSettings:
         set_(self, "headers", dict(self.headers or {}))
 
     @classmethod
-    def merged(cls, http: HttpSettings | None = None, /, *, caller: str = "HttpSettings.merged()",
-               **options: Any) -> HttpSettings:
+    def merged(
+        cls, http: HttpSettings | None = None, /, *, caller: str = "HttpSettings.merged()", **options: Any
+    ) -> HttpSettings:
         """``http`` (default: the defaults) with the given fields replaced; a field given as
         None is left as it is (None meant "the default" for every one of them). An unknown
         name raises TypeError naming ``caller``."""

@@ -7,6 +7,7 @@ servers) the prompt tokens reused from the slot's KV cache -> ``prompt_cached`` 
 ``tokens_evaluated - prompt_n``). ``tokens_cached`` is deliberately not used: it is everything
 in the slot's cache after the request (prompt plus generated tokens), not the reused prefix.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,8 @@ import requests
 
 from ..errors import BackendConnectionError, BackendHTTPError, BackendResponseError, BackendTimeout
 from ._http import DONE, HTTPBackend
-from ._reading import LAST, MORE
 from ._payload import _count, llama_timings, server_error_message
+from ._reading import LAST, MORE
 from .base import Capabilities, Completion, Usage
 from .http_settings import HttpSettings, TimeoutSpec
 
@@ -134,9 +135,7 @@ class LlamaCppBackend(HTTPBackend):
         data = self._read_json(resp, url, retries)
         return self._completion(data, None, url, retries, started)
 
-    def _completion(
-        self, data: Any, text: str | None, url: str, retries: int, started: float
-    ) -> Completion:
+    def _completion(self, data: Any, text: str | None, url: str, retries: int, started: float) -> Completion:
         data = self._answer_object(data, "/completion", url, retries)
         if text is None:
             text = self._answer_text(data, "content", "/completion", url, retries)
@@ -184,9 +183,7 @@ class LlamaCppBackend(HTTPBackend):
         raise self._cut_off(what, url, retries)
 
     @staticmethod
-    def _early_stop(
-        text: str, timings: Mapping[str, Any] | None, retries: int, started: float
-    ) -> Completion:
+    def _early_stop(text: str, timings: Mapping[str, Any] | None, retries: int, started: float) -> Completion:
         usage = _usage({"timings": timings}) if timings else Usage()
         out = llama_timings(timings)
         out["wall_ms"] = (time.perf_counter() - started) * 1000
@@ -199,9 +196,7 @@ class LlamaCppBackend(HTTPBackend):
         Raises BackendHTTPError with status 503 while the model is loading, and
         BackendConnectionError when nothing listens.
         """
-        resp, retries = self._open(
-            "GET", "/health", timeout=timeout or (min(self.timeout[0], 5.0), 10.0), retries=0
-        )
+        resp, retries = self._open("GET", "/health", timeout=timeout or (min(self.timeout[0], 5.0), 10.0), retries=0)
         url = resp.url or self._url("/health")
         try:
             raw = b"".join(self._chunks(resp, url, retries, limit=64 * 1024, truncate=True))
@@ -296,8 +291,14 @@ class LlamaCppBackend(HTTPBackend):
         mode), sharing this backend's HTTP settings and session."""
         from .chat import ChatAsTextBackend
 
-        return ChatAsTextBackend(self.url, http=self.http, session=self.session, params=self.params,
-                                 temperature=self.temperature, seed=self.seed)
+        return ChatAsTextBackend(
+            self.url,
+            http=self.http,
+            session=self.session,
+            params=self.params,
+            temperature=self.temperature,
+            seed=self.seed,
+        )
 
     def apply_template(self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True) -> str:
         """Render ``messages`` with the model's own chat template (``POST /apply-template``).
@@ -359,4 +360,3 @@ def _health_message(body: str) -> str | None:
     if message is None and isinstance(data, Mapping) and isinstance(data.get("status"), str):
         message = data["status"]
     return message
-

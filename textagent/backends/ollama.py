@@ -1,4 +1,5 @@
 """Ollama: ``POST /api/generate`` with ``raw: true`` (textagent's prompt is sent verbatim)."""
+
 from __future__ import annotations
 
 import time
@@ -9,8 +10,8 @@ import requests
 
 from ..errors import ModeNotSupported
 from ._http import HTTPBackend
-from ._reading import LAST, MORE
 from ._payload import _count, _number
+from ._reading import LAST, MORE
 from .base import Capabilities, Completion, Usage
 from .http_settings import HttpSettings
 
@@ -188,5 +189,5 @@ class OllamaBackend(HTTPBackend):
                 retries=retries,
             )
         seen = end.seen
-        what = "an empty stream" if not seen else f"a stream that ended after {seen} lines without \"done\": true"
+        what = "an empty stream" if not seen else f'a stream that ended after {seen} lines without "done": true'
         raise self._cut_off(what, url, retries)

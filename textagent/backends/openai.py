@@ -4,6 +4,7 @@ plain-text ``POST /v1/completions``. The chat endpoint lives in ``chat.py``.
 The URL may be the server root (``http://host:8000``), the API root (``.../v1``) or the full
 endpoint URL; all three mean the same server.
 """
+
 from __future__ import annotations
 
 import time
@@ -14,8 +15,8 @@ import requests
 
 from ..errors import BackendResponseError, ModeNotSupported
 from ._http import DONE, HTTPBackend
-from ._reading import HOLD, LAST, MORE
 from ._payload import llama_timings, openai_usage
+from ._reading import HOLD, LAST, MORE
 from .base import Capabilities, Completion
 from .http_settings import HttpSettings
 
@@ -79,7 +80,7 @@ class _OpenAIBase(HTTPBackend):
         """grammar only with a ``grammar_field``; chat only for the chat backend."""
         return Capabilities(grammar=bool(self.grammar_field), chat=self._chat, streaming=True)
 
-    _chat = False   # native function calling (chat()): ChatAsTextBackend
+    _chat = False  # native function calling (chat()): ChatAsTextBackend
 
     def _status_hint(self, status: int, server_message: str | None) -> str | None:
         if status == 404 and not (server_message and "model" in server_message.lower()):
@@ -162,8 +163,7 @@ class _OpenAIBase(HTTPBackend):
                 return "", LAST
             if not isinstance(event, Mapping):
                 raise BackendResponseError(
-                    f"{self.api_name} server at {self.url} sent a stream event that is not an object: "
-                    f"{event!r:.200}",
+                    f"{self.api_name} server at {self.url} sent a stream event that is not an object: {event!r:.200}",
                     url=url,
                     retries=retries,
                 )
@@ -187,7 +187,7 @@ class _OpenAIBase(HTTPBackend):
             finish = _finish(choice["finish_reason"])
             if isinstance(choice.get("stop_reason"), str):
                 stop_word = choice["stop_reason"]
-            return piece, HOLD   # usage may follow before [DONE]
+            return piece, HOLD  # usage may follow before [DONE]
 
         end = self._stream_text(self._iter_sse(resp, url, retries), resp, on_text, read)
         if end.early:

@@ -1,4 +1,5 @@
 """A deterministic backend: replies given up front, prompts recorded. For tests and demos."""
+
 from __future__ import annotations
 
 import time
@@ -28,10 +29,15 @@ class ScriptedBackend:
     is never called). Pass others to stand in for a backend that lacks or has them.
     """
 
-    request_options = REQUEST_OPTIONS   # it stands in for any of textagent's backends
+    request_options = REQUEST_OPTIONS  # it stands in for any of textagent's backends
 
-    def __init__(self, replies: Iterable[Reply], *, honour_stop: bool = True,
-                 capabilities: Capabilities = Capabilities(grammar=True)):
+    def __init__(
+        self,
+        replies: Iterable[Reply],
+        *,
+        honour_stop: bool = True,
+        capabilities: Capabilities = Capabilities(grammar=True),  # noqa: B008 - a frozen value
+    ):
         self.replies: list[Reply] = list(replies)
         self.capabilities = capabilities
         self.honour_stop = honour_stop

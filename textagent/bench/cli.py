@@ -7,6 +7,7 @@
 ``main(argv)`` takes the arguments after ``bench``. Exit codes: 0 done, 1 error, 2 usage,
 130 interrupted (finished episodes are kept; the same command with ``--resume`` goes on).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,16 +28,16 @@ from typing import Any
 from .._argtypes import nonempty
 from .._redact import redact
 from ..conventions import add_model_options, apply_conventions, check_names
-from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from ..errors import BackendError, TextagentError
+from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from .health import check_endpoint
-from .records import meta_problem
 from .metrics import summarize
+from .records import meta_problem
 from .report import RUN_FILE, compare_runs, metric_rows, write_report
-from .runner import (MODES, BackendFactory, Settings, Slot, load_records, mode_availability, run_bench)
+from .runner import MODES, BackendFactory, Settings, Slot, load_records, mode_availability, run_bench
 from .tasks import TaskFileError, default_suite_path, load_tasks
 
-__all__ = ["main", "build_parser", "add_arguments", "run"]
+__all__ = ["add_arguments", "build_parser", "main", "run"]
 
 DEFAULT_MODES = "text,constrained,native,baseline"
 
@@ -46,89 +47,176 @@ def _say(message: str) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("--modes", default=DEFAULT_MODES,
-                   help=f"comma-separated modes: {', '.join(MODES)} (default: {DEFAULT_MODES}); an unknown mode "
-                        "is a usage error, modes the endpoint's API cannot run are skipped with the reason")
-    p.add_argument("--endpoint", action="append", default=[], type=nonempty("--endpoint"),
-                   help="server URL; repeat to spread episodes over several servers (default: start the "
-                        "embedded llama-server with --concurrency slots)")
-    p.add_argument("--api", choices=["llamacpp", "completions", "chat", "ollama"], default="llamacpp",
-                   help="the endpoints' API for text/baseline modes (default llamacpp); the endpoint comes from "
-                        "$OPENAI_BASE_URL (completions, chat) or $OLLAMA_HOST (ollama) when not given")
+    p.add_argument(
+        "--modes",
+        default=DEFAULT_MODES,
+        help=f"comma-separated modes: {', '.join(MODES)} (default: {DEFAULT_MODES}); an unknown mode "
+        "is a usage error, modes the endpoint's API cannot run are skipped with the reason",
+    )
+    p.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        type=nonempty("--endpoint"),
+        help="server URL; repeat to spread episodes over several servers (default: start the "
+        "embedded llama-server with --concurrency slots)",
+    )
+    p.add_argument(
+        "--api",
+        choices=["llamacpp", "completions", "chat", "ollama"],
+        default="llamacpp",
+        help="the endpoints' API for text/baseline modes (default llamacpp); the endpoint comes from "
+        "$OPENAI_BASE_URL (completions, chat) or $OLLAMA_HOST (ollama) when not given",
+    )
     add_model_options(p)
-    p.add_argument("--threads", type=int, default=DEFAULT_THREADS,
-                   help="embedded server: CPU threads (default: llama-server's own, all cores; 1 is faster on a "
-                        "machine busy with other work: docs/perf.md)")
-    p.add_argument("--poll", type=int, default=DEFAULT_POLL,
-                   help="embedded server: llama-server --poll level 0..100 (default: the server's own, 50)")
-    p.add_argument("--ctx-size", type=int, metavar="TOKENS",
-                   help="embedded server: context per slot (default 8192; 32768 when BFCL multi-turn items are run: "
-                        "BFCL's own prompt alone reaches ~9.3k tokens, and a conversation grows with every turn)")
-    p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
-                   help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0")
-    p.add_argument("--chat-format", default="server", choices=["server", "chatml", "llama3", "gemma", "plain"],
-                   help="prompt format for completion endpoints (default: the model's own, from llama.cpp)")
-    p.add_argument("--tasks", help="task file (JSONL; default: the shipped suite), or bfcl:CAT[,CAT...] for "
-                                   "BFCL's categories: single-turn (simple_python, multiple, parallel, parallel_multiple, "
-                                   "irrelevance, live_*) and multi-turn (multi_turn_base, multi_turn_miss_func, "
-                                   "multi_turn_miss_param, multi_turn_long_context); fetched from PyPI on first use")
-    p.add_argument("--allow-imports", action="store_true",
-                   help="let the task file run code: its module:function tools are imported and its MCP server "
-                        "commands started (refused by default: a task file is data)")
-    p.add_argument("--split", choices=["dev", "test", "all"], default="all",
-                   help="dev: the tasks prompts are tuned on; test: the ones reported (default: all)")
-    p.add_argument("--limit-per-category", type=int, metavar="N",
-                   help="only the first N tasks of each kind / BFCL category (after --split)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=DEFAULT_THREADS,
+        help="embedded server: CPU threads (default: llama-server's own, all cores; 1 is faster on a "
+        "machine busy with other work: docs/perf.md)",
+    )
+    p.add_argument(
+        "--poll",
+        type=int,
+        default=DEFAULT_POLL,
+        help="embedded server: llama-server --poll level 0..100 (default: the server's own, 50)",
+    )
+    p.add_argument(
+        "--ctx-size",
+        type=int,
+        metavar="TOKENS",
+        help="embedded server: context per slot (default 8192; 32768 when BFCL multi-turn items are run: "
+        "BFCL's own prompt alone reaches ~9.3k tokens, and a conversation grows with every turn)",
+    )
+    p.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0",
+    )
+    p.add_argument(
+        "--chat-format",
+        default="server",
+        choices=["server", "chatml", "llama3", "gemma", "plain"],
+        help="prompt format for completion endpoints (default: the model's own, from llama.cpp)",
+    )
+    p.add_argument(
+        "--tasks",
+        help="task file (JSONL; default: the shipped suite), or bfcl:CAT[,CAT...] for "
+        "BFCL's categories: single-turn (simple_python, multiple, parallel, parallel_multiple, "
+        "irrelevance, live_*) and multi-turn (multi_turn_base, multi_turn_miss_func, "
+        "multi_turn_miss_param, multi_turn_long_context); fetched from PyPI on first use",
+    )
+    p.add_argument(
+        "--allow-imports",
+        action="store_true",
+        help="let the task file run code: its module:function tools are imported and its MCP server "
+        "commands started (refused by default: a task file is data)",
+    )
+    p.add_argument(
+        "--split",
+        choices=["dev", "test", "all"],
+        default="all",
+        help="dev: the tasks prompts are tuned on; test: the ones reported (default: all)",
+    )
+    p.add_argument(
+        "--limit-per-category",
+        type=int,
+        metavar="N",
+        help="only the first N tasks of each kind / BFCL category (after --split)",
+    )
     p.add_argument("--kinds", help="only tasks of these kinds (comma-separated)")
     p.add_argument("--only", help="only these task ids (comma-separated)")
     p.add_argument("--limit", type=int, help="only the first N tasks (after ordering)")
-    p.add_argument("--order", choices=["mixed", "file"], default="mixed",
-                   help="mixed (default): take the kinds in turn, so a partial or --limit run covers every "
-                        "kind; file: the order of the task file")
+    p.add_argument(
+        "--order",
+        choices=["mixed", "file"],
+        default="mixed",
+        help="mixed (default): take the kinds in turn, so a partial or --limit run covers every "
+        "kind; file: the order of the task file",
+    )
     p.add_argument("--repeat", type=int, default=1, help="run every task N times per mode (seed + repeat index)")
-    p.add_argument("--concurrency", "-k", type=int, default=1,
-                   help="episodes at once per endpoint, each pinned to its own server slot (default 1)")
+    p.add_argument(
+        "--concurrency",
+        "-k",
+        type=int,
+        default=1,
+        help="episodes at once per endpoint, each pinned to its own server slot (default 1)",
+    )
     p.add_argument("--reply-tokens", type=int, default=256, help="max tokens per model reply (default 256)")
     p.add_argument("--max-steps", type=int, help="cap every task's max_steps")
-    p.add_argument("--first-reply", action="store_true",
-                   help="BFCL only: stop each episode after the model's first reply, the only one BFCL scores "
-                        "(the report then has no feedback or agent view); the same scores, fewer requests")
+    p.add_argument(
+        "--first-reply",
+        action="store_true",
+        help="BFCL only: stop each episode after the model's first reply, the only one BFCL scores "
+        "(the report then has no feedback or agent view); the same scores, fewer requests",
+    )
     p.add_argument("--max-seconds", type=float, default=300, help="wall-time limit per episode (default 300)")
-    p.add_argument("--checks", default="none", type=check_names,
-                   help="checks the Agent modes run on answers and steps: module:Name of your own "
-                        "textagent.checks.Check, comma-separated (default none; the baselines run none)")
-    p.add_argument("--examples", choices=["per-task", "all"], default="per-task",
-                   help="worked examples of a tool set with more than it shows: the ones closest to each question "
-                        "(per-task, default) or all of them, the same for every question (a prompt prefix the "
-                        "server can keep cached)")
-    p.add_argument("--native-examples", action="store_true",
-                   help="ablation: native modes are shown the placeholder worked examples the text modes get "
-                        "(by default they are asked as a function-calling client asks: no examples)")
-    p.add_argument("--stream", action="store_true",
-                   help="text and constrained modes stream their replies, closed as soon as complete calls are "
-                        "followed by a line that is not another call (EarlyStop)")
+    p.add_argument(
+        "--checks",
+        default="none",
+        type=check_names,
+        help="checks the Agent modes run on answers and steps: module:Name of your own "
+        "textagent.checks.Check, comma-separated (default none; the baselines run none)",
+    )
+    p.add_argument(
+        "--examples",
+        choices=["per-task", "all"],
+        default="per-task",
+        help="worked examples of a tool set with more than it shows: the ones closest to each question "
+        "(per-task, default) or all of them, the same for every question (a prompt prefix the "
+        "server can keep cached)",
+    )
+    p.add_argument(
+        "--native-examples",
+        action="store_true",
+        help="ablation: native modes are shown the placeholder worked examples the text modes get "
+        "(by default they are asked as a function-calling client asks: no examples)",
+    )
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="text and constrained modes stream their replies, closed as soon as complete calls are "
+        "followed by a line that is not another call (EarlyStop)",
+    )
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
     p.add_argument("--no-pin", action="store_true", help="do not send id_slot (servers that reject it)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--out", help="directory for episodes.jsonl (with every episode's trace), run.json, report.md, report.png")
-    p.add_argument("--resume", action="store_true",
-                   help="go on with the run already in --out: episodes there are not run again; other modes or "
-                        "tasks are added to it (the settings must be the same)")
+    p.add_argument(
+        "--out", help="directory for episodes.jsonl (with every episode's trace), run.json, report.md, report.png"
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the run already in --out: episodes there are not run again; other modes or "
+        "tasks are added to it (the settings must be the same)",
+    )
     p.add_argument("--report", metavar="DIR", help="only (re)write the report of an existing run directory")
-    p.add_argument("--trace-of", metavar="TASK",
-                   help="with --report DIR: print the trace of TASK's episodes there (JSON lines; --modes picks "
-                        "the modes) instead of writing the report")
-    p.add_argument("--check-suite", action="store_true",
-                   help="no model: replay every task's reference replies and check that they pass")
+    p.add_argument(
+        "--trace-of",
+        metavar="TASK",
+        help="with --report DIR: print the trace of TASK's episodes there (JSON lines; --modes picks "
+        "the modes) instead of writing the report",
+    )
+    p.add_argument(
+        "--check-suite",
+        action="store_true",
+        help="no model: replay every task's reference replies and check that they pass",
+    )
     p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="diff the tables of two runs (directories)")
     return p
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="textagent bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="textagent bench",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     return add_arguments(p)
 
 
@@ -141,16 +229,24 @@ def _machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpu": cpu or platform.machine(), "cores": os.cpu_count(), "system": f"{platform.system()} {platform.release()}",
-            "python": platform.python_version(), "host": platform.node()}
+    return {
+        "cpu": cpu or platform.machine(),
+        "cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "host": platform.node(),
+    }
 
 
 def load_selected(args: argparse.Namespace) -> list[Any]:
     """The tasks ``--tasks`` names (a file, the shipped suite, or ``bfcl:...``), selected."""
     from .bfcl.tasks import bfcl_tasks, is_bfcl_spec
 
-    tasks = (bfcl_tasks(args.tasks, progress=_say) if is_bfcl_spec(args.tasks)
-             else load_tasks(args.tasks, allow_imports=getattr(args, "allow_imports", False)))
+    tasks = (
+        bfcl_tasks(args.tasks, progress=_say)
+        if is_bfcl_spec(args.tasks)
+        else load_tasks(args.tasks, allow_imports=getattr(args, "allow_imports", False))
+    )
     return _select(tasks, args)
 
 
@@ -210,7 +306,7 @@ def print_table(out_dir: Path, modes: Sequence[str]) -> None:
         print(n.ljust(width) + "  " + "  ".join(r[n].replace("**", "").rjust(c) for r, c in zip(rows, cols)))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:  # noqa: C901
     if args.compare:
         print(compare_runs(*args.compare), end="")
         return 0
@@ -248,34 +344,50 @@ def run(args: argparse.Namespace) -> int:
         _say("textagent bench: no tasks selected")
         return 2
     if args.first_reply and any(t.bfcl is None for t in tasks):
-        _say("textagent bench: --first-reply is for BFCL tasks (--tasks bfcl:...): the suite's tasks are "
-             "solved only by a final answer")
+        _say(
+            "textagent bench: --first-reply is for BFCL tasks (--tasks bfcl:...): the suite's tasks are "
+            "solved only by a final answer"
+        )
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    settings = Settings(reply_tokens=args.reply_tokens, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                        temperature=args.temperature, seed=args.seed, pin_slots=not args.no_pin,
-                        checks=args.checks, examples=args.examples, stream=args.stream,
-                        first_reply=args.first_reply, native_examples=args.native_examples)
+    settings = Settings(
+        reply_tokens=args.reply_tokens,
+        max_steps=args.max_steps,
+        max_seconds=args.max_seconds,
+        temperature=args.temperature,
+        seed=args.seed,
+        pin_slots=not args.no_pin,
+        checks=args.checks,
+        examples=args.examples,
+        stream=args.stream,
+        first_reply=args.first_reply,
+        native_examples=args.native_examples,
+    )
     previous, done = _read_meta(out), load_records(out)
     if done and not args.resume:
-        _say(f"textagent bench: {out} holds {len(done)} episodes of an earlier run "
-             f"(`{previous.get('command', '?')}`); --resume goes on with it (episodes already there are not "
-             "run again, new modes and tasks are added), or choose another --out")
+        _say(
+            f"textagent bench: {out} holds {len(done)} episodes of an earlier run "
+            f"(`{previous.get('command', '?')}`); --resume goes on with it (episodes already there are not "
+            "run again, new modes and tasks are added), or choose another --out"
+        )
         return 2
     if done:
         differ = _settings_differ(previous.get("settings") or {}, asdict(settings))
         if differ:
-            _say(f"textagent bench: --resume: {out} was run with other settings ({differ}); its episodes and "
-                 "these would not be comparable: choose another --out")
+            _say(
+                f"textagent bench: --resume: {out} was run with other settings ({differ}); its episodes and "
+                "these would not be comparable: choose another --out"
+            )
             return 2
-    factory = BackendFactory(api=args.api, chat_format=args.chat_format, model_name=args.model,
-                             api_key=args.api_key, timeout=args.timeout)
+    factory = BackendFactory(
+        api=args.api, chat_format=args.chat_format, model_name=args.model, api_key=args.api_key, timeout=args.timeout
+    )
     server = None
     proxies: list[Any] = []
     try:
         endpoints = list(args.endpoint)
-        for url in endpoints:   # before any episode is sent into a dead one
+        for url in endpoints:  # before any episode is sent into a dead one
             check_endpoint(url, args.api, api_key=args.api_key, on_wait=_say)
         model = args.model or ""
         if not endpoints:
@@ -287,13 +399,24 @@ def run(args: argparse.Namespace) -> int:
             from .bfcl.tasks import is_multi_turn
 
             ctx = args.ctx_size or (32768 if any(is_multi_turn(t) for t in tasks) else 8192)
-            server = LocalServer(args.gguf, parallel=args.concurrency, threads=args.threads or None, poll=args.poll,
-                                 extra_args=args.server_arg, progress=_say, ctx_size=ctx)
+            server = LocalServer(
+                args.gguf,
+                parallel=args.concurrency,
+                threads=args.threads or None,
+                poll=args.poll,
+                extra_args=args.server_arg,
+                progress=_say,
+                ctx_size=ctx,
+            )
             server.start()
             endpoints = [server.url]
-            model = (f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}, -c {ctx} per slot"
-                     + (f", -t {args.threads}" if args.threads else "") + (f", --poll {args.poll}" if args.poll is not None else "")
-                     + "".join(f" {a}" for a in args.server_arg) + ")")
+            model = (
+                f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}, -c {ctx} per slot"
+                + (f", -t {args.threads}" if args.threads else "")
+                + (f", --poll {args.poll}" if args.poll is not None else "")
+                + "".join(f" {a}" for a in args.server_arg)
+                + ")"
+            )
         workers: list[Slot] = []
         for url in endpoints:
             slots = factory.slots(url)
@@ -304,17 +427,27 @@ def run(args: argparse.Namespace) -> int:
             if not model and args.api == "llamacpp":
                 model = _server_model(url)
             workers += [Slot(url, i if args.api == "llamacpp" else None) for i in range(k)]
-        if "proxy" in modes:   # textagent proxy in front of each endpoint, on the same server and slots
+        if "proxy" in modes:  # textagent proxy in front of each endpoint, on the same server and slots
             proxies += _start_proxies(args, endpoints, factory)
         meta = _meta(args, tasks, modes, unavailable, endpoints, model, settings)
         if done:
             meta = _merged(previous, meta)
         _write_meta(out, meta)
-        _say(f"textagent bench: {len(tasks)} tasks x {len(modes)} modes ({', '.join(modes)}) x {args.repeat} "
-             f"on {len(endpoints)} endpoint(s), {len(workers)} at once; results in {out}/")
+        _say(
+            f"textagent bench: {len(tasks)} tasks x {len(modes)} modes ({', '.join(modes)}) x {args.repeat} "
+            f"on {len(endpoints)} endpoint(s), {len(workers)} at once; results in {out}/"
+        )
         with _sigterm_as_interrupt():
-            outcome = run_bench(tasks, modes, out, workers=workers, backend_for=factory, settings=settings,
-                                repeat=args.repeat, progress=not args.no_progress)
+            outcome = run_bench(
+                tasks,
+                modes,
+                out,
+                workers=workers,
+                backend_for=factory,
+                settings=settings,
+                repeat=args.repeat,
+                progress=not args.no_progress,
+            )
         if outcome.skipped:
             _say(f"textagent bench: resumed; {outcome.skipped} episodes were already done")
         meta["finished"] = None if outcome.interrupted else _now()
@@ -324,8 +457,10 @@ def run(args: argparse.Namespace) -> int:
         print_table(out, modes)
         _say(f"textagent bench: report at {report}")
         if outcome.interrupted:
-            _say(f"textagent bench: interrupted; {len(outcome.records)} episodes finished this time and are kept "
-                 "in episodes.jsonl; the same command with --resume goes on")
+            _say(
+                f"textagent bench: interrupted; {len(outcome.records)} episodes finished this time and are kept "
+                "in episodes.jsonl; the same command with --resume goes on"
+            )
             return 130
         return 0
     except KeyboardInterrupt:
@@ -349,10 +484,14 @@ def _print_trace(args: argparse.Namespace) -> int:
         _say("textagent bench: --trace-of needs --report DIR, the run to read")
         return 2
     modes = {m.strip() for m in args.modes.split(",") if m.strip()} if args.modes != DEFAULT_MODES else None
-    found = [r for r in load_records(args.report) if r["task"] == args.trace_of and (modes is None or r["mode"] in modes)]
+    found = [
+        r for r in load_records(args.report) if r["task"] == args.trace_of and (modes is None or r["mode"] in modes)
+    ]
     if not found:
-        _say(f"textagent bench: no episode of {args.trace_of!r} in {args.report}" + (f" in {', '.join(sorted(modes))}"
-                                                                                  if modes else ""))
+        _say(
+            f"textagent bench: no episode of {args.trace_of!r} in {args.report}"
+            + (f" in {', '.join(sorted(modes))}" if modes else "")
+        )
         return 1
     for record in found:
         for line in record.get("trace") or []:
@@ -369,9 +508,17 @@ def _start_proxies(args: argparse.Namespace, endpoints: Sequence[str], factory: 
         raise TextagentError(f"mode proxy needs the proxy extra (pip install 'textagent[proxy]'): {exc}") from None
     started = []
     for url in endpoints:
-        upstream = Upstream(UpstreamConfig(endpoint=url, api=args.api, model=args.model, api_key=args.api_key,
-                                           chat_format=None if args.chat_format == "server" else args.chat_format,
-                                           timeout=args.timeout, parallel=factory.slots(url)))
+        upstream = Upstream(
+            UpstreamConfig(
+                endpoint=url,
+                api=args.api,
+                model=args.model,
+                api_key=args.api_key,
+                chat_format=None if args.chat_format == "server" else args.chat_format,
+                timeout=args.timeout,
+                parallel=factory.slots(url),
+            )
+        )
         proxy = ProxyServer(upstream, ProxyConfig()).start()
         started.append(proxy)
         if not upstream.wait(120) or upstream.state != "ready":
@@ -431,21 +578,42 @@ def _now() -> str:
     return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def _meta(args: argparse.Namespace, tasks: list[Any], modes: list[str], unavailable: dict[str, str],
-          endpoints: list[str], model: str, settings: Settings) -> dict[str, Any]:
+def _meta(
+    args: argparse.Namespace,
+    tasks: list[Any],
+    modes: list[str],
+    unavailable: dict[str, str],
+    endpoints: list[str],
+    model: str,
+    settings: Settings,
+) -> dict[str, Any]:
     from .. import __version__
 
-    return {   # endpoint URLs without their credentials (http://user:password@host)
-        "command": redact(("textagent bench " + shlex.join(args._argv)) if getattr(args, "_argv", None) is not None
-                          else "textagent " + shlex.join(sys.argv[1:]), [args.api_key or ""]),
-        "started": _now(), "finished": None,
-        "machine": _machine(), "model": model, "endpoints": [redact(e) for e in endpoints], "api": args.api,
-        "modes": modes, "unavailable": unavailable,
+    return {  # endpoint URLs without their credentials (http://user:password@host)
+        "command": redact(
+            ("textagent bench " + shlex.join(args._argv))
+            if getattr(args, "_argv", None) is not None
+            else "textagent " + shlex.join(sys.argv[1:]),
+            [args.api_key or ""],
+        ),
+        "started": _now(),
+        "finished": None,
+        "machine": _machine(),
+        "model": model,
+        "endpoints": [redact(e) for e in endpoints],
+        "api": args.api,
+        "modes": modes,
+        "unavailable": unavailable,
         "tasks_file": args.tasks or str(default_suite_path().name) + " (shipped suite)",
-        "split": getattr(args, "split", "all"), "limit_per_category": getattr(args, "limit_per_category", None),
-        "n_tasks": len(tasks), "tasks": [t.id for t in tasks], "repeat": args.repeat,
-        "concurrency": args.concurrency, "settings": asdict(settings),
-        "planned": len(tasks) * len(modes) * args.repeat, "textagent": __version__,
+        "split": getattr(args, "split", "all"),
+        "limit_per_category": getattr(args, "limit_per_category", None),
+        "n_tasks": len(tasks),
+        "tasks": [t.id for t in tasks],
+        "repeat": args.repeat,
+        "concurrency": args.concurrency,
+        "settings": asdict(settings),
+        "planned": len(tasks) * len(modes) * args.repeat,
+        "textagent": __version__,
     }
 
 
@@ -462,14 +630,25 @@ def _merged(previous: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         return meta
     modes = list(dict.fromkeys([*previous.get("modes", []), *meta["modes"]]))
     tasks = list(dict.fromkeys([*previous.get("tasks", []), *meta["tasks"]]))
-    planned = {(t, m, r) for run in (previous, meta) for t in run.get("tasks", []) for m in run.get("modes", [])
-               for r in range(run.get("repeat", 1))}
+    planned = {
+        (t, m, r)
+        for run in (previous, meta)
+        for t in run.get("tasks", [])
+        for m in run.get("modes", [])
+        for r in range(run.get("repeat", 1))
+    }
     commands = previous.get("commands") or ([previous["command"]] if previous.get("command") else [])
-    return {**meta, "started": previous.get("started", meta["started"]),
-            "resumed": [*previous.get("resumed", []), _now()],
-            "commands": list(dict.fromkeys([*commands, meta["command"]])),
-            "modes": modes, "tasks": tasks, "n_tasks": len(tasks), "planned": len(planned),
-            "unavailable": {**previous.get("unavailable", {}), **meta["unavailable"]}}
+    return {
+        **meta,
+        "started": previous.get("started", meta["started"]),
+        "resumed": [*previous.get("resumed", []), _now()],
+        "commands": list(dict.fromkeys([*commands, meta["command"]])),
+        "modes": modes,
+        "tasks": tasks,
+        "n_tasks": len(tasks),
+        "planned": len(planned),
+        "unavailable": {**previous.get("unavailable", {}), **meta["unavailable"]},
+    }
 
 
 def _read_meta(out: Path) -> dict[str, Any]:

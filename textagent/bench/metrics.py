@@ -3,6 +3,7 @@
 Everything here is a pure function of episode records (the JSON lines the runner writes), so
 a run can be re-summarised, or two runs compared, long after the model is gone.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["FAILURES", "FAILURE_TITLES", "wilson", "classify", "step_facts", "ModeSummary", "summarize",
-           "latest_records", "native_tools", "episode_tokens"]
+__all__ = [
+    "FAILURES",
+    "FAILURE_TITLES",
+    "ModeSummary",
+    "classify",
+    "episode_tokens",
+    "latest_records",
+    "native_tools",
+    "step_facts",
+    "summarize",
+    "wilson",
+]
 
 
 def native_tools(mode: str) -> bool:
@@ -25,8 +36,18 @@ def native_tools(mode: str) -> bool:
 
 
 # Failure classes, in the order they are tried (the first that applies labels the episode).
-FAILURES = ("backend_error", "call_not_needed", "hallucinated_observation", "loop", "unparseable", "budget",
-            "no_call", "wrong_tool", "invalid_args", "wrong_answer")
+FAILURES = (
+    "backend_error",
+    "call_not_needed",
+    "hallucinated_observation",
+    "loop",
+    "unparseable",
+    "budget",
+    "no_call",
+    "wrong_tool",
+    "invalid_args",
+    "wrong_answer",
+)
 FAILURE_TITLES = {
     "backend_error": "backend error (server failed)",
     "call_not_needed": "call where none was needed",
@@ -80,7 +101,7 @@ def decode_failure(step: Mapping[str, Any], mode: str) -> bool:
     if not native_tools(mode):
         return False
     details = step.get("details")
-    if isinstance(details, Mapping) and "native" in details:   # the Agent's own record (textagent.modes.native)
+    if isinstance(details, Mapping) and "native" in details:  # the Agent's own record (textagent.modes.native)
         return "decode_failure" in details
     for key in _DECODE_FLAGS:
         if key in step:
@@ -128,13 +149,15 @@ def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
         "first_step_format_error": first_bad,
         "recovered": first_bad and any(not f for f in format_flags[1:]),
         "native_decode_failures": sum(decode_failure(s, mode) for s in steps),
-        "unrescued_decode_failures": sum(decode_failure(s, mode) and not (s.get("details") or {}).get("fallback")
-                                         for s in steps),
+        "unrescued_decode_failures": sum(
+            decode_failure(s, mode) and not (s.get("details") or {}).get("fallback") for s in steps
+        ),
         "tool_errors": sum(1 for s in steps for o in s.get("outcomes") or [] if not o.get("ok")),
         # answers a check sent back, and notes checks added (textagent.checks)
         "sent_back": sum(bool((s.get("details") or {}).get("sent_back")) for s in steps),
-        "check_notes": sum(n.get("source") != "refused_calls" for s in steps
-                           for n in (s.get("details") or {}).get("notes", [])),
+        "check_notes": sum(
+            n.get("source") != "refused_calls" for s in steps for n in (s.get("details") or {}).get("notes", [])
+        ),
         "loop": loop,
         "hallucinated": hallucinated,
     }
@@ -156,8 +179,11 @@ def classify(record: Mapping[str, Any]) -> str | None:
         return "hallucinated_observation"
     if facts["loop"]:
         return "loop"
-    if stop == "format_errors" or facts["unrescued_decode_failures"] or (
-            facts["steps"] and facts["format_errors"] == facts["steps"]):
+    if (
+        stop == "format_errors"
+        or facts["unrescued_decode_failures"]
+        or (facts["steps"] and facts["format_errors"] == facts["steps"])
+    ):
         return "unparseable"
     if stop in ("max_steps", "token_budget", "time_limit"):
         return "budget"
@@ -175,6 +201,7 @@ def classify(record: Mapping[str, Any]) -> str | None:
 # --------------------------------------------------------------------------------------------
 # Summary per mode
 # --------------------------------------------------------------------------------------------
+
 
 def episode_tokens(usage: Mapping[str, Any] | None) -> int:
     """Tokens an episode cost: prompt tokens the server computed (all sent tokens when it does
@@ -196,20 +223,20 @@ class ModeSummary:
     mean_steps: float = 0.0
     tokens_per_solved: float | None = None
     prompt_tokens_per_episode: float = 0.0
-    kv_reuse: float | None = None           # share of prompt tokens reused from the KV cache
-    first_prompt: float | None = None       # mean prompt tokens of step 1
-    first_evaluated: float | None = None    # ... of them evaluated (not found in the cache)
-    format_error_rate: float = 0.0          # format-error steps / steps
+    kv_reuse: float | None = None  # share of prompt tokens reused from the KV cache
+    first_prompt: float | None = None  # mean prompt tokens of step 1
+    first_evaluated: float | None = None  # ... of them evaluated (not found in the cache)
+    format_error_rate: float = 0.0  # format-error steps / steps
     first_step_errors: int = 0
     recovered: int = 0
-    recovery_rate: float | None = None      # recovered / episodes with a first-step format error
+    recovery_rate: float | None = None  # recovered / episodes with a first-step format error
     decode_failure_rate: float | None = None  # native modes: decode-failure steps / steps
     seconds_per_task: float = 0.0
     tool_errors: int = 0
-    copied_answers: int = 0                 # final answers holding a placeholder example's phrase
-    answered_without_call: int = 0          # episodes that needed a call and answered without one
+    copied_answers: int = 0  # final answers holding a placeholder example's phrase
+    answered_without_call: int = 0  # episodes that needed a call and answered without one
     failures: dict[str, int] = field(default_factory=dict)
-    by_kind: dict[str, list[int]] = field(default_factory=dict)   # kind -> [successes, episodes]
+    by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> [successes, episodes]
 
     @property
     def success_rate(self) -> float:
@@ -257,8 +284,11 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
         cached_total = sum(u.get("prompt_tokens") or 0 for u in cached_known)
         if cached_total:
             s.kv_reuse = sum(u.get("prompt_cached") or 0 for u in cached_known) / cached_total
-        firsts = [(f["first_prompt"], f["first_evaluated"]) for f in facts
-                  if f["first_prompt"] is not None and f["first_evaluated"] is not None]
+        firsts = [
+            (f["first_prompt"], f["first_evaluated"])
+            for f in facts
+            if f["first_prompt"] is not None and f["first_evaluated"] is not None
+        ]
         if firsts:
             s.first_prompt = sum(p for p, _ in firsts) / len(firsts)
             s.first_evaluated = sum(e for _, e in firsts) / len(firsts)
@@ -313,8 +343,18 @@ def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[st
     for r in latest_records(records):
         if r.get("mode") != mode:
             continue
-        t = tasks.setdefault(r["task"], {"task": r["task"], "kind": r.get("kind", "other"), "successes": 0,
-                                         "episodes": 0, "steps": 0, "seconds": 0.0, "failures": []})
+        t = tasks.setdefault(
+            r["task"],
+            {
+                "task": r["task"],
+                "kind": r.get("kind", "other"),
+                "successes": 0,
+                "episodes": 0,
+                "steps": 0,
+                "seconds": 0.0,
+                "failures": [],
+            },
+        )
         t["episodes"] += 1
         t["successes"] += 1 if r.get("success") else 0
         t["steps"] += int(r.get("steps") or 0)
@@ -342,11 +382,16 @@ def throughput(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, floa
         start = min(float(r["time"]) - float(r.get("seconds") or 0) for r in rs)
         wall = max(float(r["time"]) for r in rs) - start
         usage = [r.get("usage") or {} for r in rs]
-        evaluated = sum((u.get("prompt_evaluated") if u.get("prompt_evaluated") is not None
-                         else u.get("prompt_tokens") or 0) for u in usage)
+        evaluated = sum(
+            (u.get("prompt_evaluated") if u.get("prompt_evaluated") is not None else u.get("prompt_tokens") or 0)
+            for u in usage
+        )
         generated = sum(u.get("completion_tokens") or 0 for u in usage)
-        out[endpoint] = {"episodes": len(rs), "wall_seconds": wall,
-                         "episodes_per_minute": 60 * len(rs) / wall if wall > 0 else 0.0,
-                         "prompt_tokens_per_second": evaluated / wall if wall > 0 else 0.0,
-                         "generated_tokens_per_second": generated / wall if wall > 0 else 0.0}
+        out[endpoint] = {
+            "episodes": len(rs),
+            "wall_seconds": wall,
+            "episodes_per_minute": 60 * len(rs) / wall if wall > 0 else 0.0,
+            "prompt_tokens_per_second": evaluated / wall if wall > 0 else 0.0,
+            "generated_tokens_per_second": generated / wall if wall > 0 else 0.0,
+        }
     return out

@@ -12,6 +12,7 @@ The rules:
   are not. The sign is reported beside the digits, for callers that compare values without it
   ("-2 °C" and "2 degrees below zero" state the same value).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,8 +28,8 @@ _NUMBER = re.compile(r"(?:(?<![\w.])(?P<sign>[-−]))?(?<![\d.])(?P<digits>" + _
 class Number:
     """One number of a text."""
 
-    digits: str        # as written, without sign and group separators: "3800000", "14.0"
-    negative: bool     # written with a minus sign
+    digits: str  # as written, without sign and group separators: "3800000", "14.0"
+    negative: bool  # written with a minus sign
 
     @property
     def value(self) -> float:

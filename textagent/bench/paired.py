@@ -7,6 +7,7 @@ interval for paired proportions (method 10: Wilson intervals of each rate, combi
 correlation of the pairs), and the exact McNemar p-value (a two-sided binomial test of the
 discordant pairs against 1/2).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,10 +18,21 @@ from typing import Any
 
 from .metrics import latest_records, wilson
 
-__all__ = ["Paired", "pair", "pair_outcomes", "outcomes", "mcnemar_exact", "newcombe_interval", "mode_pairs",
-           "row", "HEADER", "EXPLAIN", "ALPHA"]
+__all__ = [
+    "ALPHA",
+    "EXPLAIN",
+    "HEADER",
+    "Paired",
+    "mcnemar_exact",
+    "mode_pairs",
+    "newcombe_interval",
+    "outcomes",
+    "pair",
+    "pair_outcomes",
+    "row",
+]
 
-ALPHA = 0.05   # a difference is called real when the exact McNemar p is below this
+ALPHA = 0.05  # a difference is called real when the exact McNemar p is below this
 
 
 def mcnemar_exact(wins: int, losses: int) -> float:
@@ -29,7 +41,7 @@ def mcnemar_exact(wins: int, losses: int) -> float:
     if n == 0:
         return 1.0
     k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 
@@ -56,9 +68,9 @@ class Paired:
     a: str
     b: str
     items: int
-    both: int     # right in both
-    wins: int     # right in A only
-    losses: int   # right in B only
+    both: int  # right in both
+    wins: int  # right in A only
+    losses: int  # right in B only
 
     @property
     def neither(self) -> int:
@@ -91,9 +103,19 @@ class Paired:
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval
-        return {"a": self.a, "b": self.b, "items": self.items, "right_a": self.right_a, "right_b": self.right_b,
-                "wins": self.wins, "losses": self.losses, "difference": self.difference,
-                "interval": [low, high], "p_value": self.p_value, "real": self.real}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "items": self.items,
+            "right_a": self.right_a,
+            "right_b": self.right_b,
+            "wins": self.wins,
+            "losses": self.losses,
+            "difference": self.difference,
+            "interval": [low, high],
+            "p_value": self.p_value,
+            "real": self.real,
+        }
 
 
 def pair_outcomes(a: str, b: str, outcomes_a: Mapping[Any, bool], outcomes_b: Mapping[Any, bool]) -> Paired:
@@ -107,8 +129,11 @@ def pair_outcomes(a: str, b: str, outcomes_a: Mapping[Any, bool], outcomes_b: Ma
 
 def outcomes(records: Iterable[Mapping[str, Any]], mode: str) -> dict[tuple[str, int], bool]:
     """{(task, repeat): success} of one mode (the latest record of each episode)."""
-    return {(str(r.get("task")), int(r.get("repeat", 0))): bool(r.get("success"))
-            for r in latest_records(records) if r.get("mode") == mode}
+    return {
+        (str(r.get("task")), int(r.get("repeat", 0))): bool(r.get("success"))
+        for r in latest_records(records)
+        if r.get("mode") == mode
+    }
 
 
 def pair(records: Sequence[Mapping[str, Any]], a: str, b: str) -> Paired:
@@ -138,16 +163,32 @@ def row(p: Paired) -> list[str]:
     if not p.items:
         return [f"{p.a} − {p.b}", "0", "—", "—", "—", "—", "—", "—"]
     low, high = p.interval
-    return [f"{p.a} − {p.b}", str(p.items), f"{p.right_a} / {p.right_b}", str(p.wins), str(p.losses),
-            f"{_points(p.difference)} ({_points(low)} to {_points(high)})", f"{p.p_value:.3g}",
-            "**real**" if p.real else "noise"]
+    return [
+        f"{p.a} − {p.b}",
+        str(p.items),
+        f"{p.right_a} / {p.right_b}",
+        str(p.wins),
+        str(p.losses),
+        f"{_points(p.difference)} ({_points(low)} to {_points(high)})",
+        f"{p.p_value:.3g}",
+        "**real**" if p.real else "noise",
+    ]
 
 
-HEADER = ["A − B", "items both ran", "right A / B", "A only", "B only", "points A − B (95 % paired CI)",
-          "exact McNemar p", f"at p < {ALPHA}"]
+HEADER = [
+    "A − B",
+    "items both ran",
+    "right A / B",
+    "A only",
+    "B only",
+    "points A − B (95 % paired CI)",
+    "exact McNemar p",
+    f"at p < {ALPHA}",
+]
 
-EXPLAIN = ("Two modes on the same items are paired: what separates them is the items one got right and the "
-            "other wrong (*A only*, *B only*). The interval is Newcombe's for paired proportions; the p-value "
-            "is the exact McNemar test (two-sided binomial test of the discordant items against 1/2). "
-            f"A difference is called **real** when p < {ALPHA}; else it is noise at this size.")
-
+EXPLAIN = (
+    "Two modes on the same items are paired: what separates them is the items one got right and the "
+    "other wrong (*A only*, *B only*). The interval is Newcombe's for paired proportions; the p-value "
+    "is the exact McNemar test (two-sided binomial test of the discordant items against 1/2). "
+    f"A difference is called **real** when p < {ALPHA}; else it is noise at this size."
+)

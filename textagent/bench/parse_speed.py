@@ -14,6 +14,7 @@ Prints, all measured in the same run:
 ``--check`` exits with status 1 when a target is missed. ``main(argv)`` is what
 ``textagent bench`` calls.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,14 +24,17 @@ import random
 import re
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..protocol import ParseError, parse_reply
 from ..protocol.lines import classify
 from ..protocol.reader import Reader
 
-TYPICAL = ('Thought: the user wants the weather in Paris for three days, so I call the tool.\n'
-           'TOOL: get_weather ARGS: {"city": "Paris", "days": 3, "units": "metric"}\n')
+TYPICAL = (
+    "Thought: the user wants the weather in Paris for three days, so I call the tool.\n"
+    'TOOL: get_weather ARGS: {"city": "Paris", "days": 3, "units": "metric"}\n'
+)
 
 FORMS = {
     "json (typical)": TYPICAL,
@@ -103,8 +107,34 @@ def _try(text: str):
 
 # ---- inputs ---------------------------------------------------------------------------------
 
-_WORDS = ("the", "weather", "in", "Paris", "is", "sunny", "tool", "answer", "we", "need", "to", "check", "café",
-          "naïve", "東京", "🙂", "x=1", "{braces}", "[list]", "'quote'", '"dq"', "a, b", "*", "-", "1.", ">")
+_WORDS = (
+    "the",
+    "weather",
+    "in",
+    "Paris",
+    "is",
+    "sunny",
+    "tool",
+    "answer",
+    "we",
+    "need",
+    "to",
+    "check",
+    "café",
+    "naïve",
+    "東京",
+    "🙂",
+    "x=1",
+    "{braces}",
+    "[list]",
+    "'quote'",
+    '"dq"',
+    "a, b",
+    "*",
+    "-",
+    "1.",
+    ">",
+)
 
 
 def mixed_text(size: int, seed: int = 0) -> str:
@@ -159,7 +189,7 @@ def chunks(text: str, size: int = 150) -> list[str]:
             j = i + 1
             while j < len(lines) and not (lines[j].startswith("}") or lines[j].startswith("```")):
                 j += 1
-            block = lines[i:j + 1]
+            block = lines[i : j + 1]
             i = j
         cur.extend(block)
         n += sum(len(b) + 1 for b in block)
@@ -181,7 +211,7 @@ def adversarial(quick: bool) -> list[tuple[str, str, bool]]:
         ("10^5 open braces in args", "TOOL: f ARGS: " + "{" * 100_000, True),
         ("10^5 open brackets, one per line", "TOOL: f ARGS: {\n" + '"a": [\n' * 100_000, True),
         ("10^5 open braces in prose", "{" * 100_000, True),
-        ("10^5 nested closed brackets", "TOOL: f ARGS: {\"a\": " + "[" * 50_000 + "]" * 50_000 + "}", True),
+        ("10^5 nested closed brackets", 'TOOL: f ARGS: {"a": ' + "[" * 50_000 + "]" * 50_000 + "}", True),
         (f"{big // mb} MB string in JSON args", 'TOOL: f ARGS: {"s": "' + "x" * big + '"}', True),
         (f"{big // mb} MB string in relaxed args (grammar)", "TOOL: f ARGS: {s: '" + "x" * big + "'}", True),
         (f"{big // mb} MB unterminated string", 'TOOL: f ARGS: {"s": "' + "x" * big + "}", True),
@@ -199,14 +229,18 @@ def adversarial(quick: bool) -> list[tuple[str, str, bool]]:
         ("10^5 blank lines after TOOL", "TOOL: f" + "\n" * 100_000 + "x", True),
         ("10^5 fence lines", "```\n" * 100_000, True),
         ("10^5 call lines (2.5 MB)", "\n".join(f'TOOL: f ARGS: {{"i": {i}}}' for i in range(100_000)), True),
-        ("stress: 1 MB of key=value pairs (500k tokens)",
-         "TOOL: f ARGS: " + ", ".join(f"k{i}=v" for i in range(mb // 8)), False),
+        (
+            "stress: 1 MB of key=value pairs (500k tokens)",
+            "TOOL: f ARGS: " + ", ".join(f"k{i}=v" for i in range(mb // 8)),
+            False,
+        ),
         ("stress: 1 MB relaxed list (330k tokens)", "TOOL: f ARGS: {a: [" + "1, " * (mb // 3) + "]}", False),
         ("stress: 1 MB JSON list (json.loads)", 'TOOL: f ARGS: {"a": [' + "1, " * (mb // 3) + "1]}", False),
     ]
 
 
 # ---- the run --------------------------------------------------------------------------------
+
 
 def run(quick: bool = False) -> dict[str, Any]:
     results: dict[str, Any] = {"python": sys.version.split()[0]}
@@ -223,8 +257,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         "ratio": typical_s / base_s,
     }
     results["forms_us"] = {name: _per_call(lambda t=text: _try(t), min_time) * 1e6 for name, text in FORMS.items()}
-    results["typical"]["grammar_only_us"] = _per_call(
-        lambda: Reader(TYPICAL, None, shortcut=False).read(False), min_time) * 1e6
+    results["typical"]["grammar_only_us"] = (
+        _per_call(lambda: Reader(TYPICAL, None, shortcut=False).read(False), min_time) * 1e6
+    )
 
     # 1 MB of mixed text
     text = mixed_text(1_000_000)
@@ -236,17 +271,22 @@ def run(quick: bool = False) -> dict[str, Any]:
     base = min(_timed(lambda: baseline(text), 1) for _ in range(3))
     base_pieces = min(_timed(lambda: [baseline(p) for p in pieces], 1) for _ in range(3))
     results["mixed_1mb"] = {
-        "mb": size_mb, "calls": n_calls, "replies": len(pieces),
-        "one_reply_s": whole, "one_reply_mb_s": size_mb / whole,
-        "as_replies_s": as_replies, "as_replies_mb_s": size_mb / as_replies,
-        "baseline_mb_s": size_mb / base, "baseline_as_replies_mb_s": size_mb / base_pieces,
+        "mb": size_mb,
+        "calls": n_calls,
+        "replies": len(pieces),
+        "one_reply_s": whole,
+        "one_reply_mb_s": size_mb / whole,
+        "as_replies_s": as_replies,
+        "as_replies_mb_s": size_mb / as_replies,
+        "baseline_mb_s": size_mb / base,
+        "baseline_as_replies_mb_s": size_mb / base_pieces,
     }
 
     # linear growth
     growth = []
     for kb in (16, 64, 256, 1024):
         t = mixed_text(kb * 1024, seed=kb)
-        secs = min(_timed(lambda: parse_reply(t), 1) for _ in range(1 if quick else 3))
+        secs = min(_timed(lambda: parse_reply(t), 1) for _ in range(1 if quick else 3))  # noqa: B023 - called in this iteration
         growth.append({"kb": kb, "s": secs, "us_per_kb": secs * 1e6 / kb})
     per_kb = [g["us_per_kb"] for g in growth]
     results["growth"] = growth
@@ -272,18 +312,24 @@ def run(quick: bool = False) -> dict[str, Any]:
 def report(r: dict[str, Any]) -> str:
     t = r["typical"]
     out = [f"textagent parser benchmark (Python {r['python']})", ""]
-    out.append(f"typical reply ({t['bytes']} bytes): {t['us']:.1f} µs; regex+json.loads baseline "
-               f"{t['baseline_us']:.2f} µs; ratio {t['ratio']:.1f}x (grammar only: {t['grammar_only_us']:.0f} µs)")
+    out.append(
+        f"typical reply ({t['bytes']} bytes): {t['us']:.1f} µs; regex+json.loads baseline "
+        f"{t['baseline_us']:.2f} µs; ratio {t['ratio']:.1f}x (grammar only: {t['grammar_only_us']:.0f} µs)"
+    )
     out.append("per form:")
     for name, us in r["forms_us"].items():
         out.append(f"  {name:<18} {us:8.1f} µs")
     m = r["mixed_1mb"]
     out.append("")
     out.append(f"1 MB mixed text ({m['mb']:.2f} MB, {m['calls']} calls):")
-    out.append(f"  as one reply      {m['one_reply_s']:.3f} s  {m['one_reply_mb_s']:6.2f} MB/s "
-               f"(baseline {m['baseline_mb_s']:.1f} MB/s)")
-    out.append(f"  as {m['replies']} replies {m['as_replies_s']:.3f} s  {m['as_replies_mb_s']:6.2f} MB/s "
-               f"(baseline {m['baseline_as_replies_mb_s']:.1f} MB/s)")
+    out.append(
+        f"  as one reply      {m['one_reply_s']:.3f} s  {m['one_reply_mb_s']:6.2f} MB/s "
+        f"(baseline {m['baseline_mb_s']:.1f} MB/s)"
+    )
+    out.append(
+        f"  as {m['replies']} replies {m['as_replies_s']:.3f} s  {m['as_replies_mb_s']:6.2f} MB/s "
+        f"(baseline {m['baseline_as_replies_mb_s']:.1f} MB/s)"
+    )
     out.append("")
     out.append("linear growth (one reply):")
     for g in r["growth"]:
@@ -293,8 +339,10 @@ def report(r: dict[str, Any]) -> str:
     out.append("adversarial inputs:")
     for name, a in r["adversarial"].items():
         out.append(f"  {name:<48} {a['s'] * 1e3:9.1f} ms  {a['outcome']}")
-    out.append("  (stress cases are not targets: the grammar costs about 4 µs per token; JSON objects"
-               " bypass it via json.loads)")
+    out.append(
+        "  (stress cases are not targets: the grammar costs about 4 µs per token; JSON objects"
+        " bypass it via json.loads)"
+    )
     out.append("")
     out.append("targets:")
     for name, ok in r["targets"].items():

@@ -1,4 +1,5 @@
 """The bench's progress display on stderr: how many episodes are done, how many solved, the ETA."""
+
 from __future__ import annotations
 
 import sys
@@ -35,24 +36,32 @@ class Progress:
         if enabled and self.tty:
             try:
                 from tqdm import tqdm
-            except ImportError:   # without the bench extra: the plain lines
+            except ImportError:  # without the bench extra: the plain lines
                 self.tty = False
             else:
-                self._bar = tqdm(total=total, file=self.stream, dynamic_ncols=True, desc="bench", unit="ep",
-                                 smoothing=0.1, bar_format="{desc} {bar} {n}/{total} {percentage:3.0f}% "
-                                                          "[{elapsed}<{remaining}]{postfix}")
+                self._bar = tqdm(
+                    total=total,
+                    file=self.stream,
+                    dynamic_ncols=True,
+                    desc="bench",
+                    unit="ep",
+                    smoothing=0.1,
+                    bar_format="{desc} {bar} {n}/{total} {percentage:3.0f}% [{elapsed}<{remaining}]{postfix}",
+                )
 
     def line(self, note: str = "") -> str:
         frac = self.done / self.total if self.total else 1.0
-        filled = int(round(frac * self.width))
+        filled = round(frac * self.width)
         elapsed = time.monotonic() - self.started
         if self.done:
             eta = _fmt_seconds(elapsed / self.done * (self.total - self.done))
             rate = f"{elapsed / self.done:.1f} s/episode"
         else:
             eta, rate = "?", "-"
-        text = (f"bench [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} {frac:4.0%} "
-                f"| ok {self.ok} | {rate} | elapsed {_fmt_seconds(elapsed)} | ETA {eta}")
+        text = (
+            f"bench [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} {frac:4.0%} "
+            f"| ok {self.ok} | {rate} | elapsed {_fmt_seconds(elapsed)} | ETA {eta}"
+        )
         return text + (f" | {note}" if note else "")
 
     def update(self, record: Mapping[str, Any] | None = None) -> None:
@@ -61,15 +70,18 @@ class Progress:
             self.ok += 1 if record.get("success") else 0
         if not self.enabled:
             return
-        note = f"{record.get('mode')} {record.get('task')}: {'ok' if record.get('success') else record.get('failure')}" \
-            if record else ""
+        note = (
+            f"{record.get('mode')} {record.get('task')}: {'ok' if record.get('success') else record.get('failure')}"
+            if record
+            else ""
+        )
         self.last = self.line(note)
         if self._bar is not None:
             self._bar.set_postfix_str(f"ok {self.ok}" + (f", {note}" if note else ""), refresh=False)
             self._bar.update(1 if record is not None else 0)
             return
         now = time.monotonic()
-        pct = int(self.done * 20 / self.total) if self.total else 20   # every 5 %
+        pct = int(self.done * 20 / self.total) if self.total else 20  # every 5 %
         if record is not None and (pct != self._last_pct or now - self._last_print >= 30 or self.done == self.total):
             self._last_pct, self._last_print = pct, now
             self.stream.write(self.last + "\n")

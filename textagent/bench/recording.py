@@ -1,6 +1,7 @@
 """A backend wrapper that keeps every completion it returns: the runner reads their stop words
 (a reply cut at ``OBSERVATION`` shows a hallucinated result), the speculative bench their text
 and timings."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,13 +1,14 @@
 """What a bench record and a run.json must hold to be read: the type of every field the report,
 the metrics and ``--resume`` read. A record that does not fit is named and skipped (its episode
 runs again on resume); a run.json that does not fit is refused with the field named."""
+
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["record_problem", "meta_problem"]
+__all__ = ["meta_problem", "record_problem"]
 
 
 def _int(x: Any) -> bool:
@@ -35,29 +36,48 @@ def _dicts(x: Any) -> bool:
 
 
 _RECORD: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "task": (lambda x: isinstance(x, str), "a string"), "mode": (lambda x: isinstance(x, str), "a string"),
-    "repeat": (_int, "a whole number"), "success": (lambda x: isinstance(x, bool), "true or false"),
-    "steps": (_int, "a whole number"), "seconds": (_number, "a number"), "usage": (_optional(_usage), "an object of numbers"),
-    "kind": (_optional(lambda x: isinstance(x, str)), "a string"), "split": (_optional(lambda x: isinstance(x, str)), "a string"),
-    "checks": (_dicts, "a list of objects"), "calls": (_dicts, "a list of objects"), "attempted": (_strings, "a list of strings"),
-    "trace": (_dicts, "a list of objects"), "failure": (_optional(lambda x: isinstance(x, str)), "a string"),
-    "stop_reason": (lambda x: isinstance(x, str), "a string"), "format_errors": (_int, "a whole number"),
-    "tool_errors": (_int, "a whole number"), "bfcl": (lambda x: isinstance(x, Mapping), "an object"),
+    "task": (lambda x: isinstance(x, str), "a string"),
+    "mode": (lambda x: isinstance(x, str), "a string"),
+    "repeat": (_int, "a whole number"),
+    "success": (lambda x: isinstance(x, bool), "true or false"),
+    "steps": (_int, "a whole number"),
+    "seconds": (_number, "a number"),
+    "usage": (_optional(_usage), "an object of numbers"),
+    "kind": (_optional(lambda x: isinstance(x, str)), "a string"),
+    "split": (_optional(lambda x: isinstance(x, str)), "a string"),
+    "checks": (_dicts, "a list of objects"),
+    "calls": (_dicts, "a list of objects"),
+    "attempted": (_strings, "a list of strings"),
+    "trace": (_dicts, "a list of objects"),
+    "failure": (_optional(lambda x: isinstance(x, str)), "a string"),
+    "stop_reason": (lambda x: isinstance(x, str), "a string"),
+    "format_errors": (_int, "a whole number"),
+    "tool_errors": (_int, "a whole number"),
+    "bfcl": (lambda x: isinstance(x, Mapping), "an object"),
     "multi_turn": (lambda x: isinstance(x, Mapping), "an object"),
 }
 _REQUIRED = ("task", "mode")
 
 _META: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "modes": (_strings, "a list of mode names"), "tasks": (_strings, "a list of task ids"),
-    "commands": (_strings, "a list of strings"), "resumed": (_strings, "a list of strings"),
-    "endpoints": (_strings, "a list of strings"), "settings": (lambda x: isinstance(x, Mapping), "an object"),
-    "unavailable": (lambda x: isinstance(x, Mapping), "an object"), "planned": (_int, "a whole number"),
-    "n_tasks": (_int, "a whole number"), "repeat": (_int, "a whole number"), "concurrency": (_int, "a whole number"),
-    "command": (lambda x: isinstance(x, str), "a string"), "machine": (lambda x: isinstance(x, Mapping), "an object"),
+    "modes": (_strings, "a list of mode names"),
+    "tasks": (_strings, "a list of task ids"),
+    "commands": (_strings, "a list of strings"),
+    "resumed": (_strings, "a list of strings"),
+    "endpoints": (_strings, "a list of strings"),
+    "settings": (lambda x: isinstance(x, Mapping), "an object"),
+    "unavailable": (lambda x: isinstance(x, Mapping), "an object"),
+    "planned": (_int, "a whole number"),
+    "n_tasks": (_int, "a whole number"),
+    "repeat": (_int, "a whole number"),
+    "concurrency": (_int, "a whole number"),
+    "command": (lambda x: isinstance(x, str), "a string"),
+    "machine": (lambda x: isinstance(x, Mapping), "an object"),
 }
 
 
-def _problem(data: Any, fields: Mapping[str, tuple[Callable[[Any], bool], str]], required: tuple[str, ...]) -> str | None:
+def _problem(
+    data: Any, fields: Mapping[str, tuple[Callable[[Any], bool], str]], required: tuple[str, ...]
+) -> str | None:
     if not isinstance(data, Mapping):
         return "not a JSON object"
     for key in required:

@@ -1,5 +1,6 @@
 """The bench report: ``report.md`` (modes side by side, failure taxonomy, worst tasks; their
 traces are printed by ``--trace-of``), ``report.png`` (when matplotlib is installed), and the diff of two runs."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,28 @@ from pathlib import Path
 from typing import Any
 
 from . import paired
-from .metrics import FAILURE_TITLES, FAILURES, ModeSummary, native_tools, latest_records, summarize, task_scores, throughput
+from .metrics import (
+    FAILURE_TITLES,
+    FAILURES,
+    ModeSummary,
+    latest_records,
+    native_tools,
+    summarize,
+    task_scores,
+    throughput,
+)
 from .records import meta_problem
 from .runner import EPISODES_FILE, load_records
 
-__all__ = ["write_report", "render_markdown", "write_chart", "compare_runs", "metric_rows", "RUN_FILE",
-           "load_run"]
+__all__ = [
+    "RUN_FILE",
+    "compare_runs",
+    "load_run",
+    "metric_rows",
+    "render_markdown",
+    "write_chart",
+    "write_report",
+]
 
 RUN_FILE = "run.json"
 log = logging.getLogger("textagent.bench")
@@ -32,7 +49,7 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         except (OSError, ValueError):
             meta = {}
         problem = meta_problem(meta)
-        if problem is not None:   # the report is still written, from the episodes alone
+        if problem is not None:  # the report is still written, from the episodes alone
             log.warning("%s: not used (%s)", folder / RUN_FILE, problem)
             meta = {}
     records = latest_records(load_records(path))
@@ -44,6 +61,7 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 # --------------------------------------------------------------------------------------------
 # Formatting
 # --------------------------------------------------------------------------------------------
+
 
 def _pct(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{x * 100:.{digits}f} %"
@@ -59,16 +77,22 @@ def metric_rows(s: ModeSummary) -> list[tuple[str, str]]:
     """(metric, formatted value) for one mode, in table order."""
     if not s.episodes:
         return [(name, "—") for name in _METRIC_NAMES]
-    recovery = "— (none)" if s.recovery_rate is None else f"{_pct(s.recovery_rate, 0)} ({s.recovered}/{s.first_step_errors})"
+    recovery = (
+        "— (none)" if s.recovery_rate is None else f"{_pct(s.recovery_rate, 0)} ({s.recovered}/{s.first_step_errors})"
+    )
     return [
-        ("success rate (95 % CI)", f"**{_pct(s.success_rate)}** ({_pct(s.ci_low, 0)}–{_pct(s.ci_high, 0)}), "
-                                   f"{s.successes}/{s.episodes}"),
+        (
+            "success rate (95 % CI)",
+            f"**{_pct(s.success_rate)}** ({_pct(s.ci_low, 0)}–{_pct(s.ci_high, 0)}), {s.successes}/{s.episodes}",
+        ),
         ("mean steps", _num(s.mean_steps, 2)),
         ("tokens per solved task", _num(s.tokens_per_solved)),
         ("prompt tokens sent per episode", _num(s.prompt_tokens_per_episode)),
         ("KV reuse", _pct(s.kv_reuse)),
-        ("step 1: prompt tokens evaluated / sent", "—" if s.first_prompt is None
-         else f"{_num(s.first_evaluated)} / {_num(s.first_prompt)}"),
+        (
+            "step 1: prompt tokens evaluated / sent",
+            "—" if s.first_prompt is None else f"{_num(s.first_evaluated)} / {_num(s.first_prompt)}",
+        ),
         ("format-error rate (per step)", _pct(s.format_error_rate)),
         ("recovery rate (first-step format errors fixed)", recovery),
         ("native decode-failure rate (per step)", _pct(s.decode_failure_rate) if native_tools(s.mode) else "n/a"),
@@ -79,10 +103,21 @@ def metric_rows(s: ModeSummary) -> list[tuple[str, str]]:
     ]
 
 
-_METRIC_NAMES = ["success rate (95 % CI)", "mean steps", "tokens per solved task", "prompt tokens sent per episode",
-                 "KV reuse", "step 1: prompt tokens evaluated / sent", "format-error rate (per step)", "recovery rate (first-step format errors fixed)",
-                 "native decode-failure rate (per step)", "time per task", "tool errors",
-                 "answers copying an example's phrase", "answered without a call where one was needed"]
+_METRIC_NAMES = [
+    "success rate (95 % CI)",
+    "mean steps",
+    "tokens per solved task",
+    "prompt tokens sent per episode",
+    "KV reuse",
+    "step 1: prompt tokens evaluated / sent",
+    "format-error rate (per step)",
+    "recovery rate (first-step format errors fixed)",
+    "native decode-failure rate (per step)",
+    "time per task",
+    "tool errors",
+    "answers copying an example's phrase",
+    "answered without a call where one was needed",
+]
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str | None = None) -> str:
@@ -99,43 +134,58 @@ def _modes(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> lis
     return order + [m for m in seen if m not in order]
 
 
-def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]], *,
-                    chart: str | None = None) -> str:
+def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]], *, chart: str | None = None) -> str:  # noqa: C901
     records = latest_records(records)
     modes = _modes(meta, records)
     summaries = summarize(records, modes)
     out: list[str] = ["# textagent bench report", ""]
     facts = []
     if meta.get("started"):
-        facts.append(f"- **date**: {meta['started']}" + (f" (finished {meta['finished']})" if meta.get("finished") else ""))
+        facts.append(
+            f"- **date**: {meta['started']}" + (f" (finished {meta['finished']})" if meta.get("finished") else "")
+        )
     if meta.get("machine"):
         m = meta["machine"]
-        facts.append(f"- **machine**: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('system', '')}, "
-                     f"Python {m.get('python', '?')}")
+        facts.append(
+            f"- **machine**: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('system', '')}, "
+            f"Python {m.get('python', '?')}"
+        )
     if meta.get("model"):
         facts.append(f"- **model**: {meta['model']}")
     if meta.get("endpoints"):
-        facts.append(f"- **endpoints**: {', '.join(meta['endpoints'])} (concurrency {meta.get('concurrency', '?')} "
-                     "per endpoint, episodes pinned to slots)")
+        facts.append(
+            f"- **endpoints**: {', '.join(meta['endpoints'])} (concurrency {meta.get('concurrency', '?')} "
+            "per endpoint, episodes pinned to slots)"
+        )
     if meta.get("tasks_file"):
-        facts.append(f"- **tasks**: {meta.get('n_tasks', '?')} from `{meta['tasks_file']}`, repeat {meta.get('repeat', 1)}")
+        facts.append(
+            f"- **tasks**: {meta.get('n_tasks', '?')} from `{meta['tasks_file']}`, repeat {meta.get('repeat', 1)}"
+        )
     if meta.get("settings"):
         st = meta["settings"]
-        facts.append(f"- **settings**: reply_tokens {st.get('reply_tokens')}, temperature {st.get('temperature')}, "
-                     f"seed {st.get('seed')}, max_seconds {st.get('max_seconds')} per episode"
-                     + (", first reply only" if st.get("first_reply") else "")
-                     + (", **ablation: native modes shown the text modes' placeholder examples**"
-                        if st.get("native_examples") else ""))
+        facts.append(
+            f"- **settings**: reply_tokens {st.get('reply_tokens')}, temperature {st.get('temperature')}, "
+            f"seed {st.get('seed')}, max_seconds {st.get('max_seconds')} per episode"
+            + (", first reply only" if st.get("first_reply") else "")
+            + (
+                ", **ablation: native modes shown the text modes' placeholder examples**"
+                if st.get("native_examples")
+                else ""
+            )
+        )
     if len(meta.get("commands", [])) > 1:
-        facts.append("- **commands** (each added to the run with `--resume`): "
-                     + "; ".join(f"`{c}`" for c in meta["commands"]))
+        facts.append(
+            "- **commands** (each added to the run with `--resume`): " + "; ".join(f"`{c}`" for c in meta["commands"])
+        )
     elif meta.get("command"):
         facts.append(f"- **command**: `{meta['command']}`")
     planned = meta.get("planned")
     if planned and planned > len(records):
-        facts.append(f"- **partial run**: {len(records)} of {planned} episodes finished "
-                     "(the same command with `--resume` goes on)")
-    out += facts + [""] if facts else []
+        facts.append(
+            f"- **partial run**: {len(records)} of {planned} episodes finished "
+            "(the same command with `--resume` goes on)"
+        )
+    out += [*facts, ""] if facts else []
 
     out += ["## Modes side by side", ""]
     if modes:
@@ -149,12 +199,32 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     out += ["", _DEFINITIONS, ""]
     speeds = throughput(records)
     if speeds:
-        out += ["## Throughput per endpoint", "",
-                _table(["endpoint", "episodes", "wall time", "episodes / min", "prompt tokens evaluated / s",
-                        "tokens generated / s"],
-                       [[e, str(int(t["episodes"])), f"{t['wall_seconds']:.0f} s", f"{t['episodes_per_minute']:.2f}",
-                         f"{t['prompt_tokens_per_second']:.1f}", f"{t['generated_tokens_per_second']:.1f}"]
-                        for e, t in speeds.items()]), ""]
+        out += [
+            "## Throughput per endpoint",
+            "",
+            _table(
+                [
+                    "endpoint",
+                    "episodes",
+                    "wall time",
+                    "episodes / min",
+                    "prompt tokens evaluated / s",
+                    "tokens generated / s",
+                ],
+                [
+                    [
+                        e,
+                        str(int(t["episodes"])),
+                        f"{t['wall_seconds']:.0f} s",
+                        f"{t['episodes_per_minute']:.2f}",
+                        f"{t['prompt_tokens_per_second']:.1f}",
+                        f"{t['generated_tokens_per_second']:.1f}",
+                    ]
+                    for e, t in speeds.items()
+                ],
+            ),
+            "",
+        ]
     from .bfcl.report import render_bfcl
 
     first_reply = bool((meta.get("settings") or {}).get("first_reply"))
@@ -188,9 +258,14 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         kinds = list(dict.fromkeys(k for m in modes for k in summaries[m].by_kind))
         rows = [[k, *[_frac(summaries[m].by_kind.get(k)) for m in modes]] for k in kinds]
         out.append(_table(["kind", *modes], rows))
-    out += ["", "## Worst tasks per mode", "",
-            "An episode's trace (every reply, call, result and observation) is in `episodes.jsonl`: "
-            "`textagent bench --report <this folder> --trace-of TASK [--modes MODE]` prints it.", ""]
+    out += [
+        "",
+        "## Worst tasks per mode",
+        "",
+        "An episode's trace (every reply, call, result and observation) is in `episodes.jsonl`: "
+        "`textagent bench --report <this folder> --trace-of TASK [--modes MODE]` prints it.",
+        "",
+    ]
     for mode in modes:
         worst = [t for t in task_scores(records, mode) if t["successes"] < t["episodes"]][:5]
         out += [f"### {mode}", ""]
@@ -200,8 +275,9 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         rows = []
         for t in worst:
             labels = ", ".join(sorted(set(t["failures"]))) or "—"
-            rows.append([f"`{t['task']}`", t["kind"], f"{t['successes']}/{t['episodes']}", labels,
-                         f"{t['mean_steps']:.1f}"])
+            rows.append(
+                [f"`{t['task']}`", t["kind"], f"{t['successes']}/{t['episodes']}", labels, f"{t['mean_steps']:.1f}"]
+            )
         out += [_table(["task", "kind", "solved", "failure", "steps"], rows, "lllll"), ""]
     return "\n".join(out).rstrip() + "\n"
 
@@ -238,6 +314,7 @@ _DEFINITIONS = (
 # Chart
 # --------------------------------------------------------------------------------------------
 
+
 def _mode_ticks(ax: Any, xs: range, modes: Sequence[str]) -> None:
     """Mode names under the bars that do not run together: up to three side by side, long ones
     broken after ``+``/``-`` ("native+" / "fallback"); more, slanted."""
@@ -247,8 +324,9 @@ def _mode_ticks(ax: Any, xs: range, modes: Sequence[str]) -> None:
         ax.set_xticks(list(xs), modes, rotation=30, ha="right", rotation_mode="anchor", fontsize=9)
 
 
-def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
-                records: Sequence[Mapping[str, Any]] = ()) -> str | None:
+def write_chart(
+    summaries: Mapping[str, ModeSummary], path: str | Path, records: Sequence[Mapping[str, Any]] = ()
+) -> str | None:
     """Draw report.png; returns None on success, else why it was not drawn. With BFCL records,
     a second row shows the accuracy per BFCL category and mode."""
     try:
@@ -278,7 +356,7 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
     ax = axes[0]
     ax.bar(xs, rates, yerr=[low, high], capsize=6, color="#4C72B0")
     _mode_ticks(ax, xs, modes)
-    ax.set_ylim(0, 112)                  # room for a percentage above a bar whose interval reaches 100
+    ax.set_ylim(0, 112)  # room for a percentage above a bar whose interval reaches 100
     ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("success rate, % (95 % CI)")
     ax.set_title("Success by mode")
@@ -292,8 +370,14 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path,
     ax.set_ylabel("tokens per solved task")
     ax.set_title("Cost per solved task (computed + generated tokens)")
     for x, t, m in zip(xs, tokens, modes):
-        ax.text(x, t, f"{t:,.0f}" if summaries[m].tokens_per_solved else "none\nsolved", ha="center",
-                va="bottom", fontsize=8)
+        ax.text(
+            x,
+            t,
+            f"{t:,.0f}" if summaries[m].tokens_per_solved else "none\nsolved",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     ax = axes[2]
     bottom = [0] * len(modes)
     colors = plt.get_cmap("tab20")
@@ -339,12 +423,13 @@ def write_report(out_dir: str | Path) -> Path:
 # Compare two runs
 # --------------------------------------------------------------------------------------------
 
+
 def _delta(a: float | None, b: float | None, *, pct: bool = False, digits: int = 1) -> str:
     if a is None or b is None:
         return "—"
     d = (b - a) * (100 if pct else 1)
     unit = " pp" if pct else ""
-    if abs(d) < 0.5 * 10 ** -digits:
+    if abs(d) < 0.5 * 10**-digits:
         return f"±0{unit}"
     return f"{d:+,.{digits}f}{unit}"
 
@@ -364,9 +449,15 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
             rows.append(paired.row(p))
         header = ["mode: B − A", *paired.HEADER[1:]]
         header[2], header[3], header[4], header[5] = "right B / A", "B only", "A only", "points B − A (95 % paired CI)"
-        out += ["## Paired differences", "",
-                "Each mode of B against the same mode of A, on the episodes (task, repeat) both runs finished. "
-                + paired.EXPLAIN, "", _table(header, rows), ""]
+        out += [
+            "## Paired differences",
+            "",
+            "Each mode of B against the same mode of A, on the episodes (task, repeat) both runs finished. "
+            + paired.EXPLAIN,
+            "",
+            _table(header, rows),
+            "",
+        ]
     for mode in modes:
         x, y = sa.get(mode, ModeSummary(mode)), sb.get(mode, ModeSummary(mode))
         out += [f"## {mode}", ""]
@@ -376,14 +467,19 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
         keys_a = {(r["task"], r.get("repeat", 0)) for r in rec_a if r.get("mode") == mode}
         keys_b = {(r["task"], r.get("repeat", 0)) for r in rec_b if r.get("mode") == mode}
         if keys_a != keys_b:
-            out += [f"Note: the runs differ in episodes (only in A: {len(keys_a - keys_b)}, only in B: "
-                    f"{len(keys_b - keys_a)}); rates are not over the same tasks.", ""]
+            out += [
+                f"Note: the runs differ in episodes (only in A: {len(keys_a - keys_b)}, only in B: "
+                f"{len(keys_b - keys_a)}); rates are not over the same tasks.",
+                "",
+            ]
         ra, rb = dict(metric_rows(x)), dict(metric_rows(y))
         numeric = {
             "success rate (95 % CI)": _delta(x.success_rate, y.success_rate, pct=True),
             "mean steps": _delta(x.mean_steps, y.mean_steps, digits=2),
             "tokens per solved task": _delta(x.tokens_per_solved, y.tokens_per_solved, digits=0),
-            "prompt tokens sent per episode": _delta(x.prompt_tokens_per_episode, y.prompt_tokens_per_episode, digits=0),
+            "prompt tokens sent per episode": _delta(
+                x.prompt_tokens_per_episode, y.prompt_tokens_per_episode, digits=0
+            ),
             "KV reuse": _delta(x.kv_reuse, y.kv_reuse, pct=True),
             "step 1: prompt tokens evaluated / sent": _delta(x.first_evaluated, y.first_evaluated, digits=0),
             "format-error rate (per step)": _delta(x.format_error_rate, y.format_error_rate, pct=True),
@@ -392,8 +488,9 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
             "time per task": _delta(x.seconds_per_task, y.seconds_per_task),
             "tool errors": _delta(x.tool_errors, y.tool_errors, digits=0),
             "answers copying an example's phrase": _delta(x.copied_answers, y.copied_answers, digits=0),
-            "answered without a call where one was needed": _delta(x.answered_without_call, y.answered_without_call,
-                                                                  digits=0),
+            "answered without a call where one was needed": _delta(
+                x.answered_without_call, y.answered_without_call, digits=0
+            ),
         }
         rows = [[name, ra[name], rb[name], numeric[name]] for name in _METRIC_NAMES]
         out += [_table(["metric", "A", "B", "B − A"], rows), ""]
@@ -409,11 +506,21 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
         better = sorted(k for k in ta.keys() & tb.keys() if tb[k]["rate"] > ta[k]["rate"])
         worse = sorted(k for k in ta.keys() & tb.keys() if tb[k]["rate"] < ta[k]["rate"])
         if better:
-            out += ["Better in B: " + ", ".join(f"`{k}` ({'/'.join(sorted(set(ta[k]['failures']))) or '?'} → "
-                                                f"{_frac([tb[k]['successes'], tb[k]['episodes']])})" for k in better), ""]
+            out += [
+                "Better in B: "
+                + ", ".join(
+                    f"`{k}` ({'/'.join(sorted(set(ta[k]['failures']))) or '?'} → "
+                    f"{_frac([tb[k]['successes'], tb[k]['episodes']])})"
+                    for k in better
+                ),
+                "",
+            ]
         if worse:
-            out += ["Worse in B: " + ", ".join(f"`{k}` (→ {'/'.join(sorted(set(tb[k]['failures']))) or '?'})"
-                                               for k in worse), ""]
+            out += [
+                "Worse in B: "
+                + ", ".join(f"`{k}` (→ {'/'.join(sorted(set(tb[k]['failures']))) or '?'})" for k in worse),
+                "",
+            ]
         if not better and not worse:
             out += ["No task changed outcome.", ""]
     return "\n".join(out).rstrip() + "\n"

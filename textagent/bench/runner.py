@@ -12,6 +12,7 @@ episodes already in the file (except backend errors, which are retried).
 Workers are threads, one per server slot; a worker pins its episodes to its slot with
 ``id_slot`` so the slot's KV cache holds that worker's conversation.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,31 +26,44 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .. import prompts
 from .._redact import redact
 from ..agent import Agent
-from ..checks import from_names
 from ..backends.base import Capabilities, Completion, Usage
 from ..backends.factory import api_capabilities, connect
+from ..checks import from_names
 from ..errors import BackendError
 from ..jsonl import read_jsonl
 from ..modes import MODES as AGENT_MODE_NAMES
 from ..modes import Needs, mode_needs
 from ..templates import ChatFormat, get_format
-from .. import prompts
 from ..trace import json_line, run_records
+from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
 from .metrics import classify
 from .progress import Progress
-from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
 from .recording import Recording
 from .records import record_problem
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
-__all__ = ["MODES", "AGENT_MODES", "Settings", "Slot", "mode_availability",
-           "make_backend", "BackendFactory", "run_episode", "run_bench", "load_records",
-           "EPISODES_FILE", "episode_key", "ReferenceBackend", "check_suite"]
+__all__ = [
+    "AGENT_MODES",
+    "EPISODES_FILE",
+    "MODES",
+    "BackendFactory",
+    "ReferenceBackend",
+    "Settings",
+    "Slot",
+    "check_suite",
+    "episode_key",
+    "load_records",
+    "make_backend",
+    "mode_availability",
+    "run_bench",
+    "run_episode",
+]
 
-AGENT_MODES = tuple(AGENT_MODE_NAMES)   # the Agent's own modes (textagent.modes.MODES)
+AGENT_MODES = tuple(AGENT_MODE_NAMES)  # the Agent's own modes (textagent.modes.MODES)
 #: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
 #: text-no-feedback: text mode with the run (a multi-turn item: the turn) ended at the first reply that
 #: does not parse, as BFCL ends it: the feedback ablation.
@@ -63,17 +77,17 @@ RECORD_VERSION = 1
 @dataclass
 class Settings:
     reply_tokens: int = 256
-    max_steps: int | None = None        # caps every task's own max_steps
-    max_seconds: float | None = 300.0   # per episode
+    max_steps: int | None = None  # caps every task's own max_steps
+    max_seconds: float | None = 300.0  # per episode
     observation_limit: int = 4000
     temperature: float = 0.0
-    seed: int = 0                       # episode seed = seed + repeat index
+    seed: int = 0  # episode seed = seed + repeat index
     pin_slots: bool = True
-    checks: str = "none"                # textagent.checks.from_names(): Agent modes run these
-    examples: str = "per-task"          # "per-task": the pool's closest to each question; "all": the whole pool
-    stream: bool = False                # text modes stream, closed early after complete calls (EarlyStop)
-    first_reply: bool = False           # BFCL: stop each episode after its first reply (BFCL's own view)
-    native_examples: bool = False       # ablation: native modes shown the text modes' placeholder examples
+    checks: str = "none"  # textagent.checks.from_names(): Agent modes run these
+    examples: str = "per-task"  # "per-task": the pool's closest to each question; "all": the whole pool
+    stream: bool = False  # text modes stream, closed early after complete calls (EarlyStop)
+    first_reply: bool = False  # BFCL: stop each episode after its first reply (BFCL's own view)
+    native_examples: bool = False  # ablation: native modes shown the text modes' placeholder examples
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,7 @@ class Slot:
 # --------------------------------------------------------------------------------------------
 # Modes and backends
 # --------------------------------------------------------------------------------------------
+
 
 def _needs(mode: str) -> Needs:
     """What a bench mode needs of its backend: the Agent's modes say; baseline and bfcl-prompt
@@ -113,8 +128,15 @@ def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[l
     return ok, missing
 
 
-def make_backend(mode: str, url: str, *, api: str = "llamacpp", model_name: str | None = None,
-                 api_key: str | None = None, timeout: float = 300) -> Any:
+def make_backend(
+    mode: str,
+    url: str,
+    *,
+    api: str = "llamacpp",
+    model_name: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 300,
+) -> Any:
     """The backend a mode needs on ``url`` (backends.connect): modes that need chat talk to
     /v1/chat/completions (ChatAsTextBackend.chat), the others use the endpoint's own API."""
     return connect(api, url, model=model_name, api_key=api_key, timeout=timeout, chat=_needs(mode).chat)
@@ -127,12 +149,19 @@ class BackendFactory:
     once per endpoint from llama.cpp's ``/apply-template`` (``chat_format="server"``) or named.
     """
 
-    def __init__(self, *, api: str = "llamacpp", chat_format: str | ChatFormat = "server",
-                 model_name: str | None = None, api_key: str | None = None, timeout: float = 300,
-                 proxies: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        *,
+        api: str = "llamacpp",
+        chat_format: str | ChatFormat = "server",
+        model_name: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 300,
+        proxies: Mapping[str, str] | None = None,
+    ):
         self.api, self.chat_format, self.model_name = api, chat_format, model_name
         self.api_key, self.timeout = api_key, timeout
-        self.proxies = dict(proxies or {})   # endpoint -> the URL of the textagent proxy in front of it
+        self.proxies = dict(proxies or {})  # endpoint -> the URL of the textagent proxy in front of it
         self._backends: dict[tuple[str, str, int | None], Any] = {}
         self._formats: dict[str, ChatFormat] = {}
         self._lock = threading.Lock()
@@ -150,8 +179,14 @@ class BackendFactory:
             with self._lock:
                 self._backends[key] = backend
         if backend is None:
-            backend = make_backend(mode, slot.endpoint, api=self.api, model_name=self.model_name,
-                                   api_key=self.api_key, timeout=self.timeout)
+            backend = make_backend(
+                mode,
+                slot.endpoint,
+                api=self.api,
+                model_name=self.model_name,
+                api_key=self.api_key,
+                timeout=self.timeout,
+            )
             with self._lock:
                 self._backends[key] = backend
         return backend, self.format_for(slot.endpoint)
@@ -168,8 +203,9 @@ class BackendFactory:
             if self.api != "llamacpp":
                 fmt = get_format("chatml")
             else:
-                fmt = format_from_renderer(connect("llamacpp", endpoint, api_key=self.api_key).apply_template,
-                                           name="server")
+                fmt = format_from_renderer(
+                    connect("llamacpp", endpoint, api_key=self.api_key).apply_template, name="server"
+                )
         else:
             fmt = get_format(self.chat_format)
         with self._lock:
@@ -191,24 +227,34 @@ class BackendFactory:
 # One episode
 # --------------------------------------------------------------------------------------------
 
+
 def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
     return (str(record.get("task")), str(record.get("mode")), int(record.get("repeat", 0)))
 
 
-def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatFormat = "chatml",
-                settings: Settings | None = None, slot: int | None = None, endpoint: str | None = None,
-                repeat: int = 0) -> dict[str, Any]:
+def run_episode(  # noqa: C901
+    task: Task,
+    mode: str,
+    backend: Any,
+    *,
+    chat_format: str | ChatFormat = "chatml",
+    settings: Settings | None = None,
+    slot: int | None = None,
+    endpoint: str | None = None,
+    repeat: int = 0,
+) -> dict[str, Any]:
     """Run one task in one mode and return its record (checked and classified)."""
     settings = settings or Settings()
     from .bfcl.tasks import is_multi_turn
 
     if is_multi_turn(task):
-        return _multi_turn_episode(task, mode, backend, chat_format=chat_format, settings=settings, slot=slot,
-                                   endpoint=endpoint, repeat=repeat)
+        return _multi_turn_episode(
+            task, mode, backend, chat_format=chat_format, settings=settings, slot=slot, endpoint=endpoint, repeat=repeat
+        )
     env = Env(lights=dict(task.setup.get("lights", {})))
     tools, name_map, documents = _episode_tools(task, mode, env)
     if settings.examples == "all" and getattr(tools, "max_examples", None) is not None:
-        tools.max_examples = None   # the same examples for every question of a tool set
+        tools.max_examples = None  # the same examples for every question of a tool set
     options: dict[str, Any] = {"temperature": settings.temperature, "seed": settings.seed + repeat}
     if slot is not None and settings.pin_slots:
         options["id_slot"] = slot
@@ -241,27 +287,37 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
             if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
                 # the ablation: the placeholder exchanges text modes show, given to native modes too
                 kwargs["example"] = prompts.placeholder_examples(list(tools.values()))
-            if settings.stream and not needs.chat:   # the text modes stream
+            if settings.stream and not needs.chat:  # the text modes stream
                 kwargs["stream"] = True
-        agent = Agent(recorder or backend, tools, max_steps=max_steps, max_seconds=settings.max_seconds,
-                      reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
-                      chat_format=chat_format, **kwargs, **options)
+        agent = Agent(
+            recorder or backend,
+            tools,
+            max_steps=max_steps,
+            max_seconds=settings.max_seconds,
+            reply_tokens=settings.reply_tokens,
+            observation_limit=settings.observation_limit,
+            chat_format=chat_format,
+            **kwargs,
+            **options,
+        )
         start = agent.start_record(question)
         result = agent.run(question)
-    except Exception as exc:  # noqa: BLE001 - a harness or mode failure is recorded, never fatal
+    except Exception as exc:  # a harness or mode failure is recorded, never fatal
         result = None
         error_text = f"{type(exc).__name__}: {exc}"
     seconds = time.monotonic() - started
     # the trace from the run itself: its steps so far when it raised
-    trace = run_records(start, result.steps if result is not None else agent.steps if agent is not None else [],
-                        result)
+    trace = run_records(start, result.steps if result is not None else agent.steps if agent is not None else [], result)
     if recorder is not None:
         step_records = [r for r in trace if r.get("type") == "step"]
         for record, completion in zip(step_records, recorder.completions):
             record["stop_word"] = completion.stop_word
     if result is not None:
-        calls = [{"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
-                 for s in result.steps for o in s.outcomes]
+        calls = [
+            {"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
+            for s in result.steps
+            for o in s.outcomes
+        ]
         attempted: list[str] = []
         for s in result.steps:
             names = [c.name for c in s.calls] or [o.name for o in s.outcomes]
@@ -290,20 +346,28 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
         success, checks = check_task(task, outcome)
     record: dict[str, Any] = {
         "version": RECORD_VERSION,
-        "task": task.id, "kind": task.kind, "split": task.split, "mode": mode, "repeat": repeat,
-        "success": success, "failure": None,
-        "stop_reason": stop_reason, "answer": answer,
+        "task": task.id,
+        "kind": task.kind,
+        "split": task.split,
+        "mode": mode,
+        "repeat": repeat,
+        "success": success,
+        "failure": None,
+        "stop_reason": stop_reason,
+        "answer": answer,
         "steps": len(result.steps) if result is not None else 0,
         "seconds": round(seconds, 4),
         "usage": usage,
         "checks": [c.to_dict() for c in checks],
         "calls": [{**c, "output": c["output"][:1000]} for c in calls],
         "attempted": attempted,
-        "needs_tools": task.needs_tools, "needs_no_tool": task.needs_no_tool,
+        "needs_tools": task.needs_tools,
+        "needs_no_tool": task.needs_no_tool,
         "required_tools": sorted(task.required_tools),
         "call_specs": call_specs(task),
         "state": {"lights": {k: v for k, v in env.lights.items() if v}},
-        "endpoint": None if endpoint is None else redact(endpoint), "slot": slot,
+        "endpoint": None if endpoint is None else redact(endpoint),
+        "slot": slot,
         "error": error_text,
         "time": time.time(),
         "trace": trace,
@@ -313,15 +377,27 @@ def run_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatF
     record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
     if bfcl_scores is not None:
         record["bfcl"] = bfcl_scores
-        record["failure"] = None if success else ("backend_error" if stop_reason in ("backend_error", "error")
-                                                  else bfcl_scores["first"]["error_type"])
+        record["failure"] = (
+            None
+            if success
+            else ("backend_error" if stop_reason in ("backend_error", "error") else bfcl_scores["first"]["error_type"])
+        )
     else:
         record["failure"] = classify(record)
     return record
 
 
-def _multi_turn_episode(task: Task, mode: str, backend: Any, *, chat_format: str | ChatFormat, settings: Settings,
-                        slot: int | None, endpoint: str | None, repeat: int) -> dict[str, Any]:
+def _multi_turn_episode(
+    task: Task,
+    mode: str,
+    backend: Any,
+    *,
+    chat_format: str | ChatFormat,
+    settings: Settings,
+    slot: int | None,
+    endpoint: str | None,
+    repeat: int,
+) -> dict[str, Any]:
     """A BFCL multi-turn item (bench.bfcl.episode), as a record of the same form as the others."""
     from .bfcl.episode import run_multi_turn
 
@@ -331,19 +407,42 @@ def _multi_turn_episode(task: Task, mode: str, backend: Any, *, chat_format: str
     out = run_multi_turn(task.bfcl, mode, backend, chat_format=chat_format, settings=settings, options=options)
     mt = out["multi_turn"]
     record: dict[str, Any] = {
-        "version": RECORD_VERSION, "task": task.id, "kind": task.kind, "split": task.split, "mode": mode,
-        "repeat": repeat, "success": out["success"], "failure": None, "stop_reason": out["stop_reason"],
-        "answer": out["answer"], "steps": out["steps"], "seconds": out["seconds"], "usage": out["usage"],
+        "version": RECORD_VERSION,
+        "task": task.id,
+        "kind": task.kind,
+        "split": task.split,
+        "mode": mode,
+        "repeat": repeat,
+        "success": out["success"],
+        "failure": None,
+        "stop_reason": out["stop_reason"],
+        "answer": out["answer"],
+        "steps": out["steps"],
+        "seconds": out["seconds"],
+        "usage": out["usage"],
         "checks": [CheckResult("bfcl_multi_turn", out["success"], mt.get("error") or "").to_dict()],
-        "calls": out["calls"], "attempted": out["attempted"], "needs_tools": True, "needs_no_tool": False,
-        "required_tools": [], "call_specs": [], "state": {}, "endpoint": None if endpoint is None else redact(endpoint), "slot": slot,
-        "error": out["error"], "time": time.time(), "trace": out["trace"], "multi_turn": mt,
+        "calls": out["calls"],
+        "attempted": out["attempted"],
+        "needs_tools": True,
+        "needs_no_tool": False,
+        "required_tools": [],
+        "call_specs": [],
+        "state": {},
+        "endpoint": None if endpoint is None else redact(endpoint),
+        "slot": slot,
+        "error": out["error"],
+        "time": time.time(),
+        "trace": out["trace"],
+        "multi_turn": mt,
     }
     from .metrics import step_facts
 
     record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
-    record["failure"] = None if out["success"] else (
-        "backend_error" if out["stop_reason"] in ("backend_error", "error") else str(mt.get("error_type")))
+    record["failure"] = (
+        None
+        if out["success"]
+        else ("backend_error" if out["stop_reason"] in ("backend_error", "error") else str(mt.get("error_type")))
+    )
     return record
 
 
@@ -368,7 +467,7 @@ class ReferenceBackend:
     solvable and its checkers right (``textagent bench --check-suite``). It finds the task from
     the conversation (``messages``) and answers with the reply for the current step."""
 
-    capabilities = Capabilities()   # text replies only: no grammar, no chat(), no streaming
+    capabilities = Capabilities()  # text replies only: no grammar, no chat(), no streaming
 
     def __init__(self, tasks: Iterable[Task]):
         self.by_question = {prompts.task(t.question): t for t in tasks}
@@ -381,14 +480,23 @@ class ReferenceBackend:
                 at, task = i, self.by_question[message["content"]]
         if task is None or at is None:
             raise BackendError("ReferenceBackend: no task of the suite in this conversation")
-        step = sum(1 for m in messages[at + 1:] if m.get("role") == "assistant")
+        step = sum(1 for m in messages[at + 1 :] if m.get("role") == "assistant")
         if step >= len(task.reference):
-            raise BackendError(f"ReferenceBackend: task {task.id} has {len(task.reference)} reference replies; "
-                               f"step {step + 1} asked for another")
+            raise BackendError(
+                f"ReferenceBackend: task {task.id} has {len(task.reference)} reference replies; "
+                f"step {step + 1} asked for another"
+            )
         text = task.reference[step]
-        return Completion(text, finish_reason="stop",
-                          usage=Usage(prompt_tokens=len(prompt) // 4, prompt_evaluated=len(prompt) // 4,
-                                      prompt_cached=0, completion_tokens=len(text) // 4 + 1))
+        return Completion(
+            text,
+            finish_reason="stop",
+            usage=Usage(
+                prompt_tokens=len(prompt) // 4,
+                prompt_evaluated=len(prompt) // 4,
+                prompt_cached=0,
+                completion_tokens=len(text) // 4 + 1,
+            ),
+        )
 
 
 def check_suite(tasks: Sequence[Task]) -> list[tuple[Task, dict[str, Any] | None]]:
@@ -401,6 +509,7 @@ def check_suite(tasks: Sequence[Task]) -> list[tuple[Task, dict[str, Any] | None
 # --------------------------------------------------------------------------------------------
 # Many episodes
 # --------------------------------------------------------------------------------------------
+
 
 def load_records(path: str | Path) -> list[dict[str, Any]]:
     """Every complete JSON line of an episodes file (a line cut off by a crash is skipped)."""
@@ -423,15 +532,24 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
 
 @dataclass
 class BenchOutcome:
-    records: list[dict[str, Any]] = field(default_factory=list)   # finished this session
-    skipped: int = 0                                              # already in the file (resumed)
+    records: list[dict[str, Any]] = field(default_factory=list)  # finished this session
+    skipped: int = 0  # already in the file (resumed)
     interrupted: bool = False
     planned: int = 0
 
 
-def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, *, workers: Sequence[Slot],
-              backend_for: Callable[[str, Slot], tuple[Any, Any]], settings: Settings | None = None,
-              repeat: int = 1, progress: bool | Progress = True, stream: IO[str] | None = None) -> BenchOutcome:
+def run_bench(  # noqa: C901
+    tasks: Sequence[Task],
+    modes: Sequence[str],
+    out_dir: str | Path,
+    *,
+    workers: Sequence[Slot],
+    backend_for: Callable[[str, Slot], tuple[Any, Any]],
+    settings: Settings | None = None,
+    repeat: int = 1,
+    progress: bool | Progress = True,
+    stream: IO[str] | None = None,
+) -> BenchOutcome:
     """Run every (task, mode, repeat) not already in ``out_dir/episodes.jsonl`` on the workers.
 
     Episodes are interleaved (for each repeat, for each task, every mode) so that a partial run
@@ -466,19 +584,19 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
     stop = threading.Event()
     lock = threading.Lock()
     if path.exists() and path.stat().st_size:
-        with open(path, "rb") as f:      # a line cut off by a crash: start the next one on a fresh line
+        with open(path, "rb") as f:  # a line cut off by a crash: start the next one on a fresh line
             f.seek(-1, os.SEEK_END)
             needs_newline = f.read(1) != b"\n"
     else:
         needs_newline = False
-    sink = open(path, "a", encoding="utf-8")
+    sink = open(path, "a", encoding="utf-8")  # noqa: SIM115 - the returned writer owns it
     if needs_newline:
         sink.write("\n")
 
     def finish(record: dict[str, Any]) -> None:
         # the trace is in the record (`bench --report DIR --trace-of TASK` prints it): no file per episode
         with lock:
-            if sink.closed:   # finished after Ctrl-C: the run has already been reported
+            if sink.closed:  # finished after Ctrl-C: the run has already been reported
                 return
             sink.write(json_line(record) + "\n")
             sink.flush()
@@ -496,16 +614,25 @@ def run_bench(tasks: Sequence[Task], modes: Sequence[str], out_dir: str | Path, 
                     return
                 try:
                     backend, chat_format = backend_for(mode, slot)
-                    record = run_episode(task, mode, backend, chat_format=chat_format, settings=settings,
-                                         slot=slot.slot, endpoint=slot.endpoint, repeat=rep)
-                except Exception as exc:  # noqa: BLE001 - e.g. the server's template could not be read
+                    record = run_episode(
+                        task,
+                        mode,
+                        backend,
+                        chat_format=chat_format,
+                        settings=settings,
+                        slot=slot.slot,
+                        endpoint=slot.endpoint,
+                        repeat=rep,
+                    )
+                except Exception as exc:  # e.g. the server's template could not be read
                     record = _error_record(task, mode, rep, slot, exc)
                 if stop.is_set() and not record.get("success") and record.get("stop_reason") == "backend_error":
-                    return   # interrupted mid-request: not a real result
+                    return  # interrupted mid-request: not a real result
                 finish(record)
 
-    threads = [threading.Thread(target=work, args=(slot,), name=f"bench-{i}", daemon=True)
-               for i, slot in enumerate(workers)]
+    threads = [
+        threading.Thread(target=work, args=(slot,), name=f"bench-{i}", daemon=True) for i, slot in enumerate(workers)
+    ]
     try:
         for t in threads:
             t.start()
@@ -532,13 +659,40 @@ def _safe(name: str) -> str:
 
 
 def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseException) -> dict[str, Any]:
-    return {"version": RECORD_VERSION, "task": task.id, "kind": task.kind, "split": task.split, "mode": mode,
-            "repeat": repeat,
-            "success": False, "failure": "backend_error", "stop_reason": "backend_error", "answer": None, "steps": 0,
-            "seconds": 0.0, "usage": Usage().to_dict(), "checks": [], "calls": [], "attempted": [],
-            "needs_tools": task.needs_tools, "needs_no_tool": task.needs_no_tool,
-            "required_tools": sorted(task.required_tools), "call_specs": call_specs(task), "state": {},
-            "endpoint": redact(slot.endpoint), "slot": slot.slot, "error": f"{type(exc).__name__}: {exc}",
-            "time": time.time(), "trace": [], "format_errors": 0, "first_step_format_error": False,
-            "recovered": False, "native_decode_failures": 0, "tool_errors": 0, "sent_back": 0,
-            "check_notes": 0, "loop": False, "hallucinated": False}
+    return {
+        "version": RECORD_VERSION,
+        "task": task.id,
+        "kind": task.kind,
+        "split": task.split,
+        "mode": mode,
+        "repeat": repeat,
+        "success": False,
+        "failure": "backend_error",
+        "stop_reason": "backend_error",
+        "answer": None,
+        "steps": 0,
+        "seconds": 0.0,
+        "usage": Usage().to_dict(),
+        "checks": [],
+        "calls": [],
+        "attempted": [],
+        "needs_tools": task.needs_tools,
+        "needs_no_tool": task.needs_no_tool,
+        "required_tools": sorted(task.required_tools),
+        "call_specs": call_specs(task),
+        "state": {},
+        "endpoint": redact(slot.endpoint),
+        "slot": slot.slot,
+        "error": f"{type(exc).__name__}: {exc}",
+        "time": time.time(),
+        "trace": [],
+        "format_errors": 0,
+        "first_step_format_error": False,
+        "recovered": False,
+        "native_decode_failures": 0,
+        "tool_errors": 0,
+        "sent_back": 0,
+        "check_notes": 0,
+        "loop": False,
+        "hallucinated": False,
+    }

@@ -23,6 +23,7 @@ A config whose server fails to start, or whose requests fail or time out, is a r
 Servers are always stopped and burners always killed. ``--out FILE`` also writes the table to
 FILE and the raw numbers to FILE with the suffix ``.json``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,20 @@ from typing import Any
 
 import requests
 
-__all__ = ["Config", "Measurement", "Row", "configs", "parse_args", "make_prompt", "aggregate", "summarize",
-           "render_table", "measure_config", "run", "main"]
+__all__ = [
+    "Config",
+    "Measurement",
+    "Row",
+    "aggregate",
+    "configs",
+    "main",
+    "make_prompt",
+    "measure_config",
+    "parse_args",
+    "render_table",
+    "run",
+    "summarize",
+]
 
 N_PREDICT = 64
 PROMPT_TOKENS = 500
@@ -55,18 +68,145 @@ FULL = {"threads": "1,2", "poll": "0,50", "parallel": "1,2,4", "cache_reuse": "0
 
 # Plain words, mostly one token each: a prompt of N words is about N tokens (calibrated with the
 # server's /tokenize when it answers).
-_WORDS = ("time year people way day man thing woman life child world school state family student group "
-          "country problem hand part place case week company system program question work government "
-          "number night point home water room mother area money story fact month lot right study book "
-          "eye job word business issue side kind head house service friend father power hour game line "
-          "end member law car city community name president team minute idea kid body information back "
-          "parent face others level office door health person art war history party result change "
-          "morning reason research girl guy moment air teacher force education river stone paper green "
-          "small large early young old great little other long high different important public bad "
-          "same able open free light cold warm quick slow bright dark round sharp clean simple").split()
+_WORDS = [
+    "time",
+    "year",
+    "people",
+    "way",
+    "day",
+    "man",
+    "thing",
+    "woman",
+    "life",
+    "child",
+    "world",
+    "school",
+    "state",
+    "family",
+    "student",
+    "group",
+    "country",
+    "problem",
+    "hand",
+    "part",
+    "place",
+    "case",
+    "week",
+    "company",
+    "system",
+    "program",
+    "question",
+    "work",
+    "government",
+    "number",
+    "night",
+    "point",
+    "home",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "fact",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "eye",
+    "job",
+    "word",
+    "business",
+    "issue",
+    "side",
+    "kind",
+    "head",
+    "house",
+    "service",
+    "friend",
+    "father",
+    "power",
+    "hour",
+    "game",
+    "line",
+    "end",
+    "member",
+    "law",
+    "car",
+    "city",
+    "community",
+    "name",
+    "president",
+    "team",
+    "minute",
+    "idea",
+    "kid",
+    "body",
+    "information",
+    "back",
+    "parent",
+    "face",
+    "others",
+    "level",
+    "office",
+    "door",
+    "health",
+    "person",
+    "art",
+    "war",
+    "history",
+    "party",
+    "result",
+    "change",
+    "morning",
+    "reason",
+    "research",
+    "girl",
+    "guy",
+    "moment",
+    "air",
+    "teacher",
+    "force",
+    "education",
+    "river",
+    "stone",
+    "paper",
+    "green",
+    "small",
+    "large",
+    "early",
+    "young",
+    "old",
+    "great",
+    "little",
+    "other",
+    "long",
+    "high",
+    "different",
+    "important",
+    "public",
+    "bad",
+    "same",
+    "able",
+    "open",
+    "free",
+    "light",
+    "cold",
+    "warm",
+    "quick",
+    "slow",
+    "bright",
+    "dark",
+    "round",
+    "sharp",
+    "clean",
+    "simple",
+]
 
 
 # -- configs and arguments -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Config:
@@ -86,8 +226,9 @@ class Config:
         return f"t={self.threads} poll={self.poll} np={self.parallel} cache-reuse={self.cache_reuse}"
 
 
-def configs(threads: Sequence[int], polls: Sequence[int], parallels: Sequence[int],
-            cache_reuses: Sequence[int] = (0,)) -> list[Config]:
+def configs(
+    threads: Sequence[int], polls: Sequence[int], parallels: Sequence[int], cache_reuses: Sequence[int] = (0,)
+) -> list[Config]:
     """The product, in that nesting order (threads outermost)."""
     return [Config(t, p, n, c) for t, p, n, c in itertools.product(threads, polls, parallels, cache_reuses)]
 
@@ -103,32 +244,54 @@ def _int_list(minimum: int) -> Callable[[str], list[int]]:
         if any(v < minimum for v in values):
             raise argparse.ArgumentTypeError(f"values must be >= {minimum}, got {text!r}")
         return list(dict.fromkeys(values))
+
     return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m textagent.bench.server_settings",
-                                description="llama-server throughput under different settings, as a markdown table.")
+    p = argparse.ArgumentParser(
+        prog="python -m textagent.bench.server_settings",
+        description="llama-server throughput under different settings, as a markdown table.",
+    )
     p.add_argument("--threads", type=_int_list(1), help=f"comma list of -t values (default {FULL['threads']})")
     p.add_argument("--poll", type=_int_list(0), help=f"comma list of --poll levels 0..100 (default {FULL['poll']})")
     p.add_argument("--parallel", type=_int_list(1), help=f"comma list of -np slot counts (default {FULL['parallel']})")
-    p.add_argument("--cache-reuse", type=_int_list(0),
-                   help=f"comma list of --cache-reuse chunk sizes, 0 = not passed (default {FULL['cache_reuse']})")
-    p.add_argument("--load", type=_int_list(0), default=[0],
-                   help="comma list of CPU-burning process counts during the measurement; 0 = idle (default 0; "
-                        "e.g. 0,2 measures each config idle and loaded(2))")
-    p.add_argument("--rounds", type=int, help=f"concurrent batches per config and machine state; the median is "
-                                              f"reported (default {FULL['rounds']})")
-    p.add_argument("--quick", action="store_true",
-                   help=f"a small matrix: threads {QUICK['threads']}, poll {QUICK['poll']}, parallel "
-                        f"{QUICK['parallel']}, {QUICK['rounds']} round (options given explicitly still win)")
+    p.add_argument(
+        "--cache-reuse",
+        type=_int_list(0),
+        help=f"comma list of --cache-reuse chunk sizes, 0 = not passed (default {FULL['cache_reuse']})",
+    )
+    p.add_argument(
+        "--load",
+        type=_int_list(0),
+        default=[0],
+        help="comma list of CPU-burning process counts during the measurement; 0 = idle (default 0; "
+        "e.g. 0,2 measures each config idle and loaded(2))",
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        help=f"concurrent batches per config and machine state; the median is reported (default {FULL['rounds']})",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a small matrix: threads {QUICK['threads']}, poll {QUICK['poll']}, parallel "
+        f"{QUICK['parallel']}, {QUICK['rounds']} round (options given explicitly still win)",
+    )
     p.add_argument("--model", default=None, help="model name or .gguf path (default: LocalServer's default model)")
     p.add_argument("--ctx-size", type=int, default=8192, help="context per slot, as LocalServer (default 8192)")
     p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS, help=f"prompt size (default {PROMPT_TOKENS})")
-    p.add_argument("--n-predict", type=int, default=N_PREDICT, help=f"tokens generated per request (default {N_PREDICT})")
+    p.add_argument(
+        "--n-predict", type=int, default=N_PREDICT, help=f"tokens generated per request (default {N_PREDICT})"
+    )
     p.add_argument("--timeout", type=float, default=300, help="seconds per request (default 300)")
-    p.add_argument("--startup-timeout", type=float, default=180, help="seconds for a server to become healthy (default 180)")
-    p.add_argument("--out", type=Path, help="also write the markdown table here, and the raw numbers to the .json beside it")
+    p.add_argument(
+        "--startup-timeout", type=float, default=180, help="seconds for a server to become healthy (default 180)"
+    )
+    p.add_argument(
+        "--out", type=Path, help="also write the markdown table here, and the raw numbers to the .json beside it"
+    )
     return p
 
 
@@ -149,13 +312,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 # -- the requests --------------------------------------------------------------------------------
 
+
 def make_prompt(nonce: str, words: int) -> str:
     """A unique nonce line first, then ``words`` words drawn from a generator seeded by the nonce,
     so that no two requests share a prefix or a long chunk."""
     rng = random.Random(nonce)
     lines = [f"Request {nonce}. Continue the list of words below."]
     body = [rng.choice(_WORDS) for _ in range(words)]
-    lines += [" ".join(body[i:i + 12]) for i in range(0, len(body), 12)]
+    lines += [" ".join(body[i : i + 12]) for i in range(0, len(body), 12)]
     return "\n".join(lines) + "\n"
 
 
@@ -180,15 +344,26 @@ def _words_for(url: str, tokens: int, timeout: float) -> int:
 class Measurement:
     """One concurrent batch: llama.cpp's ``timings`` per slot, when each reply was read (seconds
     after the batch started, same order) and the client's wall time of the batch."""
+
     wall_s: float
     timings: list[dict[str, float]]
     ends_s: list[float] = field(default_factory=list)
 
 
 def _completion(url: str, slot: int, prompt: str, n_predict: int, timeout: float) -> dict[str, Any]:
-    r = requests.post(url + "/completion", timeout=timeout, json={
-        "prompt": prompt, "n_predict": n_predict, "temperature": 0, "ignore_eos": True,
-        "cache_prompt": True, "id_slot": slot, "stream": False})
+    r = requests.post(
+        url + "/completion",
+        timeout=timeout,
+        json={
+            "prompt": prompt,
+            "n_predict": n_predict,
+            "temperature": 0,
+            "ignore_eos": True,
+            "cache_prompt": True,
+            "id_slot": slot,
+            "stream": False,
+        },
+    )
     r.raise_for_status()
     timings = r.json().get("timings")
     if not isinstance(timings, dict) or "predicted_n" not in timings:
@@ -210,7 +385,7 @@ def measure_batch(url: str, parallel: int, words: int, n_predict: int, timeout: 
             barrier.wait()
             results[slot] = _completion(url, slot, prompts[slot], n_predict, timeout)
             ends[slot] = time.perf_counter() - start
-        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+        except BaseException as exc:  # reported by the caller
             errors.append(exc)
 
     workers = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(parallel)]
@@ -229,6 +404,7 @@ def measure_batch(url: str, parallel: int, words: int, n_predict: int, timeout: 
 
 
 # -- aggregation and the table -------------------------------------------------------------------
+
 
 def phase_spans(m: Measurement) -> tuple[float, float]:
     """Wall seconds of the batch's prompt phase and generation phase.
@@ -277,8 +453,14 @@ class Row:
         return "idle" if self.load == 0 else f"loaded({self.load})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": asdict(self.config), "machine": self.machine, "load": self.load,
-                "numbers": self.numbers, "rounds": self.rounds, "note": self.note}
+        return {
+            "config": asdict(self.config),
+            "machine": self.machine,
+            "load": self.load,
+            "numbers": self.numbers,
+            "rounds": self.rounds,
+            "note": self.note,
+        }
 
 
 def summarize(config: Config, load: int, rounds: Sequence[Measurement], note: str = "") -> Row:
@@ -288,24 +470,43 @@ def summarize(config: Config, load: int, rounds: Sequence[Measurement], note: st
     return Row(config, load, numbers, per_round, note)
 
 
-COLUMNS = ("machine", "threads", "poll", "parallel", "cache-reuse", "prompt tok/s", "gen tok/s",
-           "gen tok/s per slot", "batch s", "note")
+COLUMNS = (
+    "machine",
+    "threads",
+    "poll",
+    "parallel",
+    "cache-reuse",
+    "prompt tok/s",
+    "gen tok/s",
+    "gen tok/s per slot",
+    "batch s",
+    "note",
+)
 
 
 def render_table(rows: Sequence[Row]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" if i < 5 or i == 9 else "---:"
-                                                            for i in range(len(COLUMNS))) + "|"]
+    lines = [
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "|".join("---" if i < 5 or i == 9 else "---:" for i in range(len(COLUMNS))) + "|",
+    ]
     for row in rows:
         c, n = row.config, row.numbers
-        nums = ([f"{n['prompt_tps']:.1f}", f"{n['gen_tps']:.1f}", f"{n['gen_tps_slot']:.1f}", f"{n['wall_s']:.1f}"]
-                if n else ["—"] * 4)
+        nums = (
+            [f"{n['prompt_tps']:.1f}", f"{n['gen_tps']:.1f}", f"{n['gen_tps_slot']:.1f}", f"{n['wall_s']:.1f}"]
+            if n
+            else ["—"] * 4
+        )
         note = row.note.replace("|", "/").replace("\n", " ")
-        lines.append("| " + " | ".join([row.machine, str(c.threads), str(c.poll), str(c.parallel),
-                                        str(c.cache_reuse), *nums, note]) + " |")
+        lines.append(
+            "| "
+            + " | ".join([row.machine, str(c.threads), str(c.poll), str(c.parallel), str(c.cache_reuse), *nums, note])
+            + " |"
+        )
     return "\n".join(lines)
 
 
 # -- load, servers, the run ----------------------------------------------------------------------
+
 
 def _burn(parent: int) -> None:  # pragma: no cover - runs in a child process
     while os.getppid() == parent:  # ends by itself if the benchmark dies
@@ -341,17 +542,33 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:160]
 
 
-def measure_config(config: Config, loads: Sequence[int], *, model: str | None = None, ctx_size: int = 8192,
-                   rounds: int = 2, prompt_tokens: int = PROMPT_TOKENS, n_predict: int = N_PREDICT,
-                   timeout: float = 300, startup_timeout: float = 180,
-                   progress: Callable[[str], None] = lambda _: None) -> list[Row]:
+def measure_config(
+    config: Config,
+    loads: Sequence[int],
+    *,
+    model: str | None = None,
+    ctx_size: int = 8192,
+    rounds: int = 2,
+    prompt_tokens: int = PROMPT_TOKENS,
+    n_predict: int = N_PREDICT,
+    timeout: float = 300,
+    startup_timeout: float = 180,
+    progress: Callable[[str], None] = lambda _: None,
+) -> list[Row]:
     """One server with ``config``; a row per machine state in ``loads``. Never raises for a
     server that fails to start or a request that fails: the rows say so."""
     from ..errors import LocalServerError
     from ..local import LocalServer
 
-    server = LocalServer(model, ctx_size=ctx_size, parallel=config.parallel, threads=config.threads, poll=None,
-                         extra_args=config.server_args(), startup_timeout=startup_timeout)
+    server = LocalServer(
+        model,
+        ctx_size=ctx_size,
+        parallel=config.parallel,
+        threads=config.threads,
+        poll=None,
+        extra_args=config.server_args(),
+        startup_timeout=startup_timeout,
+    )
     rows: list[Row] = []
     try:
         t0 = time.perf_counter()
@@ -363,7 +580,7 @@ def measure_config(config: Config, loads: Sequence[int], *, model: str | None = 
         try:
             words = _words_for(server.url, prompt_tokens, timeout)
             _completion(server.url, 0, "Warm-up: say hello.", 8, timeout)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return [Row(config, load, note=f"warm-up failed: {_short(exc)}") for load in loads]
         for load in loads:
             done: list[Measurement] = []
@@ -375,7 +592,7 @@ def measure_config(config: Config, loads: Sequence[int], *, model: str | None = 
                     except requests.Timeout:
                         note = f"timed out (round {i + 1}, {timeout:.0f} s per request)"
                         break
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:
                         note = f"failed (round {i + 1}): {_short(exc)}"
                         break
             if note and done:
@@ -383,8 +600,10 @@ def measure_config(config: Config, loads: Sequence[int], *, model: str | None = 
             row = summarize(config, load, done, note)
             if row.numbers:
                 n = row.numbers
-                progress(f"  {row.machine}: prompt {n['prompt_tps']:.1f} tok/s, gen {n['gen_tps']:.1f} tok/s, "
-                         f"{n['gen_tps_slot']:.1f} per slot, batch {n['wall_s']:.1f} s {note}".rstrip())
+                progress(
+                    f"  {row.machine}: prompt {n['prompt_tps']:.1f} tok/s, gen {n['gen_tps']:.1f} tok/s, "
+                    f"{n['gen_tps_slot']:.1f} per slot, batch {n['wall_s']:.1f} s {note}".rstrip()
+                )
             else:
                 progress(f"  {row.machine}: {note}")
             rows.append(row)
@@ -398,17 +617,28 @@ def run(args: argparse.Namespace, progress: Callable[[str], None] = lambda _: No
     matrix = configs(args.threads, args.poll, args.parallel, args.cache_reuse)
     for index, config in enumerate(matrix, 1):
         progress(f"[{index}/{len(matrix)}] {config.label()}")
-        rows += measure_config(config, args.load, model=args.model, ctx_size=args.ctx_size, rounds=args.rounds,
-                               prompt_tokens=args.prompt_tokens, n_predict=args.n_predict, timeout=args.timeout,
-                               startup_timeout=args.startup_timeout, progress=progress)
+        rows += measure_config(
+            config,
+            args.load,
+            model=args.model,
+            ctx_size=args.ctx_size,
+            rounds=args.rounds,
+            prompt_tokens=args.prompt_tokens,
+            n_predict=args.n_predict,
+            timeout=args.timeout,
+            startup_timeout=args.startup_timeout,
+            progress=progress,
+        )
     return rows
 
 
 def header(args: argparse.Namespace) -> str:
     model = args.model or "the default model"
-    return (f"llama-server settings, {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, "
-            f"{model}, prompt ~{args.prompt_tokens} tokens (unique), n_predict {args.n_predict}, "
-            f"ctx {args.ctx_size} per slot, median of {args.rounds} round(s)")
+    return (
+        f"llama-server settings, {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, "
+        f"{model}, prompt ~{args.prompt_tokens} tokens (unique), n_predict {args.n_predict}, "
+        f"ctx {args.ctx_size} per slot, median of {args.rounds} round(s)"
+    )
 
 
 def json_path(out: Path) -> Path:
@@ -426,8 +656,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(table + "\n")
-        raw = {"header": title, "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-               "elapsed_s": round(time.perf_counter() - started, 1), "rows": [r.to_json() for r in rows]}
+        raw = {
+            "header": title,
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "elapsed_s": round(time.perf_counter() - started, 1),
+            "rows": [r.to_json() for r in rows],
+        }
         json_path(args.out).write_text(json.dumps(raw, indent=2) + "\n")
     print(f"\n{len(rows)} rows in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return 0 if any(r.numbers for r in rows) or not rows else 1

@@ -21,6 +21,7 @@ Configs (``--draft`` names the draft model; default qwen2.5-coder-0.5b, same tok
 * ``ngram-simple``, ``ngram-mod``, ``ngram-map-k``, ``ngram-cache``: drafts from n-grams of the
   prompt and reply (tool arguments mostly copy words of the question), no second model.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SpecConfig", "parse_config", "server_args", "ReplyStats", "ConfigResult", "render_table", "run", "main"]
+__all__ = ["ConfigResult", "ReplyStats", "SpecConfig", "main", "parse_config", "render_table", "run", "server_args"]
 
 DEFAULT_DRAFT = "qwen2.5-coder-0.5b"
 DEFAULT_DRAFT_MAX = 8
@@ -43,8 +44,8 @@ NGRAM_TYPES = ("ngram-simple", "ngram-mod", "ngram-map-k", "ngram-map-k4v", "ngr
 
 @dataclass(frozen=True)
 class SpecConfig:
-    name: str                    # as given on the command line
-    kind: str                    # none | draft | an n-gram --spec-type
+    name: str  # as given on the command line
+    kind: str  # none | draft | an n-gram --spec-type
     draft_max: int | None = None
 
 
@@ -75,8 +76,16 @@ def server_args(config: SpecConfig, draft_path: str | None) -> list[str]:
         if not draft_path:
             raise ValueError("a draft config needs a draft model path")
         # -md alone loads the draft model but does not use it: the type must be named as well
-        return ["--spec-type", "draft-simple", "-md", draft_path, "--spec-draft-n-max", str(config.draft_max),
-                "--spec-draft-n-min", "0"]
+        return [
+            "--spec-type",
+            "draft-simple",
+            "-md",
+            draft_path,
+            "--spec-draft-n-max",
+            str(config.draft_max),
+            "--spec-draft-n-min",
+            "0",
+        ]
     return ["--spec-type", config.kind]
 
 
@@ -130,8 +139,17 @@ class ConfigResult:
         return sum(r.success for r in self.replies)
 
 
-def measure(config: SpecConfig, tasks: Sequence[Any], *, model: str, draft_path: str | None, mode: str,
-            threads: int | None, reply_tokens: int, progress: Callable[[str], None]) -> ConfigResult:
+def measure(
+    config: SpecConfig,
+    tasks: Sequence[Any],
+    *,
+    model: str,
+    draft_path: str | None,
+    mode: str,
+    threads: int | None,
+    reply_tokens: int,
+    progress: Callable[[str], None],
+) -> ConfigResult:
     """Start a server with this config, run every task's first reply, stop the server."""
     from ..errors import TextagentError
     from ..local import LocalServer
@@ -160,12 +178,22 @@ def measure(config: SpecConfig, tasks: Sequence[Any], *, model: str, draft_path:
                 break
             completion = capture.completions[0] if capture.completions else None
             timings = getattr(completion, "timings", {}) or {}
-            result.replies.append(ReplyStats(
-                task.id, getattr(completion, "text", ""), bool(record["success"]), seconds,
-                predicted_n=float(timings.get("predicted_n") or (completion.usage.completion_tokens if completion else 0) or 0),
-                predicted_ms=float(timings.get("predicted_ms") or 0), prompt_n=float(completion.usage.prompt_evaluated or 0)
-                if completion else 0.0, prompt_ms=float(timings.get("prompt_ms") or 0),
-                draft_n=float(timings.get("draft_n") or 0), draft_accepted=float(timings.get("draft_n_accepted") or 0)))
+            result.replies.append(
+                ReplyStats(
+                    task.id,
+                    getattr(completion, "text", ""),
+                    bool(record["success"]),
+                    seconds,
+                    predicted_n=float(
+                        timings.get("predicted_n") or (completion.usage.completion_tokens if completion else 0) or 0
+                    ),
+                    predicted_ms=float(timings.get("predicted_ms") or 0),
+                    prompt_n=float(completion.usage.prompt_evaluated or 0) if completion else 0.0,
+                    prompt_ms=float(timings.get("prompt_ms") or 0),
+                    draft_n=float(timings.get("draft_n") or 0),
+                    draft_accepted=float(timings.get("draft_n_accepted") or 0),
+                )
+            )
             progress(f"{config.name}: {i + 1}/{len(tasks)} {task.id} {seconds:.1f} s")
     finally:
         server.stop()
@@ -180,9 +208,11 @@ def render_table(results: Sequence[ConfigResult]) -> str:
     """Markdown: a row per config, the first config the reference for speed-up and identical replies."""
     ref = next((r for r in results if r.replies and not r.error), None)
     ref_text = {x.task: x.text for x in ref.replies} if ref else {}
-    lines = ["| config | server arguments | gen tok/s | prompt tok/s | s per item | speed-up (s per item) | "
-             "draft accepted | solved | replies identical to the first |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| config | server arguments | gen tok/s | prompt tok/s | s per item | speed-up (s per item) | "
+        "draft accepted | solved | replies identical to the first |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
         if not r.replies:
             lines.append(f"| {r.config} | `{' '.join(r.args) or '—'}` | {r.error or 'no replies'} | | | | | | |")
@@ -190,9 +220,11 @@ def render_table(results: Sequence[ConfigResult]) -> str:
         same = sum(1 for x in r.replies if x.task in ref_text and ref_text[x.task] == x.text)
         speedup = (ref.seconds_per_item / r.seconds_per_item) if ref and r.seconds_per_item else None
         acc = "—" if r.acceptance is None else f"{r.acceptance:.0%} of {r.total('draft_n'):.0f}"
-        lines.append(f"| {r.config} | `{' '.join(_short_args(r.args)) or '—'}` | {_f(r.gen_tps)} | {_f(r.prompt_tps)} | "
-                     f"{_f(r.seconds_per_item, 2)} | {_f(speedup, 2, '×')} | {acc} | {r.solved}/{len(r.replies)} | "
-                     f"{same}/{len(r.replies)}{' (' + r.error + ')' if r.error else ''} |")
+        lines.append(
+            f"| {r.config} | `{' '.join(_short_args(r.args)) or '—'}` | {_f(r.gen_tps)} | {_f(r.prompt_tps)} | "
+            f"{_f(r.seconds_per_item, 2)} | {_f(speedup, 2, '×')} | {acc} | {r.solved}/{len(r.replies)} | "
+            f"{same}/{len(r.replies)}{' (' + r.error + ')' if r.error else ''} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -201,38 +233,67 @@ def _short_args(args: Sequence[str]) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m textagent.bench.speculative", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m textagent.bench.speculative",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--model", default="qwen2.5-coder-1.5b", help="target model: a name or .gguf path")
     p.add_argument("--draft", default=DEFAULT_DRAFT, help=f"draft model for draft configs (default {DEFAULT_DRAFT})")
-    p.add_argument("--configs", default="none,draft:3,draft:8,ngram-simple,ngram-mod",
-                   help="comma list: none, draft, draft:N, " + ", ".join(NGRAM_TYPES) + " (the first is the reference)")
-    p.add_argument("--mode", default="text", choices=["text", "constrained", "baseline", "bfcl-prompt"],
-                   help="the mode whose first replies are measured (default text)")
-    p.add_argument("--tasks", default="bfcl:simple_python,multiple,parallel,parallel_multiple,irrelevance",
-                   help="as textagent bench --tasks")
+    p.add_argument(
+        "--configs",
+        default="none,draft:3,draft:8,ngram-simple,ngram-mod",
+        help="comma list: none, draft, draft:N, " + ", ".join(NGRAM_TYPES) + " (the first is the reference)",
+    )
+    p.add_argument(
+        "--mode",
+        default="text",
+        choices=["text", "constrained", "baseline", "bfcl-prompt"],
+        help="the mode whose first replies are measured (default text)",
+    )
+    p.add_argument(
+        "--tasks",
+        default="bfcl:simple_python,multiple,parallel,parallel_multiple,irrelevance",
+        help="as textagent bench --tasks",
+    )
     p.add_argument("--split", choices=["dev", "test", "all"], default="dev")
     p.add_argument("--limit-per-category", type=int, default=4)
     p.add_argument("--threads", type=int, default=None, help="-t (default: llama-server's own, all cores)")
     p.add_argument("--reply-tokens", type=int, default=256)
-    p.add_argument("--out", type=Path, help="also write the table here (markdown) and the raw numbers beside it (.json)")
+    p.add_argument(
+        "--out", type=Path, help="also write the table here (markdown) and the raw numbers beside it (.json)"
+    )
     return p
 
 
 def run(args: argparse.Namespace, progress: Callable[[str], None] = lambda _: None) -> list[ConfigResult]:
     from ..local import resolve_model
-    from .cli import _select
     from .bfcl.tasks import bfcl_tasks, is_bfcl_spec
+    from .cli import _select
     from .tasks import load_tasks
 
     configs = [parse_config(c) for c in args.configs.split(",") if c.strip()]
-    draft_path = str(resolve_model(args.draft, progress=progress)[0]) if any(c.kind == "draft" for c in configs) else None
+    draft_path = (
+        str(resolve_model(args.draft, progress=progress)[0]) if any(c.kind == "draft" for c in configs) else None
+    )
     tasks = bfcl_tasks(args.tasks, progress=progress) if is_bfcl_spec(args.tasks) else load_tasks(args.tasks)
-    selection = argparse.Namespace(split=args.split, limit_per_category=args.limit_per_category, kinds=None,
-                                   only=None, order="mixed", limit=None)
+    selection = argparse.Namespace(
+        split=args.split, limit_per_category=args.limit_per_category, kinds=None, only=None, order="mixed", limit=None
+    )
     tasks = _select(tasks, selection)
-    return [measure(c, tasks, model=args.model, draft_path=draft_path, mode=args.mode, threads=args.threads,
-                    reply_tokens=args.reply_tokens, progress=progress) for c in configs]
+    return [
+        measure(
+            c,
+            tasks,
+            model=args.model,
+            draft_path=draft_path,
+            mode=args.mode,
+            threads=args.threads,
+            reply_tokens=args.reply_tokens,
+            progress=progress,
+        )
+        for c in configs
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -243,16 +304,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"speculative: {exc}", file=sys.stderr)
         return 2
     results = run(args, progress=lambda s: print(s, file=sys.stderr, flush=True))
-    head = (f"{args.model}, mode {args.mode}, first replies of `{args.tasks}` ({args.split} split, "
-            f"{args.limit_per_category} per category), one slot, temperature 0, "
-            f"{datetime.datetime.now().astimezone().isoformat(timespec='minutes')}\n\n")
+    head = (
+        f"{args.model}, mode {args.mode}, first replies of `{args.tasks}` ({args.split} split, "
+        f"{args.limit_per_category} per category), one slot, temperature 0, "
+        f"{datetime.datetime.now().astimezone().isoformat(timespec='minutes')}\n\n"
+    )
     table = head + render_table(results)
     print(table, end="")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(table, encoding="utf-8")
-        args.out.with_suffix(".json").write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n",
-                                                 encoding="utf-8")
+        args.out.with_suffix(".json").write_text(
+            json.dumps([asdict(r) for r in results], indent=1) + "\n", encoding="utf-8"
+        )
     return 0 if all(not r.error for r in results) else 1
 
 

@@ -42,6 +42,7 @@ Checkers (strings compare case-insensitively):
 ``answered``   a non-empty final answer
 =============  =================================================================================
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,19 @@ from ..jsonl import JsonlError, read_jsonl
 from .numbers import find_numbers
 from .tools import check_tool_names
 
-__all__ = ["Task", "TaskFileError", "load_tasks", "default_suite_path", "Outcome", "CheckResult", "check_task",
-           "CHECK_TYPES", "FORMAT_VERSION", "numbers_in", "SPLITS"]
+__all__ = [
+    "CHECK_TYPES",
+    "FORMAT_VERSION",
+    "SPLITS",
+    "CheckResult",
+    "Outcome",
+    "Task",
+    "TaskFileError",
+    "check_task",
+    "default_suite_path",
+    "load_tasks",
+    "numbers_in",
+]
 
 FORMAT_VERSION = 1
 KINDS = ("single", "chain", "parallel", "bare", "typed", "no_tool", "error_recovery", "long_output", "distractor")
@@ -82,9 +94,9 @@ class Task:
     setup: dict[str, Any] = field(default_factory=dict)
     reference: tuple[str, ...] = ()
     notes: str = ""
-    split: str = ""                      # "dev" (tune on it) or "test" (report it); "" = unassigned
-    bfcl: Any = None                     # the BFCL item (bench.bfcl.data.BfclItem) a task was made from
-    mcp: tuple[Any, ...] = ()            # MCP servers whose tools the task adds (commands, argv lists, URLs)
+    split: str = ""  # "dev" (tune on it) or "test" (report it); "" = unassigned
+    bfcl: Any = None  # the BFCL item (bench.bfcl.data.BfclItem) a task was made from
+    mcp: tuple[Any, ...] = ()  # MCP servers whose tools the task adds (commands, argv lists, URLs)
 
     @property
     def needs_tools(self) -> bool:
@@ -105,8 +117,14 @@ class Task:
         return names
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "question": self.question, "tools": list(self.tools),
-                               "check": list(self.checks), "max_steps": self.max_steps}
+        out: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "question": self.question,
+            "tools": list(self.tools),
+            "check": list(self.checks),
+            "max_steps": self.max_steps,
+        }
         if self.setup:
             out["setup"] = self.setup
         if self.mcp:
@@ -136,18 +154,27 @@ def _strings(x: Any) -> bool:
 # never found while an episode is scored (it would be recorded as a harness error and retried).
 _FIELD_TYPES: dict[str, dict[str, tuple[Any, str]]] = {
     "exact": {"value": (lambda x: isinstance(x, (str, int, float)) and not isinstance(x, bool), "a string or number")},
-    "numeric": {"value": (_is_number, "a number"), "values": (lambda x: isinstance(x, list) and x and all(map(_is_number, x)),
-                                                             "a non-empty list of numbers"),
-                "only": (lambda x: isinstance(x, list) and all(map(_is_number, x)), "a list of numbers"),
-                "tol": (lambda x: _is_number(x) and x >= 0, "a number >= 0"),
-                "rel": (lambda x: _is_number(x) and x >= 0, "a number >= 0")},
-    "contains": {"value": (lambda x: isinstance(x, str), "a string"), "all": (_strings, "a list of strings"),
-                 "any": (_strings, "a list of strings"), "none": (_strings, "a list of strings")},
+    "numeric": {
+        "value": (_is_number, "a number"),
+        "values": (lambda x: isinstance(x, list) and x and all(map(_is_number, x)), "a non-empty list of numbers"),
+        "only": (lambda x: isinstance(x, list) and all(map(_is_number, x)), "a list of numbers"),
+        "tol": (lambda x: _is_number(x) and x >= 0, "a number >= 0"),
+        "rel": (lambda x: _is_number(x) and x >= 0, "a number >= 0"),
+    },
+    "contains": {
+        "value": (lambda x: isinstance(x, str), "a string"),
+        "all": (_strings, "a list of strings"),
+        "any": (_strings, "a list of strings"),
+        "none": (_strings, "a list of strings"),
+    },
     "regex": {"pattern": (lambda x: isinstance(x, str), "a string")},
     "not_called": {"tools": (_strings, "a list of tool names")},
-    "state": {"lights": (lambda x: isinstance(x, Mapping) and all(isinstance(k, str) and isinstance(v, bool)
-                                                                  for k, v in x.items()),
-                         "an object of room: true/false")},
+    "state": {
+        "lights": (
+            lambda x: isinstance(x, Mapping) and all(isinstance(k, str) and isinstance(v, bool) for k, v in x.items()),
+            "an object of room: true/false",
+        )
+    },
 }
 
 
@@ -159,10 +186,15 @@ def _check_types(check: Mapping[str, Any], kind: str, where: str) -> None:
 
 def _validate_check(check: Any, where: str) -> dict[str, Any]:
     if not isinstance(check, Mapping) or check.get("type") not in CHECK_TYPES:
-        raise TaskFileError(f"{where}: each check needs a \"type\", one of {', '.join(CHECK_TYPES)}; got {check!r:.120}")
+        raise TaskFileError(f'{where}: each check needs a "type", one of {", ".join(CHECK_TYPES)}; got {check!r:.120}')
     kind = check["type"]
-    need = {"exact": ("value",), "regex": ("pattern",), "calls": ("calls",), "not_called": ("tools",),
-            "state": ("lights",)}.get(kind, ())
+    need = {
+        "exact": ("value",),
+        "regex": ("pattern",),
+        "calls": ("calls",),
+        "not_called": ("tools",),
+        "state": ("lights",),
+    }.get(kind, ())
     for key in need:
         if key not in check:
             raise TaskFileError(f"{where}: a {kind!r} check needs {key!r}")
@@ -181,7 +213,7 @@ def _validate_check(check: Any, where: str) -> dict[str, Any]:
             raise TaskFileError(f"{where}: 'calls' must be a non-empty list of call specs")
         for spec in check["calls"]:
             if not isinstance(spec, Mapping) or not (isinstance(spec.get("name"), str) or spec.get("any_of")):
-                raise TaskFileError(f"{where}: a call spec needs \"name\" (or \"any_of\"): {spec!r:.120}")
+                raise TaskFileError(f'{where}: a call spec needs "name" (or "any_of"): {spec!r:.120}')
     return dict(check)
 
 
@@ -212,28 +244,44 @@ def parse_task(data: Any, where: str = "task") -> Task:
     if not isinstance(reference, list) or not all(isinstance(r, str) for r in reference):
         raise TaskFileError(f"{where}: 'reference' must be a list of replies (strings)")
     split = data.get("split", "")
-    if split not in SPLITS + ("",):
+    if split not in (*SPLITS, ""):
         raise TaskFileError(f"{where}: 'split' must be one of {', '.join(SPLITS)}, not {split!r}")
     mcp = data.get("mcp", [])
     if not isinstance(mcp, list) or not all(
-            (isinstance(m, str) and m.strip()) or (isinstance(m, list) and m and all(isinstance(a, str) for a in m))
-            for m in mcp):
+        (isinstance(m, str) and m.strip()) or (isinstance(m, list) and m and all(isinstance(a, str) for a in m))
+        for m in mcp
+    ):
         raise TaskFileError(f"{where}: 'mcp' must be a list of MCP servers: command lines, argv lists or URLs")
     setup = data.get("setup") or {}
     lights = setup.get("lights", {}) if isinstance(setup, Mapping) else None
-    if not isinstance(setup, Mapping) or not isinstance(lights, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, bool) for k, v in lights.items()):
-        raise TaskFileError(f"{where}: 'setup' must be an object, e.g. {{\"lights\": {{\"kitchen\": true}}}}")
-    return Task(id=data["id"], question=str(data["question"]), tools=tuple(tools), checks=checks,
-                kind=str(data.get("kind", "other")), max_steps=max_steps, setup=dict(setup),
-                reference=tuple(reference), notes=str(data.get("notes", "")), split=split,
-                mcp=tuple(m if isinstance(m, str) else tuple(m) for m in mcp))
+    if (
+        not isinstance(setup, Mapping)
+        or not isinstance(lights, Mapping)
+        or not all(isinstance(k, str) and isinstance(v, bool) for k, v in lights.items())
+    ):
+        raise TaskFileError(f'{where}: \'setup\' must be an object, e.g. {{"lights": {{"kitchen": true}}}}')
+    return Task(
+        id=data["id"],
+        question=str(data["question"]),
+        tools=tuple(tools),
+        checks=checks,
+        kind=str(data.get("kind", "other")),
+        max_steps=max_steps,
+        setup=dict(setup),
+        reference=tuple(reference),
+        notes=str(data.get("notes", "")),
+        split=split,
+        mcp=tuple(m if isinstance(m, str) else tuple(m) for m in mcp),
+    )
 
 
 def code_it_runs(task: Task) -> list[str]:
     """What of a task runs code of its own: ``module:function`` tools and MCP server commands."""
-    return [t for t in task.tools if ":" in t] + [m if isinstance(m, str) else " ".join(m) for m in task.mcp
-                                                  if not (isinstance(m, str) and m.strip().lower().startswith(("http://", "https://")))]
+    return [t for t in task.tools if ":" in t] + [
+        m if isinstance(m, str) else " ".join(m)
+        for m in task.mcp
+        if not (isinstance(m, str) and m.strip().lower().startswith(("http://", "https://")))
+    ]
 
 
 def load_tasks(path: str | Path | None = None, *, allow_imports: bool = False) -> list[Task]:
@@ -249,14 +297,18 @@ def load_tasks(path: str | Path | None = None, *, allow_imports: bool = False) -
             where, data = line.where, line.value
             if isinstance(data, Mapping) and "format" in data and "id" not in data:
                 if data.get("version", FORMAT_VERSION) > FORMAT_VERSION:
-                    raise TaskFileError(f"{where}: task format version {data.get('version')} is newer than this "
-                                        f"textagent understands ({FORMAT_VERSION}); upgrade textagent")
+                    raise TaskFileError(
+                        f"{where}: task format version {data.get('version')} is newer than this "
+                        f"textagent understands ({FORMAT_VERSION}); upgrade textagent"
+                    )
                 continue
             task = parse_task(data, where)
             code = code_it_runs(task)
             if code and not allow_imports:
-                raise TaskFileError(f"{where}: task {task.id!r} names code to run ({', '.join(code)}); a task "
-                                    "file runs no code unless you pass --allow-imports (allow_imports=True)")
+                raise TaskFileError(
+                    f"{where}: task {task.id!r} names code to run ({', '.join(code)}); a task "
+                    "file runs no code unless you pass --allow-imports (allow_imports=True)"
+                )
             if task.id in seen:
                 raise TaskFileError(f"{where}: duplicate task id {task.id!r}")
             seen.add(task.id)
@@ -272,14 +324,15 @@ def load_tasks(path: str | Path | None = None, *, allow_imports: bool = False) -
 # Checking
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Outcome:
     """What an episode produced, as far as the checkers care."""
 
     answer: str | None
-    answered: bool                      # the run ended with a final answer
-    calls: list[dict[str, Any]]         # executed calls: {"name", "args", "ok", "output", "error"}
-    attempted: list[str] = field(default_factory=list)   # names of every call the model wrote (parsed)
+    answered: bool  # the run ended with a final answer
+    calls: list[dict[str, Any]]  # executed calls: {"name", "args", "ok", "output", "error"}
+    attempted: list[str] = field(default_factory=list)  # names of every call the model wrote (parsed)
     state: dict[str, Any] = field(default_factory=dict)  # Env.state()
 
 
@@ -327,13 +380,12 @@ def _spec_matches(spec: Mapping[str, Any], call: Mapping[str, Any]) -> bool:
         if key not in args or not _value_matches(expected, args[key]):
             return False
     needle = spec.get("output_contains")
-    if needle is not None and _norm(needle) not in _norm(call.get("output", "")):
-        return False
-    return True
+    return not (needle is not None and _norm(needle) not in _norm(call.get("output", "")))
 
 
 def _match_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> list[int] | None:
     """A distinct call index per spec (backtracking; suites are small), or None."""
+
     def search(i: int, used: frozenset[int]) -> list[int] | None:
         if i == len(specs):
             return []
@@ -402,8 +454,11 @@ def run_check(check: Mapping[str, Any], out: Outcome) -> CheckResult:
         return CheckResult(kind, not bad, "" if not bad else f"called {', '.join(bad)}")
     if kind == "state":
         lights = out.state.get("lights", {})
-        wrong = [f"{room} is {'on' if lights.get(room) else 'off'}" for room, want in check["lights"].items()
-                 if bool(lights.get(room)) != bool(want)]
+        wrong = [
+            f"{room} is {'on' if lights.get(room) else 'off'}"
+            for room, want in check["lights"].items()
+            if bool(lights.get(room)) != bool(want)
+        ]
         return CheckResult(kind, not wrong, "; ".join(wrong))
     raise ValueError(f"unknown check type {kind!r}")
 
@@ -418,7 +473,7 @@ def diagnose_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[s
     but with wrong or rejected arguments), "wrong_tool" (another tool was used instead) or
     "no_call" (it was never tried). Judged on the first spec left unmatched by a maximum
     matching of specs to distinct calls."""
-    owner: dict[int, int] = {}   # call index -> spec index
+    owner: dict[int, int] = {}  # call index -> spec index
 
     def assign(i: int, seen: set[int]) -> bool:
         for j, call in enumerate(calls):
@@ -430,7 +485,7 @@ def diagnose_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[s
                 return True
         return False
 
-    for i in range(len(specs)):     # Kuhn's augmenting paths: a maximum matching
+    for i in range(len(specs)):  # Kuhn's augmenting paths: a maximum matching
         assign(i, set())
     matched = set(owner.values())
     unmatched = [i for i in range(len(specs)) if i not in matched]

@@ -11,11 +11,12 @@ with long output, and distractors.
     env = Env(lights={"kitchen": True})
     tools = make_toolset(["get_weather", "multiply", "toggle_light"], env)
 """
+
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import importlib
-import contextlib
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,17 @@ from typing import Annotated, Any, Literal
 from ..toolkits import demo
 from ..tools import Example, Tool, ToolSet
 
-__all__ = ["Env", "FROZEN_NOW", "TOOL_BUILDERS", "EXAMPLES", "pick_examples", "make_toolset", "known_tools", "STOCKS", "RATES"]
+__all__ = [
+    "EXAMPLES",
+    "FROZEN_NOW",
+    "RATES",
+    "STOCKS",
+    "TOOL_BUILDERS",
+    "Env",
+    "known_tools",
+    "make_toolset",
+    "pick_examples",
+]
 
 # The bench clock: Saturday 14 June 2025, 12:00 UTC (Paris 14:00, Tokyo 21:00, New York 08:00).
 FROZEN_NOW = _dt.datetime(2025, 6, 14, 12, 0, 0, tzinfo=_dt.timezone.utc)
@@ -51,12 +62,17 @@ class Env:
             return self.calls[name]
 
     def state(self) -> dict[str, Any]:
-        return {"lights": dict(self.lights), "calls": dict(self.calls), "bookings": list(self.bookings),
-                "thermostats": dict(self.thermostats)}
+        return {
+            "lights": dict(self.lights),
+            "calls": dict(self.calls),
+            "bookings": list(self.bookings),
+            "thermostats": dict(self.thermostats),
+        }
 
 
 def _counted(env: Env, tool: Tool, fn: Callable[..., Any]) -> Tool:
     """``tool`` (same name, description, schema) running ``fn`` and counting its calls in ``env``."""
+
     def run(**kwargs: Any) -> Any:
         env.count(tool.name)
         return fn(**kwargs)
@@ -67,6 +83,7 @@ def _counted(env: Env, tool: Tool, fn: Callable[..., Any]) -> Tool:
 # --------------------------------------------------------------------------------------------
 # Demo tools, made per-episode
 # --------------------------------------------------------------------------------------------
+
 
 def _calculate(env: Env) -> Tool:
     return _counted(env, demo.calculate, demo.calculate.fn)
@@ -83,7 +100,7 @@ def _multiply(env: Env) -> Tool:
 def _get_time(env: Env) -> Tool:
     def get_time(timezone: str = "UTC") -> dict[str, str]:
         if not isinstance(timezone, str):
-            raise TypeError(f"timezone must be text like \"Europe/Paris\", not {type(timezone).__name__}")
+            raise TypeError(f'timezone must be text like "Europe/Paris", not {type(timezone).__name__}')
         label, tz = demo.resolve_zone(timezone)
         now = env.now.astimezone(tz).replace(microsecond=0)
         return {"timezone": label, "now": now.isoformat(), "weekday": now.strftime("%A")}
@@ -105,14 +122,37 @@ def _toggle_light(env: Env) -> Tool:
 STOCKS = {"ACME": 123.45, "GLOBEX": 87.5, "INITECH": 42.0, "UMBRELLA": 310.2}
 # Fixed demo exchange rates: 1 unit of the key's currency in USD.
 RATES = {"USD": 1.0, "EUR": 1.25, "GBP": 1.5, "JPY": 0.0078125, "CHF": 1.125}
-CAPITALS = {"france": "Paris", "australia": "Canberra", "japan": "Tokyo", "canada": "Ottawa", "brazil": "Brasília",
-            "kenya": "Nairobi", "portugal": "Lisbon", "germany": "Berlin", "egypt": "Cairo", "iceland": "Reykjavik"}
-POPULATION = {"lisbon": 545_000, "paris": 2_100_000, "tokyo": 14_000_000, "reykjavik": 139_000,
-              "cairo": 10_100_000, "berlin": 3_800_000}
+CAPITALS = {
+    "france": "Paris",
+    "australia": "Canberra",
+    "japan": "Tokyo",
+    "canada": "Ottawa",
+    "brazil": "Brasília",
+    "kenya": "Nairobi",
+    "portugal": "Lisbon",
+    "germany": "Berlin",
+    "egypt": "Cairo",
+    "iceland": "Reykjavik",
+}
+POPULATION = {
+    "lisbon": 545_000,
+    "paris": 2_100_000,
+    "tokyo": 14_000_000,
+    "reykjavik": 139_000,
+    "cairo": 10_100_000,
+    "berlin": 3_800_000,
+}
 _UNITS = {  # unit -> (dimension, factor to the base unit); temperatures are handled apart
-    "km": ("length", 1000.0), "m": ("length", 1.0), "mi": ("length", 1609.344), "ft": ("length", 0.3048),
-    "kg": ("mass", 1.0), "lb": ("mass", 0.45359237), "l": ("volume", 1.0), "gal": ("volume", 3.785411784),
-    "c": ("temperature", None), "f": ("temperature", None),
+    "km": ("length", 1000.0),
+    "m": ("length", 1.0),
+    "mi": ("length", 1609.344),
+    "ft": ("length", 0.3048),
+    "kg": ("mass", 1.0),
+    "lb": ("mass", 0.45359237),
+    "l": ("volume", 1.0),
+    "gal": ("volume", 3.785411784),
+    "c": ("temperature", None),
+    "f": ("temperature", None),
 }
 Unit = Literal["km", "m", "mi", "ft", "kg", "lb", "l", "gal", "c", "f"]
 Currency = Literal["USD", "EUR", "GBP", "JPY", "CHF"]
@@ -188,8 +228,9 @@ def booking_code(restaurant: str, people: int, time: str) -> str:
 
 
 def _book_table(env: Env) -> Tool:
-    def book_table(restaurant: str, people: int, time: Literal["18:00", "19:00", "20:00", "21:00"],
-                   outdoor: bool = False) -> dict[str, Any]:
+    def book_table(
+        restaurant: str, people: int, time: Literal["18:00", "19:00", "20:00", "21:00"], outdoor: bool = False
+    ) -> dict[str, Any]:
         """Book a restaurant table, e.g. {"restaurant": "Da Paolo", "people": 2, "time": "19:00"}; returns a confirmation code.
 
         Args:
@@ -232,8 +273,11 @@ def _get_forecast(env: Env) -> Tool:
 
 
 def _set_thermostat(env: Env) -> Tool:
-    def set_thermostat(room: Literal["living room", "bedroom", "office", "kitchen"], temperature: float,
-                       mode: Literal["heat", "cool", "auto"] = "auto") -> str:
+    def set_thermostat(
+        room: Literal["living room", "bedroom", "office", "kitchen"],
+        temperature: float,
+        mode: Literal["heat", "cool", "auto"] = "auto",
+    ) -> str:
         """Set a room's thermostat, e.g. {"room": "bedroom", "temperature": 20.5, "mode": "heat"} (demo, in memory).
 
         Args:
@@ -258,7 +302,7 @@ def _is_prime(env: Env) -> Tool:
         Args:
             n: The number to test.
         """
-        if abs(n) > 10 ** 12:
+        if abs(n) > 10**12:
             raise ValueError("n is too large (limit 10^12)")
         if n < 2:
             return False
@@ -332,8 +376,10 @@ def _reverse_text(env: Env) -> Tool:
 
 
 # Long outputs: the useful part comes first; the rest is longer than the observation limit.
-_FILLER = ("Section {n}. This paragraph is boilerplate kept for the length of the document: safety notes, "
-           "legal text, storage advice and other details that do not matter for typical questions. ")
+_FILLER = (
+    "Section {n}. This paragraph is boilerplate kept for the length of the document: safety notes, "
+    "legal text, storage advice and other details that do not matter for typical questions. "
+)
 
 
 def long_document(header: str, pages: int = 60) -> str:
@@ -342,7 +388,7 @@ def long_document(header: str, pages: int = 60) -> str:
 
 MANUALS = {
     "x200": "X200 drone manual. Key specifications: battery capacity 4200 mAh; flight time 31 minutes; "
-            "weight 1.2 kg; maximum range 8 km.",
+    "weight 1.2 kg; maximum range 8 km.",
     "k9": "K9 kettle manual. Key specifications: capacity 1.7 litres; power 2200 W; boils 1 litre in 150 seconds.",
 }
 
@@ -374,8 +420,14 @@ def _list_orders(env: Env) -> Tool:
             raise ValueError(f"unknown customer {customer_id[:20]!r}; try C-1001")
         orders = [{"order": "O-5000", "date": "2025-06-12", "total_eur": 59.9, "items": 3}]
         for n in range(1, 120):
-            orders.append({"order": f"O-{5000 - n}", "date": f"2024-{(n % 12) + 1:02d}-{(n % 27) + 1:02d}",
-                           "total_eur": round(10 + (n * 7.3) % 90, 2), "items": 1 + n % 5})
+            orders.append(
+                {
+                    "order": f"O-{5000 - n}",
+                    "date": f"2024-{(n % 12) + 1:02d}-{(n % 27) + 1:02d}",
+                    "total_eur": round(10 + (n * 7.3) % 90, 2),
+                    "items": 1 + n % 5,
+                }
+            )
         return orders
 
     tool = Tool.from_function(list_orders)
@@ -394,8 +446,11 @@ def _read_log(env: Env) -> Tool:
         if key not in counts:
             raise ValueError(f"unknown service {service[:40]!r}; known: payments, search")
         lines = [f"SUMMARY {key}: {counts[key]} errors, 4 warnings today"]
-        lines += [f"2025-06-14T{h:02d}:{m:02d}:00 INFO {key} request handled in {(h * m) % 90 + 10} ms"
-                  for h in range(0, 12) for m in range(0, 60, 3)]
+        lines += [
+            f"2025-06-14T{h:02d}:{m:02d}:00 INFO {key} request handled in {(h * m) % 90 + 10} ms"
+            for h in range(0, 12)
+            for m in range(0, 60, 3)
+        ]
         return "\n".join(lines)
 
     tool = Tool.from_function(read_log)
@@ -474,14 +529,29 @@ def _create_event(env: Env) -> Tool:
 
 
 TOOL_BUILDERS: dict[str, Callable[[Env], Tool]] = {
-    "calculate": _calculate, "get_weather": _get_weather, "multiply": _multiply, "get_time": _get_time,
+    "calculate": _calculate,
+    "get_weather": _get_weather,
+    "multiply": _multiply,
+    "get_time": _get_time,
     "toggle_light": _toggle_light,
-    "get_stock_price": _get_stock_price, "convert_currency": _convert_currency, "convert_units": _convert_units,
-    "book_table": _book_table, "get_forecast": _get_forecast, "set_thermostat": _set_thermostat,
-    "is_prime": _is_prime, "capital_of": _capital_of, "get_population": _get_population,
-    "word_count": _word_count, "reverse_text": _reverse_text,
-    "read_manual": _read_manual, "list_orders": _list_orders, "read_log": _read_log,
-    "send_email": _send_email, "search_web": _search_web, "translate": _translate, "get_news": _get_news,
+    "get_stock_price": _get_stock_price,
+    "convert_currency": _convert_currency,
+    "convert_units": _convert_units,
+    "book_table": _book_table,
+    "get_forecast": _get_forecast,
+    "set_thermostat": _set_thermostat,
+    "is_prime": _is_prime,
+    "capital_of": _capital_of,
+    "get_population": _get_population,
+    "word_count": _word_count,
+    "reverse_text": _reverse_text,
+    "read_manual": _read_manual,
+    "list_orders": _list_orders,
+    "read_log": _read_log,
+    "send_email": _send_email,
+    "search_web": _search_web,
+    "translate": _translate,
+    "get_news": _get_news,
     "create_calendar_event": _create_event,
 }
 
@@ -509,52 +579,135 @@ def check_tool_names(names: Iterable[str]) -> list[str]:
 # Their values differ from every task of the shipped suite: they show the form of a call and
 # of an answer, never a task's answer.
 EXAMPLES: tuple[Example, ...] = (
-    Example("Can 221 be divided only by 1 and by itself?", (("is_prime", {"n": 221}, "false"),),
-            "No, 221 is not a prime number."),
-    Example("How many words are in 'to be or not to be'?",
-            (("word_count", {"text": "to be or not to be"}, "6"),), "'to be or not to be' has 6 words."),
-    Example("Write 'drawer' backwards.", (("reverse_text", {"text": "drawer"}, "reward"),),
-            "'drawer' backwards is 'reward'."),
-    Example("Which city is the capital of Egypt?", (("capital_of", {"country": "Egypt"}, "Cairo"),),
-            "The capital of Egypt is Cairo."),
-    Example("How many people live in Berlin?",
-            (("get_population", {"city": "Berlin"}, '{"city": "Berlin", "population": 3800000}'),),
-            "Berlin has 3800000 inhabitants."),
-    Example("What does one UMBRELLA share cost?",
-            (("get_stock_price", {"symbol": "UMBRELLA"}, "ERROR: ConnectionError: quote service busy, please retry the same call"),
-             ("get_stock_price", {"symbol": "UMBRELLA"}, '{"symbol": "UMBRELLA", "price_usd": 310.2}')),
-            "One UMBRELLA share costs 310.20 USD."),
-    Example("Convert 40 GBP to USD.",
-            (("convert_currency", {"amount": 40, "from_currency": "GBP", "to_currency": "USD"},
-              '{"amount": 40, "from": "GBP", "to": "USD", "result": 60}'),), "40 GBP is 60 USD."),
-    Example("How many kilograms are 10 pounds?",
-            (("convert_units", {"value": 10, "from_unit": "lb", "to_unit": "kg"},
-              '{"value": 10, "from_unit": "lb", "to_unit": "kg", "result": 4.54}'),), "10 pounds are 4.54 kg."),
-    Example("Book a table for 3 at Luigi's at 6 pm.",
-            (("book_table", {"restaurant": "Luigi's", "people": 3, "time": "18:00"},
-              '{"restaurant": "Luigi\'s", "people": 3, "time": "18:00", "outdoor": false, "confirmation": "L-3-1800"}'),),
-            "Your table for 3 at Luigi's at 18:00 is booked; the confirmation code is L-3-1800."),
-    Example("What will the weather be in London over the next 2 days?",
-            (("get_forecast", {"city": "London", "days": 2},
-              '{"city": "London", "unit": "C", "daily_temps": [14, 16], "condition": "rain"}'),),
-            "London, next 2 days: 14 °C and 16 °C, with rain."),
-    Example("Cool the office down to 19 degrees.",
-            (("set_thermostat", {"room": "office", "temperature": 19, "mode": "cool"}, "office thermostat set to 19 C (cool)"),),
-            "The office thermostat is set to 19 °C in cool mode."),
-    Example("How many hours does the Z5 camera run on one charge, says its manual?",
-            (("read_manual", {"product": "Z5"},
-              "Z5 camera manual. Key specifications: battery life 3 hours; weight 410 g.\n\nSection 1. Safety notes..."),),
-            "Its manual says the Z5 camera runs 3 hours on one charge."),
-    Example("How many orders has customer C-2002 placed?",
-            (("list_orders", {"customer_id": "C-2002"},
-              '[{"order": "O-310", "date": "2025-05-02", "total_eur": 12.5, "items": 1}, '
-              '{"order": "O-122", "date": "2025-01-20", "total_eur": 40.0, "items": 2}]'),),
-            "Customer C-2002 has placed 2 orders."),
-    Example("How many warnings did the search service log today?",
-            (("read_log", {"service": "search"}, "SUMMARY search: 2 errors, 11 warnings today\n2025-06-14T00:00:00 INFO search ..."),),
-            "The search service logged 11 warnings today."),
+    Example(
+        "Can 221 be divided only by 1 and by itself?",
+        (("is_prime", {"n": 221}, "false"),),
+        "No, 221 is not a prime number.",
+    ),
+    Example(
+        "How many words are in 'to be or not to be'?",
+        (("word_count", {"text": "to be or not to be"}, "6"),),
+        "'to be or not to be' has 6 words.",
+    ),
+    Example(
+        "Write 'drawer' backwards.",
+        (("reverse_text", {"text": "drawer"}, "reward"),),
+        "'drawer' backwards is 'reward'.",
+    ),
+    Example(
+        "Which city is the capital of Egypt?",
+        (("capital_of", {"country": "Egypt"}, "Cairo"),),
+        "The capital of Egypt is Cairo.",
+    ),
+    Example(
+        "How many people live in Berlin?",
+        (("get_population", {"city": "Berlin"}, '{"city": "Berlin", "population": 3800000}'),),
+        "Berlin has 3800000 inhabitants.",
+    ),
+    Example(
+        "What does one UMBRELLA share cost?",
+        (
+            (
+                "get_stock_price",
+                {"symbol": "UMBRELLA"},
+                "ERROR: ConnectionError: quote service busy, please retry the same call",
+            ),
+            ("get_stock_price", {"symbol": "UMBRELLA"}, '{"symbol": "UMBRELLA", "price_usd": 310.2}'),
+        ),
+        "One UMBRELLA share costs 310.20 USD.",
+    ),
+    Example(
+        "Convert 40 GBP to USD.",
+        (
+            (
+                "convert_currency",
+                {"amount": 40, "from_currency": "GBP", "to_currency": "USD"},
+                '{"amount": 40, "from": "GBP", "to": "USD", "result": 60}',
+            ),
+        ),
+        "40 GBP is 60 USD.",
+    ),
+    Example(
+        "How many kilograms are 10 pounds?",
+        (
+            (
+                "convert_units",
+                {"value": 10, "from_unit": "lb", "to_unit": "kg"},
+                '{"value": 10, "from_unit": "lb", "to_unit": "kg", "result": 4.54}',
+            ),
+        ),
+        "10 pounds are 4.54 kg.",
+    ),
+    Example(
+        "Book a table for 3 at Luigi's at 6 pm.",
+        (
+            (
+                "book_table",
+                {"restaurant": "Luigi's", "people": 3, "time": "18:00"},
+                '{"restaurant": "Luigi\'s", "people": 3, "time": "18:00", "outdoor": false, "confirmation": "L-3-1800"}',
+            ),
+        ),
+        "Your table for 3 at Luigi's at 18:00 is booked; the confirmation code is L-3-1800.",
+    ),
+    Example(
+        "What will the weather be in London over the next 2 days?",
+        (
+            (
+                "get_forecast",
+                {"city": "London", "days": 2},
+                '{"city": "London", "unit": "C", "daily_temps": [14, 16], "condition": "rain"}',
+            ),
+        ),
+        "London, next 2 days: 14 °C and 16 °C, with rain.",
+    ),
+    Example(
+        "Cool the office down to 19 degrees.",
+        (
+            (
+                "set_thermostat",
+                {"room": "office", "temperature": 19, "mode": "cool"},
+                "office thermostat set to 19 C (cool)",
+            ),
+        ),
+        "The office thermostat is set to 19 °C in cool mode.",
+    ),
+    Example(
+        "How many hours does the Z5 camera run on one charge, says its manual?",
+        (
+            (
+                "read_manual",
+                {"product": "Z5"},
+                "Z5 camera manual. Key specifications: battery life 3 hours; weight 410 g.\n\nSection 1. Safety notes...",
+            ),
+        ),
+        "Its manual says the Z5 camera runs 3 hours on one charge.",
+    ),
+    Example(
+        "How many orders has customer C-2002 placed?",
+        (
+            (
+                "list_orders",
+                {"customer_id": "C-2002"},
+                '[{"order": "O-310", "date": "2025-05-02", "total_eur": 12.5, "items": 1}, '
+                '{"order": "O-122", "date": "2025-01-20", "total_eur": 40.0, "items": 2}]',
+            ),
+        ),
+        "Customer C-2002 has placed 2 orders.",
+    ),
+    Example(
+        "How many warnings did the search service log today?",
+        (
+            (
+                "read_log",
+                {"service": "search"},
+                "SUMMARY search: 2 errors, 11 warnings today\n2025-06-14T00:00:00 INFO search ...",
+            ),
+        ),
+        "The search service logged 11 warnings today.",
+    ),
     Example("What is 13 times 7?", (("multiply", {"a": 13, "b": 7}, "91"),), "13 times 7 is 91."),
 )
+
 
 def pick_examples(names: Iterable[str]) -> tuple[Example, ...]:
     """The worked examples a set of tools can show: the demo's and the bench's whose every
@@ -566,8 +719,11 @@ def pick_examples(names: Iterable[str]) -> tuple[Example, ...]:
     fits = [e for e in demo.DEMO_EXAMPLES if e.calls and {c[0] for c in e.calls} <= names]
     # A set holding the demo's tools shows what `textagent run` shows; bench examples join for
     # the other tools ("13 times 7" with multiply was copied into "17 times 24, then add 100").
-    fits += [e for e in EXAMPLES if {c[0] for c in e.calls} <= names
-             and (not demo_tools <= names or {c[0] for c in e.calls} - demo_tools)]
+    fits += [
+        e
+        for e in EXAMPLES
+        if {c[0] for c in e.calls} <= names and (not demo_tools <= names or {c[0] for c in e.calls} - demo_tools)
+    ]
     direct = [e for e in demo.DEMO_EXAMPLES if not e.calls]
     return (*direct, *fits) if fits else ()
 

@@ -9,6 +9,7 @@ ships: three were built (numbers no tool result held, listed items no call cover
 calls) and measured on the suite's test split and BFCL; none helped, so they were deleted
 (docs/bench.md, "Checks").
 """
+
 from __future__ import annotations
 
 import importlib

@@ -6,6 +6,7 @@ they need to remember is in the run's steps (``Step.sent_back``, the outcomes), 
 object can serve many runs, also at once. The Agent runs none unless given
 (``Agent(checks=[...])``); each mode words what a check sends with its own prompts.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -52,7 +53,10 @@ def as_checks(objects: Sequence[Any]) -> list[Check]:
     """The objects as checks; TypeError for one without a ``name`` or without either hook."""
     for check in objects:
         if not isinstance(getattr(check, "name", None), str) or not (
-                callable(getattr(check, "on_answer", None)) or callable(getattr(check, "on_step", None))):
-            raise TypeError(f"checks must be objects with a name and on_answer() and/or on_step() "
-                            f"(textagent.checks), not {check!r:.60}")
+            callable(getattr(check, "on_answer", None)) or callable(getattr(check, "on_step", None))
+        ):
+            raise TypeError(
+                f"checks must be objects with a name and on_answer() and/or on_step() "
+                f"(textagent.checks), not {check!r:.60}"
+            )
     return list(objects)

@@ -1,11 +1,12 @@
 """The agent's modes: how the model is asked for a reply and how the reply is read.
 
-    Agent(backend, tools, mode="text")             # the text protocol (default)
-    Agent(backend, tools, mode="constrained")      # the text protocol under a GBNF grammar
-    Agent(backend, tools, mode="native")           # the server's function calling
-    Agent(backend, tools, mode="native+fallback")  # ... reading calls left in the content
-    Agent(backend, tools, mode=ConstrainedMode(max_calls=1))   # a configured mode object
+Agent(backend, tools, mode="text")             # the text protocol (default)
+Agent(backend, tools, mode="constrained")      # the text protocol under a GBNF grammar
+Agent(backend, tools, mode="native")           # the server's function calling
+Agent(backend, tools, mode="native+fallback")  # ... reading calls left in the content
+Agent(backend, tools, mode=ConstrainedMode(max_calls=1))   # a configured mode object
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,8 +16,20 @@ from .constrained import ConstrainedMode
 from .native import NativeMode
 from .text import EarlyStop, TextMode
 
-__all__ = ["Mode", "ModeContext", "Conversation", "FormatError", "TextMode", "ConstrainedMode", "NativeMode", "EarlyStop", "MODES", "get_mode",
-           "Needs", "mode_needs"]
+__all__ = [
+    "MODES",
+    "ConstrainedMode",
+    "Conversation",
+    "EarlyStop",
+    "FormatError",
+    "Mode",
+    "ModeContext",
+    "NativeMode",
+    "Needs",
+    "TextMode",
+    "get_mode",
+    "mode_needs",
+]
 
 #: Mode names and what builds them.
 MODES = {

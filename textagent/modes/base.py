@@ -4,6 +4,7 @@ The loop (textagent/agent.py) is the same in every mode; a mode object supplies 
 differ. A mode sees a narrow context (the tools, the backend and its options, the chat format,
 the system prompt and the mode's prompts), never the Agent, and owns the conversation it writes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from ..steps import Note, Step
 from ..templates import ChatFormat
 from ..tools import ToolOutcome, ToolSet
 
-__all__ = ["Mode", "ModeContext", "Conversation", "FormatError", "Needs", "needs_of"]
+__all__ = ["Conversation", "FormatError", "Mode", "ModeContext", "Needs", "needs_of"]
 
 
 @dataclass(frozen=True)

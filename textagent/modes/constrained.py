@@ -10,6 +10,7 @@ transcript, feedback, early stop when streaming -- is text mode's.
 Backends that cannot take a grammar (Ollama, OpenAI-compatible backends without
 ``grammar_field``) are refused when the Agent is built, with ModeNotSupported.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -42,7 +43,8 @@ class ConstrainedMode(TextMode):
                 f"mode='constrained' needs a backend that sends a GBNF grammar; {type(ctx.backend).__name__} "
                 "cannot (use LlamaCppBackend, or an OpenAI-compatible backend with grammar_field='grammar' "
                 "on llama.cpp's server; on the command line --api llamacpp or --grammar-field grammar), or choose "
-                "mode='text'")
+                "mode='text'"
+            )
         super().setup(ctx)
         self.grammar = reply_grammar(ctx.tools, max_thoughts=self.max_thoughts, max_calls=self.max_calls)
 

@@ -20,6 +20,7 @@ Needs a backend with ``chat(messages, tools=..., tool_choice=..., max_tokens=...
 ChatAsTextBackend. Given a LlamaCppBackend, the mode talks to the same server's chat endpoint
 (llama-server must run with ``--jinja``; ``textagent serve`` and LocalServer do).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,7 @@ from .text import RETRYABLE
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NativeMode", "NativeFacts", "content_calls", "chat_backend"]
+__all__ = ["NativeFacts", "NativeMode", "chat_backend", "content_calls"]
 
 _FENCE = re.compile(r"(`{3,}|~{3,})[^\n]*\n(.*?)(?:\1|\Z)", re.S)
 _TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
@@ -56,14 +57,18 @@ def chat_backend(backend: Any) -> Any:
     ModeNotSupported otherwise."""
     if callable(getattr(backend, "chat", None)):
         return backend
-    if getattr(getattr(backend, "capabilities", None), "chat", False) and callable(getattr(backend, "chat_backend", None)):
+    if getattr(getattr(backend, "capabilities", None), "chat", False) and callable(
+        getattr(backend, "chat_backend", None)
+    ):
         return backend.chat_backend()
     raise ModeNotSupported(
         f"mode='native' needs a backend with chat(messages, tools=...) such as ChatAsTextBackend(url) "
-        f"(function calling on /v1/chat/completions); {type(backend).__name__} has none")
+        f"(function calling on /v1/chat/completions); {type(backend).__name__} has none"
+    )
 
 
 # -- call-like content ----------------------------------------------------------------------------
+
 
 def _json_values(text: str) -> list[Any]:
     """JSON objects and arrays in ``text`` (outermost only)."""
@@ -109,8 +114,7 @@ def _as_calls(value: Any, tools: Any) -> list[tuple[str, Any]]:
         return []
     # bare arguments: exactly the parameters of one tool, all of its required ones present
     keys = set(value)
-    matches = [t.name for t in tools.values()
-               if keys and keys <= set(t.properties) and set(t.required) <= keys]
+    matches = [t.name for t in tools.values() if keys and keys <= set(t.properties) and set(t.required) <= keys]
     return [(matches[0], value)] if len(matches) == 1 else []
 
 
@@ -122,6 +126,7 @@ def content_calls(content: str, tools: Any) -> tuple[str | None, list[tuple[str,
     ``"invalid_json"`` (``{"name": ..., "arguments": ...`` that does not decode; no calls);
     ``(None, [])`` when nothing does.
     """
+
     def json_calls(pieces: list[str]) -> list[tuple[str, Any]]:
         return [c for piece in pieces for value in _json_values(piece) for c in _as_calls(value, tools)]
 
@@ -160,6 +165,7 @@ def _as_text(calls: list[tuple[str, Any]]) -> str:
 
 # -- the mode ------------------------------------------------------------------------------------
 
+
 @dataclass
 class NativeFacts:
     """What native modes note about a reply: ``native`` is where the server put it
@@ -194,8 +200,13 @@ class NativeMode:
         self.system_prompt = ctx.system_prompt if ctx.system_prompt is not None else self.prompts.render("system")
 
     def start(self, task: str, examples: Sequence[Worked]) -> None:
-        self.conversation = Conversation([{"role": "system", "content": self.system_prompt},
-                                          *_example_messages(examples), {"role": "user", "content": prompts.task(task)}])
+        self.conversation = Conversation(
+            [
+                {"role": "system", "content": self.system_prompt},
+                *_example_messages(examples),
+                {"role": "user", "content": prompts.task(task)},
+            ]
+        )
 
     def set_tools(self, tools: ToolSet) -> None:
         self.ctx = replace(self.ctx, tools=tools)
@@ -209,13 +220,18 @@ class NativeMode:
     def query(self, step: Step, max_tokens: int) -> Completion:
         step.facts = NativeFacts()
         # id_slot: llama-server's chat endpoint takes it too; pinning keeps the slot's KV cache warm
-        options = {k: self.ctx.options[k] for k in ("temperature", "seed", "id_slot")
-                   if self.ctx.options.get(k) is not None}
+        options = {
+            k: self.ctx.options[k] for k in ("temperature", "seed", "id_slot") if self.ctx.options.get(k) is not None
+        }
         # chat markers in the contents are broken (templates.neutralize): the server's template
         # would otherwise read a tool result's `<|im_end|>` as the end of its turn
-        return self.chat.chat(self.ctx.format.escape_messages(self.conversation.messages),
-                              tools=self.tools_json or None, tool_choice=self.tool_choice, max_tokens=max_tokens,
-                              **options)
+        return self.chat.chat(
+            self.ctx.format.escape_messages(self.conversation.messages),
+            tools=self.tools_json or None,
+            tool_choice=self.tool_choice,
+            max_tokens=max_tokens,
+            **options,
+        )
 
     def parse(self, completion: Completion, step: Step) -> Reply:
         message = completion.message if isinstance(completion.message, dict) else {}
@@ -254,8 +270,12 @@ class NativeMode:
             return None
         if not reply.calls:
             return None
-        log.info("step %d: the server returned no tool_calls; %d call(s) read from the content (%s)",
-                 step.index, len(reply.calls), kind)
+        log.info(
+            "step %d: the server returned no tool_calls; %d call(s) read from the content (%s)",
+            step.index,
+            len(reply.calls),
+            kind,
+        )
         facts.fallback = True
         calls = [ToolCall(c.name, c.args, f"call_{step.index}_{i + 1}") for i, c in enumerate(reply.calls)]
         return Reply(calls, None, content, [])
@@ -276,10 +296,16 @@ class NativeMode:
         if step.reply is not None and any(call.id for call in step.reply.calls):
             raw_calls = facts.tool_calls
             message["tool_calls"] = [
-                {"id": call.id, "type": "function",
-                 "function": {"name": call.name, "arguments": _arguments_text(raw_calls[i] if i < len(raw_calls)
-                                                                            else None, call)}}
-                for i, call in enumerate(step.reply.calls)]
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": _arguments_text(raw_calls[i] if i < len(raw_calls) else None, call),
+                    },
+                }
+                for i, call in enumerate(step.reply.calls)
+            ]
             if facts.fallback:
                 message["content"] = ""  # the calls are in tool_calls now; do not repeat them
         return message
@@ -295,10 +321,11 @@ class NativeMode:
                 text = self.prompts.render("tool_error", output=text)
             text = "\n".join([text, *(n.text for n in notes if n.outcome == i)])
             call_id = calls[i].id if i < len(calls) else None
-            messages.append({"role": "tool", "tool_call_id": call_id or f"call_{i + 1}",
-                             "name": outcome.name, "content": text})
+            messages.append(
+                {"role": "tool", "tool_call_id": call_id or f"call_{i + 1}", "name": outcome.name, "content": text}
+            )
             observations.append(text)
-        for note in notes:   # notes on the step as a whole: a user turn after the results
+        for note in notes:  # notes on the step as a whole: a user turn after the results
             if note.outcome is None or note.outcome >= len(step.outcomes):
                 messages.append({"role": "user", "content": note.text})
                 observations.append(note.text)
@@ -363,14 +390,26 @@ def _example_messages(examples: Sequence[Worked]) -> list[dict[str, Any]]:
     n = 0
     for worked in examples:
         turns.append({"role": "user", "content": prompts.task(worked.task)})
-        for group in prompts.call_groups(worked):   # the same replies as the text modes show
+        for group in prompts.call_groups(worked):  # the same replies as the text modes show
             ids = [f"call_example_{n + i + 1}" for i in range(len(group))]
             n += len(group)
-            turns.append({"role": "assistant", "content": "", "tool_calls": [
-                {"id": call_id, "type": "function",
-                 "function": {"name": name, "arguments": json.dumps(dict(args), ensure_ascii=False)}}
-                for call_id, (name, args, _) in zip(ids, group)]})
-            turns += [{"role": "tool", "tool_call_id": call_id, "name": name, "content": result}
-                      for call_id, (name, _, result) in zip(ids, group)]
+            turns.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(dict(args), ensure_ascii=False)},
+                        }
+                        for call_id, (name, args, _) in zip(ids, group)
+                    ],
+                }
+            )
+            turns += [
+                {"role": "tool", "tool_call_id": call_id, "name": name, "content": result}
+                for call_id, (name, _, result) in zip(ids, group)
+            ]
         turns.append({"role": "assistant", "content": worked.answer})
     return turns

@@ -9,6 +9,7 @@ starts another call (see :class:`EarlyStop`): independent calls still come in on
 tokens are spent on what would be thrown away (invented observations, an answer written before
 the results), also where a server does not honour ``stop``.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,14 +26,14 @@ from ..steps import Note, Step
 from ..tools import Tool, ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs
 
-__all__ = ["TextMode", "TextFacts", "EarlyStopFacts", "EarlyStop", "complete_calls"]
+__all__ = ["EarlyStop", "EarlyStopFacts", "TextFacts", "TextMode", "complete_calls"]
 
 # Failures the model can fix by writing the call again; the observation says so.
 RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
 
 # A line that starts another call (decorations as the parser allows them: "- **TOOL:**", "1. tool").
 _NEXT_CALL = re.compile(r"^\W*(?:\d+[.)]\s*)?\W*tool\b", re.I | re.A)
-_DECIDE_AFTER = 12   # characters of that line enough to tell (decorations included)
+_DECIDE_AFTER = 12  # characters of that line enough to tell (decorations included)
 
 
 class EarlyStop:
@@ -78,7 +79,7 @@ class EarlyStop:
         end = text.find("\n", begin)
         line = text[begin:] if end == -1 else text[begin:end]
         if end == -1 and len(line) < _DECIDE_AFTER:
-            return False      # too little of the line yet to tell
+            return False  # too little of the line yet to tell
         if _NEXT_CALL.match(line):
             self._ready = None  # read on: the next line break after it is checked as usual
             self.checked = max(self.checked, begin)
@@ -123,8 +124,11 @@ class TextMode:
         return ctx.system_prompt if ctx.system_prompt is not None else prompts.system_prompt(ctx.tools)
 
     def start(self, task: str, examples: Sequence[Worked]) -> None:
-        messages = [{"role": "system", "content": self.system_prompt}, *prompts.example_turns(examples),
-                    {"role": "user", "content": prompts.task(task)}]
+        messages = [
+            {"role": "system", "content": self.system_prompt},
+            *prompts.example_turns(examples),
+            {"role": "user", "content": prompts.task(task)},
+        ]
         self.conversation = Conversation(messages, self.ctx.format.render(messages))
 
     def set_tools(self, tools: ToolSet) -> None:
@@ -154,12 +158,17 @@ class TextMode:
         if options.get("stream") and "on_text" not in options:
             watcher = options["on_text"] = EarlyStop(self.ctx.tools)
         conv = self.conversation
-        completion = self.ctx.backend.complete(conv.prompt, stop=self.stop(), max_tokens=max_tokens,
-                                               messages=self.ctx.format.escape_messages(conv.messages), **options)
+        completion = self.ctx.backend.complete(
+            conv.prompt,
+            stop=self.stop(),
+            max_tokens=max_tokens,
+            messages=self.ctx.format.escape_messages(conv.messages),
+            **options,
+        )
         if watcher is not None and completion.finish_reason == "early_stop" and watcher.cut is not None:
             text = completion.text
-            step.facts.early_stop = EarlyStopFacts(watcher.cut, len(text) - watcher.cut, text[watcher.cut:])
-            completion = replace(completion, text=text[:watcher.cut])
+            step.facts.early_stop = EarlyStopFacts(watcher.cut, len(text) - watcher.cut, text[watcher.cut :])
+            completion = replace(completion, text=text[: watcher.cut])
         return completion
 
     # -- reading --------------------------------------------------------------------------------
@@ -215,4 +224,3 @@ def kept_text(step: Step) -> str:
         return step.raw
     # lines as the parser counts them: split at "\n" only (not at \r, \x1c, \u2028 ...)
     return "".join(line + "\n" for line in step.raw.split("\n")[: reply.truncated_at - 1])
-

@@ -1,4 +1,5 @@
 """Model-facing text. Every word the model reads comes from a template file in this folder."""
+
 from __future__ import annotations
 
 import difflib
@@ -16,9 +17,28 @@ from ..protocol import ParseError, ToolCall, render_call
 from ..protocol.binding import tool_specs
 from ..protocol.types import NAME_RE
 
-__all__ = ["template", "system_prompt", "Worked", "worked_examples", "placeholder_examples", "call_groups", "example_turns", "describe_tool", "tool_listing", "example_args", "observation", "feedback", "task",
-           "parse_feedback", "cut_feedback", "example_call",
-           "listed", "Prompts", "for_family", "FAMILIES"]
+__all__ = [
+    "FAMILIES",
+    "Prompts",
+    "Worked",
+    "call_groups",
+    "cut_feedback",
+    "describe_tool",
+    "example_args",
+    "example_call",
+    "example_turns",
+    "feedback",
+    "for_family",
+    "listed",
+    "observation",
+    "parse_feedback",
+    "placeholder_examples",
+    "system_prompt",
+    "task",
+    "template",
+    "tool_listing",
+    "worked_examples",
+]
 
 
 FAMILIES = ("text", "native", "proxy")
@@ -78,14 +98,17 @@ def describe_tool(tool: Any) -> str:
     required = set(params.get("required", []))
     lines = []
     for key, schema in props.items():
-        if schema is False:       # JSON Schema's `false`: the key must not be passed
+        if schema is False:  # JSON Schema's `false`: the key must not be passed
             continue
         if not isinstance(schema, Mapping):
-            schema = {}           # `true` (anything), or what the meta-schema let through
+            schema = {}  # `true` (anything), or what the meta-schema let through
         kind = _schema.type_label(schema).replace("|", " or ")
         if key not in required:
-            kind += f", optional, default {json.dumps(schema['default'], ensure_ascii=False)}" if "default" in schema \
+            kind += (
+                f", optional, default {json.dumps(schema['default'], ensure_ascii=False)}"
+                if "default" in schema
                 else ", optional"
+            )
         description = " ".join(str(schema.get("description") or "").split())
         line = template("tool_param.txt").substitute(name=key, type=kind, description=description)
         lines.append(line if description else line.rstrip().removesuffix(":"))
@@ -132,8 +155,15 @@ def worked_examples(tools: Any, example: Any = None) -> list[Worked]:
     if example is None:
         return placeholder_examples(tool_list)
     examples = [example] if hasattr(example, "calls") else list(example)
-    return [Worked(e.task, [(name, dict(args), result) for name, args, result in e.calls], e.answer,
-                   tuple(getattr(e, "replies", ()))) for e in examples]
+    return [
+        Worked(
+            e.task,
+            [(name, dict(args), result) for name, args, result in e.calls],
+            e.answer,
+            tuple(getattr(e, "replies", ())),
+        )
+        for e in examples
+    ]
 
 
 def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
@@ -153,18 +183,28 @@ def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
     # The order matters to the 0.5B (BFCL dev, docs/bench.md): with the question answered without
     # tools first, it answered single-call questions ("the weather in Paris") in words; shown
     # last, it called a tool on most of BFCL's irrelevance items.
-    return [Worked(template("example_task.txt").substitute(fields), [(chosen.name, args, result)],
-                   template("example_answer.txt").substitute(fields)),
-            Worked(template("example_direct_task.txt").substitute(), [],
-                   template("example_direct_answer.txt").substitute()),
-            Worked(template("example_pair_task.txt").substitute(fields),
-                   [(chosen.name, args, result), (chosen.name, others, result)],
-                   template("example_pair_answer.txt").substitute(fields), replies=(2,)),
-            *_two_tools(tool_list, chosen, args, result, fields)]
+    return [
+        Worked(
+            template("example_task.txt").substitute(fields),
+            [(chosen.name, args, result)],
+            template("example_answer.txt").substitute(fields),
+        ),
+        Worked(
+            template("example_direct_task.txt").substitute(), [], template("example_direct_answer.txt").substitute()
+        ),
+        Worked(
+            template("example_pair_task.txt").substitute(fields),
+            [(chosen.name, args, result), (chosen.name, others, result)],
+            template("example_pair_answer.txt").substitute(fields),
+            replies=(2,),
+        ),
+        *_two_tools(tool_list, chosen, args, result, fields),
+    ]
 
 
-def _two_tools(tool_list: list[Any], chosen: Any, args: dict[str, Any], result: str,
-               fields: dict[str, str]) -> list[Worked]:
+def _two_tools(
+    tool_list: list[Any], chosen: Any, args: dict[str, Any], result: str, fields: dict[str, str]
+) -> list[Worked]:
     """Two different tools called in one reply (tuned on BFCL dev: questions asking for two
     functions got one call without it); none when no other tool takes arguments. ``fields``
     are the first tool's, as the other examples show it."""
@@ -174,9 +214,14 @@ def _two_tools(tool_list: list[Any], chosen: Any, args: dict[str, Any], result: 
     args2 = example_args(second)
     fields = {**fields, "name2": second.name, "values2": _described(args2)}
     result2 = template("example_result.txt").substitute(name=second.name)
-    return [Worked(template("example_two_task.txt").substitute(fields),
-                   [(chosen.name, args, result), (second.name, args2, result2)],
-                   template("example_two_answer.txt").substitute(fields), replies=(2,))]
+    return [
+        Worked(
+            template("example_two_task.txt").substitute(fields),
+            [(chosen.name, args, result), (second.name, args2, result2)],
+            template("example_two_answer.txt").substitute(fields),
+            replies=(2,),
+        )
+    ]
 
 
 def _described(args: dict[str, Any]) -> str:
@@ -191,10 +236,20 @@ def example_turns(examples: Sequence[Worked]) -> list[dict[str, str]]:
     for worked in examples:
         turns.append({"role": "user", "content": task(worked.task)})
         for group in call_groups(worked):
-            turns.append({"role": "assistant",
-                          "content": "\n".join(render_call(ToolCall(name, dict(args))) for name, args, _ in group)})
-            turns.append({"role": "user", "content": "\n".join(
-                observation(name, result, failed=result.startswith("ERROR:")) for name, _, result in group)})
+            turns.append(
+                {
+                    "role": "assistant",
+                    "content": "\n".join(render_call(ToolCall(name, dict(args))) for name, args, _ in group),
+                }
+            )
+            turns.append(
+                {
+                    "role": "user",
+                    "content": "\n".join(
+                        observation(name, result, failed=result.startswith("ERROR:")) for name, _, result in group
+                    ),
+                }
+            )
         turns.append({"role": "assistant", "content": "ANSWER: " + worked.answer})
     return turns
 
@@ -204,7 +259,7 @@ def call_groups(worked: Worked) -> list[list[tuple[str, dict[str, Any], str]]]:
     sizes = worked.replies or (1,) * len(worked.calls)
     groups, at = [], 0
     for size in sizes:
-        groups.append(list(worked.calls[at:at + size]))
+        groups.append(list(worked.calls[at : at + size]))
         at += size
     return groups
 
@@ -221,7 +276,8 @@ def quote_output(output: str) -> str:
 
 def observation(name: str, output: str, *, failed: bool = False) -> str:
     return template("observation_error.txt" if failed else "observation.txt").substitute(
-        name=name, output=quote_output(output))
+        name=name, output=quote_output(output)
+    )
 
 
 def listed(words: list[str], last: str = "and") -> str:

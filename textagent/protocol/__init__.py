@@ -21,6 +21,7 @@ The package, one job per module:
 * :mod:`.binding` -- a bare argument bound to a tool's parameter;
 * :mod:`.render` -- the canonical call and answer lines.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,21 +33,21 @@ from .render import render_answer, render_call
 from .types import MAX_DEPTH, NAME_PATTERN, CallSyntax, Dropped, Reply, ToolCall
 
 __all__ = [
-    "ToolCall",
-    "Dropped",
-    "Reply",
-    "ParseError",
-    "ErrorClass",
     "ERROR_CLASSES",
     "KNOWN_BAD",
-    "CallSyntax",
-    "parse_reply",
-    "parse_call",
-    "render_call",
-    "render_answer",
-    "grammar_text",
-    "NAME_PATTERN",
     "MAX_DEPTH",
+    "NAME_PATTERN",
+    "CallSyntax",
+    "Dropped",
+    "ErrorClass",
+    "ParseError",
+    "Reply",
+    "ToolCall",
+    "grammar_text",
+    "parse_call",
+    "parse_reply",
+    "render_answer",
+    "render_call",
 ]
 
 
@@ -68,6 +69,10 @@ def parse_call(line: str, tools: Any = None) -> ToolCall:
     """Parse one call (``TOOL: ...``, possibly spanning lines); anything else is a ParseError."""
     reply = parse_reply(line, tools)
     if len(reply.calls) != 1:
-        raise ParseError("expected exactly one tool call", label="bad_call",
-                         excerpt=excerpt(line.split("\n"), 1, 1), expected=["TOOL: <name> ARGS: {...}"])
+        raise ParseError(
+            "expected exactly one tool call",
+            label="bad_call",
+            excerpt=excerpt(line.split("\n"), 1, 1),
+            expected=["TOOL: <name> ARGS: {...}"],
+        )
     return reply.calls[0]

@@ -15,13 +15,14 @@ What to do when no parameter fits is the caller's choice: the parser keeps the t
 Tools come in many shapes (Tool objects, a ToolSet or mapping, OpenAI-style dicts, plain
 names); :func:`tool_specs` reduces them all to name -> parameter schema.
 """
+
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["tool_specs", "bind", "bind_bare", "bare_target", "bare_value"]
+__all__ = ["bare_target", "bare_value", "bind", "bind_bare", "tool_specs"]
 
 _PY_LITERALS = {"True": True, "False": False, "None": None}
 
@@ -71,8 +72,9 @@ def _accepts_string(schema: Mapping[str, Any]) -> bool:
         if "enum" in schema:
             return any(isinstance(v, str) for v in schema["enum"])
         if "anyOf" in schema or "oneOf" in schema:
-            return any(isinstance(s, Mapping) and _accepts_string(s)
-                       for s in schema.get("anyOf", []) + schema.get("oneOf", []))
+            return any(
+                isinstance(s, Mapping) and _accepts_string(s) for s in schema.get("anyOf", []) + schema.get("oneOf", [])
+            )
         return True
     return kind == "string" or (isinstance(kind, list) and "string" in kind)
 

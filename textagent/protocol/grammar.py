@@ -4,6 +4,7 @@ of one call into a frozen :class:`CallSyntax`.
 This is the only module of textagent that imports lark: a failed parse leaves it as a
 :class:`GrammarFailure`.
 """
+
 from __future__ import annotations
 
 import json
@@ -95,8 +96,9 @@ def _number(tok: Token) -> int | float:
             return float(s)
         return int(s)
     except ValueError:
-        raise SemanticError("bad_number", tok.start_pos, CLASS_BY_LABEL["bad_number"].title,
-                            ["a shorter number"]) from None
+        raise SemanticError(
+            "bad_number", tok.start_pos, CLASS_BY_LABEL["bad_number"].title, ["a shorter number"]
+        ) from None
 
 
 def _bare_text(raw: str) -> str:
@@ -128,12 +130,12 @@ def _pairs(children: list, more_type: str) -> dict:
     out: dict = {}
     last_key = None
     last_tok: Token | None = None  # the unquoted value token the next piece may extend
-    end: int | None = None         # where the pieces that extend it end
+    end: int | None = None  # where the pieces that extend it end
 
     def extend() -> None:
         text = getattr(_TLS, "text", None)
         if text is not None and last_tok is not None and end is not None:
-            out[last_key] = text[last_tok.start_pos:end].rstrip()
+            out[last_key] = text[last_tok.start_pos : end].rstrip()
 
     for ch in children:
         if isinstance(ch, tuple):
@@ -151,9 +153,12 @@ def _pairs(children: list, more_type: str) -> dict:
         elif isinstance(ch, Token) and ch.type == more_type:
             if last_tok is None:
                 raise SemanticError(
-                    "bad_key_value", ch.start_pos,
+                    "bad_key_value",
+                    ch.start_pos,
                     f"`{clip(ch.value.strip())}` is not a key=value pair (only an unquoted value "
-                    "continues after a comma)", ["key=value"])
+                    "continues after a comma)",
+                    ["key=value"],
+                )
             end = ch.end_pos
     extend()
     return out
@@ -165,8 +170,12 @@ def _unique(into: dict, members: list[tuple[Any, Any, int]]) -> dict:
     into one object)."""
     for key, value, pos in members:
         if key in into:
-            raise SemanticError("duplicate_key", pos, f"`{clip(str(key))}` is given twice",
-                                ["each argument once", "one TOOL line per call"])
+            raise SemanticError(
+                "duplicate_key",
+                pos,
+                f"`{clip(str(key))}` is given twice",
+                ["each argument once", "one TOOL line per call"],
+            )
         into[key] = value
     return into
 
@@ -287,6 +296,7 @@ def _is_punct(v) -> bool:
 
 # ---- the parser ----
 
+
 class _NoRootFallback:
     """Stands in for the contextual lexer's root lexer.
 
@@ -302,8 +312,14 @@ class _NoRootFallback:
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    parser = Lark(grammar_text(), parser="lalr", lexer="contextual", transformer=_CallTransformer(),
-                  maybe_placeholders=False, propagate_positions=False)
+    parser = Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        transformer=_CallTransformer(),
+        maybe_placeholders=False,
+        propagate_positions=False,
+    )
     lexer = getattr(parser.parser, "lexer", None)
     if hasattr(lexer, "root_lexer"):
         lexer.root_lexer = _NoRootFallback()
@@ -344,12 +360,35 @@ def _failure(e: UnexpectedInput, text: str) -> GrammarFailure:
 
 
 _TERMINALS = {
-    "TOOL": "`TOOL`", "KW_COLON": "`:`", "COLON": "`:`", "NAME": "a tool name", "QUOTED_NAME": "a tool name",
-    "ARGS": "`ARGS:`", "LPAR": "`(`", "RPAR": "`)`", "LBRACE": "`{`", "RBRACE": "`}`", "LSQB": "`[`",
-    "RSQB": "`]`", "COMMA": "`,`", "EQ": "`=`", "KEY": "a key=value pair", "IDENT": "a key",
-    "STRING": "a string", "SQ_STRING": "a string", "NUMBER": "a number", "TRUE": "true", "FALSE": "false",
-    "NULL": "null", "BARE": "an argument", "SH_BARE": "an argument", "UQ": "a value", "SH_UQ": "a value",
-    "KV_MORE": "a key=value pair", "SH_MORE": "a key=value pair", "$END": "the end of the line",
+    "TOOL": "`TOOL`",
+    "KW_COLON": "`:`",
+    "COLON": "`:`",
+    "NAME": "a tool name",
+    "QUOTED_NAME": "a tool name",
+    "ARGS": "`ARGS:`",
+    "LPAR": "`(`",
+    "RPAR": "`)`",
+    "LBRACE": "`{`",
+    "RBRACE": "`}`",
+    "LSQB": "`[`",
+    "RSQB": "`]`",
+    "COMMA": "`,`",
+    "EQ": "`=`",
+    "KEY": "a key=value pair",
+    "IDENT": "a key",
+    "STRING": "a string",
+    "SQ_STRING": "a string",
+    "NUMBER": "a number",
+    "TRUE": "true",
+    "FALSE": "false",
+    "NULL": "null",
+    "BARE": "an argument",
+    "SH_BARE": "an argument",
+    "UQ": "a value",
+    "SH_UQ": "a value",
+    "KV_MORE": "a key=value pair",
+    "SH_MORE": "a key=value pair",
+    "$END": "the end of the line",
 }
 _TERM_ORDER = list(dict.fromkeys(_TERMINALS.values()))
 

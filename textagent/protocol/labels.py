@@ -2,6 +2,7 @@
 does it: every known-bad example of :data:`ERROR_CLASSES` is parsed once, the parser state and
 the character class where it fails are remembered, and a later failure in the same state gets
 that example's label."""
+
 from __future__ import annotations
 
 import threading
@@ -42,8 +43,14 @@ def _key_views(key: tuple) -> tuple[tuple, ...]:
     (parser state, character class), (what was expected, character class), parser state,
     what was expected."""
     state, expected, cls, kw = key
-    return (("s", state, cls, kw), ("e", expected, cls, kw), ("s", state, kw), ("e", expected, kw),
-            ("s", state), ("e", expected))
+    return (
+        ("s", state, cls, kw),
+        ("e", expected, cls, kw),
+        ("s", state, kw),
+        ("e", expected, kw),
+        ("s", state),
+        ("e", expected),
+    )
 
 
 def label_for(key: tuple, read: Callable[[str], Any]) -> str:

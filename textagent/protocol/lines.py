@@ -4,6 +4,7 @@ fence, prose), its decoration, and string-aware `{`/`[` tracking across lines.
 Keywords (TOOL, ARGS, ANSWER, OBSERVATION) match in any case, in ASCII only (re.A): under re.I
 alone `ſ` (U+017F) would read as `s` and `K` (U+212A) as `k`. Look-alikes are prose.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,10 +23,16 @@ _DECOR = _BLANK + r"*(?:>[ \t]*)*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?"
 _LINE_RE = re.compile(
     _DECOR
     + r"(?:(?P<fence>`{3,}|~{3,})"
-    + r"|(?P<bt>`(?!`))?(?P<kw>" + _EMPH + r"?"
+    + r"|(?P<bt>`(?!`))?(?P<kw>"
+    + _EMPH
+    + r"?"
     + r"(?P<word>(?P<tool>tool)|(?P<args>args)|(?P<answer>(?:final[ \t]+)?answer)|(?P<obs>observation))"
-    + r"(?!(?!__)[A-Za-z0-9_])(?P<close>" + _EMPH + r")?)"
-    + r"[ \t]*(?P<colon>:(?P<close2>" + _EMPH + r")?)?)",
+    + r"(?!(?!__)[A-Za-z0-9_])(?P<close>"
+    + _EMPH
+    + r")?)"
+    + r"[ \t]*(?P<colon>:(?P<close2>"
+    + _EMPH
+    + r")?)?)",
     re.I | re.A,
 )
 QUOTE_PREFIX = re.compile(r"[ \t]*(?:>[ \t]*)+")
@@ -35,24 +42,62 @@ FENCE_RE = re.compile(r"[ \t]*(?:>[ \t]*)*(?:`{3,}|~{3,})")
 # The grammar accepts these lines with the same result (a property test checks it); this path
 # only saves time on the common case. Anything json.loads rejects goes to the grammar.
 FAST_RE = re.compile(
-    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t]+"
-    + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t]*(\{.*\})\Z",
+    _EMPH
+    + r"?tool"
+    + _EMPH
+    + r"?[ \t]*:"
+    + _COLON_EMPH
+    + r"?[ \t]*("
+    + NAME_PATTERN
+    + r")[ \t]+"
+    + _EMPH
+    + r"?args"
+    + _EMPH
+    + r"?[ \t]*:"
+    + _EMPH
+    + r"?[ \t]*(\{.*\})\Z",
     re.I | re.A,
 )
 FAST_MULTI_RE = re.compile(
-    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t\r\n]+"
-    + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?[ \t\r\n]*(\{.*\})\Z",
+    _EMPH
+    + r"?tool"
+    + _EMPH
+    + r"?[ \t]*:"
+    + _COLON_EMPH
+    + r"?[ \t]*("
+    + NAME_PATTERN
+    + r")[ \t\r\n]+"
+    + _EMPH
+    + r"?args"
+    + _EMPH
+    + r"?[ \t]*:"
+    + _EMPH
+    + r"?[ \t\r\n]*(\{.*\})\Z",
     re.I | re.S | re.A,
 )
 # A call without arguments, alone on its line (`TOOL: get_time`), when no ARGS line follows.
 FAST_BARE_RE = re.compile(
-    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t]*\Z", re.I | re.A,
+    _EMPH + r"?tool" + _EMPH + r"?[ \t]*:" + _COLON_EMPH + r"?[ \t]*(" + NAME_PATTERN + r")[ \t]*\Z",
+    re.I | re.A,
 )
 # Enough of a call head to find where its arguments start (the grammar does the real parse).
 HEAD_RE = re.compile(
-    _EMPH + r"?tool" + _EMPH + r"?[ \t]*(?::" + _COLON_EMPH + r"?)?[ \t]*"
-    + r"(?P<name>`[^`]*`|\"[^\"]*\"|'[^']*'|" + NAME_PATTERN + r")?[ \t]*"
-    + r"(?:(?P<args>" + _EMPH + r"?args" + _EMPH + r"?[ \t]*:" + _EMPH + r"?)|(?P<paren>\())?",
+    _EMPH
+    + r"?tool"
+    + _EMPH
+    + r"?[ \t]*(?::"
+    + _COLON_EMPH
+    + r"?)?[ \t]*"
+    + r"(?P<name>`[^`]*`|\"[^\"]*\"|'[^']*'|"
+    + NAME_PATTERN
+    + r")?[ \t]*"
+    + r"(?:(?P<args>"
+    + _EMPH
+    + r"?args"
+    + _EMPH
+    + r"?[ \t]*:"
+    + _EMPH
+    + r"?)|(?P<paren>\())?",
     re.I | re.A,
 )
 _SCAN_RE = re.compile(r"[{}\[\]\"']")
@@ -67,14 +112,14 @@ END_STOP_RE = re.compile(r"([})])[ \t]*[.;]$")
 class Line:
     """What the pre-pass knows about one line."""
 
-    __slots__ = ("kind", "col", "end", "kw", "upper", "open_emph")
+    __slots__ = ("col", "end", "kind", "kw", "open_emph", "upper")
 
     def __init__(self, kind=None, col=0, end=0, kw=0, upper=False, open_emph=False):
-        self.kind = kind            # None (prose), "fence", "call", "args", "answer", "obs"
-        self.col = col              # where the keyword (or the backtick before it) starts
-        self.end = end              # just after the keyword and its colon
-        self.kw = kw                # where the keyword itself (with emphasis) starts
-        self.upper = upper          # keyword written in capitals
+        self.kind = kind  # None (prose), "fence", "call", "args", "answer", "obs"
+        self.col = col  # where the keyword (or the backtick before it) starts
+        self.end = end  # just after the keyword and its colon
+        self.kw = kw  # where the keyword itself (with emphasis) starts
+        self.upper = upper  # keyword written in capitals
         self.open_emph = open_emph  # emphasis opened before the keyword and not closed after it
 
 
@@ -101,7 +146,7 @@ def classify(line: str) -> Line:
         kind = "answer" if colon else None
     else:
         # OBSERVATION: with a colon, a parenthesis or bracket, alone on the line, or in capitals.
-        rest = line[m.end("kw"):].lstrip(" \t")
+        rest = line[m.end("kw") :].lstrip(" \t")
         kind = "obs" if colon or not rest or rest[0] in "([-\u2014" or word == "OBSERVATION" else None
     if kind is None:
         return _PROSE
@@ -115,7 +160,7 @@ def unwrap(line: str, info: Line) -> str:
     if info.col != info.kw and s.endswith("`") and len(s) - 1 > info.end:
         s = s[:-1].rstrip()
     if info.open_emph:
-        mark = line[info.kw:info.kw + 2]
+        mark = line[info.kw : info.kw + 2]
         if s.endswith(mark) and len(s) - 2 >= info.end:
             s = s[:-2].rstrip()
     return s
@@ -140,7 +185,7 @@ def name_of(call_text: str) -> str | None:
 class Segments:
     """The call text: pieces of original lines joined by "\\n", mapped back to (line, column)."""
 
-    __slots__ = ("parts", "starts", "length")
+    __slots__ = ("length", "parts", "starts")
 
     def __init__(self):
         self.parts: list[tuple[int, int, str]] = []  # (0-based line, 0-based column, text)

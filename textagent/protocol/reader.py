@@ -1,6 +1,7 @@
 """The pre-pass over a whole reply: finds call, ANSWER and OBSERVATION lines, strips decoration
 (indent, list and quote markers, code fences), gathers the lines a multi-line object spans and
 maps every position back to the reply. Each call's text goes to the grammar."""
+
 from __future__ import annotations
 
 import json
@@ -10,16 +11,40 @@ from typing import Any
 
 from .binding import bind, tool_specs
 from .error_table import CLASS_BY_LABEL, ParseError, excerpt
-from .grammar import (GrammarFailure, SemanticError, clip, describe_expected, parse_call_text, several_objects,
-                      unique_pairs)
+from .grammar import (
+    GrammarFailure,
+    SemanticError,
+    clip,
+    describe_expected,
+    parse_call_text,
+    several_objects,
+    unique_pairs,
+)
 from .labels import NOT_EXPECTED, char_class, label_for
-from .lines import (CLOSER, DQ_RE, END_STOP_RE, FAST_BARE_RE, FAST_MULTI_RE, FAST_RE, FENCE_RE, HEAD_RE, QUOTE_PREFIX,
-                    SQ_RE, Line, Segments, classify, name_of, scan, stops_gathering, unwrap)
+from .lines import (
+    CLOSER,
+    DQ_RE,
+    END_STOP_RE,
+    FAST_BARE_RE,
+    FAST_MULTI_RE,
+    FAST_RE,
+    FENCE_RE,
+    HEAD_RE,
+    QUOTE_PREFIX,
+    SQ_RE,
+    Line,
+    Segments,
+    classify,
+    name_of,
+    scan,
+    stops_gathering,
+    unwrap,
+)
 from .types import MAX_DEPTH, Dropped, Reply, ToolCall
 
 
 class _Answer:
-    __slots__ = ("line", "parts", "in_fence")
+    __slots__ = ("in_fence", "line", "parts")
 
     def __init__(self, line: int, first: str, in_fence: bool):
         self.line = line
@@ -56,10 +81,26 @@ class Reader:
             self._specs = tool_specs(self.tools)
         return self._specs
 
-    def error(self, label: str, line: int, column: int, *, message: str | None = None,
-              expected: Iterable[str] = (), name: str | None = None) -> ParseError:
-        return ParseError(message or CLASS_BY_LABEL[label].title, line=line, column=column, expected=expected,
-                          excerpt=excerpt(self.lines, line, column), label=label, name=name, tools=self.tools)
+    def error(
+        self,
+        label: str,
+        line: int,
+        column: int,
+        *,
+        message: str | None = None,
+        expected: Iterable[str] = (),
+        name: str | None = None,
+    ) -> ParseError:
+        return ParseError(
+            message or CLASS_BY_LABEL[label].title,
+            line=line,
+            column=column,
+            expected=expected,
+            excerpt=excerpt(self.lines, line, column),
+            label=label,
+            name=name,
+            tools=self.tools,
+        )
 
     def next_nonblank(self, j: int) -> int | None:
         lines = self.lines
@@ -71,7 +112,7 @@ class Reader:
         return None
 
     # ---- the whole reply ----
-    def read(self, strict: bool, *, in_answer: bool = False, marks: list | None = None) -> Reply:
+    def read(self, strict: bool, *, in_answer: bool = False, marks: list | None = None) -> Reply:  # noqa: C901
         """The reply. ``in_answer``: the text continues an ANSWER (its lines belong to it until
         a call line). ``marks`` gets ``(line, in_answer, calls so far, at_end)`` where the loop
         starts reading each line (and once after the last): the state to go on from there."""
@@ -117,7 +158,7 @@ class Reader:
             if kind == "args":
                 raise self.error("args_without_tool", i + 1, info.kw + 1, expected=["TOOL: <name>"])
             if kind == "answer":
-                answer = _Answer(i + 1, unwrap(line, info)[info.end:], fence_open is not None)
+                answer = _Answer(i + 1, unwrap(line, info)[info.end :], fence_open is not None)
                 if fence_open is not None:
                     hidden.add(fence_open)
                 answers.append(answer)
@@ -146,12 +187,13 @@ class Reader:
             return Reply(calls, answers[0].text, thought, dropped)
         if strict:
             j = self.next_nonblank(0)
-            raise self.error("no_call_or_answer", (j or 0) + 1, 1,
-                             expected=["TOOL: <name> ARGS: {...}", "ANSWER: <text>"])
+            raise self.error(
+                "no_call_or_answer", (j or 0) + 1, 1, expected=["TOOL: <name> ARGS: {...}", "ANSWER: <text>"]
+            )
         return Reply(calls, thought, thought, dropped)
 
     # ---- one call ----
-    def read_call(self, i: int, info: Line) -> tuple[list[ToolCall], int]:
+    def read_call(self, i: int, info: Line) -> tuple[list[ToolCall], int]:  # noqa: C901
         """Parse the call that starts on line i; returns its calls (one, or one per argument
         object of `ARGS: {...}, {...}`) and the next line to read."""
         lines = self.lines
@@ -175,21 +217,21 @@ class Reader:
         segs.add(i, col0, head)
         quoted = QUOTE_PREFIX.match(line) is not None
         nxt = i + 1
-        scan_from: int | None = None   # offset in the last segment where `{`/`[` tracking starts
-        gather = False                 # may the arguments continue on the next lines?
-        args_at: int | None = None     # offset in the last segment just after `ARGS:`
+        scan_from: int | None = None  # offset in the last segment where `{`/`[` tracking starts
+        gather = False  # may the arguments continue on the next lines?
+        args_at: int | None = None  # offset in the last segment just after `ARGS:`
         closing_fence = False
         hm = HEAD_RE.match(head)
         if hm.group("paren"):
             scan_from, gather = hm.end(), True
         elif hm.group("args"):
             args_at = hm.end()
-        elif not head[hm.end():].strip():
+        elif not head[hm.end() :].strip():
             j = self.next_nonblank(nxt)
             if j is not None:
                 info2 = classify(lines[j])
                 if info2.kind == "args":
-                    segs.add(j, info2.kw, unwrap(lines[j], info2)[info2.kw:])
+                    segs.add(j, info2.kw, unwrap(lines[j], info2)[info2.kw :])
                     nxt = j + 1
                     args_at = info2.end - info2.kw
         if args_at is not None:
@@ -222,7 +264,7 @@ class Reader:
                     nxt = j + 1
         if self.shortcut and len(segs.parts) == 1 and args_at is None and scan_from is None:
             bare = FAST_BARE_RE.match(head)
-            if bare is not None:   # the grammar reads these the same (a property test checks it)
+            if bare is not None:  # the grammar reads these the same (a property test checks it)
                 return [ToolCall(bare.group(1), {})], nxt
         if len(segs.parts) > 1 and self.shortcut:
             # a multi-line object: the same shortcut as above (strict JSON: no raw newline in strings)
@@ -252,9 +294,14 @@ class Reader:
                     self.at_end, self.open_at_end = True, (stack, quoted)
                 ch, s, off = stack[-1]
                 line, col = segs.where(s, off)
-                raise self.error("unbalanced_braces", line, col,
-                                 message=f"the `{ch}` at line {line}, column {col} is never closed",
-                                 expected=[f"`{CLOSER[ch]}`"], name=name_of(segs.parts[0][2]))
+                raise self.error(
+                    "unbalanced_braces",
+                    line,
+                    col,
+                    message=f"the `{ch}` at line {line}, column {col} is never closed",
+                    expected=[f"`{CLOSER[ch]}`"],
+                    name=name_of(segs.parts[0][2]),
+                )
             body = lines[nxt].rstrip()
             cut = 0
             if quoted:
@@ -267,8 +314,7 @@ class Reader:
         if status == "deep":
             ch, s, off = stack[-1]
             line, col = segs.where(s, off)
-            raise self.error("too_deep", line, col, expected=[f"`{CLOSER[ch]}`"],
-                             name=name_of(segs.parts[0][2]))
+            raise self.error("too_deep", line, col, expected=[f"`{CLOSER[ch]}`"], name=name_of(segs.parts[0][2]))
         return nxt
 
     def parse_call(self, segs: Segments) -> ToolCall:
@@ -279,8 +325,7 @@ class Reader:
             raise self.grammar_error(f, segs, text) from None
         except SemanticError as e:
             line, col = segs.locate(e.pos)
-            raise self.error(e.label, line, col, message=e.message, expected=e.expected,
-                             name=name_of(text)) from None
+            raise self.error(e.label, line, col, message=e.message, expected=e.expected, name=name_of(text)) from None
         if syn.kind == "array":
             line, col = segs.locate(syn.pos)
             raise self.error("args_not_object", line, col, expected=["`{`"], name=syn.name)
@@ -291,11 +336,11 @@ class Reader:
     def grammar_error(self, f: GrammarFailure, segs: Segments, text: str) -> ParseError:
         offset = f.offset
         name = name_of(text)
-        key = (f.state, frozenset(f.expected) - NOT_EXPECTED, char_class(text, offset),
-               (name or "").lower() == "args")
+        key = (f.state, frozenset(f.expected) - NOT_EXPECTED, char_class(text, offset), (name or "").lower() == "args")
         label = label_for(key, _read_plain)
-        line, col = segs.locate(offset) if offset < len(text) else segs.where(len(segs.parts) - 1,
-                                                                             len(segs.parts[-1][2]))
+        line, col = (
+            segs.locate(offset) if offset < len(text) else segs.where(len(segs.parts) - 1, len(segs.parts[-1][2]))
+        )
         found = _found(text, offset)
         title = CLASS_BY_LABEL[label].title
         message = f"{title}: found {found}" if found else f"{title}: the call ends too early"

@@ -1,4 +1,5 @@
 """The canonical text of a call and of an answer (what the parser reads back unchanged)."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,14 @@ _KEY_EQ = re.compile(NAME_PATTERN + r"[ \t]*=(?!=)")
 
 def _plain_bare(s: str) -> bool:
     """Can the string be written after ARGS: as is and read back unchanged?"""
-    return (bool(s) and s == s.strip() and "\n" not in s and "\r" not in s and s[0] not in "{[\"'"
-            and _KEY_EQ.match(s) is None)
+    return (
+        bool(s)
+        and s == s.strip()
+        and "\n" not in s
+        and "\r" not in s
+        and s[0] not in "{[\"'"
+        and _KEY_EQ.match(s) is None
+    )
 
 
 def render_call(call: ToolCall) -> str:

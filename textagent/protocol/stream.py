@@ -9,6 +9,7 @@ call is still open each new line is only scanned for its brackets. The Agent's e
 (modes.text.EarlyStop) and the proxy's call-by-call streaming (proxy.watch.CallStream) both read
 a reply through it.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,9 +20,9 @@ from .lines import QUOTE_PREFIX, scan, stops_gathering
 from .reader import Reader
 from .types import ToolCall
 
-__all__ = ["complete_calls", "CompleteCalls"]
+__all__ = ["CompleteCalls", "complete_calls"]
 
-_MAYBE_CALL = re.compile(r"tool", re.I | re.A)   # keywords are ASCII (PROTOCOL.md §1)
+_MAYBE_CALL = re.compile(r"tool", re.I | re.A)  # keywords are ASCII (PROTOCOL.md §1)
 # Lines that would extend a call the reply ends with, if it could be extended: an ARGS line
 # after a call without arguments, an object after `ARGS:` (also on the next line).
 _PROBES = ('ARGS: {"_": 0}', '{"_": 0}')
@@ -62,30 +63,30 @@ class CompleteCalls:
     def __init__(self, tools: Any = None):
         self.tools = tools
         self.never = False
-        self._base = 0                 # text[:_base] (whole lines) is read for good
-        self._in_answer = False        # ... and ends inside an ANSWER
+        self._base = 0  # text[:_base] (whole lines) is read for good
+        self._in_answer = False  # ... and ends inside an ANSWER
         self._done: list[ToolCall] = []  # ... holding these calls
-        self._maybe = False            # text[_base:] mentions "tool" (else it holds no call)
+        self._maybe = False  # text[_base:] mentions "tool" (else it holds no call)
         self._open: tuple[list, bool] | None = None  # an object still open: (stack, quoted)
 
-    def at(self, text: str, start: int, nl: int) -> list[ToolCall] | None:
+    def at(self, text: str, start: int, nl: int) -> list[ToolCall] | None:  # noqa: C901
         if self.never:
             return None
         line = text[start:nl]
         if not line.strip():
-            return None   # skipped wherever a look-ahead meets it: nothing changes
+            return None  # skipped wherever a look-ahead meets it: nothing changes
         self._maybe = self._maybe or _MAYBE_CALL.search(line) is not None
         if self._open is not None:
             stack, quoted = self._open
             if not stops_gathering(line):
                 body = line.rstrip()
                 quote = QUOTE_PREFIX.match(body) if quoted else None
-                if scan(body[quote.end():] if quote else body, 0, stack, 0) == "ok" and stack:
-                    return None   # still open: the reply cannot parse yet
-            self._open = None      # closed, or something else happened: read it all again
+                if scan(body[quote.end() :] if quote else body, 0, stack, 0) == "ok" and stack:
+                    return None  # still open: the reply cannot parse yet
+            self._open = None  # closed, or something else happened: read it all again
         if not self._done and not self._maybe:
             return None
-        pending = text[self._base:nl]
+        pending = text[self._base : nl]
         reader = Reader(pending, self.tools)
         marks: list = []
         try:
@@ -94,20 +95,20 @@ class CompleteCalls:
             if reader.open_at_end is not None:
                 self._open = reader.open_at_end
             elif not reader.at_end:
-                self.never = True   # an error that more text cannot undo
+                self.never = True  # an error that more text cannot undo
             return None
         if not self._done and not reply.calls:
             if reader.observed:
-                self.never = True   # everything from the OBSERVATION on is dropped
+                self.never = True  # everything from the OBSERVATION on is dropped
             self._advance(text, pending, marks, reply.calls, nl)
             return None
         calls = [*self._done, *reply.calls]
-        if not reader.observed:      # (after an OBSERVATION the probes are dropped too)
+        if not reader.observed:  # (after an OBSERVATION the probes are dropped too)
             for probe in _PROBES:
                 try:
                     again = Reader(pending + "\n" + probe, self.tools).read(False, in_answer=self._in_answer)
                 except ParseError:
-                    continue   # the probe cannot attach to anything: fine
+                    continue  # the probe cannot attach to anything: fine
                 if again.calls != reply.calls:
                     self._advance(text, pending, marks, reply.calls, nl)
                     return None

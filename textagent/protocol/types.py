@@ -1,4 +1,5 @@
 """The values a parse gives: calls, dropped text, the reply, and a call before binding."""
+
 from __future__ import annotations
 
 import re

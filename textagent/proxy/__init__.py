@@ -3,15 +3,22 @@ that has none. Needs the ``proxy`` extra (starlette, uvicorn). See docs/proxy.md
 
 The names below are imported on first use, so that ``textagent proxy`` can say which extra is
 missing instead of failing on import."""
+
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-__all__ = ["ProxyConfig", "ProxyServer", "Upstream", "UpstreamConfig", "create_app", "REPAIRS_HEADER"]
+__all__ = ["REPAIRS_HEADER", "ProxyConfig", "ProxyServer", "Upstream", "UpstreamConfig", "create_app"]
 
-_WHERE = {"ProxyConfig": "app", "create_app": "app", "REPAIRS_HEADER": "app", "ProxyServer": "server",
-          "Upstream": "upstream", "UpstreamConfig": "upstream"}
+_WHERE = {
+    "ProxyConfig": "app",
+    "create_app": "app",
+    "REPAIRS_HEADER": "app",
+    "ProxyServer": "server",
+    "Upstream": "upstream",
+    "UpstreamConfig": "upstream",
+}
 
 
 def __getattr__(name: str) -> Any:

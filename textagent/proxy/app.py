@@ -18,6 +18,7 @@ loopback address, so is a ``Host`` that is not a loopback name or the proxy's ow
 rebinding); and a body must be declared ``application/json`` (415), which no page can send
 to another origin without the proxy's consent.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -52,7 +53,7 @@ from .responses import ResponsesShape, parse_responses
 from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object, dump
 from .upstream import Upstream
 
-__all__ = ["ProxyConfig", "create_app", "REPAIRS_HEADER"]
+__all__ = ["REPAIRS_HEADER", "ProxyConfig", "create_app"]
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger("textagent.proxy.access")
@@ -63,15 +64,15 @@ _WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 
 @dataclass
 class ProxyConfig:
-    mode: str = "text"                  # text | constrained
+    mode: str = "text"  # text | constrained
     max_repairs: int = 2
-    api_key: str | None = None          # clients must send it as a bearer token
+    api_key: str | None = None  # clients must send it as a bearer token
     max_body_bytes: int = 4 * 1024 * 1024
     trace_dir: Path | None = None
-    body_timeout: float = 60.0          # seconds to receive a request body (slower: 408)
-    header_timeout: float = 10.0        # seconds to receive a request's headers (slower: closed)
-    max_queue: int = 64                 # requests read or waiting for a slot at once (more: 503)
-    allowed_origins: tuple[str, ...] = ()   # web origins allowed without an API key ("*": any)
+    body_timeout: float = 60.0  # seconds to receive a request body (slower: 408)
+    header_timeout: float = 10.0  # seconds to receive a request's headers (slower: closed)
+    max_queue: int = 64  # requests read or waiting for a slot at once (more: 503)
+    allowed_origins: tuple[str, ...] = ()  # web origins allowed without an API key ("*": any)
 
 
 class _JSON(JSONResponse):
@@ -99,16 +100,19 @@ class _Exchange:
     def __init__(self, request: Request, prefix: str = "req-"):
         self.id = prefix + uuid.uuid4().hex[:24]
         self.started = time.monotonic()
-        self.record: dict[str, Any] = {"id": self.id, "method": request.method, "path": request.url.path,
-                                       "client": request.client.host if request.client else None}
+        self.record: dict[str, Any] = {
+            "id": self.id,
+            "method": request.method,
+            "path": request.url.path,
+            "client": request.client.host if request.client else None,
+        }
 
     def done(self, status: int, trace_dir: Path | None, trace: dict[str, Any] | None = None) -> None:
         self.record.update(status=status, ms=round((time.monotonic() - self.started) * 1000, 1))
         access_log.info(json_line(self.record))
         if trace_dir is not None and trace is not None:
             try:
-                (trace_dir / f"{self.id}.json").write_text(json_line({**self.record, **trace}) + "\n",
-                                                            encoding="utf-8")
+                (trace_dir / f"{self.id}.json").write_text(json_line({**self.record, **trace}) + "\n", encoding="utf-8")
             except (OSError, ValueError, RecursionError) as exc:
                 log.warning("could not write the trace of %s: %s", self.id, exc)
 
@@ -118,6 +122,7 @@ def _error(exc: ProxyError, headers: dict[str, str] | None = None) -> JSONRespon
 
 
 # -- who may ask ---------------------------------------------------------------------------------
+
 
 def _is_loopback(host: str) -> bool:
     host = host.lower().rstrip(".").removeprefix("[").removesuffix("]")
@@ -156,8 +161,12 @@ class _Guard:
         if self.loopback and host is not None:
             name = _host_of(host).rstrip(".")
             if not (_is_loopback(name) or name == self.own):
-                return ProxyError(403, f"the Host {host[:80]!r} is not this proxy's: it answers on loopback "
-                                       "names only (localhost, 127.0.0.1, ::1)", code="host_not_allowed")
+                return ProxyError(
+                    403,
+                    f"the Host {host[:80]!r} is not this proxy's: it answers on loopback "
+                    "names only (localhost, 127.0.0.1, ::1)",
+                    code="host_not_allowed",
+                )
         origin = headers.get("origin")
         if origin is None or self.config.api_key is not None or "*" in self.origins:
             return None
@@ -169,8 +178,12 @@ class _Guard:
             name = ""
         if name and (_is_loopback(name) or name == self.own):
             return None
-        return ProxyError(403, f"requests from the web origin {origin[:80]!r} are not allowed: start the proxy with "
-                               "--api-key, or allow the origin with --allow-origin", code="origin_not_allowed")
+        return ProxyError(
+            403,
+            f"requests from the web origin {origin[:80]!r} are not allowed: start the proxy with "
+            "--api-key, or allow the origin with --allow-origin",
+            code="origin_not_allowed",
+        )
 
     def cors_origin(self, headers: Headers) -> str | None:
         """The ``Access-Control-Allow-Origin`` a request gets: its origin when ``--allow-origin``
@@ -201,14 +214,24 @@ class _Guard:
             status = 204 if allowed else 403
             ex.done(status, None)
             if allowed is None:
-                await _error(ProxyError(403, "cross-origin requests are allowed only from the origins named with "
-                                             "--allow-origin", code="origin_not_allowed"))(scope, receive, send)
+                await _error(
+                    ProxyError(
+                        403,
+                        "cross-origin requests are allowed only from the origins named with --allow-origin",
+                        code="origin_not_allowed",
+                    )
+                )(scope, receive, send)
                 return
-            await Response(status_code=204, headers={
-                "access-control-allow-origin": allowed, "vary": "Origin",
-                "access-control-allow-methods": "GET, POST, OPTIONS",
-                "access-control-allow-headers": "authorization, content-type",
-                "access-control-max-age": "600"})(scope, receive, send)
+            await Response(
+                status_code=204,
+                headers={
+                    "access-control-allow-origin": allowed,
+                    "vary": "Origin",
+                    "access-control-allow-methods": "GET, POST, OPTIONS",
+                    "access-control-allow-headers": "authorization, content-type",
+                    "access-control-max-age": "600",
+                },
+            )(scope, receive, send)
             return
         if allowed is None:
             await self.app(scope, receive, send)
@@ -216,15 +239,21 @@ class _Guard:
 
         async def with_cors(message: Any) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"access-control-allow-origin", allowed.encode("latin-1")),
-                                                  (b"vary", b"Origin")]}
+                message = {
+                    **message,
+                    "headers": [
+                        *message.get("headers", []),
+                        (b"access-control-allow-origin", allowed.encode("latin-1")),
+                        (b"vary", b"Origin"),
+                    ],
+                }
             await send(message)
 
         await self.app(scope, receive, with_cors)
 
 
 # -- waiting for a slot --------------------------------------------------------------------------
+
 
 class _Waiter:
     __slots__ = ("event",)
@@ -244,8 +273,7 @@ class _Queue:
 
     def admit(self) -> None:
         if self.admitted >= self.size:
-            raise ProxyError(503, f"the proxy has {self.size} requests waiting already; retry later",
-                             code="proxy_busy")
+            raise ProxyError(503, f"the proxy has {self.size} requests waiting already; retry later", code="proxy_busy")
         self.admitted += 1
 
     def leave(self) -> None:
@@ -268,7 +296,7 @@ class _Queue:
                 left = deadline - anyio.current_time()
                 if left <= 0:
                     raise ProxyError(503, "every upstream slot is busy; retry later", code="upstream_busy")
-                with anyio.move_on_after(min(left, 0.2)):   # also: look at `cancelled` now and then
+                with anyio.move_on_after(min(left, 0.2)):  # also: look at `cancelled` now and then
                     await waiter.event.wait()
                 waiter.event = anyio.Event()
         finally:
@@ -284,7 +312,7 @@ class _Queue:
             self.waiters[0].event.set()
 
 
-def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.1") -> Starlette:
+def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.1") -> Starlette:  # noqa: C901
     """The app for ``upstream``; ``host`` is the address it listens on (what ``Host`` may name)."""
     memory = ReplyMemory()
     queue = _Queue(upstream, config.max_queue)
@@ -293,7 +321,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
     def limiter(name: str) -> anyio.CapacityLimiter:
         # thread pools of their own: waiting requests or a slow health check never take the
         # threads another kind of work needs (anyio's default pool has 40)
-        if name not in limiters:   # made on the event loop, on first use
+        if name not in limiters:  # made on the event loop, on first use
             limiters[name] = anyio.CapacityLimiter({"cpu": 2, "health": 4, "upstream": 256}[name])
         return limiters[name]
 
@@ -303,28 +331,36 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         given = request.headers.get("authorization", "")
         scheme, _, token = given.partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), config.api_key.encode()):
-            raise ProxyError(401, "missing or wrong API key: send it as 'Authorization: Bearer <key>'",
-                             code="invalid_api_key")
+            raise ProxyError(
+                401, "missing or wrong API key: send it as 'Authorization: Bearer <key>'", code="invalid_api_key"
+            )
 
     async def read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > config.max_body_bytes:
-            raise ProxyError(413, f"the request body is larger than {config.max_body_bytes} bytes",
-                             code="request_too_large")
+            raise ProxyError(
+                413, f"the request body is larger than {config.max_body_bytes} bytes", code="request_too_large"
+            )
         body = bytearray()
-        with anyio.move_on_after(config.body_timeout) as scope:   # a client that stops sending
+        with anyio.move_on_after(config.body_timeout) as scope:  # a client that stops sending
             async for piece in request.stream():
                 body += piece
                 if len(body) > config.max_body_bytes:
-                    raise ProxyError(413, f"the request body is larger than {config.max_body_bytes} bytes",
-                                     code="request_too_large")
+                    raise ProxyError(
+                        413, f"the request body is larger than {config.max_body_bytes} bytes", code="request_too_large"
+                    )
         if scope.cancelled_caught:
-            raise ProxyError(408, f"the request body did not arrive within {config.body_timeout:g} s",
-                             code="request_timeout")
+            raise ProxyError(
+                408, f"the request body did not arrive within {config.body_timeout:g} s", code="request_timeout"
+            )
         kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if kind != "application/json":
-            raise ProxyError(415, f"the request body must be sent as 'Content-Type: application/json', not "
-                                  f"{kind[:60] or 'without a type'!r}", code="unsupported_media_type")
+            raise ProxyError(
+                415,
+                f"the request body must be sent as 'Content-Type: application/json', not "
+                f"{kind[:60] or 'without a type'!r}",
+                code="unsupported_media_type",
+            )
         return bytes(body)
 
     def parse(body: bytes, read: Callable[[Any], ChatRequest]) -> tuple[Any, ChatRequest]:
@@ -333,8 +369,9 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         except TooDeep:
             raise ProxyError(400, "the request body is nested too deeply to read", code="invalid_json") from None
         except ValueError:
-            raise ProxyError(400, "the request body is not valid JSON (RFC 8259: no NaN or Infinity)",
-                             code="invalid_json") from None
+            raise ProxyError(
+                400, "the request body is not valid JSON (RFC 8259: no NaN or Infinity)", code="invalid_json"
+            ) from None
         return data, read(data)
 
     async def health(request: Request) -> Response:
@@ -342,8 +379,9 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         state = await anyio.to_thread.run_sync(upstream.health, limiter=limiter("health"))
         ready = state["state"] == "ready"
         ex.done(200 if ready else 503, None)
-        return _JSON({"status": "ok" if ready else state["state"], "upstream": state},
-                     status_code=200 if ready else 503)
+        return _JSON(
+            {"status": "ok" if ready else state["state"], "upstream": state}, status_code=200 if ready else 503
+        )
 
     async def models(request: Request) -> Response:
         ex = _Exchange(request)
@@ -353,8 +391,12 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             ex.done(exc.status, None)
             return _error(exc)
         ex.done(200, None)
-        return _JSON({"object": "list", "data": [{"id": upstream.model, "object": "model", "created": 0,
-                                                  "owned_by": "textagent"}]})
+        return _JSON(
+            {
+                "object": "list",
+                "data": [{"id": upstream.model, "object": "model", "created": 0, "owned_by": "textagent"}],
+            }
+        )
 
     def failed(exc: Exception) -> Response:
         """The response to a request that failed before its answer began."""
@@ -363,17 +405,22 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         if isinstance(exc, Cancelled):
             return Response(status_code=499)
         log.error("internal error answering a request", exc_info=exc)
-        return _JSON(error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"),
-                     status_code=500)
+        return _JSON(
+            error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"), status_code=500
+        )
 
     def shown_error(exc: Exception) -> dict[str, Any]:
-        return exc.body() if isinstance(exc, ProxyError) else \
-            error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log")
+        return (
+            exc.body()
+            if isinstance(exc, ProxyError)
+            else error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log")
+        )
 
-    def ended(ex: _Exchange, trace: dict[str, Any], status: int, result: Answer | None,
-              error: Exception | None) -> None:
+    def ended(
+        ex: _Exchange, trace: dict[str, Any], status: int, result: Answer | None, error: Exception | None
+    ) -> None:
         """The access log line and trace of a request that ended."""
-        if isinstance(error, ModelFailed):   # the replies that did not meet the request
+        if isinstance(error, ModelFailed):  # the replies that did not meet the request
             result = error.answer
         if isinstance(error, ProxyError):
             trace["error"] = error.body()["error"]
@@ -383,9 +430,12 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         elif error is not None:
             trace["error"] = shown_error(error)["error"]
         if result is not None:
-            ex.record.update(repairs=result.repairs, finish_reason=result.finish_reason,
-                             prompt_tokens=result.usage.prompt_tokens,
-                             completion_tokens=result.usage.completion_tokens)
+            ex.record.update(
+                repairs=result.repairs,
+                finish_reason=result.finish_reason,
+                prompt_tokens=result.usage.prompt_tokens,
+                completion_tokens=result.usage.completion_tokens,
+            )
             trace.update(repairs=result.repairs, attempts=[step.to_record() for step in result.attempts])
             if error is None:
                 trace["response"] = result.message()
@@ -399,7 +449,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         trace: dict[str, Any] = {}
         admitted = streamed = False
 
-        def leave_queue() -> None:   # once the request holds a slot, or fails
+        def leave_queue() -> None:  # once the request holds a slot, or fails
             nonlocal admitted
             if admitted:
                 admitted = False
@@ -412,10 +462,11 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             admitted = True
             body, chat_request = await anyio.to_thread.run_sync(parse, raw, read, limiter=limiter("cpu"))
             trace["request"] = body
-            ex.record.update(stream=chat_request.stream, tools=len(chat_request.tools),
-                             tool_choice=chat_request.tool_choice)
+            ex.record.update(
+                stream=chat_request.stream, tools=len(chat_request.tools), tool_choice=chat_request.tool_choice
+            )
             upstream.require()
-            upstream.backend_for(chat_request.sampling)   # a field the upstream cannot take: 400 now
+            upstream.backend_for(chat_request.sampling)  # a field the upstream cannot take: 400 now
             turns = await anyio.to_thread.run_sync(transcript, chat_request, memory, limiter=limiter("cpu"))
             model = chat_request.model or upstream.model
             if chat_request.stream:
@@ -425,10 +476,14 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
                     leave_queue()
                     ended(ex, trace, status, result, error)
 
-                return EventStream(lambda on_content, on_call: _run(request, chat_request, turns, leave_queue,
-                                                                    on_content, on_call),
-                                   shape.writer(id=ex.id, model=model, request=chat_request), fail=failed,
-                                   error_body=shown_error, headers={}, done=done)
+                return EventStream(
+                    lambda on_content, on_call: _run(request, chat_request, turns, leave_queue, on_content, on_call),
+                    shape.writer(id=ex.id, model=model, request=chat_request),
+                    fail=failed,
+                    error_body=shown_error,
+                    headers={},
+                    done=done,
+                )
             result = await _run(request, chat_request, turns, leave_queue)
         except (ProxyError, Cancelled) as exc:
             response = failed(exc)
@@ -438,8 +493,10 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             if not streamed:
                 leave_queue()
         ended(ex, trace, 200, result, None)
-        return _JSON(shape.complete(result, id=ex.id, model=model, request=chat_request),
-                     headers={REPAIRS_HEADER: str(result.repairs)})
+        return _JSON(
+            shape.complete(result, id=ex.id, model=model, request=chat_request),
+            headers={REPAIRS_HEADER: str(result.repairs)},
+        )
 
     async def chat(request: Request) -> Response:
         return await answering(request, "chatcmpl-", parse_request, _ChatShape)
@@ -447,28 +504,45 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
     async def responses(request: Request) -> Response:
         return await answering(request, "resp_", parse_responses, ResponsesShape)
 
-    async def _run(request: Request, chat_request: ChatRequest, turns: list[dict[str, str]],
-                   left_queue: Callable[[], None], on_content: OnContent | None = None,
-                   on_call: OnCall | None = None) -> Answer:
+    async def _run(
+        request: Request,
+        chat_request: ChatRequest,
+        turns: list[dict[str, str]],
+        left_queue: Callable[[], None],
+        on_content: OnContent | None = None,
+        on_call: OnCall | None = None,
+    ) -> Answer:
         """The answer to ``turns`` (the calls under the client's tool names); ``left_queue`` is
         called once the request holds a slot, or fails; ``on_content`` gets the content in pieces,
         ``on_call`` each valid call as soon as it is known."""
         cancelled = threading.Event()
-        client_call = None if on_call is None else \
-            (lambda call, repairs: on_call({**call, "name": chat_request.client_name(call["name"])}, repairs))
+        client_call = (
+            None
+            if on_call is None
+            else (lambda call, repairs: on_call({**call, "name": chat_request.client_name(call["name"])}, repairs))
+        )
 
         def work(slot: int) -> Answer:
             try:
-                result = answer(upstream, chat_request, turns, constrained=config.mode == "constrained",
-                                max_repairs=config.max_repairs, slot=slot, cancelled=cancelled,
-                                on_content=on_content, on_call=client_call)
+                result = answer(
+                    upstream,
+                    chat_request,
+                    turns,
+                    constrained=config.mode == "constrained",
+                    max_repairs=config.max_repairs,
+                    slot=slot,
+                    cancelled=cancelled,
+                    on_content=on_content,
+                    on_call=client_call,
+                )
             except BackendError as exc:
                 if cancelled.is_set():
                     raise Cancelled() from None
                 raise from_backend_error(exc, upstream.redact) from None
-            if turns[-1]["role"] == "user":   # a prefill's content is not a message the client sends back
-                memory.remember(message_key(turns, result.content, [(c["name"], c["args"]) for c in result.calls]),
-                                result.turns)
+            if turns[-1]["role"] == "user":  # a prefill's content is not a message the client sends back
+                memory.remember(
+                    message_key(turns, result.content, [(c["name"], c["args"]) for c in result.calls]), result.turns
+                )
             result.calls = [{**c, "name": chat_request.client_name(c["name"])} for c in result.calls]
             return result
 
@@ -486,7 +560,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         error: Exception | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(watch)
-            try:   # caught here: the task group would wrap it in an ExceptionGroup
+            try:  # caught here: the task group would wrap it in an ExceptionGroup
                 try:
                     slot = await queue.slot(key, cancelled)
                 finally:
@@ -495,7 +569,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
                     result = await anyio.to_thread.run_sync(work, slot, limiter=limiter("upstream"))
                 finally:
                     queue.release(slot)
-            except Exception as exc:  # noqa: BLE001 - re-raised below
+            except Exception as exc:  # re-raised below
                 error = exc
             finally:
                 group.cancel_scope.cancel()
@@ -506,21 +580,30 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        message = {404: f"no route {request.url.path}; the proxy serves /v1/chat/completions, /v1/responses, "
-                        "/v1/models and /health",
-                   405: f"{request.method} is not allowed on {request.url.path}"}.get(status, "internal error")
+        message = {
+            404: f"no route {request.url.path}; the proxy serves /v1/chat/completions, /v1/responses, "
+            "/v1/models and /health",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }.get(status, "internal error")
         return _JSON(error_body(status, message), status_code=status)
 
     async def crashed(request: Request, exc: Exception) -> Response:
         log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-        return _JSON(error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"),
-                     status_code=500)
+        return _JSON(
+            error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"), status_code=500
+        )
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        HTTPException: not_found, Exception: crashed}
-    return Starlette(routes=[Route("/health", health, methods=["GET"]),
-                             Route("/v1/models", models, methods=["GET"]),
-                             Route("/v1/chat/completions", chat, methods=["POST"]),
-                             Route("/v1/responses", responses, methods=["POST"])],
-                     exception_handlers=handlers,
-                     middleware=[Middleware(_Guard, host=host, config=config)])
+        HTTPException: not_found,
+        Exception: crashed,
+    }
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+        ],
+        exception_handlers=handlers,
+        middleware=[Middleware(_Guard, host=host, config=config)],
+    )

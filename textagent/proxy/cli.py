@@ -1,5 +1,6 @@
 """``textagent proxy``: serve an OpenAI-compatible function-calling endpoint in front of a model
 server (or the embedded one) until Ctrl-C."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,52 +24,111 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="textagent proxy",
         description="Serve POST /v1/chat/completions (and /v1/responses) with OpenAI function calling (tools, "
-                    "tool_choice, tool_calls, response_format, streaming) in front of a model server that has none: the conversation is written in textagent's "
-                    "text protocol, replies are parsed and validated, and bad ones are repaired inside the proxy. "
-                    "Without --endpoint it uses the embedded llama-server (the one `textagent serve` runs, or one it "
-                    "starts). GET /health answers at once; GET /v1/models lists the model. See docs/proxy.md.")
-    p.add_argument("--endpoint", type=nonempty("--endpoint"), help=f"URL of the upstream server (default: ${ENV_BASE_URL} for --api completions, "
-                                      f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded llama-server)")
-    p.add_argument("--api", choices=["llamacpp", "completions", "ollama"], default="llamacpp",
-                   help="the upstream's API: llama.cpp /completion (default), OpenAI /v1/completions, Ollama")
-    p.add_argument("--model", help="the model id the upstream serves (completions, ollama); also what /v1/models "
-                                   "lists")
+        "tool_choice, tool_calls, response_format, streaming) in front of a model server that has none: the conversation is written in textagent's "
+        "text protocol, replies are parsed and validated, and bad ones are repaired inside the proxy. "
+        "Without --endpoint it uses the embedded llama-server (the one `textagent serve` runs, or one it "
+        "starts). GET /health answers at once; GET /v1/models lists the model. See docs/proxy.md.",
+    )
+    p.add_argument(
+        "--endpoint",
+        type=nonempty("--endpoint"),
+        help=f"URL of the upstream server (default: ${ENV_BASE_URL} for --api completions, "
+        f"${ENV_OLLAMA_HOST} for --api ollama, else the embedded llama-server)",
+    )
+    p.add_argument(
+        "--api",
+        choices=["llamacpp", "completions", "ollama"],
+        default="llamacpp",
+        help="the upstream's API: llama.cpp /completion (default), OpenAI /v1/completions, Ollama",
+    )
+    p.add_argument("--model", help="the model id the upstream serves (completions, ollama); also what /v1/models lists")
     p.add_argument("--gguf", help=gguf_help())
-    p.add_argument("--upstream-api-key", type=nonempty("--upstream-api-key"), help=f"bearer token for the upstream (default: ${ENV_API_KEY} for "
-                                              "--api completions)")
-    p.add_argument("--mode", choices=["text", "constrained"], default="text",
-                   help="text: free generation, parsed and repaired (default); constrained: the upstream is held "
-                        "to the tools' GBNF grammar (llama.cpp)")
-    p.add_argument("--chat-format", choices=["server", "chatml", "llama3", "gemma", "plain"],
-                   help="how the conversation is written into the prompt (default: the model's own, asked from "
-                        "llama.cpp; chatml elsewhere)")
-    p.add_argument("--ctx-size", type=positive(int), metavar="TOKENS",
-                   help="embedded server: context per slot (default 8192); a conversation longer than that is "
-                        "refused with 400 context_length_exceeded, never cut")
-    p.add_argument("--server-arg", action="append", default=[], metavar="ARG",
-                   help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll "
-                        "--server-arg=0")
+    p.add_argument(
+        "--upstream-api-key",
+        type=nonempty("--upstream-api-key"),
+        help=f"bearer token for the upstream (default: ${ENV_API_KEY} for --api completions)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=["text", "constrained"],
+        default="text",
+        help="text: free generation, parsed and repaired (default); constrained: the upstream is held "
+        "to the tools' GBNF grammar (llama.cpp)",
+    )
+    p.add_argument(
+        "--chat-format",
+        choices=["server", "chatml", "llama3", "gemma", "plain"],
+        help="how the conversation is written into the prompt (default: the model's own, asked from "
+        "llama.cpp; chatml elsewhere)",
+    )
+    p.add_argument(
+        "--ctx-size",
+        type=positive(int),
+        metavar="TOKENS",
+        help="embedded server: context per slot (default 8192); a conversation longer than that is "
+        "refused with 400 context_length_exceeded, never cut",
+    )
+    p.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)")
-    p.add_argument("--api-key", type=nonempty("--api-key"), help=f"require this bearer token from clients (default: ${ENV_PROXY_KEY}; "
-                                     "unset: no key needed)")
-    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                   help="a web origin (http://host:port) whose pages may call the proxy without an API key; "
-                        "repeatable, '*' allows any (default: only pages on localhost)")
-    p.add_argument("--max-queue", type=positive(int), default=64,
-                   help="requests waiting for an upstream slot at once (default 64; more get 503)")
-    p.add_argument("--max-repairs", type=int, default=2,
-                   help="repairs of one reply inside the proxy before the client gets it as text (default 2)")
-    p.add_argument("--parallel", type=positive(int),
-                   help="requests sent upstream at a time (default: llama.cpp's slots, 2 for the embedded server, "
-                        "else 4); more wait for a free slot")
-    p.add_argument("--timeout", type=positive(float), default=300,
-                   help="read timeout of one upstream request, seconds (default 300)")
-    p.add_argument("--max-body", type=positive(int), default=4 * 1024 * 1024,
-                   help="largest request body in bytes (default 4 MiB; larger: 413)")
+    p.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)"
+    )
+    p.add_argument(
+        "--api-key",
+        type=nonempty("--api-key"),
+        help=f"require this bearer token from clients (default: ${ENV_PROXY_KEY}; unset: no key needed)",
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web origin (http://host:port) whose pages may call the proxy without an API key; "
+        "repeatable, '*' allows any (default: only pages on localhost)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=positive(int),
+        default=64,
+        help="requests waiting for an upstream slot at once (default 64; more get 503)",
+    )
+    p.add_argument(
+        "--max-repairs",
+        type=int,
+        default=2,
+        help="repairs of one reply inside the proxy before the client gets it as text (default 2)",
+    )
+    p.add_argument(
+        "--parallel",
+        type=positive(int),
+        help="requests sent upstream at a time (default: llama.cpp's slots, 2 for the embedded server, "
+        "else 4); more wait for a free slot",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive(float),
+        default=300,
+        help="read timeout of one upstream request, seconds (default 300)",
+    )
+    p.add_argument(
+        "--max-body",
+        type=positive(int),
+        default=4 * 1024 * 1024,
+        help="largest request body in bytes (default 4 MiB; larger: 413)",
+    )
     p.add_argument("--trace", metavar="DIR", help="write a JSON trace of every request into DIR")
-    p.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True,
-                   help="one JSON line per request on stderr (default: on)")
+    p.add_argument(
+        "--access-log",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="one JSON line per request on stderr (default: on)",
+    )
     return p
 
 
@@ -90,11 +150,13 @@ def exposure_warning(host: str, api_key: str | None) -> str | None:
 
     if api_key or _is_loopback(host):
         return None
-    return (f"warning: listening on {host} without --api-key: anyone who can reach this address can use the "
-            f"model server; set --api-key (or ${ENV_PROXY_KEY})")
+    return (
+        f"warning: listening on {host} without --api-key: anyone who can reach this address can use the "
+        f"model server; set --api-key (or ${ENV_PROXY_KEY})"
+    )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901
     args = build_parser().parse_args(argv)
     try:
         import uvicorn
@@ -116,8 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("textagent proxy: --mode constrained needs a llama.cpp upstream (--api llamacpp)", file=sys.stderr)
         return EXIT_ERROR
     if endpoint and (args.ctx_size or args.server_arg):
-        print("textagent proxy: --ctx-size and --server-arg size the embedded server; with --endpoint the "
-              "upstream's own settings apply", file=sys.stderr)
+        print(
+            "textagent proxy: --ctx-size and --server-arg size the embedded server; with --endpoint the "
+            "upstream's own settings apply",
+            file=sys.stderr,
+        )
         return 2
     if args.max_repairs < 0:
         print("textagent proxy: --max-repairs must be 0 or more", file=sys.stderr)
@@ -137,14 +202,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     def say(message: str) -> None:
         print(f"textagent proxy: {message}", file=sys.stderr, flush=True)
 
-    upstream = Upstream(UpstreamConfig(endpoint=endpoint, api=args.api, model=args.model, gguf=args.gguf,
-                                       api_key=upstream_key, chat_format=args.chat_format, timeout=args.timeout,
-                                       parallel=args.parallel, ctx_size=args.ctx_size,
-                                       server_args=tuple(args.server_arg)), progress=say)
-    config = ProxyConfig(mode=args.mode, max_repairs=args.max_repairs,
-                         api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
-                         max_body_bytes=args.max_body, trace_dir=trace_dir, max_queue=args.max_queue,
-                         allowed_origins=tuple(args.allow_origin))
+    upstream = Upstream(
+        UpstreamConfig(
+            endpoint=endpoint,
+            api=args.api,
+            model=args.model,
+            gguf=args.gguf,
+            api_key=upstream_key,
+            chat_format=args.chat_format,
+            timeout=args.timeout,
+            parallel=args.parallel,
+            ctx_size=args.ctx_size,
+            server_args=tuple(args.server_arg),
+        ),
+        progress=say,
+    )
+    config = ProxyConfig(
+        mode=args.mode,
+        max_repairs=args.max_repairs,
+        api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
+        max_body_bytes=args.max_body,
+        trace_dir=trace_dir,
+        max_queue=args.max_queue,
+        allowed_origins=tuple(args.allow_origin),
+    )
     warning = exposure_warning(args.host, config.api_key)
     if warning:
         say(warning)

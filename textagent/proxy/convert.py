@@ -9,6 +9,7 @@ turn gives the old turns unchanged followed by the new ones, so the upstream reu
 cache. The replies the proxy returned are remembered (``ReplyMemory``) with the exact text the
 model wrote, repairs included, so the next turn repeats the model's own bytes.
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,10 +30,10 @@ from .errors import ProxyError
 from .memory import ReplyMemory, _Keys, message_key
 from .structured import Format, parse_format
 
-__all__ = ["ChatRequest", "parse_request", "transcript", "ReplyMemory", "message_key", "loads", "TooDeep"]
+__all__ = ["ChatRequest", "ReplyMemory", "TooDeep", "loads", "message_key", "parse_request", "transcript"]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
-_WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")   # a NAME of the text protocol
+_WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")  # a NAME of the text protocol
 
 
 def _no_constant(name: str) -> Any:
@@ -69,8 +70,8 @@ def _accept(**kwargs: Any) -> dict[str, Any]:
 class ChatRequest:
     messages: list[dict[str, Any]]
     tools: ToolSet
-    tool_choice: str = "auto"          # auto | none | required | function
-    function: str | None = None         # the named function of tool_choice
+    tool_choice: str = "auto"  # auto | none | required | function
+    function: str | None = None  # the named function of tool_choice
     parallel: bool = True
     temperature: float | None = None
     max_tokens: int | None = None
@@ -79,10 +80,10 @@ class ChatRequest:
     stream: bool = False
     include_usage: bool = False
     model: str = ""
-    names: dict[str, str] = field(default_factory=dict)   # tool name in the text protocol -> the client's
-    format: Format | None = None        # response_format: the answer is JSON (of a schema)
-    sampling: dict[str, Any] = field(default_factory=dict)   # top_p, penalties, logit_bias: for the upstream
-    echo: dict[str, Any] = field(default_factory=dict)       # what a Responses answer repeats of its request
+    names: dict[str, str] = field(default_factory=dict)  # tool name in the text protocol -> the client's
+    format: Format | None = None  # response_format: the answer is JSON (of a schema)
+    sampling: dict[str, Any] = field(default_factory=dict)  # top_p, penalties, logit_bias: for the upstream
+    echo: dict[str, Any] = field(default_factory=dict)  # what a Responses answer repeats of its request
 
     def client_name(self, name: str) -> str:
         """The client's name of a tool the model called (the text protocol writes fewer names)."""
@@ -117,8 +118,11 @@ def _number(body: Mapping[str, Any], key: str, kind: type, *, low: float | None 
     value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int) \
-            or (isinstance(value, float) and not math.isfinite(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float) if kind is float else int)
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
         raise _bad(f"'{key}' must be {'a number' if kind is float else 'an integer'}, got {_shown(value)}", key)
     if low is not None and value < low:
         raise _bad(f"'{key}' must be at least {low:g}, got {value}", key)
@@ -142,8 +146,7 @@ def _text(content: Any, param: str) -> str:
         raise _bad("content must be a string or a list of text parts", param)
     for i, part in enumerate(content):
         if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-            raise _bad("only text content parts are supported ({\"type\": \"text\", \"text\": ...})",
-                       f"{param}[{i}]")
+            raise _bad('only text content parts are supported ({"type": "text", "text": ...})', f"{param}[{i}]")
     return "\n".join(part["text"] for part in content)
 
 
@@ -156,15 +159,22 @@ def _tools(body: Mapping[str, Any]) -> tuple[ToolSet, _Names]:
     functions = []
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping) or not isinstance(item.get("function"), Mapping):
-            raise _bad('each tool must be {"type": "function", "function": {"name": ..., "parameters": {...}}}',
-                       f"tools[{i}]")
+            raise _bad(
+                'each tool must be {"type": "function", "function": {"name": ..., "parameters": {...}}}', f"tools[{i}]"
+            )
         function = item["function"]
         if not isinstance(function.get("name"), str) or not function["name"]:
-            raise _bad(f"a tool's name must be a non-empty string, got {_shown(function.get('name'))}",
-                       f"tools[{i}].function.name", "invalid_tool_schema")
+            raise _bad(
+                f"a tool's name must be a non-empty string, got {_shown(function.get('name'))}",
+                f"tools[{i}].function.name",
+                "invalid_tool_schema",
+            )
         if function.get("description") is not None and not isinstance(function["description"], str):
-            raise _bad(f"a tool's description must be a string, got {_shown(function['description'])}",
-                       f"tools[{i}].function.description", "invalid_tool_schema")
+            raise _bad(
+                f"a tool's description must be a string, got {_shown(function['description'])}",
+                f"tools[{i}].function.description",
+                "invalid_tool_schema",
+            )
         functions.append(function)
     given, seen = [f["name"] for f in functions], set()
     for name in given:
@@ -176,14 +186,18 @@ def _tools(body: Mapping[str, Any]) -> tuple[ToolSet, _Names]:
     for i, (item, function) in enumerate(zip(raw, functions)):
         written = names.written(function["name"])
         spec = dict(function, name=written)
-        if written != function["name"]:   # the model reads the client's name in the description
-            spec["description"] = prompts.for_family("proxy").template("renamed_tool").substitute(
-                description=function.get("description") or "", name=function["name"]).strip()
-        try:   # Tool checks the schema against JSON Schema's meta-schema (and its depth)
+        if written != function["name"]:  # the model reads the client's name in the description
+            spec["description"] = (
+                prompts.for_family("proxy")
+                .template("renamed_tool")
+                .substitute(description=function.get("description") or "", name=function["name"])
+                .strip()
+            )
+        try:  # Tool checks the schema against JSON Schema's meta-schema (and its depth)
             tools.append(Tool.from_openai({**item, "function": spec}, _accept))
         except (TypeError, ValueError) as exc:
             raise _bad(str(exc), f"tools[{i}].function", "invalid_tool_schema") from None
-    try:   # a name the client's schema does not take is repaired (told to the model), never dropped
+    try:  # a name the client's schema does not take is repaired (told to the model), never dropped
         return ToolSet(tools, extra_args="error"), names
     except ValueError as exc:
         raise _bad(str(exc), "tools") from None
@@ -200,14 +214,16 @@ def _tool_choice(body: Mapping[str, Any], tools: ToolSet, names: _Names) -> tupl
     if isinstance(choice, Mapping) and isinstance(choice.get("function"), Mapping):
         name = choice["function"].get("name")
         if not isinstance(name, str):
-            raise _bad(f"tool_choice's function name must be a string, got {_shown(name, 80)}",
-                       "tool_choice.function.name")
+            raise _bad(
+                f"tool_choice's function name must be a string, got {_shown(name, 80)}", "tool_choice.function.name"
+            )
         if name not in names.internal or names.internal[name] not in tools:
-            raise _bad(f"tool_choice names the function {_shown(name, 80)}, which is not in 'tools'",
-                       "tool_choice")
+            raise _bad(f"tool_choice names the function {_shown(name, 80)}, which is not in 'tools'", "tool_choice")
         return "function", names.internal[name]
-    raise _bad("tool_choice must be 'auto', 'none', 'required' or {\"type\": \"function\", "
-               "\"function\": {\"name\": ...}}", "tool_choice")
+    raise _bad(
+        'tool_choice must be \'auto\', \'none\', \'required\' or {"type": "function", "function": {"name": ...}}',
+        "tool_choice",
+    )
 
 
 def _messages(body: Mapping[str, Any], names: _Names) -> list[dict[str, Any]]:
@@ -222,8 +238,10 @@ def _messages(body: Mapping[str, Any], names: _Names) -> list[dict[str, Any]]:
         role = message.get("role")
         if role not in ROLES:
             raise _bad(f"unknown role {json.dumps(role)[:40]}; roles are {', '.join(ROLES)}", f"{where}.role")
-        clean: dict[str, Any] = {"role": "system" if role == "developer" else role,
-                                 "content": _text(message.get("content"), f"{where}.content")}
+        clean: dict[str, Any] = {
+            "role": "system" if role == "developer" else role,
+            "content": _text(message.get("content"), f"{where}.content"),
+        }
         if role == "assistant" and message.get("tool_calls"):
             calls = message["tool_calls"]
             if not isinstance(calls, list):
@@ -265,7 +283,7 @@ def _text_calls(text: str, names: _Names) -> tuple[str, list[dict[str, Any]]] | 
         except ProxyError:
             return None
         calls.append({**call, "id": call["id"] or f"text_call_{j}"})
-    return text[:found.start()].strip(), calls
+    return text[: found.start()].strip(), calls
 
 
 def _text_histories(messages: list[dict[str, Any]], names: _Names) -> list[dict[str, Any]]:
@@ -287,8 +305,14 @@ def _text_histories(messages: list[dict[str, Any]], names: _Names) -> list[dict[
             seen = _OBSERVED.match(message["content"])
             if seen is not None:
                 call = next((c for c in open_calls if c["id"] == seen.group(1)), open_calls[0])
-                out.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"],
-                            "content": message["content"][seen.end():].strip()})
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call["id"],
+                        "name": call["name"],
+                        "content": message["content"][seen.end() :].strip(),
+                    }
+                )
                 continue
         if role != "system":
             open_calls = []
@@ -299,18 +323,22 @@ def _text_histories(messages: list[dict[str, Any]], names: _Names) -> list[dict[
 def _call(call: Any, where: str, names: _Names) -> dict[str, Any]:
     function = call.get("function") if isinstance(call, Mapping) else None
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
-        raise _bad("a tool call needs {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", where)
+        raise _bad('a tool call needs {"id", "type": "function", "function": {"name", "arguments"}}', where)
     arguments = function.get("arguments") or "{}"
     try:
         args = loads(arguments) if isinstance(arguments, str) else arguments
     except TooDeep:
-        args = None   # refused below, with the depth
+        args = None  # refused below, with the depth
     except ValueError:
-        raise _bad("the arguments of a tool call must be a JSON object as a string (RFC 8259 JSON: no NaN or "
-                   "Infinity)", f"{where}.function.arguments") from None
-    if args is None or deeper_than(args, MAX_ARG_DEPTH):   # what the proxy would refuse from the model, too
-        raise _bad(f"the arguments of a tool call are nested too deeply (more than {MAX_ARG_DEPTH} levels)",
-                   f"{where}.function.arguments")
+        raise _bad(
+            "the arguments of a tool call must be a JSON object as a string (RFC 8259 JSON: no NaN or Infinity)",
+            f"{where}.function.arguments",
+        ) from None
+    if args is None or deeper_than(args, MAX_ARG_DEPTH):  # what the proxy would refuse from the model, too
+        raise _bad(
+            f"the arguments of a tool call are nested too deeply (more than {MAX_ARG_DEPTH} levels)",
+            f"{where}.function.arguments",
+        )
     if not isinstance(args, Mapping):
         raise _bad("the arguments of a tool call must be a JSON object", f"{where}.function.arguments")
     name = names.written(function["name"])
@@ -326,8 +354,12 @@ def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
     which is the upstream's business: ``Upstream.sampling``). ``logprobs`` cannot be honoured:
     the content is the model's text after the protocol's keywords, not its tokens."""
     if body.get("logprobs") not in (None, False) or body.get("top_logprobs") not in (None, 0):
-        raise _bad("logprobs are not available through textagent proxy: the content is read out of the model's "
-                   "text-protocol reply, so its tokens are not the content's", "logprobs", "unsupported_parameter")
+        raise _bad(
+            "logprobs are not available through textagent proxy: the content is read out of the model's "
+            "text-protocol reply, so its tokens are not the content's",
+            "logprobs",
+            "unsupported_parameter",
+        )
     out: dict[str, Any] = {}
     for key, low, high in (("top_p", 0, 1), ("frequency_penalty", -2, 2), ("presence_penalty", -2, 2)):
         value = _number(body, key, float, low=low)
@@ -338,8 +370,14 @@ def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
     bias = body.get("logit_bias")
     if bias is not None:
         if not isinstance(bias, Mapping) or not all(
-                isinstance(k, str) and k.isdigit() and isinstance(v, (int, float)) and not isinstance(v, bool)
-                and math.isfinite(v) and -100 <= v <= 100 for k, v in bias.items()):
+            isinstance(k, str)
+            and k.isdigit()
+            and isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and math.isfinite(v)
+            and -100 <= v <= 100
+            for k, v in bias.items()
+        ):
             raise _bad("'logit_bias' must map token ids (strings of digits) to numbers from -100 to 100", "logit_bias")
         if bias:
             out["logit_bias"] = dict(bias)
@@ -367,13 +405,23 @@ def parse_request(body: Any) -> ChatRequest:
     stream_options = body.get("stream_options") or {}
     if not isinstance(stream_options, Mapping):
         raise _bad("'stream_options' must be an object", "stream_options")
-    return ChatRequest(format=parse_format(body.get("response_format")), sampling=_sampling(body),
-        messages=messages, tools=tools, tool_choice=choice, function=function,
+    return ChatRequest(
+        format=parse_format(body.get("response_format")),
+        sampling=_sampling(body),
+        messages=messages,
+        tools=tools,
+        tool_choice=choice,
+        function=function,
         parallel=body.get("parallel_tool_calls") is not False,
-        temperature=_number(body, "temperature", float, low=0), max_tokens=max_tokens, stop=list(stop or []),
-        seed=_number(body, "seed", int), stream=body.get("stream") is True,
+        temperature=_number(body, "temperature", float, low=0),
+        max_tokens=max_tokens,
+        stop=list(stop or []),
+        seed=_number(body, "seed", int),
+        stream=body.get("stream") is True,
         include_usage=stream_options.get("include_usage") is True,
-        model=body["model"] if isinstance(body.get("model"), str) else "", names=dict(names.client))
+        model=body["model"] if isinstance(body.get("model"), str) else "",
+        names=dict(names.client),
+    )
 
 
 def _assistant_text(message: Mapping[str, Any]) -> str:
@@ -385,7 +433,7 @@ def _assistant_text(message: Mapping[str, Any]) -> str:
     return "ANSWER: " + message.get("content", "")
 
 
-def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[dict[str, str]]:
+def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[dict[str, str]]:  # noqa: C901
     """The conversation as text-protocol turns (system, then user and assistant alternating,
     ending with a user turn, or with an assistant turn the model continues: a prefill), ready
     for ``ChatFormat.render``. ProxyError 400 when it cannot be one (an assistant turn before
@@ -397,15 +445,17 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
     if request.format is not None:
         system_texts.append(request.format.instruction())
     system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
-    turns: list[dict[str, str]] = [{"role": "system", "content": system},
-                                   *prompts.example_turns(prompts.worked_examples(request.tools, request.tools.examples or None))]
+    turns: list[dict[str, str]] = [
+        {"role": "system", "content": system},
+        *prompts.example_turns(prompts.worked_examples(request.tools, request.tools.examples or None)),
+    ]
     names: dict[str, str] = {}
     keys = _Keys()
-    pending: list[str] = []   # the texts of the user turn being written
+    pending: list[str] = []  # the texts of the user turn being written
 
     def close_user_turn() -> None:
         if pending:
-            if turns[-1]["role"] == "user" and len(turns) > 1:   # never hashed: see _Keys
+            if turns[-1]["role"] == "user" and len(turns) > 1:  # never hashed: see _Keys
                 pending.insert(0, turns.pop()["content"])
             turns.append({"role": "user", "content": "\n".join(pending)})
             pending.clear()
@@ -417,13 +467,14 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
             continue
         if role == "assistant":
             if not seen_user:
-                raise _bad("the conversation must have a user message before the first assistant message",
-                           f"messages[{i}]")
+                raise _bad(
+                    "the conversation must have a user message before the first assistant message", f"messages[{i}]"
+                )
             close_user_turn()
             for call in message.get("tool_calls") or []:
                 names[call["id"]] = call["name"]
             if i == len(request.messages) - 1 and not message.get("tool_calls") and request.format is None:
-                if message["content"].strip():   # a prefill: the model goes on from it
+                if message["content"].strip():  # a prefill: the model goes on from it
                     turns.append({"role": "assistant", "content": _prefill(message["content"])})
                 continue
             remembered = memory.recall(turns, message, keys) if memory is not None else None
@@ -434,15 +485,18 @@ def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[
         else:
             name = names.get(message["tool_call_id"]) or message.get("name")
             if name is None:
-                raise _bad(f"the tool message answers {json.dumps(message['tool_call_id'])[:80]}, which no earlier "
-                           "assistant tool call has as its id", f"messages[{i}].tool_call_id")
+                raise _bad(
+                    f"the tool message answers {json.dumps(message['tool_call_id'])[:80]}, which no earlier "
+                    "assistant tool call has as its id",
+                    f"messages[{i}].tool_call_id",
+                )
             text = prompts.observation(name, message["content"])
         seen_user = True
         pending.append(text)
     last = request.messages[-1]
     if last["role"] == "assistant" and last.get("tool_calls"):
         raise _bad("the conversation ends with tool calls: send their results as tool messages", "messages")
-    if last["role"] == "assistant" and request.format is not None:   # the answer so far, to write as JSON
+    if last["role"] == "assistant" and request.format is not None:  # the answer so far, to write as JSON
         pending.append(prompts.for_family("proxy").template("json_from_answer").substitute())
     close_user_turn()
     if len(turns) < 2 or turns[-1]["role"] == "system":

@@ -3,6 +3,7 @@
 When the client sends a returned assistant message back, the conversation is written with the
 model's own bytes (repairs included), so that every turn's prompt starts with the previous
 turn's prompt and reply and the upstream reuses its KV cache."""
+
 from __future__ import annotations
 
 import hashlib
@@ -30,7 +31,7 @@ class _Keys:
         self._hashed = 0
 
     def key(self, before: list[dict[str, str]], content: str | None, calls: list[tuple[str, Any]]) -> str:
-        for turn in before[self._hashed:]:
+        for turn in before[self._hashed :]:
             self._hash.update(_ascii_json([turn["role"], turn["content"]]) + b"\n")
         self._hashed = len(before)
         whole = self._hash.copy()
@@ -65,8 +66,9 @@ class ReplyMemory:
             while len(self._turns) > self.size:
                 self._turns.popitem(last=False)
 
-    def recall(self, before: list[dict[str, str]], message: Mapping[str, Any],
-               keys: _Keys | None = None) -> list[dict[str, str]] | None:
+    def recall(
+        self, before: list[dict[str, str]], message: Mapping[str, Any], keys: _Keys | None = None
+    ) -> list[dict[str, str]] | None:
         key = (keys or _Keys()).key(before, message.get("content"), _calls_of(message))
         with self._lock:
             return self._turns.get(key)

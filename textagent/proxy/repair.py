@@ -20,6 +20,7 @@ what the upstream wrote, how it was read, its usage, the feedback as its observa
 as it was complete), and ``feedback_sent: false`` where the feedback was not sent (the repairs
 were spent, or max_tokens cut the reply).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,13 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
-from ..steps import Step
 from ..backends.base import Usage
 from ..gbnf import reply_grammar
 from ..modes.text import EarlyStop, kept_text
-from ..protocol.stream import complete_calls
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import classify, unwrap
+from ..protocol.stream import complete_calls
+from ..steps import Step
 from ..tools import ToolSet
 from ..tools.validation import format_path
 from .convert import ChatRequest
@@ -46,30 +47,31 @@ from .errors import Cancelled, ModelFailed, ProxyError
 from .upstream import Upstream
 from .watch import AnswerStream, CallStream, answer_content, answer_cut, words_only
 
-__all__ = ["Cancelled", "Answer", "answer", "grammar_for", "arguments_json"]
+__all__ = ["Answer", "Cancelled", "answer", "arguments_json", "grammar_for"]
 
 DEFAULT_REPLY_TOKENS = 1024
-MAX_CALLS_PER_REPLY = 16   # the Agent's default max_calls_per_reply
+MAX_CALLS_PER_REPLY = 16  # the Agent's default max_calls_per_reply
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
 class Answer:
     content: str | None
-    calls: list[dict[str, Any]]         # {"id", "name", "arguments" (a JSON string), "args" (the object)}
-    finish_reason: str                  # tool_calls | stop | length
+    calls: list[dict[str, Any]]  # {"id", "name", "arguments" (a JSON string), "args" (the object)}
+    finish_reason: str  # tool_calls | stop | length
     usage: Usage = field(default_factory=Usage)
     repairs: int = 0
-    attempts: list[Step] = field(default_factory=list)             # one per upstream completion
-    turns: list[dict[str, str]] = field(default_factory=list)      # what the model wrote, repairs included
+    attempts: list[Step] = field(default_factory=list)  # one per upstream completion
+    turns: list[dict[str, str]] = field(default_factory=list)  # what the model wrote, repairs included
 
     def message(self) -> dict[str, Any]:
         """The assistant message of the response."""
         message: dict[str, Any] = {"role": "assistant", "content": self.content}
         if self.calls:
-            message["tool_calls"] = [{"id": c["id"], "type": "function",
-                                      "function": {"name": c["name"], "arguments": c["arguments"]}}
-                                     for c in self.calls]
+            message["tool_calls"] = [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for c in self.calls
+            ]
         return message
 
 
@@ -129,15 +131,22 @@ def _judge(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, str]:
     model why not. Validated only (``ToolSet.check``): the client runs its tools."""
     outcome = tools.check(call, limit=None)
     bad = _not_finite(outcome.args) if outcome.ok else None
-    if bad is not None:   # valid for the schema, but the client must get JSON
+    if bad is not None:  # valid for the schema, but the client must get JSON
         path, number = bad
         at = prompts.template("arg_at.txt").substitute(path=format_path(path)) if path else ""
         problem = prompts.for_family("proxy").template("arg_not_json").substitute(at=at, value=json.dumps(number))
-        return None, prompts.observation(outcome.name, prompts.template("tool_bad_arguments.txt").substitute(
-            error=problem, usage=tools[outcome.name].signature()), failed=True)
+        return None, prompts.observation(
+            outcome.name,
+            prompts.template("tool_bad_arguments.txt").substitute(error=problem, usage=tools[outcome.name].signature()),
+            failed=True,
+        )
     if outcome.ok:
-        return {"id": _new_id(), "name": outcome.name, "args": outcome.args,
-                "arguments": arguments_json(outcome.args)}, ""
+        return {
+            "id": _new_id(),
+            "name": outcome.name,
+            "args": outcome.args,
+            "arguments": arguments_json(outcome.args),
+        }, ""
     return None, prompts.observation(outcome.name, outcome.output, failed=True)
 
 
@@ -147,8 +156,9 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     if reply.is_final:
         answer = reply.answer if reply.answer is not None else reply.thought.strip()
         if request.tool_choice in ("required", "function"):
-            return prompts.feedback(prompts.for_family("proxy").template("call_required.txt").substitute(
-                tools=", ".join(tools))), []
+            return prompts.feedback(
+                prompts.for_family("proxy").template("call_required.txt").substitute(tools=", ".join(tools))
+            ), []
         if not answer.strip():
             return prompts.feedback(prompts.template("empty_reply.txt").substitute()), []
         if request.format is not None:
@@ -167,7 +177,9 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     return None, valid
 
 
-def _judged(calls: list[ToolCall], tools: ToolSet, seen: set[tuple[str, str]]) -> tuple[list[dict[str, Any]], list[str]]:
+def _judged(
+    calls: list[ToolCall], tools: ToolSet, seen: set[tuple[str, str]]
+) -> tuple[list[dict[str, Any]], list[str]]:
     """(the valid calls, the observations on the others) of a reply's ``calls``: a call the same
     as one in ``seen`` (sent already, or earlier in the reply) is not taken again, and at most
     MAX_CALLS_PER_REPLY are (a model looping on one call line wrote 38 calls, 7 of them distinct)."""
@@ -188,10 +200,10 @@ _THOUGHT = re.compile(r"^\s*thought\s*:\s*", re.I | re.A | re.M)
 def _content(reply: Reply, request: ChatRequest) -> str:
     """The client's content of a usable answer: no protocol keyword, the JSON under response_format."""
     text = reply.answer if reply.answer is not None else reply.thought.strip()
-    if text == reply.thought.strip():   # prose without ANSWER: its thought lines are not the answer
+    if text == reply.thought.strip():  # prose without ANSWER: its thought lines are not the answer
         said = "\n".join(line for line in text.split("\n") if not _THOUGHT.match(line)).strip()
         text = said or _THOUGHT.sub("", text).strip()
-    text = answer_content(text)   # a model that wrote "ANSWER: ANSWER: ..."
+    text = answer_content(text)  # a model that wrote "ANSWER: ANSWER: ..."
     return request.format.check(text)[1] if request.format is not None else text
 
 
@@ -208,7 +220,7 @@ def _prose(text: str, reply: Reply | None) -> str:
             break
         if info.kind in ("call", "args"):
             continue
-        kept.append(unwrap(line, info)[info.end:] if info.kind == "answer" else line)
+        kept.append(unwrap(line, info)[info.end :] if info.kind == "answer" else line)
     return _THOUGHT.sub("", "\n".join(kept)).strip()
 
 
@@ -217,19 +229,35 @@ def _not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
     after = f"after {repairs} repair{'s' if repairs != 1 else ''}"
     if request.tool_choice in ("required", "function"):
         wanted = f"a call of {request.client_name(request.function)}" if request.function else "a tool call"
-        return ProxyError(422, f"tool_choice asked for {wanted}; the model wrote none that is valid {after}",
-                          param="tool_choice", code="tool_choice_not_met")
+        return ProxyError(
+            422,
+            f"tool_choice asked for {wanted}; the model wrote none that is valid {after}",
+            param="tool_choice",
+            code="tool_choice_not_met",
+        )
     if request.format is not None:
-        return ProxyError(422, f"response_format asked for JSON{' of its schema' if request.format.schema else ''}; "
-                               f"the model's answer was not that {after}", param="response_format",
-                          code="response_format_not_met")
+        return ProxyError(
+            422,
+            f"response_format asked for JSON{' of its schema' if request.format.schema else ''}; "
+            f"the model's answer was not that {after}",
+            param="response_format",
+            code="response_format_not_met",
+        )
     return None
 
 
-def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]], *, constrained: bool,
-           max_repairs: int, slot: int, cancelled: threading.Event,
-           on_content: Callable[[str, int], Any] | None = None,
-           on_call: Callable[[dict[str, Any], int], Any] | None = None) -> Answer:
+def answer(  # noqa: C901
+    upstream: Upstream,
+    request: ChatRequest,
+    turns: list[dict[str, str]],
+    *,
+    constrained: bool,
+    max_repairs: int,
+    slot: int,
+    cancelled: threading.Event,
+    on_content: Callable[[str, int], Any] | None = None,
+    on_call: Callable[[dict[str, Any], int], Any] | None = None,
+) -> Answer:
     """Ask until the reply can be used or ``max_repairs`` repairs are spent. A conversation
     ending with an assistant turn is a prefill: the first reply continues it, and the content
     is what the model added to it. ``on_content(piece, repairs)`` gets the answer's content in
@@ -258,60 +286,73 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
     out = Answer(None, [], "stop")
     send = None if on_content is None else (lambda piece: on_content(piece, out.repairs))
     while True:
-        if cancelled.is_set():   # the client went away: nothing more is sent upstream
+        if cancelled.is_set():  # the client went away: nothing more is sent upstream
             raise Cancelled()
-        lead = "" if written else prefill   # only the first reply continues the prefill
+        lead = "" if written else prefill  # only the first reply continues the prefill
         skip = _prefilled_answer(lead, tools)
-        watcher = EarlyStop(tools) if tools else None   # with no tools no line is a call to stop after
-        streamer = AnswerStream(send, tools, prefix=lead, skip=skip, calls=bool(tools)) \
-            if streams and send and not out.calls else None
+        watcher = EarlyStop(tools) if tools else None  # with no tools no line is a call to stop after
+        streamer = (
+            AnswerStream(send, tools, prefix=lead, skip=skip, calls=bool(tools))
+            if streams and send and not out.calls
+            else None
+        )
         failures: list[str] = []
-        repeats = {_call_key(c) for c in out.calls}   # sent before this reply
+        repeats = {_call_key(c) for c in out.calls}  # sent before this reply
         before = len(out.calls)
 
         def judge(call: ToolCall) -> bool:
             if streamer is not None and streamer.started:
-                return True    # the reply is an answer, and the client has its start
+                return True  # the reply is an answer, and the client has its start
             valid, failure = _judge(call, tools)
             if valid is None:
                 failures.append(failure)
-            elif _call_key(valid) not in repeats:   # a repair may repeat an accepted call, keys in any order
-                repeats.add(_call_key(valid))       # ... and a reply the same call twice
+            elif _call_key(valid) not in repeats:  # a repair may repeat an accepted call, keys in any order
+                repeats.add(_call_key(valid))  # ... and a reply the same call twice
                 out.calls.append(valid)
                 assert on_call is not None
                 on_call(valid, out.repairs)
             return len(out.calls) - before >= MAX_CALLS_PER_REPLY
 
-        calls = CallStream(judge, tools, prefix=lead, limit=None if request.parallel else 1) \
-            if streams_calls else None
+        calls = CallStream(judge, tools, prefix=lead, limit=None if request.parallel else 1) if streams_calls else None
         prompt = upstream.format.render([*base, *written] if written else turns)
         completion = backend.complete(
-            prompt, stop=stop, max_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
-            on_text=lambda text: cancelled.is_set()
-            or bool(calls and not (streamer and streamer.started) and calls(text))   # (an answer's lines: no calls)
-            or bool(watcher and watcher(lead + text)) or bool(streamer and not out.calls and streamer(text)),
-            **options)
+            prompt,
+            stop=stop,
+            max_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
+            on_text=lambda text: (
+                cancelled.is_set()
+                or bool(calls and not (streamer and streamer.started) and calls(text))  # (an answer's lines: no calls)
+                or bool(watcher and watcher(lead + text))
+                or bool(streamer and not out.calls and streamer(text))
+            ),
+            **options,
+        )
         if cancelled.is_set():
             raise Cancelled()
         text = completion.text
         if streamer is not None and streamer.started:
             text = streamer.close(text)
         elif completion.finish_reason == "early_stop" and calls is not None and calls.cut is not None:
-            text = text[:calls.cut]
+            text = text[: calls.cut]
         elif completion.finish_reason == "early_stop" and watcher is not None and watcher.cut is not None:
-            text = (lead + text)[:watcher.cut][len(lead):]
+            text = (lead + text)[: watcher.cut][len(lead) :]
         text = lead + text
         if tools and (streamer is None or not streamer.started):
-            cut = answer_cut(text)   # an answer then a call: the answer, as streaming reads it
+            cut = answer_cut(text)  # an answer then a call: the answer, as streaming reads it
             if cut is not None and cut >= len(lead):
                 text = text[:cut]
         out.usage += completion.usage
-        attempt = Step(len(out.attempts) + 1, completion.text, usage=completion.usage,
-                       timings=dict(completion.timings), finish_reason=completion.finish_reason,
-                       retries=completion.retries)
+        attempt = Step(
+            len(out.attempts) + 1,
+            completion.text,
+            usage=completion.usage,
+            timings=dict(completion.timings),
+            finish_reason=completion.finish_reason,
+            retries=completion.retries,
+        )
         out.attempts.append(attempt)
         length = completion.finish_reason == "length"
-        try:   # with no tools nothing is a call: a line "Tool: a hammer" is words
+        try:  # with no tools nothing is a call: a line "Tool: a hammer" is words
             reply, unparsed = (parse_reply(text, tools) if tools else words_only(text)), None
         except ParseError as err:
             reply, unparsed = None, prompts.feedback(prompts.parse_feedback(err, tools))
@@ -319,16 +360,16 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             if length and calls is None and tools:
                 # cut by max_tokens inside a call: the complete calls before it are the reply, as
                 # streaming would have taken them
-                before_cut = complete_calls(text[:max(0, text.rfind("\n"))], tools)
+                before_cut = complete_calls(text[: max(0, text.rfind("\n"))], tools)
                 if before_cut:
                     reply, unparsed = Reply(list(before_cut), None, ""), None
         else:
             if calls is not None:
-                calls.finish(reply)   # the calls the reply's end completed
+                calls.finish(reply)  # the calls the reply's end completed
         attempt.reply = reply
-        kept = kept_text(Step(attempt.index, text, reply=reply))   # of the text read (prefill, cut), not raw
-        if out.calls:   # the client has calls: they stay, and only what failed goes back
-            if calls is None and reply is not None:   # not streamed: this reply's calls are judged now
+        kept = kept_text(Step(attempt.index, text, reply=reply))  # of the text read (prefill, cut), not raw
+        if out.calls:  # the client has calls: they stay, and only what failed goes back
+            if calls is None and reply is not None:  # not streamed: this reply's calls are judged now
                 more, failed = _judged(reply.calls if request.parallel else [], tools, repeats)
                 out.calls += more
                 failures += failed
@@ -346,7 +387,7 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
             continue
         feedback, valid = (unparsed, []) if reply is None else _problem(request, reply, tools)
         if streamer is not None and streamer.started:
-            feedback, valid = None, []   # the client has this answer's start: it is the answer
+            feedback, valid = None, []  # the client has this answer's start: it is the answer
         if feedback is not None and valid and not length and out.repairs < max_repairs:
             # some calls are valid: they are kept (as streaming keeps them), only the others go back
             out.calls = valid
@@ -361,12 +402,12 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
         if feedback is None:
             written.append({"role": "assistant", "content": kept})
             out.turns = written
-            if valid:   # a reply cut by max_tokens says so: finish_reason "length"
+            if valid:  # a reply cut by max_tokens says so: finish_reason "length"
                 out.calls, out.finish_reason = valid, "length" if length else "tool_calls"
                 _accepted(attempt, valid)
             else:
                 content = _content(reply, request) if reply is not None else skip + streamer.sent
-                out.content = content[len(skip):] if skip and content.startswith(skip) else content
+                out.content = content[len(skip) :] if skip and content.startswith(skip) else content
                 out.finish_reason = "length" if length else "stop"
                 if streamer is not None:
                     streamer.finish(out.content)
@@ -386,8 +427,12 @@ def answer(upstream: Upstream, request: ChatRequest, turns: list[dict[str, str]]
                 raise ModelFailed(error, out)
             out.content, out.finish_reason = _prose(text, reply), "length" if length else "stop"
             if not out.content:
-                raise ModelFailed(ProxyError(422, f"the model wrote no usable reply after {out.repairs} repairs",
-                                             code="no_usable_reply"), out)
+                raise ModelFailed(
+                    ProxyError(
+                        422, f"the model wrote no usable reply after {out.repairs} repairs", code="no_usable_reply"
+                    ),
+                    out,
+                )
             if send is not None:
                 send(out.content)
             return out
@@ -418,8 +463,9 @@ def _committed(out: Answer, failures: list[str], parse_feedback: str | None) -> 
     if not problems:
         return None
     accepted = "; ".join(f"{c['name']} {c['arguments']}" for c in out.calls)
-    return "\n".join([*problems, prompts.for_family("proxy").template("rewrite_failed.txt").substitute(
-        accepted=accepted)])
+    return "\n".join(
+        [*problems, prompts.for_family("proxy").template("rewrite_failed.txt").substitute(accepted=accepted)]
+    )
 
 
 def _prefilled_answer(prefill: str, tools: Any) -> str:

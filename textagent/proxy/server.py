@@ -1,5 +1,6 @@
 """Serving the app with uvicorn: in the foreground (``textagent proxy``) or in a thread
 (``ProxyServer``, for tests and for embedding the proxy in a program)."""
+
 from __future__ import annotations
 
 import threading
@@ -60,9 +61,16 @@ class _HeaderDeadline(H11Protocol):
 def uvicorn_config(upstream: Upstream, config: ProxyConfig, *, host: str, port: int) -> uvicorn.Config:
     protocol = type("HeaderDeadline", (_HeaderDeadline,), {"header_timeout": config.header_timeout})
     # uvicorn's own access log is replaced by the proxy's structured one
-    return uvicorn.Config(create_app(upstream, config, host=host), host=host, port=port, access_log=False,
-                          log_level="warning", http=protocol,
-                          timeout_keep_alive=30, timeout_graceful_shutdown=10)
+    return uvicorn.Config(
+        create_app(upstream, config, host=host),
+        host=host,
+        port=port,
+        access_log=False,
+        log_level="warning",
+        http=protocol,
+        timeout_keep_alive=30,
+        timeout_graceful_shutdown=10,
+    )
 
 
 class ProxyServer:
@@ -72,14 +80,15 @@ class ProxyServer:
     ...     OpenAI(base_url=proxy.url + "/v1", api_key="-")
     """
 
-    def __init__(self, upstream: Upstream, config: ProxyConfig | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0):
+    def __init__(
+        self, upstream: Upstream, config: ProxyConfig | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ):
         self.upstream, self.config = upstream, config or ProxyConfig()
         self._server = uvicorn.Server(uvicorn_config(upstream, self.config, host=host, port=port))
         self._thread = threading.Thread(target=self._server.run, name="textagent-proxy", daemon=True)
         self.url = ""
 
-    def start(self, timeout: float = 30) -> "ProxyServer":
+    def start(self, timeout: float = 30) -> ProxyServer:
         self.upstream.start()
         self._thread.start()
         deadline = time.monotonic() + timeout
@@ -96,7 +105,7 @@ class ProxyServer:
         self._thread.join(15)
         self.upstream.stop()
 
-    def __enter__(self) -> "ProxyServer":
+    def __enter__(self) -> ProxyServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -5,6 +5,7 @@ finish reason, usage when ``stream_options.include_usage``, then ``data: [DONE]`
 An answer's content is streamed while the model writes it, once the reply is known to be an
 answer; each call as soon as its line is complete and the call is valid (see watch.py): a call
 sent stays in the answer, and a repair only adds calls, so the client never sees an invalid one."""
+
 from __future__ import annotations
 
 import json
@@ -22,22 +23,30 @@ from ..backends.base import Usage
 from ..trace import json_line
 from .repair import Answer
 
-__all__ = ["usage_object", "completion_object", "ChatChunks", "EventStream", "OnContent", "OnCall", "sse", "dump"]
+__all__ = ["ChatChunks", "EventStream", "OnCall", "OnContent", "completion_object", "dump", "sse", "usage_object"]
 
-_CONTENT_PIECE = 64   # characters of content per delta
+_CONTENT_PIECE = 64  # characters of content per delta
 
 
 def usage_object(usage: Usage) -> dict[str, Any]:
     prompt, completion = usage.prompt_tokens or 0, usage.completion_tokens or 0
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": usage.prompt_cached or 0}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": usage.prompt_cached or 0},
+    }
 
 
 def completion_object(answer: Answer, *, id: str, model: str, created: int | None = None) -> dict[str, Any]:
-    return {"id": id, "object": "chat.completion", "created": created or int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": answer.message(), "finish_reason": answer.finish_reason,
-                         "logprobs": None}],
-            "usage": usage_object(answer.usage)}
+    return {
+        "id": id,
+        "object": "chat.completion",
+        "created": created or int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": answer.message(), "finish_reason": answer.finish_reason, "logprobs": None}],
+        "usage": usage_object(answer.usage),
+    }
 
 
 class ChatChunks:
@@ -50,12 +59,16 @@ class ChatChunks:
     def __init__(self, *, id: str, model: str, include_usage: bool):
         self.id, self.model, self.include_usage = id, model, include_usage
         self.created = int(time.time())
-        self.calls = 0   # calls sent
+        self.calls = 0  # calls sent
 
     def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                                "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
-                                                                  "logprobs": None}]}
+        data: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
         if self.include_usage:
             data["usage"] = None
         return data
@@ -64,31 +77,56 @@ class ChatChunks:
         return [sse(self.chunk({"role": "assistant", "content": "" if content else None}))]
 
     def content(self, piece: str) -> list[bytes]:
-        return [sse(self.chunk({"content": piece[at:at + _CONTENT_PIECE]}))
-                for at in range(0, len(piece), _CONTENT_PIECE)]
+        return [
+            sse(self.chunk({"content": piece[at : at + _CONTENT_PIECE]})) for at in range(0, len(piece), _CONTENT_PIECE)
+        ]
 
     def call(self, call: dict[str, Any]) -> list[bytes]:
         """One call's deltas: ``id``, ``type`` and ``name``, then the ``arguments``."""
         index, self.calls = self.calls, self.calls + 1
-        return [sse(self.chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                                "function": {"name": call["name"], "arguments": ""}}]})),
-                sse(self.chunk({"tool_calls": [{"index": index, "function": {"arguments": call["arguments"]}}]}))]
+        return [
+            sse(
+                self.chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            ),
+            sse(self.chunk({"tool_calls": [{"index": index, "function": {"arguments": call["arguments"]}}]})),
+        ]
 
     def end(self, answer: Answer) -> list[bytes]:
-        out = [piece for call in answer.calls[self.calls:] for piece in self.call(call)]   # those not sent yet
+        out = [piece for call in answer.calls[self.calls :] for piece in self.call(call)]  # those not sent yet
         out.append(sse(self.chunk({}, answer.finish_reason)))
         if self.include_usage:
-            out.append(sse({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                            "model": self.model, "choices": [], "usage": usage_object(answer.usage)}))
-        return out + [sse(None)]
+            out.append(
+                sse(
+                    {
+                        "id": self.id,
+                        "object": "chat.completion.chunk",
+                        "created": self.created,
+                        "model": self.model,
+                        "choices": [],
+                        "usage": usage_object(answer.usage),
+                    }
+                )
+            )
+        return [*out, sse(None)]
 
     def error(self, body: dict[str, Any]) -> list[bytes]:
         """An error after the stream began (OpenAI streams it as an event with the error body)."""
         return [sse(body), sse(None)]
 
 
-OnContent = Callable[[str, int], None]   # a piece of content, the repairs so far
-OnCall = Callable[[dict[str, Any], int], None]   # a valid call (client names), the repairs so far
+OnContent = Callable[[str, int], None]  # a piece of content, the repairs so far
+OnCall = Callable[[dict[str, Any], int], None]  # a valid call (client names), the repairs so far
 
 
 class EventStream:
@@ -99,20 +137,27 @@ class EventStream:
     ``run(on_content, on_call)`` answers the request; both may be called from a worker thread.
     ``done(status, answer, error)`` is told how it ended."""
 
-    def __init__(self, run: Callable[[OnContent, OnCall], Awaitable[Answer]], writer: Any, *,
-                 fail: Callable[[Exception], Response], error_body: Callable[[Exception], dict[str, Any]],
-                 headers: dict[str, str], done: Callable[[int, Answer | None, Exception | None], None]):
+    def __init__(
+        self,
+        run: Callable[[OnContent, OnCall], Awaitable[Answer]],
+        writer: Any,
+        *,
+        fail: Callable[[Exception], Response],
+        error_body: Callable[[Exception], dict[str, Any]],
+        headers: dict[str, str],
+        done: Callable[[int, Answer | None, Exception | None], None],
+    ):
         self.run, self.writer, self.fail, self.error_body = run, writer, fail, error_body
         self.headers, self.done = headers, done
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        sender, receiver = anyio.create_memory_object_stream(math.inf)   # (kind, value, repairs)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: C901
+        sender, receiver = anyio.create_memory_object_stream(math.inf)  # (kind, value, repairs)
 
         def put(item: tuple[str, Any, int]) -> None:
             try:
                 sender.send_nowait(item)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass   # the response is over (the client went away): nobody reads it
+                pass  # the response is over (the client went away): nobody reads it
 
         def on_content(piece: str, repairs: int) -> None:
             anyio.from_thread.run_sync(put, ("content", piece, repairs))
@@ -123,7 +168,7 @@ class EventStream:
         async def produce() -> None:
             try:
                 result = await self.run(on_content, on_call)
-            except Exception as exc:  # noqa: BLE001 - written to the client below
+            except Exception as exc:  # written to the client below
                 put(("error", exc, 0))
             else:
                 put(("done", result, result.repairs))
@@ -133,9 +178,15 @@ class EventStream:
         async def begin(content: bool, repairs: int) -> None:
             nonlocal started
             started = True
-            headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in
-                       {**self.headers, "x-textagent-repairs": str(repairs), "content-type": "text/event-stream",
-                        "cache-control": "no-cache"}.items()]
+            headers = [
+                (k.encode("latin-1"), v.encode("latin-1"))
+                for k, v in {
+                    **self.headers,
+                    "x-textagent-repairs": str(repairs),
+                    "content-type": "text/event-stream",
+                    "cache-control": "no-cache",
+                }.items()
+            ]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await write(self.writer.start(content))
 

@@ -3,6 +3,7 @@
 where the upstream takes a grammar the answer is held to the schema's GBNF, and everywhere it
 is read, checked against the schema and, when it fails, sent back with feedback through the
 repair loop, as a call's arguments are. The client's content is the JSON text."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,9 @@ from typing import Any
 import jsonschema
 
 from .. import prompts
+from ..errors import ToolArgumentError
 from ..gbnf import schema_grammar, static_rules
 from ..tools.schema import deeper_than
-from ..errors import ToolArgumentError
 from ..tools.validation import check_references, make_validator, validate
 from .errors import ProxyError
 
@@ -29,7 +30,7 @@ _SCHEMA_DEPTH = 64
 
 @dataclass(frozen=True)
 class Format:
-    schema: dict[str, Any] | None       # None: any JSON object (json_object)
+    schema: dict[str, Any] | None  # None: any JSON object (json_object)
     name: str = "response"
 
     @property
@@ -42,7 +43,8 @@ class Format:
         if self.schema is None:
             return family.template("json_answer").substitute()
         return family.template("json_schema_answer").substitute(
-            name=self.name, schema=json.dumps(self.schema, ensure_ascii=False))
+            name=self.name, schema=json.dumps(self.schema, ensure_ascii=False)
+        )
 
     def grammar(self, reply: str) -> str:
         """``reply`` (a reply grammar whose root ends with ``answer``) with the answer held to
@@ -50,7 +52,7 @@ class Format:
         value = schema_grammar(self.effective, name="json")
         static = static_rules()
         head, rest = value.split("\n", 1)
-        rules = rest[:-len(static)].strip() if rest.endswith(static) else rest.strip()
+        rules = rest[: -len(static)].strip() if rest.endswith(static) else rest.strip()
         root, body = reply.split("\n", 1)
         root = re.sub(r"\banswer\b", _ANSWER_RULE, root)
         extra = [f'{_ANSWER_RULE} ::= "ANSWER: " {head.removeprefix("root ::= ")}', *([rules] if rules else [])]
@@ -89,25 +91,32 @@ def parse_format(raw: Any) -> Format | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping) or raw.get("type") not in ("text", "json_object", "json_schema"):
-        raise _bad("response_format must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
-                   "{\"type\": \"json_schema\", \"json_schema\": {\"name\", \"schema\"}}", "response_format")
+        raise _bad(
+            'response_format must be {"type": "text"}, {"type": "json_object"} or '
+            '{"type": "json_schema", "json_schema": {"name", "schema"}}',
+            "response_format",
+        )
     if raw["type"] == "text":
         return None
     if raw["type"] == "json_object":
         return Format(None)
     spec = raw.get("json_schema")
     if not isinstance(spec, Mapping):
-        raise _bad("response_format json_schema needs 'json_schema': {\"name\", \"schema\"}",
-                   "response_format.json_schema")
+        raise _bad(
+            'response_format json_schema needs \'json_schema\': {"name", "schema"}', "response_format.json_schema"
+        )
     schema = spec.get("schema", {})
     if not isinstance(schema, Mapping) or deeper_than(schema, _SCHEMA_DEPTH):
-        raise _bad(f"response_format's schema must be a JSON Schema object (at most {_SCHEMA_DEPTH} levels deep)",
-                   "response_format.json_schema.schema")
+        raise _bad(
+            f"response_format's schema must be a JSON Schema object (at most {_SCHEMA_DEPTH} levels deep)",
+            "response_format.json_schema.schema",
+        )
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise _bad(f"response_format's schema is not a valid JSON Schema: {exc.message}",
-                   "response_format.json_schema.schema") from None
+        raise _bad(
+            f"response_format's schema is not a valid JSON Schema: {exc.message}", "response_format.json_schema.schema"
+        ) from None
     try:
         check_references(schema, "response_format's schema")
     except ValueError as exc:

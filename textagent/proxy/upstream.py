@@ -1,6 +1,7 @@
 """The model server behind the proxy: built in the background (the proxy listens at once, also
 while an embedded llama-server starts), asked for its state by ``/health``, and shared between
 requests through its slots."""
+
 from __future__ import annotations
 
 import copy
@@ -19,28 +20,30 @@ from ..errors import BackendError, TextagentError
 from ..templates import ChatFormat, format_from_renderer, get_format
 from .errors import ProxyError, redact
 
-__all__ = ["UpstreamConfig", "Upstream"]
+__all__ = ["Upstream", "UpstreamConfig"]
 
 log = logging.getLogger(__name__)
 
 # the sampling fields each backend's upstream takes (in its request body, or Ollama's options)
-_SAMPLING = ((LlamaCppBackend, {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"}),
-             (OpenAICompletionsBackend, {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"}),
-             (OllamaBackend, {"top_p", "frequency_penalty", "presence_penalty"}))
+_SAMPLING = (
+    (LlamaCppBackend, {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"}),
+    (OpenAICompletionsBackend, {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"}),
+    (OllamaBackend, {"top_p", "frequency_penalty", "presence_penalty"}),
+)
 
 
 @dataclass
 class UpstreamConfig:
-    endpoint: str | None = None        # None: the embedded server (`textagent serve`'s, or one started here)
-    api: str = "llamacpp"              # llamacpp | completions | ollama
-    model: str | None = None           # the model id an OpenAI-compatible or Ollama endpoint serves
-    gguf: str | None = None            # the embedded server's model
-    api_key: str | None = None         # sent to the upstream
-    chat_format: str | None = None     # default: the model's own (llama.cpp), else chatml
-    timeout: float = 300.0             # read timeout of one upstream request
-    parallel: int | None = None        # requests in flight upstream (default: llama.cpp's slots, else 4)
-    slot_wait: float = 600.0           # how long a request waits for a free slot
-    ctx_size: int | None = None        # the embedded server: context per slot (default LocalServer's, 8192)
+    endpoint: str | None = None  # None: the embedded server (`textagent serve`'s, or one started here)
+    api: str = "llamacpp"  # llamacpp | completions | ollama
+    model: str | None = None  # the model id an OpenAI-compatible or Ollama endpoint serves
+    gguf: str | None = None  # the embedded server's model
+    api_key: str | None = None  # sent to the upstream
+    chat_format: str | None = None  # default: the model's own (llama.cpp), else chatml
+    timeout: float = 300.0  # read timeout of one upstream request
+    parallel: int | None = None  # requests in flight upstream (default: llama.cpp's slots, else 4)
+    slot_wait: float = 600.0  # how long a request waits for a free slot
+    ctx_size: int | None = None  # the embedded server: context per slot (default LocalServer's, 8192)
     server_args: tuple[str, ...] = ()  # the embedded server: more llama-server arguments
 
 
@@ -98,8 +101,9 @@ class Upstream:
                 url, fmt = state["url"], fmt or state.get("chat_format", "server")
             else:
                 sizing = {"ctx_size": c.ctx_size} if c.ctx_size else {}
-                self._server = LocalServer(c.gguf, parallel=c.parallel or 2, progress=self.progress,
-                                           extra_args=list(c.server_args), **sizing)
+                self._server = LocalServer(
+                    c.gguf, parallel=c.parallel or 2, progress=self.progress, extra_args=list(c.server_args), **sizing
+                )
                 self._server.start()
                 url, fmt = self._server.url, fmt or self._server.chat_format
                 self.model = c.model or (self._server.model_path.stem if self._server.model_path else self.model)
@@ -113,8 +117,9 @@ class Upstream:
             self.backend.wait_healthy(timeout=c.timeout, on_wait=self.progress)
         fmt = fmt or ("server" if isinstance(self.backend, LlamaCppBackend) else "chatml")
         try:
-            self.format = format_from_renderer(self.backend.apply_template, name="server") if fmt == "server" \
-                else get_format(fmt)
+            self.format = (
+                format_from_renderer(self.backend.apply_template, name="server") if fmt == "server" else get_format(fmt)
+            )
         except BackendError as exc:
             raise TextagentError(f"could not learn the chat template from {url}: {exc}") from None
         self.takes_grammar = bool(getattr(getattr(self.backend, "capabilities", None), "grammar", False))
@@ -164,7 +169,7 @@ class Upstream:
             except BackendError as exc:
                 out["state"], out["detail"] = "unavailable", self.redact(str(exc))
         elif self.state == "ready" and isinstance(url, str):
-            try:   # no health endpoint in these APIs: any HTTP answer means it is reachable
+            try:  # no health endpoint in these APIs: any HTTP answer means it is reachable
                 requests.get(url, timeout=(2.0, 3.0), allow_redirects=False).close()
             except requests.RequestException as exc:
                 out["state"], out["detail"] = "unavailable", self.redact(f"{url} does not answer: {exc}")
@@ -173,14 +178,16 @@ class Upstream:
     def require(self) -> None:
         """ProxyError 503 unless the upstream is ready."""
         if self.state == "starting":
-            raise ProxyError(503, "the upstream model server is still starting; retry in a moment",
-                             code="upstream_starting")
+            raise ProxyError(
+                503, "the upstream model server is still starting; retry in a moment", code="upstream_starting"
+            )
         if self.state == "failed":
             detail, self.state = self.detail, "starting"
             self._ready.clear()
-            self.start()   # the next request may find it up (a server started after the proxy)
-            raise ProxyError(503, f"the upstream model server could not be reached: {self.redact(detail)}",
-                             code="upstream_failed")
+            self.start()  # the next request may find it up (a server started after the proxy)
+            raise ProxyError(
+                503, f"the upstream model server could not be reached: {self.redact(detail)}", code="upstream_failed"
+            )
 
     # -- slots --------------------------------------------------------------------------------
     def options(self, slot: int) -> dict[str, Any]:
@@ -195,12 +202,16 @@ class Upstream:
         taken = next((fields for kind, fields in _SAMPLING if isinstance(self.backend, kind)), set())
         refused = sorted(set(sampling) - taken)
         if refused or not isinstance(getattr(self.backend, "params", None), dict):
-            raise ProxyError(400, f"this upstream ({self.config.api}) cannot honour {', '.join(refused or sampling)}",
-                             param=(refused or list(sampling))[0], code="unsupported_parameter")
+            raise ProxyError(
+                400,
+                f"this upstream ({self.config.api}) cannot honour {', '.join(refused or sampling)}",
+                param=(refused or list(sampling))[0],
+                code="unsupported_parameter",
+            )
         fields = dict(sampling)
         if "logit_bias" in fields and isinstance(self.backend, LlamaCppBackend):
             fields["logit_bias"] = [[int(token), bias] for token, bias in fields["logit_bias"].items()]
-        backend = copy.copy(self.backend)   # shares the HTTP session; only the body differs
+        backend = copy.copy(self.backend)  # shares the HTTP session; only the body differs
         backend.params = {**self.backend.params, **fields}
         return backend
 

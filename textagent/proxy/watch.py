@@ -12,18 +12,18 @@ protocol.stream.CompleteCalls), each call of the reply, in order, is judged on i
 repair loop sends a valid one to the client at once. A later call that fails does not take back
 the ones sent: only the failing ones go back to the model (repair.py).
 """
+
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.stream import CompleteCalls
-import re
-
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import classify, unwrap
+from ..protocol.stream import CompleteCalls
 
-__all__ = ["AnswerStream", "CallStream", "answer_cut", "LEADING_KEYWORD", "answer_content", "words_only"]
+__all__ = ["LEADING_KEYWORD", "AnswerStream", "CallStream", "answer_content", "answer_cut", "words_only"]
 
 #: Keywords a model repeats at the start of its answer ("ANSWER: ANSWER: four", "ANSWER: Final
 #: Answer: four"): never content.
@@ -49,11 +49,11 @@ def words_only(text: str) -> Reply:
             break
         if info.kind == "answer":
             rest = []
-            for later in lines[i + 1:]:
+            for later in lines[i + 1 :]:
                 if classify(later).kind == "obs":
                     break
                 rest.append(later)
-            return Reply([], "\n".join([unwrap(line, info)[info.end:], *rest]).strip(), "\n".join(lines[:i]))
+            return Reply([], "\n".join([unwrap(line, info)[info.end :], *rest]).strip(), "\n".join(lines[:i]))
     kept = []
     for line in lines:
         if classify(line).kind == "obs":
@@ -70,9 +70,10 @@ def answer_content(answer: str) -> str:
     writes again at the start of a later line (two ANSWER lines: the content holds no keyword)."""
     return _LINE_KEYWORD.sub("", LEADING_KEYWORD.sub("", answer))
 
-_DECIDED = 20     # characters of a line after which it cannot turn into a keyword line
-_REREAD = 8       # characters of new text before the answer is read again
-_GROWTH = 16      # ... and at least this fraction of the text read so far
+
+_DECIDED = 20  # characters of a line after which it cannot turn into a keyword line
+_REREAD = 8  # characters of new text before the answer is read again
+_GROWTH = 16  # ... and at least this fraction of the text read so far
 
 
 class AnswerStream:
@@ -81,18 +82,17 @@ class AnswerStream:
     sent again. True (close the stream) once a line that would end the answer begins; ``cut``
     is where the reply is then kept to."""
 
-    def __init__(self, send: Callable[[str], Any], tools: Any, *, prefix: str = "", skip: str = "",
-                 calls: bool = True):
+    def __init__(self, send: Callable[[str], Any], tools: Any, *, prefix: str = "", skip: str = "", calls: bool = True):
         self.send, self.tools, self.prefix, self.skip = send, tools, prefix, skip
-        self.calls = calls          # False: the request has no tools, no line is a call (words_only)
-        self.sent = ""              # content sent so far (after skip)
+        self.calls = calls  # False: the request has no tools, no line is a call (words_only)
+        self.sent = ""  # content sent so far (after skip)
         self.cut: int | None = None
-        self._lines = 0             # complete lines classified
-        self._at = 0                # where the next line starts
-        self._answer = False        # an ANSWER line with content came first: the reply is an answer
-        self._pending = False       # an ANSWER line came, its content not yet
-        self._off = False           # a call came first, or the text went wrong: nothing to stream
-        self._read = 0              # length of the text last read
+        self._lines = 0  # complete lines classified
+        self._at = 0  # where the next line starts
+        self._answer = False  # an ANSWER line with content came first: the reply is an answer
+        self._pending = False  # an ANSWER line came, its content not yet
+        self._off = False  # a call came first, or the text went wrong: nothing to stream
+        self._read = 0  # length of the text last read
 
     @property
     def started(self) -> bool:
@@ -106,23 +106,23 @@ class AnswerStream:
             nl = text.find("\n", self._at)
             if nl == -1:
                 break
-            if self._line(text[self._at:nl]):
+            if self._line(text[self._at : nl]):
                 self.cut = self._at - len(self.prefix)
                 return True
             self._at = nl + 1
         if self._off:
             return False
-        tail = text[self._at:]
+        tail = text[self._at :]
         kind = classify(tail).kind if tail.strip() else "blank"
         if not self._answer and kind == "answer":
-            known = text   # the ANSWER line itself: its text is the answer's
+            known = text  # the ANSWER line itself: its text is the answer's
         elif self._answer and kind in ("prose", "blank", "fence") and len(tail.lstrip()) >= _DECIDED:
             known = text
         elif self._answer and self._answer_kind(kind, tail):
             self.cut = self._at - len(self.prefix)
             return True
         else:
-            known = text[:self._at]
+            known = text[: self._at]
         if self._answer or kind == "answer":
             self._emit(known)
         return False
@@ -143,13 +143,13 @@ class AnswerStream:
             return kind in ("call", "obs")
         if kind == "answer":
             self._pending = True
-            if unwrap(line, info)[info.end:].strip():
+            if unwrap(line, info)[info.end :].strip():
                 self._answer = True
         elif kind in ("call", "args", "obs"):
             self._off = True
             self._pending = False
         elif self._pending and line.strip():
-            self._answer = True   # the answer's content began on a line after its keyword
+            self._answer = True  # the answer's content began on a line after its keyword
         return False
 
     def _emit(self, known: str) -> None:
@@ -169,13 +169,13 @@ class AnswerStream:
         content = answer_content(reply.answer)
         last = content.rfind("\n") + 1
         if _undecided(content[last:].lstrip(" \t")):
-            content = content[:last].rstrip("\n")   # the last line may become a keyword: not yet
+            content = content[:last].rstrip("\n")  # the last line may become a keyword: not yet
         if not content.startswith(self.skip):
             self._off = True
             return
-        content = content[len(self.skip):]
+        content = content[len(self.skip) :]
         if content.startswith(self.sent) and len(content) > len(self.sent):
-            piece, self.sent = content[len(self.sent):], content
+            piece, self.sent = content[len(self.sent) :], content
             self.send(piece)
 
     def close(self, text: str) -> str:
@@ -186,16 +186,16 @@ class AnswerStream:
             while self._at <= len(whole):
                 nl = whole.find("\n", self._at)
                 end = len(whole) if nl == -1 else nl
-                if self._line(whole[self._at:end]):
+                if self._line(whole[self._at : end]):
                     self.cut = self._at - len(self.prefix)
                     break
                 self._at = end + 1
-        return text if self.cut is None else text[:self.cut]
+        return text if self.cut is None else text[: self.cut]
 
     def finish(self, content: str) -> None:
         """The rest of the reply's final ``content`` (after ``skip``)."""
         if content.startswith(self.sent) and len(content) > len(self.sent):
-            piece, self.sent = content[len(self.sent):], content
+            piece, self.sent = content[len(self.sent) :], content
             self.send(piece)
 
 
@@ -206,13 +206,12 @@ class CallStream:
     needs no more text (no later call can be used): the stream is then closed, ``cut`` where the
     reply is kept to. ``limit``: judge at most this many calls of the reply."""
 
-    def __init__(self, judge: Callable[[ToolCall], bool], tools: Any, *, prefix: str = "",
-                 limit: int | None = None):
+    def __init__(self, judge: Callable[[ToolCall], bool], tools: Any, *, prefix: str = "", limit: int | None = None):
         self.judge, self.tools, self.prefix, self.limit = judge, tools, prefix, limit
-        self.seen = 0               # calls judged
+        self.seen = 0  # calls judged
         self.cut: int | None = None
-        self._at = 0                # text checked up to here
-        self._reader = CompleteCalls(tools)   # each line read once: linear in the reply
+        self._at = 0  # text checked up to here
+        self._reader = CompleteCalls(tools)  # each line read once: linear in the reply
 
     def __call__(self, text: str) -> bool:
         if self.cut is not None:
@@ -229,7 +228,7 @@ class CallStream:
                 return True
 
     def _take(self, calls: list[ToolCall]) -> bool:
-        for call in calls[self.seen:]:
+        for call in calls[self.seen :]:
             if self.limit is not None and self.seen >= self.limit:
                 return True
             self.seen += 1

@@ -10,6 +10,7 @@ Nothing here touches the network, the file system or real devices.
 
 The docstrings are the tool descriptions the model reads: keep them short, with an example.
 """
+
 from __future__ import annotations
 
 import ast
@@ -26,35 +27,61 @@ from typing import Annotated, Any
 
 from ..tools import Example, ToolSet, tool
 
-__all__ = ["calculate", "get_time", "get_weather", "multiply", "toggle_light", "demo_tools", "DEMO_EXAMPLES",
-           "lights", "reset_lights", "switch_light", "WEATHER", "ROOMS",
-           "MAX_EXPRESSION_CHARS", "MAX_NESTING", "MAX_DIGITS"]
+__all__ = [
+    "DEMO_EXAMPLES",
+    "MAX_DIGITS",
+    "MAX_EXPRESSION_CHARS",
+    "MAX_NESTING",
+    "ROOMS",
+    "WEATHER",
+    "calculate",
+    "demo_tools",
+    "get_time",
+    "get_weather",
+    "lights",
+    "multiply",
+    "reset_lights",
+    "switch_light",
+    "toggle_light",
+]
 
 # --------------------------------------------------------------------------------------------
 # calculate
 # --------------------------------------------------------------------------------------------
 
-MAX_EXPRESSION_CHARS = 1000   # longer expressions are refused before parsing
-MAX_NESTING = 50              # parentheses / function calls inside each other
-MAX_AST_DEPTH = 200           # operators chained (e.g. 1+1+...+1) -- bounds the evaluator's recursion
-MAX_DIGITS = 300              # integers (literals, intermediate values, results); floats must be finite
-MAX_SECONDS = 1.0             # wall-time bound of one evaluation (checked at every node)
-_INT_LIMIT = 10 ** MAX_DIGITS
+MAX_EXPRESSION_CHARS = 1000  # longer expressions are refused before parsing
+MAX_NESTING = 50  # parentheses / function calls inside each other
+MAX_AST_DEPTH = 200  # operators chained (e.g. 1+1+...+1) -- bounds the evaluator's recursion
+MAX_DIGITS = 300  # integers (literals, intermediate values, results); floats must be finite
+MAX_SECONDS = 1.0  # wall-time bound of one evaluation (checked at every node)
+_INT_LIMIT = 10**MAX_DIGITS
 
 _BINARY = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: None,  # Pow: bounded, see _power
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: None,  # Pow: bounded, see _power
 }
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCTIONS: dict[str, tuple[Any, int, int]] = {   # name -> (function, min args, max args)
-    "sqrt": (math.sqrt, 1, 1), "abs": (abs, 1, 1), "round": (round, 1, 2), "floor": (math.floor, 1, 1),
-    "ceil": (math.ceil, 1, 1), "log": (math.log, 1, 2), "log10": (math.log10, 1, 1),
-    "log2": (math.log2, 1, 1), "exp": (math.exp, 1, 1), "sin": (math.sin, 1, 1), "cos": (math.cos, 1, 1),
+_FUNCTIONS: dict[str, tuple[Any, int, int]] = {  # name -> (function, min args, max args)
+    "sqrt": (math.sqrt, 1, 1),
+    "abs": (abs, 1, 1),
+    "round": (round, 1, 2),
+    "floor": (math.floor, 1, 1),
+    "ceil": (math.ceil, 1, 1),
+    "log": (math.log, 1, 2),
+    "log10": (math.log10, 1, 1),
+    "log2": (math.log2, 1, 1),
+    "exp": (math.exp, 1, 1),
+    "sin": (math.sin, 1, 1),
+    "cos": (math.cos, 1, 1),
     "tan": (math.tan, 1, 1),
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
-_ALLOWED = ("numbers, + - * / // % ** (or ^), parentheses, "
-            f"{', '.join(_FUNCTIONS)} and {', '.join(_CONSTANTS)}")
+_ALLOWED = f"numbers, + - * / // % ** (or ^), parentheses, {', '.join(_FUNCTIONS)} and {', '.join(_CONSTANTS)}"
 _TRANSLATE = str.maketrans({"×": "*", "·": "*", "÷": "/", "−": "-", "–": "-", "^": "**"})
 
 
@@ -74,10 +101,12 @@ def _power(base: int | float, exp: int | float) -> int | float:
     if base == 0 and exp < 0:
         raise ZeroDivisionError("0 cannot be raised to a negative power")
     if abs(base) > 1 and exp > 0:
-        digits = exp * math.log10(abs(base))    # math.log10 takes big ints; no float conversion needed
+        digits = exp * math.log10(abs(base))  # math.log10 takes big ints; no float conversion needed
         if digits > MAX_DIGITS:
-            raise OverflowError(f"{_short(base)} ** {_short(exp)} is too large (about {_approx(digits)} digits; "
-                                f"the limit is {MAX_DIGITS})")
+            raise OverflowError(
+                f"{_short(base)} ** {_short(exp)} is too large (about {_approx(digits)} digits; "
+                f"the limit is {MAX_DIGITS})"
+            )
     if abs(base) < 1 and base != 0 and exp < 0:
         digits = -exp * -math.log10(abs(base))
         if digits > MAX_DIGITS:
@@ -85,7 +114,7 @@ def _power(base: int | float, exp: int | float) -> int | float:
     if isinstance(exp, float) and base < 0 and not exp.is_integer():
         raise ValueError(f"{_short(base)} ** {_short(exp)} is not a real number")
     try:
-        result = base ** exp
+        result = base**exp
     except OverflowError:
         raise OverflowError(f"{_short(base)} ** {_short(exp)} is too large") from None
     return result
@@ -128,7 +157,7 @@ class _Evaluator:
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
 
-    def eval(self, node: ast.AST) -> int | float:
+    def eval(self, node: ast.AST) -> int | float:  # noqa: C901
         if time.monotonic() > self.deadline:
             raise TimeoutError(f"calculation took longer than {MAX_SECONDS:g} s")
         if isinstance(node, ast.Expression):
@@ -160,8 +189,14 @@ class _Evaluator:
         if isinstance(node, ast.Tuple):
             raise ValueError("commas are not allowed: write one expression, and 1000 rather than 1,000")
         if isinstance(node, ast.BinOp):
-            symbol = {ast.BitXor: "^", ast.BitAnd: "&", ast.BitOr: "|", ast.LShift: "<<", ast.RShift: ">>",
-                      ast.MatMult: "@"}.get(type(node.op), type(node.op).__name__)
+            symbol = {
+                ast.BitXor: "^",
+                ast.BitAnd: "&",
+                ast.BitOr: "|",
+                ast.LShift: "<<",
+                ast.RShift: ">>",
+                ast.MatMult: "@",
+            }.get(type(node.op), type(node.op).__name__)
             raise ValueError(f"operator `{symbol}` is not supported; only {_ALLOWED} are allowed")
         raise ValueError(f"{type(node).__name__} is not supported; only {_ALLOWED} are allowed")
 
@@ -177,16 +212,18 @@ class _Evaluator:
             count = str(lo) if lo == hi else f"{lo} or {hi}"
             raise ValueError(f"{name}() takes {count} argument{'s' if hi > 1 else ''}, got {len(node.args)}")
         args = [self.eval(a) for a in node.args]
-        if name == "round" and len(args) == 2:
-            if not isinstance(args[1], int) or abs(args[1]) > MAX_DIGITS:
-                raise ValueError(f"round(x, n): n must be a whole number between -{MAX_DIGITS} and {MAX_DIGITS}")
+        if name == "round" and len(args) == 2 and (not isinstance(args[1], int) or abs(args[1]) > MAX_DIGITS):
+            raise ValueError(f"round(x, n): n must be a whole number between -{MAX_DIGITS} and {MAX_DIGITS}")
         try:
             return _check_number(fn(*args))
         except ValueError as err:
             if "domain" in str(err):
                 shown = ", ".join(_short(a, paren=False) for a in args)
-                why = "the square root of a negative number is not a real number" if name == "sqrt" \
+                why = (
+                    "the square root of a negative number is not a real number"
+                    if name == "sqrt"
                     else "math domain error"
+                )
                 raise ValueError(f"{name}({shown}) is undefined: {why}") from None
             raise
         except OverflowError:
@@ -204,10 +241,12 @@ def calculate(expression: Annotated[str, {"examples": ["17 * 24 + sqrt(144)"]}])
             ceil, log, log10, log2, exp, sin, cos, tan; constants pi, e.
     """
     if not isinstance(expression, str):
-        raise TypeError(f"expression must be text like \"17 * 24\", not {type(expression).__name__}")
+        raise TypeError(f'expression must be text like "17 * 24", not {type(expression).__name__}')
     if len(expression) > MAX_EXPRESSION_CHARS:
-        raise ValueError(f"expression too long ({len(expression):,} characters; the limit is "
-                         f"{MAX_EXPRESSION_CHARS}); split the calculation into steps")
+        raise ValueError(
+            f"expression too long ({len(expression):,} characters; the limit is "
+            f"{MAX_EXPRESSION_CHARS}); split the calculation into steps"
+        )
     text = expression.translate(_TRANSLATE).strip().rstrip("=").strip()
     if not text:
         raise ValueError('empty expression; write e.g. "17 * 24"')
@@ -217,16 +256,17 @@ def calculate(expression: Annotated[str, {"examples": ["17 * 24 + sqrt(144)"]}])
         tree = ast.parse(text, mode="eval")
     except SyntaxError as err:
         words = _unknown_words(text)
-        if words:   # "price * 10 shares": the words are the problem, not the grammar
+        if words:  # "price * 10 shares": the words are the problem, not the grammar
             raise ValueError(_not_numbers(words)) from None
         raise ValueError(f"invalid expression {_clip(expression)}: {err.msg}; only {_ALLOWED} are allowed") from None
     except (RecursionError, MemoryError):
         raise ValueError("expression too complex to parse; split the calculation into steps") from None
-    except ValueError as err:   # e.g. NUL characters
+    except ValueError as err:  # e.g. NUL characters
         raise ValueError(f"invalid expression {_clip(expression)}: {err}") from None
     if _ast_depth(tree) > MAX_AST_DEPTH:
-        raise ValueError(f"expression too complex (more than {MAX_AST_DEPTH} nested operations); "
-                         "split the calculation into steps")
+        raise ValueError(
+            f"expression too complex (more than {MAX_AST_DEPTH} nested operations); split the calculation into steps"
+        )
     try:
         result = _Evaluator(time.monotonic() + MAX_SECONDS).eval(tree)
     except RecursionError:
@@ -246,8 +286,10 @@ def _not_numbers(words: list[str]) -> str:
     # Small models put the name of a value they have not looked up into the expression
     # ("10 * GLOBEX"); say what to do instead of only what is allowed.
     shown = ", ".join(f"`{w[:30]}`" for w in words[:4]) + (", …" if len(words) > 4 else "")
-    return (f"unknown name {shown}: calculate takes numbers, not names. If a name stands for a value, "
-            f"look that value up with a tool first, then write its number here. Allowed: {_ALLOWED}")
+    return (
+        f"unknown name {shown}: calculate takes numbers, not names. If a name stands for a value, "
+        f"look that value up with a tool first, then write its number here. Allowed: {_ALLOWED}"
+    )
 
 
 def _clip(text: str, limit: int = 60) -> str:
@@ -256,7 +298,7 @@ def _clip(text: str, limit: int = 60) -> str:
 
 def _tidy(value: int | float) -> int | float:
     """Integral floats become ints (408.0 -> 408) where that is exact; -0.0 -> 0."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
     return value
 
@@ -265,7 +307,8 @@ def _tidy(value: int | float) -> int | float:
 # get_time
 # --------------------------------------------------------------------------------------------
 
-def _now(tz: _dt.tzinfo) -> _dt.datetime:   # tests monkeypatch this
+
+def _now(tz: _dt.tzinfo) -> _dt.datetime:  # tests monkeypatch this
     return _dt.datetime.now(tz)
 
 
@@ -278,7 +321,7 @@ def _zone_index() -> tuple[dict[str, str], dict[str, str]]:
     """(lowercase full key -> key, lowercase city part -> key) over the installed tz database."""
     try:
         keys = sorted(zoneinfo.available_timezones())
-    except Exception:  # noqa: BLE001 - no tz database: only UTC and offsets work
+    except Exception:  # no tz database: only UTC and offsets work
         keys = []
     full = {k.lower(): k for k in keys}
     cities: dict[str, str] = {}
@@ -305,7 +348,7 @@ def resolve_zone(name: str) -> tuple[str, _dt.tzinfo]:
     # shows the zone actually used.
     key = full.get(lowered) or cities.get(lowered.rsplit("/", 1)[-1])
     if key is None and not full and 0 < len(text) <= 64 and ".." not in text and not text.startswith("/"):
-        key = text   # a tz database we could not list may still know it
+        key = text  # a tz database we could not list may still know it
     if key is not None:
         try:
             return key, zoneinfo.ZoneInfo(key)
@@ -314,8 +357,10 @@ def resolve_zone(name: str) -> tuple[str, _dt.tzinfo]:
     shown = text if len(text) <= 40 else text[:40] + "…"
     close = difflib.get_close_matches(lowered, full, n=1, cutoff=0.8) if len(text) <= 64 else []
     hint = f'did you mean "{full[close[0]]}"? Otherwise use' if close else "use"
-    raise ValueError(f"unknown time zone {shown!r}; {hint} an IANA name such as \"UTC\", \"Europe/Paris\", "
-                     "\"America/New_York\" or \"Asia/Tokyo\", or an offset like \"UTC+02:00\"")
+    raise ValueError(
+        f'unknown time zone {shown!r}; {hint} an IANA name such as "UTC", "Europe/Paris", '
+        '"America/New_York" or "Asia/Tokyo", or an offset like "UTC+02:00"'
+    )
 
 
 @tool
@@ -326,7 +371,7 @@ def get_time(timezone: Annotated[str, {"examples": ["Europe/Paris"]}] = "UTC") -
         timezone: IANA time zone name such as "UTC", "Europe/Paris", "Asia/Tokyo", or an offset like "UTC+02:00".
     """
     if not isinstance(timezone, str):
-        raise TypeError(f"timezone must be text like \"Europe/Paris\", not {type(timezone).__name__}")
+        raise TypeError(f'timezone must be text like "Europe/Paris", not {type(timezone).__name__}')
     label, tz = resolve_zone(timezone)
     now = _now(tz).replace(microsecond=0)
     return {"timezone": label, "now": now.isoformat(), "weekday": now.strftime("%A")}
@@ -348,8 +393,13 @@ WEATHER: dict[str, dict[str, Any]] = {
     "cairo": {"city": "Cairo", "temp_c": 31, "condition": "sunny", "rain": False},
     "reykjavik": {"city": "Reykjavik", "temp_c": -2, "condition": "snow", "rain": False},
 }
-_CITY_ALIASES = {"nyc": "new york", "new york city": "new york", "lisboa": "lisbon", "tokio": "tokyo",
-                 "reykjavík": "reykjavik"}
+_CITY_ALIASES = {
+    "nyc": "new york",
+    "new york city": "new york",
+    "lisboa": "lisbon",
+    "tokio": "tokyo",
+    "reykjavík": "reykjavik",
+}
 
 
 def _city_key(city: str) -> str:
@@ -366,7 +416,7 @@ def get_weather(city: Annotated[str, {"examples": ["Paris"]}]) -> dict[str, Any]
         city: City name, e.g. "Paris", "Lisbon" or "Tokyo".
     """
     if not isinstance(city, str):
-        raise TypeError(f"city must be text like \"Paris\", not {type(city).__name__}")
+        raise TypeError(f'city must be text like "Paris", not {type(city).__name__}')
     data = WEATHER.get(_city_key(city))
     if data is None:
         shown = city if len(city) <= 40 else city[:40] + "…"
@@ -378,6 +428,7 @@ def get_weather(city: Annotated[str, {"examples": ["Paris"]}]) -> dict[str, Any]
 # --------------------------------------------------------------------------------------------
 # multiply
 # --------------------------------------------------------------------------------------------
+
 
 @tool
 def multiply(a: float, b: float) -> int | float:
@@ -398,7 +449,7 @@ def multiply(a: float, b: float) -> int | float:
 # --------------------------------------------------------------------------------------------
 
 ROOMS = ("kitchen", "living room", "bedroom", "bathroom", "office", "hallway")
-lights: dict[str, bool] = {room: False for room in ROOMS}   # demo state: room -> on?
+lights: dict[str, bool] = {room: False for room in ROOMS}  # demo state: room -> on?
 _lights_lock = threading.Lock()
 
 
@@ -425,7 +476,7 @@ def switch_light(state: dict[str, bool], lock: threading.Lock, room: Any, on: An
     """What toggle_light does, on the lights in ``state`` (room -> on?) under ``lock``: the demo's
     shared lights, or a bench episode's own (textagent.bench.tools)."""
     if not isinstance(room, str):
-        raise TypeError(f"room must be text like \"kitchen\", not {type(room).__name__}")
+        raise TypeError(f'room must be text like "kitchen", not {type(room).__name__}')
     if not isinstance(on, bool):
         raise TypeError(f"on must be true or false, not {on!r}")
     key = " ".join(room.lower().replace("_", " ").replace("-", " ").split())
@@ -469,33 +520,47 @@ DEMO_EXAMPLES = (
     ),
     Example(
         task="Get the weather in Dublin, add 5 to the temperature, then switch off the office light.",
-        calls=(("get_weather", {"city": "Dublin"}, '{"city": "Dublin", "temp_c": 12, "condition": "rain", "rain": true}'),
-               ("calculate", {"expression": "12 + 5"}, "17"),
-               ("toggle_light", {"room": "office", "on": False}, "office light is now off")),
+        calls=(
+            ("get_weather", {"city": "Dublin"}, '{"city": "Dublin", "temp_c": 12, "condition": "rain", "rain": true}'),
+            ("calculate", {"expression": "12 + 5"}, "17"),
+            ("toggle_light", {"room": "office", "on": False}, "office light is now off"),
+        ),
         answer="Dublin has rain at 12 °C; 12 + 5 = 17; the office light is now off.",
     ),
     Example(
         task="What is the average temperature of Rome and Oslo right now?",
-        calls=(("get_weather", {"city": "Rome"}, '{"city": "Rome", "temp_c": 24, "condition": "sunny", "rain": false}'),
-               ("get_weather", {"city": "Oslo"}, '{"city": "Oslo", "temp_c": 9, "condition": "cloudy", "rain": false}'),
-               ("calculate", {"expression": "(24 + 9) / 2"}, "16.5")),
+        calls=(
+            ("get_weather", {"city": "Rome"}, '{"city": "Rome", "temp_c": 24, "condition": "sunny", "rain": false}'),
+            ("get_weather", {"city": "Oslo"}, '{"city": "Oslo", "temp_c": 9, "condition": "cloudy", "rain": false}'),
+            ("calculate", {"expression": "(24 + 9) / 2"}, "16.5"),
+        ),
         answer="Rome is at 24 °C and Oslo at 9 °C; their average is 16.5 °C.",
         replies=(2, 1),
     ),
     Example(
         task="What time is it in Sydney and in New York?",
-        calls=(("get_time", {"timezone": "Australia/Sydney"},
-                '{"timezone": "Australia/Sydney", "now": "2025-01-10T08:30:00+11:00", "weekday": "Friday"}'),
-               ("get_time", {"timezone": "America/New_York"},
-                '{"timezone": "America/New_York", "now": "2025-01-09T16:30:00-05:00", "weekday": "Thursday"}')),
+        calls=(
+            (
+                "get_time",
+                {"timezone": "Australia/Sydney"},
+                '{"timezone": "Australia/Sydney", "now": "2025-01-10T08:30:00+11:00", "weekday": "Friday"}',
+            ),
+            (
+                "get_time",
+                {"timezone": "America/New_York"},
+                '{"timezone": "America/New_York", "now": "2025-01-09T16:30:00-05:00", "weekday": "Thursday"}',
+            ),
+        ),
         answer="It is 08:30 on Friday in Sydney and 16:30 on Thursday in New York.",
         replies=(2,),
     ),
     Example(
         task="Switch on the lights in the bathroom, the office and the hallway.",
-        calls=(("toggle_light", {"room": "bathroom", "on": True}, "bathroom light is now on"),
-               ("toggle_light", {"room": "office", "on": True}, "office light is now on"),
-               ("toggle_light", {"room": "hallway", "on": True}, "hallway light is now on")),
+        calls=(
+            ("toggle_light", {"room": "bathroom", "on": True}, "bathroom light is now on"),
+            ("toggle_light", {"room": "office", "on": True}, "office light is now on"),
+            ("toggle_light", {"room": "hallway", "on": True}, "hallway light is now on"),
+        ),
         answer="The bathroom, office and hallway lights are now on.",
         replies=(3,),
     ),
@@ -506,34 +571,61 @@ DEMO_EXAMPLES = (
     ),
     Example(
         task="Tell me the local hour in London.",
-        calls=(("get_time", {"timezone": "Europe/London"},
-                '{"timezone": "Europe/London", "now": "2025-01-09T21:30:00+00:00", "weekday": "Thursday"}'),),
+        calls=(
+            (
+                "get_time",
+                {"timezone": "Europe/London"},
+                '{"timezone": "Europe/London", "now": "2025-01-09T21:30:00+00:00", "weekday": "Thursday"}',
+            ),
+        ),
         answer="It is 21:30 on Thursday in London.",
     ),
     Example(
         task="Check the weather in Vienna. If it is snowing there, switch on the bathroom light.",
-        calls=(("get_weather", {"city": "Vienna"}, '{"city": "Vienna", "temp_c": -3, "condition": "snow", "rain": false}'),
-               ("toggle_light", {"room": "bathroom", "on": True}, "bathroom light is now on")),
+        calls=(
+            ("get_weather", {"city": "Vienna"}, '{"city": "Vienna", "temp_c": -3, "condition": "snow", "rain": false}'),
+            ("toggle_light", {"room": "bathroom", "on": True}, "bathroom light is now on"),
+        ),
         answer="It is snowing in Vienna at -3 °C, so the bathroom light is now on.",
     ),
     Example(
         task="If Athens is rainy at the moment, light up the hallway; if not, leave it.",
-        calls=(("get_weather", {"city": "Athens"}, '{"city": "Athens", "temp_c": 30, "condition": "sunny", "rain": false}'),),
+        calls=(
+            (
+                "get_weather",
+                {"city": "Athens"},
+                '{"city": "Athens", "temp_c": 30, "condition": "sunny", "rain": false}',
+            ),
+        ),
         answer="Athens is sunny at 30 °C, not raining, so I left the hallway light as it was.",
     ),
     Example(
         task="Should I bring an umbrella in Dublin today?",
-        calls=(("get_weather", {"city": "Dublin"}, '{"city": "Dublin", "temp_c": 12, "condition": "rain", "rain": true}'),),
+        calls=(
+            ("get_weather", {"city": "Dublin"}, '{"city": "Dublin", "temp_c": 12, "condition": "rain", "rain": true}'),
+        ),
         answer="Yes, bring an umbrella: it is raining in Dublin, at 12 °C.",
     ),
     Example(
         task="What's the weather like in Prague right now?",
-        calls=(("get_weather", {"city": "Prague"}, '{"city": "Prague", "temp_c": 7, "condition": "cloudy", "rain": false}'),),
+        calls=(
+            (
+                "get_weather",
+                {"city": "Prague"},
+                '{"city": "Prague", "temp_c": 7, "condition": "cloudy", "rain": false}',
+            ),
+        ),
         answer="It is cloudy in Prague, at 7 °C.",
     ),
     Example(
         task="Is it sunny in Madrid right now?",
-        calls=(("get_weather", {"city": "Madrid"}, '{"city": "Madrid", "temp_c": 27, "condition": "sunny", "rain": false}'),),
+        calls=(
+            (
+                "get_weather",
+                {"city": "Madrid"},
+                '{"city": "Madrid", "temp_c": 27, "condition": "sunny", "rain": false}',
+            ),
+        ),
         answer="Yes, it is sunny in Madrid, at 27 °C.",
     ),
 )
@@ -545,5 +637,6 @@ MAX_EXAMPLES = 5
 
 def demo_tools() -> ToolSet:
     """A fresh ToolSet with every demo tool (the lights' state is shared module state)."""
-    return ToolSet([calculate, get_time, get_weather, multiply, toggle_light], example=DEMO_EXAMPLES,
-                   max_examples=MAX_EXAMPLES)
+    return ToolSet(
+        [calculate, get_time, get_weather, multiply, toggle_light], example=DEMO_EXAMPLES, max_examples=MAX_EXAMPLES
+    )

@@ -26,6 +26,7 @@ Modules: ``docstring`` and ``schema`` (schemas from functions), ``binding`` (bar
 JSON values -> arguments), ``validation`` (limits and messages), ``tool``, ``execution`` and
 ``toolset``; ``Example`` lives in ``textagent.examples``.
 """
+
 from ..examples import Example
 from .binding import bare_target, bare_value, bind_bare
 from .docstring import parse_docstring
@@ -35,6 +36,19 @@ from .tool import Tool, tool
 from .toolset import ToolSet
 from .validation import MAX_ARG_CHARS, MAX_ARG_DEPTH
 
-__all__ = ["Tool", "tool", "ToolSet", "ToolOutcome", "Example", "render_result", "truncate",
-           "MAX_ARG_CHARS", "MAX_ARG_DEPTH", "parse_docstring", "schema_for_type", "bind_bare",
-           "bare_target", "bare_value"]
+__all__ = [
+    "MAX_ARG_CHARS",
+    "MAX_ARG_DEPTH",
+    "Example",
+    "Tool",
+    "ToolOutcome",
+    "ToolSet",
+    "bare_target",
+    "bare_value",
+    "bind_bare",
+    "parse_docstring",
+    "render_result",
+    "schema_for_type",
+    "tool",
+    "truncate",
+]

@@ -1,4 +1,5 @@
 """Small text helpers for what the model reads of a tool call, and the template loader."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,7 +21,7 @@ def _show(value: Any, limit: int = 60) -> str:
         return text + ("…" if len(value) > limit else "")
     try:
         text = repr(value)
-    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break error reporting
+    except Exception:  # a hostile __repr__ must not break error reporting
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -39,8 +40,14 @@ def _one_line(text: str) -> str:
 def _json_type_of(value: Any) -> str:
     if value is None:
         return "null"
-    for py, name in (((bool,), "boolean"), ((int,), "integer"), ((float,), "number"), ((str,), "string"),
-                     ((list, tuple), "array"), ((dict,), "object")):
+    for py, name in (
+        ((bool,), "boolean"),
+        ((int,), "integer"),
+        ((float,), "number"),
+        ((str,), "string"),
+        ((list, tuple), "array"),
+        ((dict,), "object"),
+    ):
         if isinstance(value, py):
             return name
     return type(value).__name__

@@ -4,6 +4,7 @@ dates, dataclasses, ...), and strings folded to the case of an allowed value.
 Bare text -> an arguments object is the protocol's binder (``textagent.protocol.binding``:
 the parser and ``Tool.bind`` use the same one); its names are re-exported here.
 """
+
 from __future__ import annotations
 
 import collections.abc
@@ -21,7 +22,7 @@ from ..protocol.binding import bare_target, bare_value, bind_bare
 from ._text import _json_type_of, _short_repr, say
 from .schema import _DATE_TYPES, _KEY_MARKS, _building, _enum_members, _pydantic_model
 
-__all__ = ["bare_target", "bare_value", "bind_bare", "fold_case", "coerce", "bad_date"]
+__all__ = ["bad_date", "bare_target", "bare_value", "bind_bare", "coerce", "fold_case"]
 
 
 def fold_case(args: dict[str, Any], props: Mapping[str, Any]) -> dict[str, Any]:
@@ -40,14 +41,20 @@ def fold_case(args: dict[str, Any], props: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
-def coerce(args: dict[str, Any], props: Mapping[str, Any],
-           converters: Mapping[str, Callable[[Any], Any]]) -> dict[str, Any]:
+def coerce(
+    args: dict[str, Any], props: Mapping[str, Any], converters: Mapping[str, Callable[[Any], Any]]
+) -> dict[str, Any]:
     """Validated arguments as the function takes them: whole floats for integers, and the
     converters' Enums, dates, dataclasses, ... Raises ToolArgumentError when one fails."""
     for key, value in args.items():
         schema = props.get(key)
-        if isinstance(value, float) and isinstance(schema, Mapping) and schema.get("type") in (
-                "integer", ["integer", "null"]) and math.isfinite(value) and value.is_integer():
+        if (
+            isinstance(value, float)
+            and isinstance(schema, Mapping)
+            and schema.get("type") in ("integer", ["integer", "null"])
+            and math.isfinite(value)
+            and value.is_integer()
+        ):
             args[key] = int(value)
     for key, conv in converters.items():
         if key in args:
@@ -60,6 +67,7 @@ def coerce(args: dict[str, Any], props: Mapping[str, Any],
 
 def _iso(kind: type) -> Callable[[Any], Any]:
     """Reads an ISO 8601 date, date-time or time (a trailing Z is UTC)."""
+
     def convert(value: Any) -> Any:
         if not isinstance(value, str):
             raise TypeError(say("arg_date_not_string", kind=_DATE_TYPES[kind], got=_json_type_of(value)))
@@ -70,6 +78,7 @@ def _iso(kind: type) -> Callable[[Any], Any]:
             return kind.fromisoformat(text)
         except ValueError:
             raise ValueError(bad_date("", value, _DATE_TYPES[kind])) from None
+
     return convert
 
 
@@ -102,15 +111,20 @@ def _converter(hint: Any) -> Callable[[Any], Any] | None:
             return None
         _building().append(hint)
         try:
-            fields = {k: c for k, h in typing.get_type_hints(hint, include_extras=True).items()
-                      if (c := _converter(h)) is not None}
+            fields = {
+                k: c
+                for k, h in typing.get_type_hints(hint, include_extras=True).items()
+                if (c := _converter(h)) is not None
+            }
         finally:
             _building().pop()
         make = hint if dataclasses.is_dataclass(hint) else dict
         return lambda v: make(**{k: fields[k](x) if k in fields else x for k, x in v.items()})
     container = origin or hint
-    if container in (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable) \
-            and args:
+    if (
+        container in (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable)
+        and args
+    ):
         item = _converter(args[0])
         return None if item is None else (lambda v: [item(x) for x in v])
     if container in (dict, collections.abc.Mapping, collections.abc.MutableMapping) and len(args) == 2:

@@ -1,4 +1,5 @@
 """Docstrings -> (description, {parameter: description}): Google, reST and NumPy styles."""
+
 from __future__ import annotations
 
 import inspect
@@ -6,10 +7,35 @@ import re
 
 from ._text import _one_line
 
-_GOOGLE_PARAMS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments",
-                  "kwargs", "other parameters"}
-_GOOGLE_OTHER = {"returns", "return", "yields", "yield", "raises", "raise", "examples", "example", "notes",
-                 "note", "warnings", "warning", "see also", "attributes", "todo", "references", "methods"}
+_GOOGLE_PARAMS = {
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
+    "kwargs",
+    "other parameters",
+}
+_GOOGLE_OTHER = {
+    "returns",
+    "return",
+    "yields",
+    "yield",
+    "raises",
+    "raise",
+    "examples",
+    "example",
+    "notes",
+    "note",
+    "warnings",
+    "warning",
+    "see also",
+    "attributes",
+    "todo",
+    "references",
+    "methods",
+}
 _GOOGLE_HEADER = re.compile(r"^(\s*)([A-Za-z][A-Za-z ]*?)\s*:\s*$")
 _GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 _REST_PARAM = re.compile(r"^:(?:param|parameter|arg|argument|key|keyword)\s+(?:([^:]+?)\s+)?\*{0,2}(\w+)\s*:\s*(.*)$")
@@ -18,7 +44,7 @@ _NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
 _NUMPY_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?::.*)?$")
 
 
-def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:  # noqa: C901
     """Split a docstring into (description, {param: description}).
 
     Understands Google style (``Args:`` sections), reST (``:param x:``) and NumPy style
@@ -30,7 +56,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     lines = inspect.cleandoc(doc).splitlines()
     desc: list[str] = []
     params: dict[str, list[str]] = {}
-    state = "desc"          # desc | google | numpy | rest | other
+    state = "desc"  # desc | google | numpy | rest | other
     current: str | None = None
     entry_indent: int | None = None
     header_indent = 0
@@ -67,7 +93,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
             desc.append(line)
         elif state == "google":
             if stripped and indent <= header_indent:
-                state, current = "other", None   # dedented text after the section: not ours
+                state, current = "other", None  # dedented text after the section: not ours
             elif stripped:
                 if entry_indent is None:
                     entry_indent = indent
@@ -87,10 +113,8 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                     params.setdefault(current, [])
                 elif current is not None:
                     params[current].append(stripped)
-        elif state == "rest":
-            if stripped and current is not None:
-                params[current].append(stripped)
+        elif state == "rest" and stripped and current is not None:
+            params[current].append(stripped)
         i += 1
     description = _one_line("\n".join(desc))
     return description, {k: _one_line(" ".join(v)) for k, v in params.items() if _one_line(" ".join(v))}
-

@@ -3,6 +3,7 @@
 in the caller. ``check`` looks the tool up and binds the arguments (one code path, which
 ``execute`` runs first); calls run in reused worker threads, abandoned when they time out; an
 ``async def`` tool is awaited."""
+
 from __future__ import annotations
 
 import asyncio
@@ -25,7 +26,7 @@ from .validation import _suggest
 if TYPE_CHECKING:
     from .tool import Tool
 
-log = logging.getLogger("textagent.tools")   # the package's name: what users filter on
+log = logging.getLogger("textagent.tools")  # the package's name: what users filter on
 
 # When the running call will be abandoned (time.monotonic()), for tools that wait on something
 # they can cancel themselves (a request to another process): see remaining_time().
@@ -52,13 +53,13 @@ def truncate(text: str, limit: int | None) -> str:
     if limit is None or len(text) <= limit:
         return text
     keep = limit
-    for _ in range(3):   # the marker's length depends on N; settle it
+    for _ in range(3):  # the marker's length depends on N; settle it
         marker = "\n" + say("truncated", count=len(text) - keep)
         keep = max(0, limit - len(marker))
     return text[:keep] + "\n" + say("truncated", count=len(text) - keep)
 
 
-def cap_outputs(outcomes: list["ToolOutcome"], limit: int | None) -> list["ToolOutcome"]:
+def cap_outputs(outcomes: list[ToolOutcome], limit: int | None) -> list[ToolOutcome]:
     """The outcomes with their outputs cut to ``limit`` characters together: each keeps what the
     ones before it left (with the ``[truncated N chars]`` marker)."""
     if limit is None or sum(len(o.output) for o in outcomes) <= limit:
@@ -89,7 +90,7 @@ class ToolOutcome:
 def _exc_text(exc: BaseException) -> str:
     try:
         message = str(exc)
-    except Exception:  # noqa: BLE001
+    except Exception:
         message = ""
     name = type(exc).__name__
     return say("tool_exception", kind=name, message=message) if message else say("tool_exception_bare", kind=name)
@@ -101,14 +102,14 @@ class _Worker:
     worker whose call timed out is simply not waited for (Python cannot kill a thread) and
     rejoins the pool if the call ever ends."""
 
-    _idle: "queue.SimpleQueue[_Worker]" = queue.SimpleQueue()
+    _idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.SimpleQueue()
         threading.Thread(target=self._loop, name="textagent-tool", daemon=True).start()
 
     @classmethod
-    def get(cls) -> "_Worker":
+    def get(cls) -> _Worker:
         try:
             return cls._idle.get_nowait()
         except queue.Empty:
@@ -119,7 +120,7 @@ class _Worker:
             fn, box, done = self.jobs.get()
             try:
                 box[0] = fn()
-            except BaseException as exc:  # noqa: BLE001 - reported to the model, never re-raised here
+            except BaseException as exc:  # reported to the model, never re-raised here
                 box[1] = exc
             del fn
             done.set()
@@ -130,7 +131,7 @@ async def _awaited(awaitable: Any) -> Any:
     return await awaitable
 
 
-MAX_GENERATED_ITEMS = 1000   # items taken from a tool that yields its results
+MAX_GENERATED_ITEMS = 1000  # items taken from a tool that yields its results
 
 
 def _settle(result: Any) -> Any:
@@ -159,7 +160,7 @@ def _settle(result: Any) -> Any:
     def run() -> None:
         try:
             box[0] = ctx.run(asyncio.run, _awaited(result))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+        except BaseException as exc:  # re-raised in the calling thread
             box[1] = exc
 
     thread = threading.Thread(target=run, name="textagent-async-tool", daemon=True)
@@ -178,7 +179,7 @@ def _run_with_timeout(fn: Callable[[], Any], timeout: float | None) -> tuple[Any
             return fn(), None, False
         except KeyboardInterrupt:
             raise
-        except BaseException as exc:  # noqa: BLE001 - a tool must never end the run (as in a worker)
+        except BaseException as exc:  # a tool must never end the run (as in a worker)
             return None, exc, False
     box: list[Any] = [None, None]
     done = threading.Event()
@@ -199,19 +200,23 @@ def _known_part(tool: Tool, args: Any, extra_args: str) -> dict[str, Any] | None
     """``args`` without the names ``tool`` does not take, when extra_args="ignore" and
     there are such names; else None."""
     if extra_args != "ignore" or tool.closed or not isinstance(args, Mapping):
-        return None   # a closed schema's names are the only ones: another is refused, not dropped
+        return None  # a closed schema's names are the only ones: another is refused, not dropped
     extra = set(tool.unexpected(args))
     return {k: v for k, v in args.items() if k not in extra} if extra else None
 
 
 def _name_of(raw_name: Any) -> str:
     """The name an outcome shows: the call's own when it is a sane string, else a short repr."""
-    return raw_name if isinstance(raw_name, str) and len(raw_name) <= 128 and raw_name.isprintable() \
+    return (
+        raw_name
+        if isinstance(raw_name, str) and len(raw_name) <= 128 and raw_name.isprintable()
         else _show(raw_name, 60)
+    )
 
 
-def _checked(tools: Mapping[str, Tool], call: Any, *, limit: int | None,
-             extra_args: str) -> tuple[ToolOutcome, Tool | None, Any]:
+def _checked(
+    tools: Mapping[str, Tool], call: Any, *, limit: int | None, extra_args: str
+) -> tuple[ToolOutcome, Tool | None, Any]:
     """The one code path that looks a call's tool up and binds its arguments (the
     extra_args="ignore" retry and every bad-arguments message included). Returns the outcome
     (``ok`` with no output when the call may run), the tool and the bound arguments."""
@@ -223,14 +228,24 @@ def _checked(tools: Mapping[str, Tool], call: Any, *, limit: int | None,
     name = _name_of(raw_name)
 
     def failed(output: str, error: str) -> tuple[ToolOutcome, Tool | None, Any]:
-        return (ToolOutcome(name, raw_args, False, truncate(output, limit), error, time.perf_counter() - started),
-                found, None)
+        return (
+            ToolOutcome(name, raw_args, False, truncate(output, limit), error, time.perf_counter() - started),
+            found,
+            None,
+        )
 
     found = tools.get(raw_name) if isinstance(raw_name, str) else None
     if found is None:
         hint = closest(raw_name, tools)
-        return failed(say("tool_unknown", name=_show(raw_name, 60), tools=", ".join(tools) or say("none_valid"),
-                          suggestion=say("tool_suggestion", name=hint) if hint else ""), "unknown_tool")
+        return failed(
+            say(
+                "tool_unknown",
+                name=_show(raw_name, 60),
+                tools=", ".join(tools) or say("none_valid"),
+                suggestion=say("tool_suggestion", name=hint) if hint else "",
+            ),
+            "unknown_tool",
+        )
     ignored: tuple[str, ...] = ()
     try:
         try:
@@ -242,27 +257,30 @@ def _checked(tools: Mapping[str, Tool], call: Any, *, limit: int | None,
             try:
                 bound = found.bind(known)
             except ToolArgumentError:
-                raise first from None   # the rest is not valid either: report everything
+                raise first from None  # the rest is not valid either: report everything
             ignored = tuple(k for k in raw_args if k not in known)
     except ToolArgumentError as exc:
-        return failed(say("tool_bad_arguments", error=_exc_text(exc).rstrip("."), usage=found.signature()),
-                      "bad_arguments")
+        return failed(
+            say("tool_bad_arguments", error=_exc_text(exc).rstrip("."), usage=found.signature()), "bad_arguments"
+        )
     except RecursionError:
         return failed(say("tool_args_too_deep", usage=found.signature()), "bad_arguments")
-    except Exception as exc:  # noqa: BLE001 - odd args must not crash the caller
-        return failed(say("tool_args_unreadable", kind=type(exc).__name__, message=_show(str(exc), 200),
-                          usage=found.signature()), "bad_arguments")
+    except Exception as exc:  # odd args must not crash the caller
+        return failed(
+            say("tool_args_unreadable", kind=type(exc).__name__, message=_show(str(exc), 200), usage=found.signature()),
+            "bad_arguments",
+        )
     return ToolOutcome(name, bound, True, "", None, time.perf_counter() - started, ignored), found, bound
 
 
-def check(tools: Mapping[str, Tool], call: Any, *, limit: int | None = None,
-          extra_args: str = "ignore") -> ToolOutcome:
+def check(tools: Mapping[str, Tool], call: Any, *, limit: int | None = None, extra_args: str = "ignore") -> ToolOutcome:
     """Validate one call without running it; see ToolSet.check."""
     return _checked(tools, call, limit=limit, extra_args=extra_args)[0]
 
 
-def execute(tools: Mapping[str, Tool], call: Any, *, timeout: float | None, limit: int | None,
-            extra_args: str = "ignore") -> ToolOutcome:
+def execute(
+    tools: Mapping[str, Tool], call: Any, *, timeout: float | None, limit: int | None, extra_args: str = "ignore"
+) -> ToolOutcome:
     """Run one call (anything with ``.name`` and ``.args``) with one of ``tools``: check it, then
     run it; see ToolSet.execute."""
     if timeout is not None and not timeout > 0:
@@ -277,8 +295,9 @@ def execute(tools: Mapping[str, Tool], call: Any, *, timeout: float | None, limi
         if ignored:
             names = ", ".join(f"`{_show(k, 40)}`" for k in ignored)
             output += "\n" + say("tool_ignored_args", names=names, tool=found.name)
-        return ToolOutcome(checked.name, bound, ok, truncate(output, limit), error, time.perf_counter() - started,
-                           ignored)
+        return ToolOutcome(
+            checked.name, bound, ok, truncate(output, limit), error, time.perf_counter() - started, ignored
+        )
 
     result, exc, timed_out = _run_with_timeout(lambda: _settle(found(**bound)), timeout)
     if timed_out:
@@ -289,7 +308,10 @@ def execute(tools: Mapping[str, Tool], call: Any, *, timeout: float | None, limi
         return done(False, _exc_text(exc), "tool_error")
     try:
         output = render_result(result)
-    except Exception as err:  # noqa: BLE001 - any failure of the result's own __str__/__repr__, too
-        return done(False, say("tool_result_unshowable", kind=type(err).__name__, name=found.name,
-                               message=_show(str(err), 200)), "tool_error")
+    except Exception as err:  # any failure of the result's own __str__/__repr__, too
+        return done(
+            False,
+            say("tool_result_unshowable", kind=type(err).__name__, name=found.name, message=_show(str(err), 200)),
+            "tool_error",
+        )
     return done(True, output, None)

@@ -19,6 +19,7 @@ the server and its children. The official ``mcp`` SDK is async: it runs on an ev
 thread of its own, so the ToolSet works from plain synchronous code and from several threads at
 once (calls are not serialised). Needs the ``mcp`` extra (``pip install 'textagent[mcp]'``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,15 +42,15 @@ from .execution import remaining_time
 from .tool import Tool, lists_names
 from .toolset import ToolSet
 
-__all__ = ["mcp_tools", "MCPConnection", "MCPServerError", "MCPToolError", "writable_name", "render_result"]
+__all__ = ["MCPConnection", "MCPServerError", "MCPToolError", "mcp_tools", "render_result", "writable_name"]
 
 log = logging.getLogger("textagent.tools.mcp")
 
-DEFAULT_TIMEOUT = 30.0          # one call, when no tool timeout of the Agent applies
+DEFAULT_TIMEOUT = 30.0  # one call, when no tool timeout of the Agent applies
 DEFAULT_STARTUP_TIMEOUT = 60.0  # start the server, initialize, list its tools
-MAX_TOOL_PAGES = 100           # pages of tools/list one server may send
+MAX_TOOL_PAGES = 100  # pages of tools/list one server may send
 _STARTING = threading.Lock()
-_WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")   # what the protocol's NAME accepts
+_WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")  # what the protocol's NAME accepts
 
 
 class MCPServerError(TextagentError):
@@ -64,6 +65,7 @@ class MCPToolError(TextagentError):
 # --------------------------------------------------------------------------------------------
 # Names and results
 # --------------------------------------------------------------------------------------------
+
 
 def writable_name(name: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
     """A name the text protocol can write for an MCP tool name (``[A-Za-z_][A-Za-z0-9_.-]*``,
@@ -129,10 +131,11 @@ def render_result(result: Any) -> str:
 # One server
 # --------------------------------------------------------------------------------------------
 
+
 def _argv(server: str | Sequence[str]) -> list[str]:
     argv = shlex.split(server) if isinstance(server, str) else [str(a) for a in server]
     if not argv:
-        raise MCPServerError("an MCP server needs a command (e.g. \"python -m mcp_server_time\") or a URL")
+        raise MCPServerError('an MCP server needs a command (e.g. "python -m mcp_server_time") or a URL')
     return argv
 
 
@@ -143,7 +146,7 @@ def _is_url(server: Any) -> bool:
 class _Caller:
     """The function behind one MCP tool: keyword arguments in, observation text out."""
 
-    def __init__(self, connection: "MCPConnection", name: str):
+    def __init__(self, connection: MCPConnection, name: str):
         self.connection, self.name = connection, name
 
     def __call__(self, **arguments: Any) -> str:
@@ -160,19 +163,27 @@ class MCPConnection:
     request is cancelled when it runs out). The server's stderr goes to ``log_path``.
     """
 
-    def __init__(self, server: str | Sequence[str], *, env: Mapping[str, str] | None = None,
-                 cwd: str | os.PathLike[str] | None = None, name: str | None = None,
-                 timeout: float | None = DEFAULT_TIMEOUT, startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-                 prefix: str | None = None, log_path: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        server: str | Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        prefix: str | None = None,
+        log_path: str | os.PathLike[str] | None = None,
+    ):
         self.url = server.strip() if _is_url(server) else None
         self.argv = None if self.url else _argv(server)
         self.env, self.cwd = dict(env or {}), cwd
-        self.name = name or _short_name(server)   # what messages call it: the module, script or host
+        self.name = name or _short_name(server)  # what messages call it: the module, script or host
         self.source = self.url or shlex.join(self.argv or [])
         self.timeout, self.startup_timeout, self.prefix = timeout, startup_timeout, prefix
         self.log_path = Path(log_path) if log_path else None
-        self.skipped: dict[str, str] = {}      # MCP tool name -> why it is not offered
-        self.names: dict[str, str] = {}        # writable name -> MCP tool name
+        self.skipped: dict[str, str] = {}  # MCP tool name -> why it is not offered
+        self.names: dict[str, str] = {}  # writable name -> MCP tool name
         self._tools: list[Any] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: Any = None
@@ -181,16 +192,16 @@ class MCPConnection:
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
-        self._gone: str | None = None          # why calls can no longer be made
+        self._gone: str | None = None  # why calls can no longer be made
         self._errlog: Any = None
         self._groups: set[int] = set()
 
     # -- lifecycle --------------------------------------------------------------------------
-    def start(self) -> "MCPConnection":
+    def start(self) -> MCPConnection:
         if self._thread is not None:
             return self
         try:
-            import mcp  # noqa: F401
+            import mcp  # noqa: F401 - only whether the SDK is installed
         except ImportError:
             raise MCPServerError("MCP tools need the official SDK: pip install 'textagent[mcp]'") from None
         if self.argv is not None:
@@ -200,18 +211,19 @@ class MCPConnection:
                 slug = re.sub(r"[^\w.-]+", "_", Path(self.argv[-1]).name if len(self.argv) == 1 else self.argv[-1])[:40]
                 self.log_path = cache_dir() / "logs" / f"mcp-{slug}-{os.getpid()}.log"
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._errlog = open(self.log_path, "a", encoding="utf-8", errors="replace")
-        with _STARTING:   # one start at a time, so the new process group is this server's
+            self._errlog = open(self.log_path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by close()
+        with _STARTING:  # one start at a time, so the new process group is this server's
             before = _session_children()
             self._thread = threading.Thread(target=self._run, name=f"textagent-mcp-{self.name[:30]}", daemon=True)
             self._thread.start()
             atexit.register(self.close)
             ready = self._ready.wait(self.startup_timeout)
-            self._groups = _session_children() - before   # the server's process group (the SDK gives it a session)
+            self._groups = _session_children() - before  # the server's process group (the SDK gives it a session)
         if not ready:
             self.close()
-            raise MCPServerError(f"MCP server {self.name!r} did not answer within {self.startup_timeout:g} s"
-                                 f"{self._log_hint()}")
+            raise MCPServerError(
+                f"MCP server {self.name!r} did not answer within {self.startup_timeout:g} s{self._log_hint()}"
+            )
         if self._failure is not None or self._client is None:
             why = _describe(self._failure) if self._failure is not None else "it stopped before listing its tools"
             self.close()
@@ -240,7 +252,7 @@ class MCPConnection:
             self._errlog = None
         atexit.unregister(self.close)
 
-    def __enter__(self) -> "MCPConnection":
+    def __enter__(self) -> MCPConnection:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -263,14 +275,13 @@ class MCPConnection:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         assert self.argv is not None
-        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=self.env or None,
-                                       cwd=self.cwd)
+        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=self.env or None, cwd=self.cwd)
         return stdio_client(params, errlog=self._errlog)
 
     def _run(self) -> None:
         try:
             asyncio.run(self._main())
-        except BaseException as exc:  # noqa: BLE001 - reported by start() or by the next call
+        except BaseException as exc:  # reported by start() or by the next call
             self._failure = self._failure or exc
         finally:
             self._gone = self._gone or f"the MCP server {self.name!r} stopped"
@@ -293,15 +304,16 @@ class MCPConnection:
                         break
                     # a server that repeats a cursor, or never stops paging, would be asked for ever
                     if cursor in seen:
-                        raise MCPServerError(f"it sent the page cursor {str(cursor)[:80]!r} twice while listing "
-                                             "its tools")
+                        raise MCPServerError(
+                            f"it sent the page cursor {str(cursor)[:80]!r} twice while listing its tools"
+                        )
                     if len(seen) + 1 >= MAX_TOOL_PAGES:
                         raise MCPServerError(f"it listed its tools over more than {MAX_TOOL_PAGES} pages")
                     seen.add(cursor)
                 self._tools, self._client = tools, client
                 self._ready.set()
                 await self._closing.wait()
-        except BaseException as exc:  # noqa: BLE001 - an ExceptionGroup from the SDK's task groups, too
+        except BaseException as exc:  # an ExceptionGroup from the SDK's task groups, too
             if self._client is None:
                 self._failure = exc
             else:
@@ -323,7 +335,7 @@ class MCPConnection:
             if name != wanted:
                 description = f"{description} (MCP tool {spec.name!r})".strip()
             schema = dict(spec.input_schema or {"type": "object", "properties": {}})
-            schema.pop("$schema", None)   # the dialect is JSON Schema either way; the check is 2020-12
+            schema.pop("$schema", None)  # the dialect is JSON Schema either way; the check is 2020-12
             try:
                 tool = Tool(name, description, schema, _Caller(self, spec.name), closed=lists_names(schema))
             except (TypeError, ValueError) as exc:
@@ -349,19 +361,21 @@ class MCPConnection:
         try:
             result = future.result(limit)
         except concurrent.futures.TimeoutError:
-            raise MCPToolError(f"`{name}` did not answer within {round(limit, 2):g} s; the request was "
-                               "cancelled") from None
+            raise MCPToolError(
+                f"`{name}` did not answer within {round(limit, 2):g} s; the request was cancelled"
+            ) from None
         except concurrent.futures.CancelledError:
             raise MCPToolError(f"{self._gone or 'the connection was closed'}; `{name}` was not answered") from None
-        except Exception as exc:  # noqa: BLE001 - the SDK's errors, a closed connection, a bad result
+        except Exception as exc:  # the SDK's errors, a closed connection, a bad result
             if "connection closed" in str(exc).lower():
                 self._gone = f"the MCP server {self.name!r} is gone (its connection closed)"
-                raise MCPToolError(f"{self._gone}; `{name}` was not answered and none of its tools can be "
-                                   "called now") from exc
+                raise MCPToolError(
+                    f"{self._gone}; `{name}` was not answered and none of its tools can be called now"
+                ) from exc
             raise MCPToolError(f"`{name}` failed on the MCP server: {_describe(exc)}") from exc
         finally:
             if not future.done():
-                future.cancel()   # reaches the request: the SDK tells the server it was cancelled
+                future.cancel()  # reaches the request: the SDK tells the server it was cancelled
         text = render_result(result)
         if getattr(result, "is_error", False):
             raise MCPToolError(text or f"`{name}` reported an error without a message")
@@ -415,17 +429,21 @@ def _stop_groups(groups: set[int], grace: float = 2.0) -> None:
 def _describe(exc: BaseException) -> str:
     """One line for an exception, looking inside the exception groups anyio raises."""
     # an exception group by its shape: BaseExceptionGroup is a builtin from Python 3.11 on only
-    while isinstance(getattr(exc, "exceptions", None), (list, tuple)) and exc.exceptions:   # type: ignore[attr-defined]
-        exc = exc.exceptions[0]   # type: ignore[attr-defined]
+    while isinstance(getattr(exc, "exceptions", None), (list, tuple)) and exc.exceptions:  # type: ignore[attr-defined]
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 @contextlib.contextmanager
-def mcp_tools(*servers: str | Sequence[str], env: Mapping[str, str] | None = None,
-              cwd: str | os.PathLike[str] | None = None, timeout: float | None = DEFAULT_TIMEOUT,
-              startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
-              prefix: bool | str = False) -> Iterator[ToolSet]:
+def mcp_tools(
+    *servers: str | Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    prefix: bool | str = False,
+) -> Iterator[ToolSet]:
     """A ToolSet of the tools of one or more MCP servers, connected for the ``with`` block.
 
     ``prefix``: False (default) keeps the servers' tool names, and two tools of one name are an
@@ -439,16 +457,24 @@ def mcp_tools(*servers: str | Sequence[str], env: Mapping[str, str] | None = Non
     with contextlib.ExitStack() as stack:
         sets: list[tuple[MCPConnection, ToolSet]] = []
         for server in servers:
-            conn = MCPConnection(server, env=env, cwd=cwd, timeout=timeout, startup_timeout=startup_timeout,
-                                 prefix=(prefix if isinstance(prefix, str) else _short_name(server) if prefix else None))
+            conn = MCPConnection(
+                server,
+                env=env,
+                cwd=cwd,
+                timeout=timeout,
+                startup_timeout=startup_timeout,
+                prefix=(prefix if isinstance(prefix, str) else _short_name(server) if prefix else None),
+            )
             stack.enter_context(conn)
             sets.append((conn, conn.toolset()))
         owner: dict[str, str] = {}
         for conn, tools in sets:
             for name in tools:
                 if name in owner:
-                    raise MCPServerError(f"two MCP servers have a tool named {name!r}: {owner[name]!r} and "
-                                         f"{conn.source!r}; pass prefix=True (--mcp-prefix) to tell them apart")
+                    raise MCPServerError(
+                        f"two MCP servers have a tool named {name!r}: {owner[name]!r} and "
+                        f"{conn.source!r}; pass prefix=True (--mcp-prefix) to tell them apart"
+                    )
                 owner[name] = conn.source
         yield ToolSet([tools for _, tools in sets])
 

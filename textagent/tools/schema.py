@@ -1,5 +1,6 @@
 """Type hints -> JSON schema (dataclasses, TypedDicts, Enums, dates, pydantic models included),
 and the questions the rest of the package asks of a schema."""
+
 from __future__ import annotations
 
 import collections.abc
@@ -60,7 +61,7 @@ def _enum_schema(values: list[Any]) -> dict[str, Any]:
     return schema
 
 
-def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
+def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:  # noqa: C901
     """JSON schema for a Python type hint. Raises TypeError for types JSON cannot carry."""
     if hint is inspect.Parameter.empty or hint is Any or hint is object:
         return {}
@@ -68,7 +69,7 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
         return {"type": "null"}
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
-    if origin in _KEY_MARKS:   # TypedDict's Required[...] / NotRequired[...]
+    if origin in _KEY_MARKS:  # TypedDict's Required[...] / NotRequired[...]
         return schema_for_type(args[0], where=where)
     if origin is typing.Annotated:
         schema = schema_for_type(args[0], where=where)
@@ -126,8 +127,12 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
             return schema
         if args == ((),):
             return {"type": "array", "maxItems": 0}
-        return {"type": "array", "prefixItems": [schema_for_type(a, where=where) for a in args],
-                "minItems": len(args), "maxItems": len(args)}
+        return {
+            "type": "array",
+            "prefixItems": [schema_for_type(a, where=where) for a in args],
+            "minItems": len(args),
+            "maxItems": len(args),
+        }
     if container in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
         schema = {"type": "object"}
         if len(args) == 2:
@@ -137,15 +142,17 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
             if value:
                 schema["additionalProperties"] = value
         return schema
-    raise TypeError(f"{where}: cannot derive a JSON schema from type {hint!r}; use str, int, float, bool, "
-                    "Literal, an Enum, Optional, list[...], dict[str, ...], datetime.date/datetime/time, a "
-                    "dataclass, a TypedDict or a pydantic model, or give the schema explicitly "
-                    "(Tool(name, description, parameters, fn) or Tool.from_openai)")
+    raise TypeError(
+        f"{where}: cannot derive a JSON schema from type {hint!r}; use str, int, float, bool, "
+        "Literal, an Enum, Optional, list[...], dict[str, ...], datetime.date/datetime/time, a "
+        "dataclass, a TypedDict or a pydantic model, or give the schema explicitly "
+        "(Tool(name, description, parameters, fn) or Tool.from_openai)"
+    )
 
 
 _KEY_MARKS = {getattr(typing, n) for n in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, n)}
 _DATE_TYPES = {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time"}
-_local = threading.local()   # .building: the dataclasses/TypedDicts being read (recursion guard)
+_local = threading.local()  # .building: the dataclasses/TypedDicts being read (recursion guard)
 
 
 def _building() -> list[Any]:
@@ -166,8 +173,9 @@ def _record_schema(cls: type, where: str) -> dict[str, Any]:
     """An object schema for a dataclass or TypedDict: a property per field, the fields without
     a default required (a TypedDict: its required keys), no other keys."""
     if cls in _building():
-        raise TypeError(f"{where}: {cls.__name__} refers to itself; recursive types need a pydantic model "
-                        "or an explicit schema")
+        raise TypeError(
+            f"{where}: {cls.__name__} refers to itself; recursive types need a pydantic model or an explicit schema"
+        )
     _building().append(cls)
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
@@ -189,9 +197,15 @@ def _record_schema(cls: type, where: str) -> dict[str, Any]:
             # the Required/NotRequired marks themselves: __required_keys__ misses them when the
             # annotations are strings (``from __future__ import annotations``)
             marked = {k: typing.get_origin(h) for k, h in hints.items()}
-            required = [k for k in hints if marked[k] is getattr(typing, "Required", None)
-                        or (marked[k] is not getattr(typing, "NotRequired", None)
-                            and k in getattr(cls, "__required_keys__", hints))]
+            required = [
+                k
+                for k in hints
+                if marked[k] is getattr(typing, "Required", None)
+                or (
+                    marked[k] is not getattr(typing, "NotRequired", None)
+                    and k in getattr(cls, "__required_keys__", hints)
+                )
+            ]
     finally:
         _building().pop()
     out: dict[str, Any] = {"type": "object", "properties": properties}
@@ -220,6 +234,8 @@ def _hoist_defs(schema: Any, defs: dict[str, Any]) -> None:
     elif isinstance(schema, list):
         for value in schema:
             _hoist_defs(value, defs)
+
+
 def _enum_members(schema: Mapping[str, Any]) -> list[Any]:
     """The allowed values of a schema with an enum (directly, or in one of its anyOf/oneOf)."""
     members = list(schema.get("enum") or [])
@@ -252,6 +268,3 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     if description:
         out["description"] = description
     return out
-
-
-

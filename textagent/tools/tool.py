@@ -1,4 +1,5 @@
 """``Tool``: a function the model may call, with its JSON schema; ``tool``: the decorator."""
+
 from __future__ import annotations
 
 import copy
@@ -18,10 +19,17 @@ from ..errors import ToolArgumentError
 from ._text import _json_type_of, _one_line, say
 from .binding import _converter, bind_bare, coerce, fold_case
 from .docstring import parse_docstring
-from .schema import (MAX_SCHEMA_DEPTH, _accepts_null, _hoist_defs, _jsonable, _nullable, _plain, deeper_than,
-                     schema_for_type)
-from .validation import (MAX_ARG_CHARS, check_references, check_shape, make_validator, too_large, unexpected,
-                         validate)
+from .schema import (
+    MAX_SCHEMA_DEPTH,
+    _accepts_null,
+    _hoist_defs,
+    _jsonable,
+    _nullable,
+    _plain,
+    deeper_than,
+    schema_for_type,
+)
+from .validation import MAX_ARG_CHARS, check_references, check_shape, make_validator, too_large, unexpected, validate
 
 _NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), plus '.' and '-'
 
@@ -29,8 +37,11 @@ _NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), p
 def lists_names(parameters: Mapping[str, Any]) -> bool:
     """Whether a JSON schema from elsewhere (an OpenAI or MCP tool) lists its argument names and
     leaves others unsaid: then a name it does not list is a mistake, not an extension."""
-    return bool(parameters.get("properties")) and "additionalProperties" not in parameters \
+    return (
+        bool(parameters.get("properties"))
+        and "additionalProperties" not in parameters
         and "patternProperties" not in parameters
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,8 +66,10 @@ class Tool:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
-            raise ValueError(f"invalid tool name {self.name!r}: use letters, digits, '_', '.' or '-' "
-                             "(starting with a letter or '_', at most 128 characters)")
+            raise ValueError(
+                f"invalid tool name {self.name!r}: use letters, digits, '_', '.' or '-' "
+                "(starting with a letter or '_', at most 128 characters)"
+            )
         if self.description is not None and not isinstance(self.description, str):
             raise TypeError(f"tool {self.name}: description must be a string, got {type(self.description).__name__}")
         object.__setattr__(self, "description", _one_line(self.description or ""))
@@ -66,21 +79,19 @@ class Tool:
         _check_depth(self.name, params)
         params = dict(params)
         if params.get("type", "object") != "object":
-            raise ValueError(f"tool {self.name}: parameters must describe an object (\"type\": \"object\")")
+            raise ValueError(f'tool {self.name}: parameters must describe an object ("type": "object")')
         try:
             Draft202012Validator.check_schema(params)
         except jsonschema.SchemaError as err:
             raise ValueError(f"tool {self.name}: invalid JSON schema for parameters: {err.message}") from None
         check_references(params, f"tool {self.name}: the parameters' schema")
         object.__setattr__(self, "parameters", params)
-        object.__setattr__(self, "_validator",
-                           make_validator(params))
+        object.__setattr__(self, "_validator", make_validator(params))
         object.__setattr__(self, "_accepts", _accepted_names(self.fn))
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def from_function(cls, fn: Callable[..., Any], *, name: str | None = None,
-                      description: str | None = None) -> "Tool":
+    def from_function(cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:  # noqa: C901
         """Build a tool from a function: name, docstring text and a schema from the type hints.
 
         Parameters without a default are required; defaults are recorded as ``"default"``; a
@@ -101,9 +112,10 @@ class Tool:
             raise TypeError(f"tool {tool_name}: cannot read the signature of {fn!r}: {err}") from None
         try:
             hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception as err:  # noqa: BLE001 - NameError for unresolvable forward refs, and others
-            raise TypeError(f"tool {tool_name}: cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: "
-                            f"{err}") from None
+        except Exception as err:  # NameError for unresolvable forward refs, and others
+            raise TypeError(
+                f"tool {tool_name}: cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: {err}"
+            ) from None
         properties: dict[str, Any] = {}
         required: list[str] = []
         converters: dict[str, Callable[[Any], Any]] = {}
@@ -127,9 +139,9 @@ class Tool:
             else:
                 default = _plain(param.default)
                 if default is None and schema and not _accepts_null(schema):
-                    schema = _nullable(schema)     # `x: list = None` means "list or nothing"
+                    schema = _nullable(schema)  # `x: list = None` means "list or nothing"
                 if _jsonable(default):
-                    schema["default"] = json.loads(json.dumps(default))   # tuples -> lists
+                    schema["default"] = json.loads(json.dumps(default))  # tuples -> lists
             properties[pname] = schema
             conv = _converter(hint)
             if conv is not None:
@@ -146,7 +158,7 @@ class Tool:
         return made
 
     @classmethod
-    def from_openai(cls, schema: Mapping[str, Any], fn: Callable[..., Any] | None = None) -> "Tool":
+    def from_openai(cls, schema: Mapping[str, Any], fn: Callable[..., Any] | None = None) -> Tool:
         """Build a tool from an OpenAI function definition.
 
         Accepts ``{"type": "function", "function": {"name", "description", "parameters"}}``
@@ -157,11 +169,13 @@ class Tool:
             raise TypeError(f"expected an OpenAI tool definition (a dict), got {type(schema).__name__}")
         spec = schema.get("function", schema)
         if not isinstance(spec, Mapping) or "name" not in spec:
-            raise ValueError("an OpenAI tool definition needs a name: {\"type\": \"function\", "
-                             "\"function\": {\"name\": ..., \"parameters\": {...}}}")
+            raise ValueError(
+                'an OpenAI tool definition needs a name: {"type": "function", '
+                '"function": {"name": ..., "parameters": {...}}}'
+            )
         if schema.get("type", "function") != "function":
-            raise ValueError(f"unsupported tool type {schema.get('type')!r}; only \"function\" tools can be called")
-        _check_depth(spec["name"], spec.get("parameters"))   # before deepcopy, which recurses too
+            raise ValueError(f'unsupported tool type {schema.get("type")!r}; only "function" tools can be called')
+        _check_depth(spec["name"], spec.get("parameters"))  # before deepcopy, which recurses too
         parameters = copy.deepcopy(spec.get("parameters")) or {"type": "object", "properties": {}}
         return cls(spec["name"], spec.get("description") or "", parameters, fn, closed=lists_names(parameters))
 
@@ -176,8 +190,14 @@ class Tool:
         return self.fn
 
     def to_openai(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": copy.deepcopy(self.parameters)}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": copy.deepcopy(self.parameters),
+            },
+        }
 
     @property
     def required(self) -> list[str]:
@@ -220,7 +240,7 @@ class Tool:
             extra = self.unexpected(args)
             if extra:
                 raise ToolArgumentError(unexpected(extra[0], sorted(self._accepts)))
-        props = self.properties   # a fresh copy per access: take it once
+        props = self.properties  # a fresh copy per access: take it once
         args = fold_case(args, props)
         validate(self._validator, args)
         return coerce(args, props, self._converters)
@@ -237,7 +257,7 @@ class Tool:
         return [k for k in args if k not in known]
 
     # -- internals ----------------------------------------------------------------------------
-    def _renamed(self, name: str, description: str | None = None) -> "Tool":
+    def _renamed(self, name: str, description: str | None = None) -> Tool:
         made = replace(self, name=name, description=self.description if description is None else description)
         object.__setattr__(made, "_converters", self._converters)
         return made
@@ -260,14 +280,15 @@ class Tool:
         if not props and not required:
             raise ToolArgumentError(say("tool_no_arguments", name=self.name))
         listing = ", ".join(k if k in required else say("tool_optional_argument", name=k) for k in props)
-        raise ToolArgumentError(say("tool_several_arguments", name=self.name, listing=listing,
-                                    example=self._example()))
+        raise ToolArgumentError(say("tool_several_arguments", name=self.name, listing=listing, example=self._example()))
 
 
 def _check_depth(name: Any, parameters: Any) -> None:
     if deeper_than(parameters, MAX_SCHEMA_DEPTH):
-        raise ValueError(f"tool {name}: parameters schema nested too deep (more than {MAX_SCHEMA_DEPTH} levels of "
-                         "objects and arrays)")
+        raise ValueError(
+            f"tool {name}: parameters schema nested too deep (more than {MAX_SCHEMA_DEPTH} levels of "
+            "objects and arrays)"
+        )
 
 
 def _accepted_names(fn: Callable[..., Any] | None) -> frozenset[str] | None:
@@ -286,12 +307,14 @@ def _accepted_names(fn: Callable[..., Any] | None) -> frozenset[str] | None:
 @typing.overload
 def tool(fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool: ...
 @typing.overload
-def tool(fn: None = None, *, name: str | None = None,
-         description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    fn: None = None, *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
+def tool(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Decorator turning a function into a Tool: ``@tool`` or ``@tool(name=..., description=...)``."""
     if fn is None:
         return lambda f: Tool.from_function(f, name=name, description=description)

@@ -1,4 +1,5 @@
 """``ToolSet``: the tools an agent may call, by name, with their worked examples."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -34,13 +35,19 @@ class ToolSet(Mapping[str, Tool]):
     then repeat the refused call word for word.
     """
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = (), *,
-                 example: Example | Iterable[Example] | None = None, max_examples: int | None = None,
-                 extra_args: Literal["ignore", "error"] = "ignore") -> None:
+    def __init__(  # noqa: C901
+        self,
+        tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = (),
+        *,
+        example: Example | Iterable[Example] | None = None,
+        max_examples: int | None = None,
+        extra_args: Literal["ignore", "error"] = "ignore",
+    ) -> None:
         if extra_args not in ("ignore", "error"):
             raise ValueError(f'extra_args must be "ignore" or "error", not {extra_args!r}')
-        if max_examples is not None and (isinstance(max_examples, bool) or not isinstance(max_examples, int)
-                                         or max_examples < 0):
+        if max_examples is not None and (
+            isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 0
+        ):
             raise ValueError(f"max_examples must be None or a whole number >= 0, not {max_examples!r}")
         self.extra_args, self.max_examples = extra_args, max_examples
         self._tools: dict[str, Tool] = {}
@@ -61,15 +68,17 @@ class ToolSet(Mapping[str, Tool]):
                     items.append(Tool.from_function(value, name=key))
         else:
             for item in tools:
-                if isinstance(item, ToolSet):   # its tools, examples and max_examples come along
+                if isinstance(item, ToolSet):  # its tools, examples and max_examples come along
                     items.extend(item.values())
                     examples += tuple(e for e in item.examples if e not in examples)
                     if self.max_examples is None:
                         self.max_examples = item.max_examples
                 elif isinstance(item, str):
-                    raise TypeError(f"got the tool name {item!r}: pass the ToolSet itself or toolset.values() "
-                                    "(iterating a ToolSet gives its tool names), and add tools with "
-                                    "toolset.with_tools(f) or toolset + [f], which keep its examples")
+                    raise TypeError(
+                        f"got the tool name {item!r}: pass the ToolSet itself or toolset.values() "
+                        "(iterating a ToolSet gives its tool names), and add tools with "
+                        "toolset.with_tools(f) or toolset + [f], which keep its examples"
+                    )
                 else:
                     items.append(item if isinstance(item, Tool) else Tool.from_function(item))
         self.examples = examples
@@ -81,23 +90,27 @@ class ToolSet(Mapping[str, Tool]):
         if unknown:
             raise ValueError(f"the example calls tools that are not in this set: {', '.join(unknown)}")
 
-    def with_tools(self, *tools: Tool | Callable[..., Any] | "ToolSet") -> "ToolSet":
+    def with_tools(self, *tools: Tool | Callable[..., Any] | ToolSet) -> ToolSet:
         """A new ToolSet: these tools (Tools, functions, or ToolSets, whose examples come too)
         added to this set's, with this set's examples, ``max_examples`` and ``extra_args``.
         ``toolset + [f, g]`` is the same."""
         return ToolSet([self, *tools], max_examples=self.max_examples, extra_args=self.extra_args)
 
-    def select(self, *names: str) -> "ToolSet":
+    def select(self, *names: str) -> ToolSet:
         """A new ToolSet of the named tools only, in the order given, keeping the examples whose
         calls use only those tools (the ones answered without tools among them)."""
         missing = [n for n in names if n not in self._tools]
         if missing:
             raise KeyError(f"no tool named {missing[0]!r} in this set; it has {', '.join(self._tools)}")
         kept = tuple(e for e in self.examples if all(name in names for name, _, _ in e.calls))
-        return ToolSet([self._tools[n] for n in dict.fromkeys(names)], example=kept,
-                       max_examples=self.max_examples, extra_args=self.extra_args)
+        return ToolSet(
+            [self._tools[n] for n in dict.fromkeys(names)],
+            example=kept,
+            max_examples=self.max_examples,
+            extra_args=self.extra_args,
+        )
 
-    def __add__(self, other: Any) -> "ToolSet":
+    def __add__(self, other: Any) -> ToolSet:
         if isinstance(other, (Tool, ToolSet)) or (callable(other) and not isinstance(other, Iterable)):
             return self.with_tools(other)
         if isinstance(other, Mapping):
@@ -106,8 +119,8 @@ class ToolSet(Mapping[str, Tool]):
             return self.with_tools(*other)
         return NotImplemented
 
-    def __radd__(self, other: Any) -> "ToolSet":
-        if isinstance(other, Iterable) and not isinstance(other, (str, Mapping)):   # [f] + toolset
+    def __radd__(self, other: Any) -> ToolSet:
+        if isinstance(other, Iterable) and not isinstance(other, (str, Mapping)):  # [f] + toolset
             return ToolSet([*other, self], max_examples=self.max_examples, extra_args=self.extra_args)
         return NotImplemented
 

@@ -1,5 +1,6 @@
 """Checking model arguments: size and depth limits, jsonschema validation, and each problem
 as a message the model can act on."""
+
 from __future__ import annotations
 
 import difflib
@@ -25,16 +26,18 @@ from .schema import _DATE_TYPES
 
 # Hard limits on what a model may pass as arguments; larger/deeper input is refused with a
 # ToolArgumentError before jsonschema (or the tool) ever sees it.
-MAX_ARG_CHARS = 1_000_000      # total characters of all keys and string values (+1 per other value)
-MAX_ARG_DEPTH = 64             # nesting levels of lists/dicts inside the arguments object
+MAX_ARG_CHARS = 1_000_000  # total characters of all keys and string values (+1 per other value)
+MAX_ARG_DEPTH = 64  # nesting levels of lists/dicts inside the arguments object
 _MAX_LISTED_ERRORS = 5
 
 # The formats jsonschema checks, with date, date-time and time read as the converters read them
 # (ISO 8601 as Python reads it: "2026-01-31T09:30" too), whichever optional checkers are installed.
 _FORMATS = jsonschema.FormatChecker()
 for _kind, _name in _DATE_TYPES.items():
+    _read = _iso(_kind)
     _FORMATS.checks(_name, raises=(ValueError, TypeError))(
-        lambda value, read=_iso(_kind): not isinstance(value, str) or read(value) is not None)
+        lambda value, read=_read: not isinstance(value, str) or read(value) is not None
+    )
 
 
 # A schema's `pattern` is the tool author's, the string the model's: Python's `re` backtracks, so
@@ -75,30 +78,37 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterab
     if validator.is_type(instance, "string"):
         found = _search(pattern, instance)
         if found is None:
-            yield jsonschema.ValidationError(f"{_short_repr(instance)} could not be checked against the pattern "
-                                             f"{pattern!r} in time; send a shorter or simpler value")
+            yield jsonschema.ValidationError(
+                f"{_short_repr(instance)} could not be checked against the pattern "
+                f"{pattern!r} in time; send a shorter or simpler value"
+            )
         elif not found:
             yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterable[jsonschema.ValidationError]:
+def _pattern_properties(
+    validator: Any, patterns: Any, instance: Any, schema: Any
+) -> Iterable[jsonschema.ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in patterns.items():
         for key, value in instance.items():
             found = _search(pattern, key)
             if found is None:
-                yield jsonschema.ValidationError(f"the name {_short_repr(key)} could not be checked against the "
-                                                 f"pattern {pattern!r} in time")
+                yield jsonschema.ValidationError(
+                    f"the name {_short_repr(key)} could not be checked against the pattern {pattern!r} in time"
+                )
             elif found:
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional_properties(validator: Any, extra_schema: Any, instance: Any, schema: Any) -> Iterable[jsonschema.ValidationError]:
+def _additional_properties(
+    validator: Any, extra_schema: Any, instance: Any, schema: Any
+) -> Iterable[jsonschema.ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     properties = schema.get("properties", {}) or {}
-    patterns = list((schema.get("patternProperties") or {}))
+    patterns = list(schema.get("patternProperties") or {})
     extras = [k for k in instance if k not in properties and not any(_search(p, k) for p in patterns)]
     if validator.is_type(extra_schema, "object"):
         for extra in extras:
@@ -106,11 +116,14 @@ def _additional_properties(validator: Any, extra_schema: Any, instance: Any, sch
     elif extra_schema is False and extras:
         names = ", ".join(repr(e) for e in sorted(extras, key=str))
         if patterns:
-            yield jsonschema.ValidationError(f"{names} {'does' if len(extras) == 1 else 'do'} not match any of the "
-                                             f"regexes: {', '.join(repr(p) for p in sorted(patterns))}")
+            yield jsonschema.ValidationError(
+                f"{names} {'does' if len(extras) == 1 else 'do'} not match any of the "
+                f"regexes: {', '.join(repr(p) for p in sorted(patterns))}"
+            )
         else:
-            yield jsonschema.ValidationError(f"Additional properties are not allowed ({names} "
-                                             f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+            yield jsonschema.ValidationError(
+                f"Additional properties are not allowed ({names} {'was' if len(extras) == 1 else 'were'} unexpected)"
+            )
 
 
 def _canonical(value: Any) -> Any:
@@ -142,17 +155,25 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
 
 def _budgeted(check: Any) -> Any:
     """A keyword's check that first makes sure the call's budget is not spent."""
+
     @functools.wraps(check)
     def run(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
         _time_left()
         return check(validator, value, instance, schema)
+
     return run
 
 
-_CHECKS = {**jsonschema.Draft202012Validator.VALIDATORS, "pattern": _pattern, "patternProperties": _pattern_properties,
-           "additionalProperties": _additional_properties, "uniqueItems": _unique_items}
+_CHECKS = {
+    **jsonschema.Draft202012Validator.VALIDATORS,
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "uniqueItems": _unique_items,
+}
 BoundedValidator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator, {name: _budgeted(check) for name, check in _CHECKS.items()})
+    jsonschema.Draft202012Validator, {name: _budgeted(check) for name, check in _CHECKS.items()}
+)
 
 
 def _never_fetch(uri: str) -> referencing.Resource[Any]:
@@ -196,9 +217,11 @@ def check_references(schema: Any, what: str) -> None:
     """ValueError when ``schema`` refers outside itself (see :func:`remote_references`)."""
     remote = remote_references(schema)
     if remote:
-        raise ValueError(f"{what} refers to {remote[0][:200]!r} ($ref): references to other documents, URLs or "
-                         "files are never fetched; put the definition in the schema's $defs and refer to it as "
-                         "\"#/$defs/...\"")
+        raise ValueError(
+            f"{what} refers to {remote[0][:200]!r} ($ref): references to other documents, URLs or "
+            "files are never fetched; put the definition in the schema's $defs and refer to it as "
+            '"#/$defs/..."'
+        )
 
 
 def make_validator(schema: dict[str, Any]) -> Any:
@@ -207,21 +230,26 @@ def make_validator(schema: dict[str, Any]) -> Any:
     return BoundedValidator(schema, format_checker=_FORMATS, registry=LOCAL_ONLY)
 
 
-def validate(validator: jsonschema.protocols.Validator, args: dict[str, Any], *,
-             seconds: float = VALIDATION_SECONDS) -> None:
+def validate(
+    validator: jsonschema.protocols.Validator, args: dict[str, Any], *, seconds: float = VALIDATION_SECONDS
+) -> None:
     """Raise ToolArgumentError listing what is wrong with ``args`` (at most a few problems);
     also when checking them takes longer than ``seconds`` (the budget of the whole call)."""
     outer = getattr(_budget, "deadline", None)
     _budget.deadline = time.monotonic() + seconds if outer is None else outer
     try:
         errors = list(validator.iter_errors(args))
-        messages = _error_messages(sorted(errors, key=lambda e: (
-            [str(p) for p in e.absolute_path], e.validator != "required", str(e.validator))))
+        messages = _error_messages(
+            sorted(
+                errors, key=lambda e: ([str(p) for p in e.absolute_path], e.validator != "required", str(e.validator))
+            )
+        )
     except RecursionError:
         raise ToolArgumentError(say("args_too_deep_to_check")) from None
-    except referencing.exceptions.Unresolvable as exc:   # refused before this, by check_references
-        raise ToolArgumentError(f"the tool's schema refers to {str(exc)[:200]}, which is not part of it; "
-                                "the arguments cannot be checked") from None
+    except referencing.exceptions.Unresolvable as exc:  # refused before this, by check_references
+        raise ToolArgumentError(
+            f"the tool's schema refers to {str(exc)[:200]}, which is not part of it; the arguments cannot be checked"
+        ) from None
     except _OutOfTime:
         raise ToolArgumentError(say("args_too_slow_to_check", seconds=f"{seconds:g}")) from None
     finally:
@@ -239,8 +267,11 @@ def too_large() -> ToolArgumentError:
 def unexpected(key: Any, known: list[str], at: str | None = None) -> str:
     """An unknown argument (``at`` None) or an unknown key of a nested object (``at`` its path)."""
     hint = _suggest(key, known) if isinstance(key, str) else None
-    fields = {"key": _show(key, 40), "suggestion": say("arg_suggestion", name=hint) if hint else "",
-              "valid": ", ".join(known) if known else say("none_valid")}
+    fields = {
+        "key": _show(key, 40),
+        "suggestion": say("arg_suggestion", name=hint) if hint else "",
+        "valid": ", ".join(known) if known else say("none_valid"),
+    }
     return say("arg_unexpected", **fields) if at is None else say("key_unexpected", at=at, **fields)
 
 
@@ -269,7 +300,7 @@ def _suggest(word: str, options: Iterable[str]) -> str | None:
     return lowered[match[0]] if match else None
 
 
-def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
+def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:  # noqa: C901
     messages: list[str] = []
     seen: set[str] = set()
 
@@ -337,8 +368,9 @@ def check_shape(value: Any) -> None:
                 for key, item in node.items():
                     if not isinstance(key, str):
                         where = say("arg_names_where", path=format_path(path)) if path else ""
-                        raise ToolArgumentError(say("arg_names_not_strings", where=where, key=_short_repr(key),
-                                                    kind=type(key).__name__))
+                        raise ToolArgumentError(
+                            say("arg_names_not_strings", where=where, key=_short_repr(key), kind=type(key).__name__)
+                        )
                     budget -= len(key)
                     stack.append((item, depth + 1, (*path, key)))
             else:

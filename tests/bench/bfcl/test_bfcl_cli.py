@@ -1,4 +1,5 @@
 """``textagent bench --tasks bfcl:...``: selection by split and category, a run, its report."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,26 +16,44 @@ from textagent.bench import cli
 from textagent.bench.bfcl import data
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-from httpfake import FakeServer  # noqa: E402
+from httpfake import FakeServer
 
-DOC = {"name": "spotify.play", "description": "Play.", "parameters": {"type": "dict", "properties": {
-    "artist": {"type": "string"}, "duration": {"type": "integer"}}, "required": ["artist", "duration"]}}
+DOC = {
+    "name": "spotify.play",
+    "description": "Play.",
+    "parameters": {
+        "type": "dict",
+        "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}},
+        "required": ["artist", "duration"],
+    },
+}
 
 
 @pytest.fixture
 def wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A stand-in wheel: 4 parallel items (artists A0..A3) and 4 irrelevance items."""
-    rows = {"bfcl_eval/data/BFCL_v4_parallel.json": [], "bfcl_eval/data/possible_answer/BFCL_v4_parallel.json": [],
-            "bfcl_eval/data/BFCL_v4_irrelevance.json": []}
+    rows = {
+        "bfcl_eval/data/BFCL_v4_parallel.json": [],
+        "bfcl_eval/data/possible_answer/BFCL_v4_parallel.json": [],
+        "bfcl_eval/data/BFCL_v4_irrelevance.json": [],
+    }
     for i in range(4):
         question = [[{"role": "user", "content": f"Play A{i} and B{i} for 5 minutes each."}]]
-        rows["bfcl_eval/data/BFCL_v4_parallel.json"].append({"id": f"parallel_{i}", "question": question,
-                                                             "function": [DOC]})
+        rows["bfcl_eval/data/BFCL_v4_parallel.json"].append(
+            {"id": f"parallel_{i}", "question": question, "function": [DOC]}
+        )
         rows["bfcl_eval/data/possible_answer/BFCL_v4_parallel.json"].append(
-            {"id": f"parallel_{i}", "ground_truth": [{"spotify.play": {"artist": [f"A{i}"], "duration": [5]}},
-                                                     {"spotify.play": {"artist": [f"B{i}"], "duration": [5]}}]})
+            {
+                "id": f"parallel_{i}",
+                "ground_truth": [
+                    {"spotify.play": {"artist": [f"A{i}"], "duration": [5]}},
+                    {"spotify.play": {"artist": [f"B{i}"], "duration": [5]}},
+                ],
+            }
+        )
         rows["bfcl_eval/data/BFCL_v4_irrelevance.json"].append(
-            {"id": f"irrelevance_{i}", "question": [[{"role": "user", "content": "What is love?"}]], "function": [DOC]})
+            {"id": f"irrelevance_{i}", "question": [[{"role": "user", "content": "What is love?"}]], "function": [DOC]}
+        )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
         for member, lines in rows.items():
@@ -50,15 +69,18 @@ def _args(**kw) -> argparse.Namespace:
 
 
 def test_split_limit_per_category_and_only(wheel: Path) -> None:
-    tasks = cli.load_selected(_args(tasks="bfcl:parallel,irrelevance", split="test", limit_per_category=1,
-                                    order="file"))
+    tasks = cli.load_selected(
+        _args(tasks="bfcl:parallel,irrelevance", split="test", limit_per_category=1, order="file")
+    )
     assert [t.id for t in tasks] == ["parallel_1", "irrelevance_1"]
     assert [t.id for t in cli.load_selected(_args(tasks="bfcl:parallel", split="dev"))] == ["parallel_0", "parallel_2"]
     assert [t.id for t in cli.load_selected(_args(tasks="bfcl:parallel", only="parallel_3"))] == ["parallel_3"]
 
 
 def test_an_unknown_category_is_a_usage_error(wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert cli.main(["--tasks", "bfcl:multi_turn_composite", "--out", str(tmp_path / "o"), "--endpoint", "http://x"]) == 2
+    assert (
+        cli.main(["--tasks", "bfcl:multi_turn_composite", "--out", str(tmp_path / "o"), "--endpoint", "http://x"]) == 2
+    )
     assert "unsupported BFCL category 'multi_turn_composite'" in capsys.readouterr().err
 
 
@@ -69,11 +91,29 @@ def run_bfcl(out: Path, replies: list[str], *extra: str) -> tuple[dict, int]:
         srv.json("/props", {"total_slots": 1, "model_path": "/m/tiny.gguf"}, repeat=True)
         srv.json("/health", {"status": "ok"}, repeat=True)
         for text in replies:
-            srv.json("/completion", {"content": text, "stop_type": "eos", "tokens_evaluated": 100,
-                                     "tokens_predicted": 10})
-        argv = ["--tasks", "bfcl:parallel,irrelevance", "--split", "test", "--limit-per-category", "1",
-                "--order", "file", "--modes", "text,bfcl-prompt", "--endpoint", srv.url, "--chat-format", "chatml",
-                "--out", str(out), "--no-progress", *extra]
+            srv.json(
+                "/completion", {"content": text, "stop_type": "eos", "tokens_evaluated": 100, "tokens_predicted": 10}
+            )
+        argv = [
+            "--tasks",
+            "bfcl:parallel,irrelevance",
+            "--split",
+            "test",
+            "--limit-per-category",
+            "1",
+            "--order",
+            "file",
+            "--modes",
+            "text,bfcl-prompt",
+            "--endpoint",
+            srv.url,
+            "--chat-format",
+            "chatml",
+            "--out",
+            str(out),
+            "--no-progress",
+            *extra,
+        ]
         assert cli.main(argv) == 0
         completions = sum(1 for r in srv.requests if r.path == "/completion")
     lines = (out / "episodes.jsonl").read_text().splitlines()
@@ -87,7 +127,8 @@ def test_a_bfcl_run_against_a_server_reports_categories(wheel: Path, tmp_path: P
         'TOOL: spotify.play ARGS: {"artist": "A1", "duration": 5}\nTOOL: spotify.play ARGS: {"artist": "B1", "duration": 5}',
         "ANSWER: playing",
         # parallel_1, bfcl-prompt: one call only
-        '[spotify.play(artist="A1", duration=5)]', "Done.",
+        '[spotify.play(artist="A1", duration=5)]',
+        "Done.",
         # irrelevance_1, text: no call
         "ANSWER: none of the tools can answer that",
         # irrelevance_1, bfcl-prompt: prose
@@ -106,7 +147,7 @@ def test_a_bfcl_run_against_a_server_reports_categories(wheel: Path, tmp_path: P
 
 def test_first_reply_stops_every_episode_after_one_reply(wheel: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    replies = [   # one reply per episode: no answer step is asked for
+    replies = [  # one reply per episode: no answer step is asked for
         'TOOL: spotify.play ARGS: {"artist": "A1", "duration": 5}\nTOOL: spotify.play ARGS: {"artist": "B1", "duration": 5}',
         '[spotify.play(artist="A1", duration=5)]',
         # irrelevance_1: the mode that goes first turns with each task, so bfcl-prompt is asked first

@@ -1,6 +1,7 @@
 """textagent.bench.bfcl.checker against BFCL's own items (tests/bench/bfcl/fixtures.json, copied
 from bfcl-eval 2026.3.23) and, unpacked from the pinned wheel textagent caches, against BFCL's real
 AST checker on the ground truth and its near misses."""
+
 from __future__ import annotations
 
 import copy
@@ -8,8 +9,8 @@ import json
 import os
 import sys
 import tempfile
-import zipfile
 import types
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ from hypothesis import strategies as st
 
 from textagent.bench.bfcl.checker import ERROR_TYPES, Verdict, check_calls
 
-FIXTURES = {item["id"]: item for item in
-            json.loads((Path(__file__).with_name("fixtures.json")).read_text())["items"]}
+FIXTURES = {item["id"]: item for item in json.loads((Path(__file__).with_name("fixtures.json")).read_text())["items"]}
+
+
 def _unpacked_bfcl() -> Path:
     """BFCL's source (its AST checker, constants and data) unpacked from the pinned bfcl-eval wheel
     that textagent caches (``fetch_wheel()``, which .ci/run calls), or an unpacked copy at
@@ -35,8 +37,12 @@ def _unpacked_bfcl() -> Path:
     checker = target / "bfcl_eval" / "eval_checker" / "ast_eval" / "ast_checker.py"
     if wheel.is_file() and not checker.exists():
         with zipfile.ZipFile(wheel) as zf:
-            members = [m for m in zf.namelist() if m.startswith(("bfcl_eval/constants/", "bfcl_eval/eval_checker/",
-                                                                 "bfcl_eval/data/")) or m == "bfcl_eval/__init__.py"]
+            members = [
+                m
+                for m in zf.namelist()
+                if m.startswith(("bfcl_eval/constants/", "bfcl_eval/eval_checker/", "bfcl_eval/data/"))
+                or m == "bfcl_eval/__init__.py"
+            ]
             zf.extractall(target, members)
     return target
 
@@ -47,13 +53,16 @@ BFCL_SRC = _unpacked_bfcl()
 def first_values(entry: dict) -> tuple[str, dict]:
     """The call a ground-truth entry describes: each parameter's first accepted value that is not
     "" (the optional marker), inside dicts too; parameters accepting only "" are left out."""
-    (name, params), = entry.items()
+    ((name, params),) = entry.items()
     return name, _pick(params)
 
 
 def _pick(accepted: dict) -> dict:
-    return {key: _realise(next(v for v in values if v != "")) for key, values in accepted.items()
-            if isinstance(values, list) and any(v != "" for v in values)}
+    return {
+        key: _realise(next(v for v in values if v != ""))
+        for key, values in accepted.items()
+        if isinstance(values, list) and any(v != "" for v in values)
+    }
 
 
 def _realise(value: Any) -> Any:
@@ -93,10 +102,11 @@ def one(item_id: str, **changes: Any) -> Verdict:
 
 
 def bfcl_tag(verdict: Verdict) -> str:
-    return verdict.detail[1:verdict.detail.index("]")]
+    return verdict.detail[1 : verdict.detail.index("]")]
 
 
 # --- the ground truth scores valid ---
+
 
 @pytest.mark.parametrize("item_id", [i for i, item in FIXTURES.items() if item["ground_truth"]])
 def test_ground_truth_first_values_are_valid(item_id):
@@ -104,11 +114,21 @@ def test_ground_truth_first_values_are_valid(item_id):
 
 
 def test_error_types_are_the_agreed_ones():
-    assert ERROR_TYPES == ("wrong_function", "unknown_parameter", "missing_parameter", "wrong_type", "wrong_value",
-                           "wrong_count", "no_call", "irrelevance_call", "unparseable")
+    assert ERROR_TYPES == (
+        "wrong_function",
+        "unknown_parameter",
+        "missing_parameter",
+        "wrong_type",
+        "wrong_value",
+        "wrong_count",
+        "no_call",
+        "irrelevance_call",
+        "unparseable",
+    )
 
 
 # --- names and parameters ---
+
 
 def test_wrong_function_name():
     verdict = check("simple_python_362", [("get_best_ramen_places", gt_calls(FIXTURES["simple_python_362"])[0][1])])
@@ -140,12 +160,13 @@ def test_missing_optional_parameter_whose_answers_lack_empty_string():
 
 
 def test_optional_parameter_with_empty_string_may_be_left_out():
-    assert one("simple_python_89", fetch_limit=None).valid          # answers: ["", 0]
+    assert one("simple_python_89", fetch_limit=None).valid  # answers: ["", 0]
     assert one("simple_python_89", fetch_limit=0).valid
     assert one("simple_python_89", fetch_limit=10).error_type == "wrong_value"
 
 
 # --- types ---
+
 
 def test_int_for_float_is_valid():
     assert one("simple_python_362", review_rate=4).valid
@@ -169,6 +190,7 @@ def test_ints_inside_a_float_array_are_a_nested_type_error():
 
 # --- values ---
 
+
 @pytest.mark.parametrize("city", ["tokyo", "TOKYO", " To-kyo.", "to_ky*o^", "T,o/kyo"])
 def test_string_differing_in_case_space_punctuation_is_valid(city):
     assert one("simple_python_362", city=city).valid
@@ -188,8 +210,8 @@ def test_wrong_number():
 def test_list_order_matters_unless_the_other_order_is_accepted():
     assert one("simple_python_87", list=[1.0, 2.0, 3.0, 4.0, 5.0]).error_type == "wrong_value"
     assert one("simple_python_87", list=[5.0, 3.0, 4.0, 1.0]).error_type == "wrong_value"
-    assert one("simple_python_37", stops=["Monterey", "Santa Barbara"]).valid     # both orders listed
-    assert one("simple_python_37", stops=["monterey", "SANTA BARBARA"]).valid     # items normalised
+    assert one("simple_python_37", stops=["Monterey", "Santa Barbara"]).valid  # both orders listed
+    assert one("simple_python_37", stops=["monterey", "SANTA BARBARA"]).valid  # items normalised
 
 
 def test_nested_dict_is_checked_key_by_key():
@@ -205,7 +227,7 @@ def test_nested_dict_is_checked_key_by_key():
 
 
 def test_list_of_dicts_is_checked_in_order():
-    _, args = gt_calls(FIXTURES["simple_python_96"])[0]
+    _, _args = gt_calls(FIXTURES["simple_python_96"])[0]
     rows = [{"field": "age", "operation": ">", "value": "25"}, {"field": "job", "operation": "=", "value": "engineer"}]
     assert one("simple_python_96", conditions=rows).valid
     assert one("simple_python_96", conditions=rows[::-1]).error_type == "wrong_value"
@@ -215,12 +237,15 @@ def test_list_of_dicts_is_checked_in_order():
 def test_multiple_checks_the_function_the_answer_names():
     name, args = gt_calls(FIXTURES["multiple_8"])[0]
     assert check("multiple_8", [(name, {**args, "budget": {"min": 300000.0, "max": 400000}})]).valid
-    other = check("multiple_8", [("property_valuation.get", {"location": "San Diego", "propertyType": "villa",
-                                                             "bedrooms": 3, "age": 5})])
+    other = check(
+        "multiple_8",
+        [("property_valuation.get", {"location": "San Diego", "propertyType": "villa", "bedrooms": 3, "age": 5})],
+    )
     assert other.error_type == "wrong_function"
 
 
 # --- counts ---
+
 
 @pytest.mark.parametrize("item_id", ["simple_python_362", "multiple_8", "live_simple_47-20-0"])
 def test_single_call_categories_need_exactly_one_call(item_id):
@@ -240,7 +265,10 @@ def test_parallel_one_call_too_many_or_too_few():
     calls = gt_calls(FIXTURES["parallel_2"])
     for wrong in (calls[:1], calls + calls[:1]):
         verdict = check("parallel_2", wrong)
-        assert (verdict.error_type, bfcl_tag(verdict)) == ("wrong_count", "parallel_function_checker_no_order:wrong_count")
+        assert (verdict.error_type, bfcl_tag(verdict)) == (
+            "wrong_count",
+            "parallel_function_checker_no_order:wrong_count",
+        )
     assert check("parallel_2", []).error_type == "no_call"
 
 
@@ -259,6 +287,7 @@ def test_parallel_unmatched_call_reports_its_closest_miss():
 
 # --- BFCL's quirks, reproduced on purpose (synthetic items; also cross-checked below) ---
 
+
 def _fn(name: str, **props: dict) -> dict:
     return {"name": name, "parameters": {"type": "dict", "properties": props, "required": []}}
 
@@ -267,25 +296,63 @@ _CITY = _fn("get_weather", city={"type": "string"})
 _TAGS = _fn("tag", tags={"type": "array", "items": {"type": "string"}})
 _META = _fn("meta", meta={"type": "dict"})
 _COUNT = _fn("count", n={"type": "integer"})
-QUIRKS = {   # name: (category, functions, ground truth, calls, BFCL's verdict)
-    "greedy matching, lucky order": ("parallel", [_CITY], [{"get_weather": {"city": ["NY", "LA"]}},
-                                     {"get_weather": {"city": ["LA"]}}],
-                                     [("get_weather", {"city": "NY"}), ("get_weather", {"city": "LA"})], True),
-    "greedy matching, unlucky order": ("parallel", [_CITY], [{"get_weather": {"city": ["NY", "LA"]}},
-                                       {"get_weather": {"city": ["LA"]}}],
-                                       [("get_weather", {"city": "LA"}), ("get_weather", {"city": "NY"})], False),
-    "optional marker reads as an empty list": ("simple_python", [_TAGS], [{"tag": {"tags": [["a"], ""]}}],
-                                               [("tag", {"tags": []})], True),
-    "optional marker lets any items pass the type check": ("simple_python", [_TAGS], [{"tag": {"tags": ["", ["a"]]}}],
-                                                           [("tag", {"tags": [1]})], False),
-    "bare-string answer value makes its key optional": ("simple_python", [_META], [{"meta": {"meta": [{"f": "epoch"}]}}],
-                                                        [("meta", {"meta": {}})], True),
-    "bare-string answer value accepts no word": ("simple_python", [_META], [{"meta": {"meta": [{"f": "epoch"}]}}],
-                                                 [("meta", {"meta": {"f": "epoch"}})], False),
-    "a variable passes with the answer's type": ("simple_python", [_COUNT], [{"count": {"n": ["n_items"]}}],
-                                                 [("count", {"n": "n_items"})], True),
-    "a variable is compared exactly": ("simple_python", [_COUNT], [{"count": {"n": ["n_items"]}}],
-                                       [("count", {"n": "N_items"})], False),
+QUIRKS = {  # name: (category, functions, ground truth, calls, BFCL's verdict)
+    "greedy matching, lucky order": (
+        "parallel",
+        [_CITY],
+        [{"get_weather": {"city": ["NY", "LA"]}}, {"get_weather": {"city": ["LA"]}}],
+        [("get_weather", {"city": "NY"}), ("get_weather", {"city": "LA"})],
+        True,
+    ),
+    "greedy matching, unlucky order": (
+        "parallel",
+        [_CITY],
+        [{"get_weather": {"city": ["NY", "LA"]}}, {"get_weather": {"city": ["LA"]}}],
+        [("get_weather", {"city": "LA"}), ("get_weather", {"city": "NY"})],
+        False,
+    ),
+    "optional marker reads as an empty list": (
+        "simple_python",
+        [_TAGS],
+        [{"tag": {"tags": [["a"], ""]}}],
+        [("tag", {"tags": []})],
+        True,
+    ),
+    "optional marker lets any items pass the type check": (
+        "simple_python",
+        [_TAGS],
+        [{"tag": {"tags": ["", ["a"]]}}],
+        [("tag", {"tags": [1]})],
+        False,
+    ),
+    "bare-string answer value makes its key optional": (
+        "simple_python",
+        [_META],
+        [{"meta": {"meta": [{"f": "epoch"}]}}],
+        [("meta", {"meta": {}})],
+        True,
+    ),
+    "bare-string answer value accepts no word": (
+        "simple_python",
+        [_META],
+        [{"meta": {"meta": [{"f": "epoch"}]}}],
+        [("meta", {"meta": {"f": "epoch"}})],
+        False,
+    ),
+    "a variable passes with the answer's type": (
+        "simple_python",
+        [_COUNT],
+        [{"count": {"n": ["n_items"]}}],
+        [("count", {"n": "n_items"})],
+        True,
+    ),
+    "a variable is compared exactly": (
+        "simple_python",
+        [_COUNT],
+        [{"count": {"n": ["n_items"]}}],
+        [("count", {"n": "N_items"})],
+        False,
+    ),
 }
 
 
@@ -297,6 +364,7 @@ def test_bfcl_quirks(name):
 
 # --- irrelevance ---
 
+
 @pytest.mark.parametrize("item_id", ["irrelevance_8", "live_irrelevance_405-87-0"])
 def test_irrelevance_is_valid_only_without_calls(item_id):
     function = FIXTURES[item_id]["function"][0]
@@ -307,28 +375,52 @@ def test_irrelevance_is_valid_only_without_calls(item_id):
 
 # --- Java and JavaScript: arguments are source text converted by type ---
 
+
 def test_java_values_are_converted_from_source_text():
     name = "SQLCompletionAnalyzer.makeProposalsFromObject"
-    args = {"object": "Customers", "useShortName": "true",
-            "params": 'new HashMap<String, Object>() {{ put("limit", 50); put("schemaFilter", "public"); }}'}
+    args = {
+        "object": "Customers",
+        "useShortName": "true",
+        "params": 'new HashMap<String, Object>() {{ put("limit", 50); put("schemaFilter", "public"); }}',
+    }
     assert check("simple_java_1", [(name, args)]).valid
     assert check("simple_java_1", [(name, {**args, "useShortName": "false"})]).error_type == "wrong_value"
     not_text = check("simple_java_1", [(name, {**args, "useShortName": True})])
     assert (not_text.error_type, bfcl_tag(not_text)) == ("wrong_type", "type_error:java")
     name, args = "PmsProductServiceImpl.updateNewStatus", {"newStatus": "2"}
-    assert check("simple_java_22", [(name, {**args, "ids": "new ArrayList<Long>(Arrays.asList(101L, 202L, 303L))"})]).valid
-    assert check("simple_java_22", [(name, {**args, "ids": "new ArrayList<Long>(Arrays.asList(101, 202, 303))"})]
-                 ).error_type == "wrong_type"     # long items need their L
+    assert check(
+        "simple_java_22", [(name, {**args, "ids": "new ArrayList<Long>(Arrays.asList(101L, 202L, 303L))"})]
+    ).valid
+    assert (
+        check(
+            "simple_java_22", [(name, {**args, "ids": "new ArrayList<Long>(Arrays.asList(101, 202, 303))"})]
+        ).error_type
+        == "wrong_type"
+    )  # long items need their L
 
 
 def test_javascript_values_are_converted_from_source_text():
     name = "extractLastTransactionId"
-    args = {"filepath": "'/var/log/db.log'", "status": "['completed', 'failed']", "encoding": "utf-8",
-            "processFunction": "processFunction"}
+    args = {
+        "filepath": "'/var/log/db.log'",
+        "status": "['completed', 'failed']",
+        "encoding": "utf-8",
+        "processFunction": "processFunction",
+    }
     assert check("simple_javascript_2", [(name, args)]).valid
-    assert check("simple_javascript_2", [(name, {**args, "status": "['failed', 'completed']"})]).error_type == "wrong_value"
-    name, args = "performDataFetch", {"apiEndpoint": "https://api.example.com/data", "requestConfig": "{method: 'GET'}",
-                                      "expectedResponse": "{'key': 'value'}", "handleErrors": "true"}
+    assert (
+        check("simple_javascript_2", [(name, {**args, "status": "['failed', 'completed']"})]).error_type
+        == "wrong_value"
+    )
+    name, args = (
+        "performDataFetch",
+        {
+            "apiEndpoint": "https://api.example.com/data",
+            "requestConfig": "{method: 'GET'}",
+            "expectedResponse": "{'key': 'value'}",
+            "handleErrors": "true",
+        },
+    )
     assert check("simple_javascript_12", [(name, args)]).valid
     assert check("simple_javascript_12", [(name, {**args, "handleErrors": "yes"})]).error_type == "wrong_type"
 
@@ -344,12 +436,13 @@ def test_language_overrides_the_category_and_unknown_types_raise():
 # --- property: order does not matter for these parallel items (each call fits one entry; see the
 # greedy-matching quirk above for items where it does) ---
 
+
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_permuting_parallel_calls_never_changes_the_verdict(data):
     item_id = data.draw(st.sampled_from(["parallel_2", "parallel_multiple_38"]))
     calls = gt_calls(FIXTURES[item_id])
-    if data.draw(st.booleans()):          # one call mutated into a near miss
+    if data.draw(st.booleans()):  # one call mutated into a near miss
         index = data.draw(st.integers(0, len(calls) - 1))
         name, args = calls[index]
         key = data.draw(st.sampled_from(sorted(args)))
@@ -359,6 +452,7 @@ def test_permuting_parallel_calls_never_changes_the_verdict(data):
 
 
 # --- cross-check against BFCL's real checker ---
+
 
 def _load_bfcl():
     """Import BFCL's ast_checker from BFCL_SRC, stubbing the one heavy module it imports
@@ -447,8 +541,12 @@ def _value_mutations(value: Any) -> list[Any]:
         if not value:
             return [{"k": 1}]
         first = next(iter(value))
-        return [{k: v for k, v in value.items() if k != first}, {**value, "extra_key": 1},
-                {**value, first: "zzz"}, {**value, first: str(value[first]).upper()}]
+        return [
+            {k: v for k, v in value.items() if k != first},
+            {**value, "extra_key": 1},
+            {**value, first: "zzz"},
+            {**value, first: str(value[first]).upper()},
+        ]
     return [None]
 
 
@@ -464,11 +562,19 @@ def _call_sets(item: dict) -> list[tuple[str, list[tuple[str, dict]]]]:
     """The ground truth's own calls and their near misses, each labelled with the BFCL model config
     it must be scored under ("dotless" when names have their dots replaced by underscores)."""
     base = gt_calls(item)
-    sets = [("plain", base), ("plain", base[::-1]), ("plain", base + base[:1]), ("plain", base[:-1]), ("plain", []),
-            ("dotless", [(n.replace(".", "_"), a) for n, a in base])]
+    sets = [
+        ("plain", base),
+        ("plain", base[::-1]),
+        ("plain", base + base[:1]),
+        ("plain", base[:-1]),
+        ("plain", []),
+        ("dotless", [(n.replace(".", "_"), a) for n, a in base]),
+    ]
     for i, (name, args) in enumerate(base):
+
         def swap(call, i=i):
-            return ("plain", base[:i] + [call] + base[i + 1:])
+            return ("plain", [*base[:i], call, *base[i + 1 :]])
+
         sets += [swap((name + "_v2", args)), swap((name, {**args, "zz_extra": 1}))]
         entry = next(iter(item["ground_truth"][i].values()))
         sets.append(swap((name, {p: v for p, v in args.items() if "" not in entry.get(p, [])})))
@@ -479,9 +585,18 @@ def _call_sets(item: dict) -> list[tuple[str, list[tuple[str, dict]]]]:
     return sets
 
 
-CROSS_CATEGORIES = {"simple_python": 60, "multiple": 50, "parallel": 50, "parallel_multiple": 50,
-                    "live_simple": 30, "live_multiple": 30, "live_parallel": 16, "live_parallel_multiple": 24,
-                    "simple_java": 100, "simple_javascript": 50}
+CROSS_CATEGORIES = {
+    "simple_python": 60,
+    "multiple": 50,
+    "parallel": 50,
+    "parallel_multiple": 50,
+    "live_simple": 30,
+    "live_multiple": 30,
+    "live_parallel": 16,
+    "live_parallel_multiple": 24,
+    "simple_java": 100,
+    "simple_javascript": 50,
+}
 
 
 def _cross_cases():
@@ -499,8 +614,10 @@ def _cross_cases():
 def test_agrees_with_bfcl_real_checker():
     """Same valid/invalid verdict as BFCL's checker and, when invalid, the same BFCL error type."""
     if not (BFCL_SRC / "bfcl_eval" / "eval_checker" / "ast_eval" / "ast_checker.py").exists():
-        reason = ("BFCL's wheel is not cached (python -c 'from textagent.bench.bfcl.data import fetch_wheel; "
-                  "fetch_wheel()'), so its real AST checker cannot be unpacked to cross-check against")
+        reason = (
+            "BFCL's wheel is not cached (python -c 'from textagent.bench.bfcl.data import fetch_wheel; "
+            "fetch_wheel()'), so its real AST checker cannot be unpacked to cross-check against"
+        )
         if os.environ.get("TEXTAGENT_REQUIRE_SERVER") == "1":
             pytest.fail(f"TEXTAGENT_REQUIRE_SERVER=1 but {reason}", pytrace=False)
         pytest.skip(reason)
@@ -511,15 +628,18 @@ def test_agrees_with_bfcl_real_checker():
         ours = check_calls(category, functions, ground_truth, calls)
         assert ours.valid == (ours.error_type is None) and ours.error_type in (None, *ERROR_TYPES)
         try:
-            theirs = bfcl_checker(functions, [{n: a} for n, a in calls], ground_truth,
-                                  languages[language_of(category)], category, model)
-        except Exception:               # BFCL's own crashes are not comparable
+            theirs = bfcl_checker(
+                functions, [{n: a} for n, a in calls], ground_truth, languages[language_of(category)], category, model
+            )
+        except Exception:  # BFCL's own crashes are not comparable
             crashed += 1
             continue
         compared += 1
         if ours.valid != theirs["valid"] or not (ours.valid or bfcl_tag(ours) == theirs["error_type"]):
             disagreements.append((label, calls, ours, theirs.get("error_type")))
-    print(f"compared {compared} scorings with BFCL's checker ({crashed} crashed BFCL's): "
-          f"{len(disagreements)} disagreements")
+    print(
+        f"compared {compared} scorings with BFCL's checker ({crashed} crashed BFCL's): "
+        f"{len(disagreements)} disagreements"
+    )
     assert compared > 10000
     assert not disagreements, "\n".join(map(str, disagreements[:20]))

@@ -1,4 +1,5 @@
 """bench/bfcl/data.py: the wheel is fetched once, verified, cached, and read as a zip."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,9 +24,14 @@ def _wheel(tmp_path: Path, rows: dict[str, list[dict]]) -> Path:
     return path
 
 
-ITEMS = [{"id": f"simple_python_{i}", "question": [[{"role": "user", "content": f"q{i}"}]],
-          "function": [{"name": "math.f", "description": "d", "parameters": {"type": "dict", "properties": {}}}]}
-         for i in range(3)]
+ITEMS = [
+    {
+        "id": f"simple_python_{i}",
+        "question": [[{"role": "user", "content": f"q{i}"}]],
+        "function": [{"name": "math.f", "description": "d", "parameters": {"type": "dict", "properties": {}}}],
+    }
+    for i in range(3)
+]
 ANSWERS = [{"id": f"simple_python_{i}", "ground_truth": [{"math.f": {}}]} for i in range(3)]
 
 
@@ -36,8 +42,13 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_load_category_reads_questions_answers_and_split(tmp_path: Path) -> None:
-    wheel = _wheel(tmp_path, {"bfcl_eval/data/BFCL_v4_simple_python.json": ITEMS,
-                              "bfcl_eval/data/possible_answer/BFCL_v4_simple_python.json": ANSWERS})
+    wheel = _wheel(
+        tmp_path,
+        {
+            "bfcl_eval/data/BFCL_v4_simple_python.json": ITEMS,
+            "bfcl_eval/data/possible_answer/BFCL_v4_simple_python.json": ANSWERS,
+        },
+    )
     items = data.load_category("simple_python", wheel=wheel)
     assert [i.id for i in items] == ["simple_python_0", "simple_python_1", "simple_python_2"]
     assert [i.split for i in items] == ["dev", "test", "dev"]
@@ -51,8 +62,13 @@ def test_irrelevance_has_no_answers(tmp_path: Path) -> None:
 
 
 def test_missing_answer_and_unknown_category_are_clear_errors(tmp_path: Path) -> None:
-    wheel = _wheel(tmp_path, {"bfcl_eval/data/BFCL_v4_multiple.json": [dict(ITEMS[0], id="multiple_0")],
-                              "bfcl_eval/data/possible_answer/BFCL_v4_multiple.json": []})
+    wheel = _wheel(
+        tmp_path,
+        {
+            "bfcl_eval/data/BFCL_v4_multiple.json": [dict(ITEMS[0], id="multiple_0")],
+            "bfcl_eval/data/possible_answer/BFCL_v4_multiple.json": [],
+        },
+    )
     with pytest.raises(data.BfclDataError, match="multiple_0: no possible answer"):
         data.load_category("multiple", wheel=wheel)
     with pytest.raises(data.BfclDataError, match="unsupported BFCL category 'multi_turn_base'"):
@@ -93,7 +109,14 @@ def test_real_wheel_when_cached() -> None:
     """The pinned wheel's categories and sizes, when it is in the cache (CI fetches it)."""
     if not data._verified(data.wheel_path()):
         pytest.skip("the bfcl-eval wheel is not cached (textagent bench --tasks bfcl:... fetches it)")
-    sizes = {c: len(data.load_category(c)) for c in ("simple_python", "multiple", "parallel", "parallel_multiple",
-                                                     "irrelevance")}
-    assert sizes == {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200,
-                     "irrelevance": 240}
+    sizes = {
+        c: len(data.load_category(c))
+        for c in ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+    }
+    assert sizes == {
+        "simple_python": 400,
+        "multiple": 200,
+        "parallel": 200,
+        "parallel_multiple": 200,
+        "irrelevance": 240,
+    }

@@ -1,5 +1,6 @@
 """bench/bfcl/multi_turn.py and episode.py: BFCL's multi-turn items, simulators and checker, and
 an item run as one conversation of the Agent (scripted replies: no model)."""
+
 from __future__ import annotations
 
 import ast
@@ -18,7 +19,7 @@ from textagent.protocol import ToolCall, render_call
 
 @pytest.fixture(scope="module")
 def wheel():
-    return fetch_wheel()   # the pinned bfcl-eval wheel, verified and cached (.ci/run fetches it first)
+    return fetch_wheel()  # the pinned bfcl-eval wheel, verified and cached (.ci/run fetches it first)
 
 
 def _calls(item: mt.MultiTurnItem, turn: list[str]) -> list[tuple[str, dict]]:
@@ -40,8 +41,9 @@ def _reference(item: mt.MultiTurnItem, *, bfcl: bool = False) -> list[str]:
     for turn in item.ground_truth:
         calls = _calls(item, list(turn))
         if calls and bfcl:
-            replies.append("[" + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")"
-                                           for n, a in calls) + "]")
+            replies.append(
+                "[" + ", ".join(f"{n}(" + ", ".join(f"{k}={v!r}" for k, v in a.items()) + ")" for n, a in calls) + "]"
+            )
         elif calls:
             replies.append("\n".join(render_call(ToolCall(n, a)) for n, a in calls))
         replies.append("[]" if bfcl else "ANSWER: done")
@@ -54,7 +56,7 @@ def test_every_category_loads_with_its_turns_and_held_out_functions(wheel) -> No
         assert len(items) == 200 and {i.split for i in items} == {"dev", "test"}
         assert all(len(i.turns) == len(i.ground_truth) for i in items)
     item = mt.load_multi_turn("multi_turn_miss_func", wheel=wheel)[0]
-    (turn, docs), = item.held_out.items()
+    ((turn, docs),) = item.held_out.items()
     assert item.turns[turn] == () and [d["name"] for d in docs] == ["sort"]
     assert "sort" not in {f["name"] for f in item.functions}
     assert all(f["description"].endswith("Python 3 syntax.") for f in item.functions)
@@ -69,10 +71,10 @@ def test_the_scorer_is_bfcls_checker_on_ground_truth_and_altered_answers(wheel) 
             assert score.valid and score.turns_right == score.turns == len(item.ground_truth), item.id
             k = next(i for i, t in enumerate(item.ground_truth) if t)
             altered = [list(s) for s in truth]
-            altered[k] = [list(item.ground_truth[k][:-1])]   # the turn's last call left out
+            altered[k] = [list(item.ground_truth[k][:-1])]  # the turn's last call left out
             bad = mt.score_item(item, altered, wheel=wheel)
             assert not bad.valid and bad.turns_right == k, item.id
-            cut = mt.score_item(item, truth[:-1], wheel=wheel)   # force-quit before the last turn
+            cut = mt.score_item(item, truth[:-1], wheel=wheel)  # force-quit before the last turn
             assert not cut.valid and cut.error_type == "multi_turn:force_terminated"
             assert cut.turns_right == len(item.ground_truth) - 1
 
@@ -93,13 +95,15 @@ def test_simulators_are_fresh_per_episode_and_leave_nothing_behind(wheel) -> Non
         assert '"document"' in a.execute("cd", {"folder": "document"})
         assert "temp" not in b.execute("ls", {}) and "document" in b.execute("ls", {})
         with pytest.raises(KeyError):
-            a.execute("__import__", {"name": "os"})   # only listed functions: no text reaches eval
+            a.execute("__import__", {"name": "os"})  # only listed functions: no text reaches eval
     assert set(vars(utils)) == before
 
 
 def test_call_strings_are_built_from_values_never_from_model_text() -> None:
-    assert mt.call_string("echo", {"content": "x') or __import__('os').system('id"}) == \
-        "echo(content=\"x') or __import__('os').system('id\")"
+    assert (
+        mt.call_string("echo", {"content": "x') or __import__('os').system('id"})
+        == "echo(content=\"x') or __import__('os').system('id\")"
+    )
 
 
 def test_missing_mpmath_is_a_one_line_error_naming_the_extra(wheel, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,29 +120,36 @@ def test_ground_truth_replayed_through_the_agent_scores_right(wheel, category: s
     out = run_multi_turn(item, mode, backend, chat_format="chatml", settings=Settings(), options={})
     assert out["error"] is None and out["success"], out["multi_turn"]
     assert out["multi_turn"]["turns_right"] == len(item.turns)
-    assert len([r for r in out["trace"] if r["type"] == "start"]) == len(item.turns)   # a question per turn
+    assert len([r for r in out["trace"] if r["type"] == "start"]) == len(item.turns)  # a question per turn
     if item.held_out:
         turn = next(iter(item.held_out))
         prompt = backend.prompts[sum(2 if t else 1 for t in item.ground_truth[:turn])]
-        assert ("I have updated some more functions" in prompt) and (("'name': 'sort'" in prompt) ==
-                                                                     (mode == "bfcl-prompt"))
+        assert ("I have updated some more functions" in prompt) and (
+            ("'name': 'sort'" in prompt) == (mode == "bfcl-prompt")
+        )
 
 
 def test_feedback_lets_the_text_mode_fix_a_call_the_ablation_cannot(wheel) -> None:
     item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
     replies = _reference(item)
-    broken = ['TOOL: cd ARGS: {"folder": "document"', *replies]   # an object never closed, then the turn again
+    broken = ['TOOL: cd ARGS: {"folder": "document"', *replies]  # an object never closed, then the turn again
     full = run_multi_turn(item, "text", ScriptedBackend(broken), chat_format="chatml", settings=Settings(), options={})
     assert full["success"] and full["multi_turn"]["format_errors"] == 1
-    ablated = run_multi_turn(item, "text-no-feedback", ScriptedBackend(broken + ["ANSWER: done"] * 4),
-                             chat_format="chatml", settings=Settings(), options={})
+    ablated = run_multi_turn(
+        item,
+        "text-no-feedback",
+        ScriptedBackend(broken + ["ANSWER: done"] * 4),
+        chat_format="chatml",
+        settings=Settings(),
+        options={},
+    )
     assert not ablated["success"] and ablated["multi_turn"]["per_turn"][0]["stop_reason"] == "format_errors"
     assert ablated["multi_turn"]["turns_right"] == 0
 
 
 def test_a_model_that_never_stops_calling_is_force_quit(wheel) -> None:
     item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
-    replies = ['TOOL: ls ARGS: {}'] * (mt.MAX_CALL_STEPS + 1)
+    replies = ["TOOL: ls ARGS: {}"] * (mt.MAX_CALL_STEPS + 1)
     out = run_multi_turn(item, "text", ScriptedBackend(replies), chat_format="chatml", settings=Settings(), options={})
     assert out["multi_turn"]["force_quit"] and out["stop_reason"] == "max_steps"
     assert out["multi_turn"]["error_type"] == "multi_turn:force_terminated" and not out["success"]
@@ -150,5 +161,5 @@ def test_the_ablation_shows_no_feedback_in_the_turns_after(wheel) -> None:
     backend = ScriptedBackend(['TOOL: cd ARGS: {"folder": "document"', *["ANSWER: done"] * 4])
     out = run_multi_turn(item, "text-no-feedback", backend, chat_format="chatml", settings=Settings(), options={})
     assert out["multi_turn"]["per_turn"][0]["stop_reason"] == "format_errors"
-    assert "OBSERVATION (format error)" not in backend.prompts[1]   # what text mode would have said
+    assert "OBSERVATION (format error)" not in backend.prompts[1]  # what text mode would have said
     assert out["trace"][0]["mode"] == "text-no-feedback"

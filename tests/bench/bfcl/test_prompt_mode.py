@@ -1,48 +1,70 @@
 """bench/bfcl/prompt_mode.py: BFCL's prompt, its decoder, and the zero-retry loop."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from textagent import ScriptedBackend
-from textagent import Agent
+from textagent import Agent, ScriptedBackend
 from textagent.bench.baseline import AGENT_OPTIONS
 from textagent.bench.bfcl.prompt_mode import BfclPromptMode, DecodeError, decode, system_prompt
 from textagent.bench.bfcl.schema import make_tools
 
-DOCS = [{"name": "spotify.play", "description": "Play.", "parameters": {"type": "dict", "properties": {
-    "artist": {"type": "string"}, "duration": {"type": "integer"}}, "required": ["artist", "duration"]}}]
+DOCS = [
+    {
+        "name": "spotify.play",
+        "description": "Play.",
+        "parameters": {
+            "type": "dict",
+            "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}},
+            "required": ["artist", "duration"],
+        },
+    }
+]
 
 
 def test_system_prompt_is_bfcls_default() -> None:
     text = system_prompt(DOCS)
     assert text.startswith("You are an expert in composing functions.You are given a question")
-    assert "[func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)].  You " \
-           "SHOULD NOT include any other text in the response." in text
-    assert text.endswith("Here is a list of functions in json format that you can invoke.\n"
-                         + json.dumps(DOCS, indent=4) + "\n")
+    assert (
+        "[func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)].  You "
+        "SHOULD NOT include any other text in the response." in text
+    )
+    assert text.endswith(
+        "Here is a list of functions in json format that you can invoke.\n" + json.dumps(DOCS, indent=4) + "\n"
+    )
 
 
-@pytest.mark.parametrize("reply, calls", [
-    ('[spotify.play(artist="A", duration=20), spotify.play(artist="B", duration=15)]',
-     [("spotify.play", {"artist": "A", "duration": 20}), ("spotify.play", {"artist": "B", "duration": 15})]),
-    ('spotify.play(artist="A", duration=20)', [("spotify.play", {"artist": "A", "duration": 20})]),
-    ("`[f(x=2**3, y=-1.5, z=[1, 'a'], w={'k': (1, 2)}, v=None, u=g(a=1))]`",
-     [("f", {"x": 8, "y": -1.5, "z": [1, "a"], "w": {"k": (1, 2)}, "v": None, "u": {"g": {"a": 1}}})]),
-    ("[f(name=somevar, call=len(x))]", [("f", {"name": "somevar", "call": "len(x)"})]),
-    ("[]", []),
-])
+@pytest.mark.parametrize(
+    "reply, calls",
+    [
+        (
+            '[spotify.play(artist="A", duration=20), spotify.play(artist="B", duration=15)]',
+            [("spotify.play", {"artist": "A", "duration": 20}), ("spotify.play", {"artist": "B", "duration": 15})],
+        ),
+        ('spotify.play(artist="A", duration=20)', [("spotify.play", {"artist": "A", "duration": 20})]),
+        (
+            "`[f(x=2**3, y=-1.5, z=[1, 'a'], w={'k': (1, 2)}, v=None, u=g(a=1))]`",
+            [("f", {"x": 8, "y": -1.5, "z": [1, "a"], "w": {"k": (1, 2)}, "v": None, "u": {"g": {"a": 1}}})],
+        ),
+        ("[f(name=somevar, call=len(x))]", [("f", {"name": "somevar", "call": "len(x)"})]),
+        ("[]", []),
+    ],
+)
 def test_decode_reads_as_bfcl_does(reply: str, calls: list) -> None:
     assert decode(reply) == calls
 
 
-@pytest.mark.parametrize("reply", [
-    "I cannot answer that with these functions.",
-    "```python\n[f(a=1)]\n```",            # BFCL strips backticks, not the language tag: not decodable
-    "[f(a=1), 3]",
-    "[f(a=__import__('os').system('true'))]",   # never evaluated, read as text ... but not a list of calls
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I cannot answer that with these functions.",
+        "```python\n[f(a=1)]\n```",  # BFCL strips backticks, not the language tag: not decodable
+        "[f(a=1), 3]",
+        "[f(a=__import__('os').system('true'))]",  # never evaluated, read as text ... but not a list of calls
+    ],
+)
 def test_decode_refuses_what_bfcl_cannot_decode(reply: str) -> None:
     if "__import__" in reply:
         assert decode(reply) == [("f", {"a": "__import__('os').system('true')"})]

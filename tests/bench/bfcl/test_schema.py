@@ -1,23 +1,34 @@
 """bench/bfcl/schema.py: BFCL's schema dialect, language notes and native names."""
+
 from __future__ import annotations
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from textagent.bench.bfcl.schema import (NEUTRAL_RESULT, function_docs, language_hint, make_tools, native_names,
-                                         to_json_schema)
+from textagent.bench.bfcl.schema import (
+    NEUTRAL_RESULT,
+    function_docs,
+    language_hint,
+    make_tools,
+    native_names,
+    to_json_schema,
+)
 from textagent.protocol import ToolCall
 
 
 def test_dialect_types_become_json_schema() -> None:
-    bfcl = {"type": "dict", "properties": {
-        "x": {"type": "float", "description": "a float"},
-        "pair": {"type": "tuple", "items": {"type": "integer"}},
-        "anything": {"type": "any"},
-        "opts": {"type": "dict", "properties": {"deep": {"type": "boolean"}}},
-        "maybe": {"type": "string", "optional": True},
-        "odd": {"type": "HashMap"}},
-        "required": ["x", "maybe", "ghost"]}
+    bfcl = {
+        "type": "dict",
+        "properties": {
+            "x": {"type": "float", "description": "a float"},
+            "pair": {"type": "tuple", "items": {"type": "integer"}},
+            "anything": {"type": "any"},
+            "opts": {"type": "dict", "properties": {"deep": {"type": "boolean"}}},
+            "maybe": {"type": "string", "optional": True},
+            "odd": {"type": "HashMap"},
+        },
+        "required": ["x", "maybe", "ghost"],
+    }
     schema = to_json_schema(bfcl)
     Draft202012Validator.check_schema(schema)
     props = schema["properties"]
@@ -26,7 +37,7 @@ def test_dialect_types_become_json_schema() -> None:
     assert "type" not in props["anything"]
     assert props["opts"]["properties"]["deep"]["type"] == "boolean"
     assert props["odd"]["type"] == "object"
-    assert schema["required"] == ["x"]       # optional flag and unknown names dropped
+    assert schema["required"] == ["x"]  # optional flag and unknown names dropped
 
 
 def test_int_accepted_for_float_and_bad_default_dropped() -> None:
@@ -37,16 +48,24 @@ def test_int_accepted_for_float_and_bad_default_dropped() -> None:
 
 
 def test_language_hint_as_bfcl_adds_it() -> None:
-    fn = {"name": "f", "description": "Do it.", "parameters": {"type": "dict", "properties": {
-        "a": {"type": "ArrayList", "description": "Items.", "items": {"type": "String"}}}}}
+    fn = {
+        "name": "f",
+        "description": "Do it.",
+        "parameters": {
+            "type": "dict",
+            "properties": {"a": {"type": "ArrayList", "description": "Items.", "items": {"type": "String"}}},
+        },
+    }
     py = language_hint([fn], "python")[0]
     assert py["description"] == "Do it. Note that the provided function is in Python 3 syntax."
     java = language_hint([fn], "java")[0]
     a = java["parameters"]["properties"]["a"]
     assert a["type"] == "string" and "items" not in a
-    assert a["description"] == ("Items. This is Java ArrayList type parameter in string representation. The list "
-                                "elements are of type String; they are not in string representation.")
-    assert fn["description"] == "Do it."    # the input is not changed
+    assert a["description"] == (
+        "Items. This is Java ArrayList type parameter in string representation. The list "
+        "elements are of type String; they are not in string representation."
+    )
+    assert fn["description"] == "Do it."  # the input is not changed
 
 
 def test_native_names_are_openai_safe_and_unique() -> None:
@@ -56,8 +75,17 @@ def test_native_names_are_openai_safe_and_unique() -> None:
 
 @pytest.mark.parametrize("native", [False, True])
 def test_tools_validate_and_return_the_neutral_result(native: bool) -> None:
-    docs = [{"name": "spotify.play", "description": "Play.", "parameters": {"type": "dict", "properties": {
-        "artist": {"type": "string"}, "duration": {"type": "integer"}}, "required": ["artist", "duration"]}}]
+    docs = [
+        {
+            "name": "spotify.play",
+            "description": "Play.",
+            "parameters": {
+                "type": "dict",
+                "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}},
+                "required": ["artist", "duration"],
+            },
+        }
+    ]
     tools, names = make_tools(docs, native=native)
     name = "spotify_play" if native else "spotify.play"
     assert list(tools) == [name] and names == {name: "spotify.play"}

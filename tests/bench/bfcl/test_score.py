@@ -1,4 +1,5 @@
 """bench/bfcl/score.py and the runner on BFCL items: three views, recovered items, native names."""
+
 from __future__ import annotations
 
 import json
@@ -12,21 +13,43 @@ from textagent.bench.bfcl.tasks import MAX_STEPS
 from textagent.bench.runner import run_episode
 from textagent.bench.tasks import Task
 
-FIXTURES = {i["id"]: i for i in json.loads((Path(__file__).parent / "fixtures.json").read_text())["items"]} \
-    if (Path(__file__).parent / "fixtures.json").exists() else {}
+FIXTURES = (
+    {i["id"]: i for i in json.loads((Path(__file__).parent / "fixtures.json").read_text())["items"]}
+    if (Path(__file__).parent / "fixtures.json").exists()
+    else {}
+)
 
-DOCS = [{"name": "spotify.play", "description": "Play.", "parameters": {"type": "dict", "properties": {
-    "artist": {"type": "string"}, "duration": {"type": "integer"}}, "required": ["artist", "duration"]}}]
-TRUTH = ({"spotify.play": {"artist": ["Taylor Swift"], "duration": [20]}},
-         {"spotify.play": {"artist": ["Maroon 5"], "duration": [15]}})
+DOCS = [
+    {
+        "name": "spotify.play",
+        "description": "Play.",
+        "parameters": {
+            "type": "dict",
+            "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}},
+            "required": ["artist", "duration"],
+        },
+    }
+]
+TRUTH = (
+    {"spotify.play": {"artist": ["Taylor Swift"], "duration": [20]}},
+    {"spotify.play": {"artist": ["Maroon 5"], "duration": [15]}},
+)
 A = 'TOOL: spotify.play ARGS: {"artist": "Taylor Swift", "duration": 20}'
 B = 'TOOL: spotify.play ARGS: {"artist": "Maroon 5", "duration": 15}'
 
 
 def _task(category: str = "parallel", truth=TRUTH) -> Task:
     item = BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Play both."},), tuple(DOCS), truth)
-    return Task(id=item.id, question="Play both.", tools=("spotify.play",), checks=(), kind=category,
-                max_steps=MAX_STEPS, split=item.split, bfcl=item)
+    return Task(
+        id=item.id,
+        question="Play both.",
+        tools=("spotify.play",),
+        checks=(),
+        kind=category,
+        max_steps=MAX_STEPS,
+        split=item.split,
+        bfcl=item,
+    )
 
 
 def _views(record: dict) -> tuple[bool, bool, bool, bool]:
@@ -58,7 +81,7 @@ def test_a_call_fixed_after_argument_feedback_is_recovered() -> None:
 
 
 def test_the_feedback_view_is_the_first_parsed_reply_when_no_call_passed() -> None:
-    unknown = 'TOOL: spotify.stop ARGS: {}'
+    unknown = "TOOL: spotify.stop ARGS: {}"
     record = run_episode(_task(), "text", ScriptedBackend([A[:-1], unknown, unknown, "ANSWER: gave up"]))
     assert _views(record)[:2] == (False, False) and record["bfcl"]["feedback"]["error_type"] is not None
 
@@ -75,16 +98,24 @@ def test_irrelevance_no_call_is_right_and_a_call_is_not() -> None:
 
 
 def test_bfcl_prompt_mode_on_an_item() -> None:
-    record = run_episode(_task(), "bfcl-prompt", ScriptedBackend(
-        ['[spotify.play(artist="Taylor Swift", duration=20), spotify.play(artist="Maroon 5", duration=15)]', "Done."]))
+    record = run_episode(
+        _task(),
+        "bfcl-prompt",
+        ScriptedBackend(
+            [
+                '[spotify.play(artist="Taylor Swift", duration=20), spotify.play(artist="Maroon 5", duration=15)]',
+                "Done.",
+            ]
+        ),
+    )
     assert _views(record) == (True, True, True, False)
     bad = run_episode(_task(), "bfcl-prompt", ScriptedBackend(["I will play them."]))
     assert bad["failure"] == "unparseable" and bad["steps"] == 1
 
 
 def test_native_names_are_mapped_back_for_scoring() -> None:
-    from textagent.bench.bfcl.score import step_calls
     from textagent.agent import Step
+    from textagent.bench.bfcl.score import step_calls
     from textagent.protocol import Reply, ToolCall
 
     step = Step(1, "", reply=Reply([ToolCall("spotify_play", {"artist": "X", "duration": 1})], None, "", []))
@@ -93,18 +124,17 @@ def test_native_names_are_mapped_back_for_scoring() -> None:
 
 @pytest.mark.skipif(not FIXTURES, reason="no fixtures.json")
 def test_real_items_from_the_fixtures_score_their_ground_truth() -> None:
-    from test_checker import gt_calls   # the checker tests' ground truth -> calls
+    from test_checker import gt_calls  # the checker tests' ground truth -> calls
 
-    from textagent.bench.bfcl.score import score_steps
     from textagent.agent import Step
+    from textagent.bench.bfcl.score import score_steps
     from textagent.protocol import Reply, ToolCall
 
     checked = 0
     for raw in FIXTURES.values():
         if raw.get("ground_truth") is None or "java" in raw["category"]:
             continue
-        item = BfclItem(raw["id"], raw["category"], 1, (), tuple(raw["function"]),
-                        tuple(raw["ground_truth"]))
+        item = BfclItem(raw["id"], raw["category"], 1, (), tuple(raw["function"]), tuple(raw["ground_truth"]))
         calls = [ToolCall(name, args) for name, args in gt_calls(raw)]
         step = Step(1, "", reply=Reply(calls, None, "", []))
         assert score_steps(item, [step])["first"]["valid"], raw["id"]

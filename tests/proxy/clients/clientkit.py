@@ -1,5 +1,6 @@
 """What the client tests share: the weather tool each client wraps its own way, and the model
 a structured answer must fill."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel

@@ -1,5 +1,6 @@
 """The real-model fixture of the client tests: the proxy in front of the embedded llama-server
 with Qwen2.5-Coder-0.5B (tests/conftest.py's qwen_server), for the tests marked integration."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """langchain-openai's ChatOpenAI and LangGraph's create_react_agent, unchanged, against the proxy
 and a scripted llama.cpp upstream: bind_tools, streaming, with_structured_output, and the
 agent with and without response_format."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,13 +10,13 @@ pytest.importorskip("langchain_openai")
 pytest.importorskip("langgraph")
 pytest.importorskip("uvicorn")
 
-from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langchain_openai import ChatOpenAI  # noqa: E402
-from clientkit import Weather, get_weather as weather  # noqa: E402
-from proxykit import said  # noqa: E402
-
-from langgraph.prebuilt import create_react_agent  # noqa: E402
+from clientkit import Weather
+from clientkit import get_weather as weather
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.prebuilt import create_react_agent
+from proxykit import said
 
 # LangGraph 1.x moved create_react_agent to langchain.agents (create_agent); the old one is what users have
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
@@ -41,8 +42,14 @@ def test_bind_tools_and_a_result(upstream, model):
 
 
 def test_streaming(upstream, model):
-    upstream.sse("/completion", [{"content": "ANSWER: one, ", "stop": False}, {"content": "two", "stop": False},
-                                 {"content": "", "stop": True, "stop_type": "eos"}])
+    upstream.sse(
+        "/completion",
+        [
+            {"content": "ANSWER: one, ", "stop": False},
+            {"content": "two", "stop": False},
+            {"content": "", "stop": True, "stop_type": "eos"},
+        ],
+    )
     assert "".join(chunk.content for chunk in model.stream("count")) == "one, two"
 
 
@@ -73,10 +80,13 @@ def test_create_react_agent_with_response_format(upstream, model):
 
 @pytest.mark.integration
 def test_create_react_agent_with_response_format_on_the_real_model(real_proxy):
-    model = ChatOpenAI(base_url=real_proxy.url + "/v1", api_key="-", model="m", max_retries=0, temperature=0,
-                       timeout=180)
+    model = ChatOpenAI(
+        base_url=real_proxy.url + "/v1", api_key="-", model="m", max_retries=0, temperature=0, timeout=180
+    )
     agent = create_react_agent(model, [get_weather], response_format=Weather)
-    out = agent.invoke({"messages": [("user", "What is the weather in Paris? Give the city and temperature.")]},
-                       {"recursion_limit": 12})
-    assert isinstance(out["structured_response"], Weather)   # held by the grammar, checked by the proxy
+    out = agent.invoke(
+        {"messages": [("user", "What is the weather in Paris? Give the city and temperature.")]},
+        {"recursion_limit": 12},
+    )
+    assert isinstance(out["structured_response"], Weather)  # held by the grammar, checked by the proxy
     assert all("ANSWER:" not in str(m.content) for m in out["messages"])

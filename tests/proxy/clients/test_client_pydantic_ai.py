@@ -1,6 +1,7 @@
 """pydantic-ai (pydantic-ai-slim with the openai SDK), unchanged, against the proxy and a scripted
 llama.cpp upstream: a tool run on its chat model and its Responses model, output through a tool
 (its default) and NativeOutput (response_format)."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,12 +9,11 @@ import pytest
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("uvicorn")
 
-from clientkit import Weather, get_weather  # noqa: E402
-from proxykit import said  # noqa: E402
-from pydantic_ai import Agent, NativeOutput  # noqa: E402
-from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402
-from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
-
+from clientkit import Weather, get_weather
+from proxykit import said
+from pydantic_ai import Agent, NativeOutput
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+from pydantic_ai.providers.openai import OpenAIProvider
 
 MODELS = {"chat": OpenAIChatModel, "responses": OpenAIResponsesModel}
 
@@ -45,9 +45,14 @@ def test_native_output(upstream, model):
 
 
 def test_a_streamed_answer(upstream, model):
-    upstream.sse("/completion", [{"content": "ANSWER: It is ", "stop": False},
-                                 {"content": "sunny in Paris today.", "stop": False},
-                                 {"content": "", "stop": True, "stop_type": "eos"}])
+    upstream.sse(
+        "/completion",
+        [
+            {"content": "ANSWER: It is ", "stop": False},
+            {"content": "sunny in Paris today.", "stop": False},
+            {"content": "", "stop": True, "stop_type": "eos"},
+        ],
+    )
 
     async def run() -> list[str]:
         async with Agent(model).run_stream("Paris?") as result:

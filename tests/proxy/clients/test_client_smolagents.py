@@ -2,6 +2,7 @@
 scripted llama.cpp upstream. smolagents writes its earlier calls into assistant text ("Calling
 tools: [...]") and their results into user text ("Observation: ..."): the model must see them as
 its calls and their observations."""
+
 from __future__ import annotations
 
 import json
@@ -11,10 +12,9 @@ import pytest
 pytest.importorskip("smolagents")
 pytest.importorskip("uvicorn")
 
-from clientkit import get_weather as weather  # noqa: E402
-from proxykit import said, start  # noqa: E402
-from smolagents import OpenAIServerModel, ToolCallingAgent, tool  # noqa: E402
-
+from clientkit import get_weather as weather
+from proxykit import said, start
+from smolagents import OpenAIServerModel, ToolCallingAgent, tool
 
 get_weather = tool(weather)
 
@@ -31,12 +31,12 @@ def test_a_tool_calling_run(upstream, tmp_path):
         proxy.stop()
     sent = [json.loads(path.read_text())["request"] for path in tmp_path.iterdir()]
     history = json.dumps(max(sent, key=lambda body: len(body["messages"]))["messages"])
-    assert "Calling tools:" in history and "Observation:" in history   # smolagents sent text, not tool_calls
+    assert "Calling tools:" in history and "Observation:" in history  # smolagents sent text, not tool_calls
     second = upstream.bodies("/completion")[1]["prompt"]
     assert 'TOOL: get_weather ARGS: {"city": "Paris"}<|im_end|>' in second
     assert "OBSERVATION (get_weather): sunny, 24 C in Paris" in second
     assert "Calling tools" not in second and "ANSWER: Calling" not in second
-    assert upstream.bodies("/completion")[0]["grammar"].splitlines()[0].endswith("calls")   # tool_choice required
+    assert upstream.bodies("/completion")[0]["grammar"].splitlines()[0].endswith("calls")  # tool_choice required
 
 
 def test_a_bad_call_is_repaired_before_smolagents_sees_it(upstream, proxy):
@@ -45,7 +45,7 @@ def test_a_bad_call_is_repaired_before_smolagents_sees_it(upstream, proxy):
     model = OpenAIServerModel(model_id="m", api_base=proxy.url + "/v1", api_key="-")
     agent = ToolCallingAgent(tools=[get_weather], model=model, max_steps=2, verbosity_level=0)
     assert agent.run("Weather in Paris?") == "Paris: sunny"
-    assert "city" in upstream.bodies("/completion")[1]["prompt"]   # the repair named the missing argument
+    assert "city" in upstream.bodies("/completion")[1]["prompt"]  # the repair named the missing argument
 
 
 @pytest.mark.integration

@@ -13,6 +13,7 @@ Deliberate differences:
 - Java ``Set``/``Hashtable``/``Queue``/``Stack`` values stay strings (BFCL raises NotImplementedError;
   no item uses them).
 """
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,17 @@ from typing import Any
 
 __all__ = ["ERROR_TYPES", "Verdict", "check_calls"]
 
-ERROR_TYPES = ("wrong_function", "unknown_parameter", "missing_parameter", "wrong_type", "wrong_value",
-               "wrong_count", "no_call", "irrelevance_call", "unparseable")
+ERROR_TYPES = (
+    "wrong_function",
+    "unknown_parameter",
+    "missing_parameter",
+    "wrong_type",
+    "wrong_value",
+    "wrong_count",
+    "no_call",
+    "irrelevance_call",
+    "unparseable",
+)
 
 
 @dataclass(frozen=True)
@@ -31,8 +41,8 @@ class Verdict:
     """The score of one item. ``detail`` starts with BFCL's own error type in brackets."""
 
     valid: bool
-    error_type: str | None      # one of ERROR_TYPES when not valid, else None
-    detail: str = ""            # one human-readable sentence: what was expected, what was got
+    error_type: str | None  # one of ERROR_TYPES when not valid, else None
+    detail: str = ""  # one human-readable sentence: what was expected, what was got
 
 
 class _Mismatch(Exception):
@@ -44,9 +54,13 @@ class _Mismatch(Exception):
         self.ours = ours or _our_type(bfcl_type)
 
 
-_BY_KIND = {"wrong_func_name": "wrong_function", "unexpected_param": "unknown_parameter",
-            "missing_required": "missing_parameter", "missing_optional": "missing_parameter",
-            "wrong_count": "wrong_count"}
+_BY_KIND = {
+    "wrong_func_name": "wrong_function",
+    "unexpected_param": "unknown_parameter",
+    "missing_required": "missing_parameter",
+    "missing_optional": "missing_parameter",
+    "wrong_count": "wrong_count",
+}
 
 
 def _our_type(bfcl_type: str) -> str:
@@ -57,21 +71,62 @@ def _our_type(bfcl_type: str) -> str:
 
 # BFCL's schema type names → the Python type a value must have (after conversion, for Java/JS).
 _TYPES: dict[str, dict[str, type]] = {
-    "python": {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
-               "tuple": list, "dict": dict, "any": str},
-    "java": {"byte": int, "short": int, "integer": int, "float": float, "double": float, "long": int,
-             "boolean": bool, "char": str, "Array": list, "ArrayList": list, "Set": set, "HashMap": dict,
-             "Hashtable": dict, "Queue": list, "Stack": list, "String": str, "any": str},
-    "javascript": {"String": str, "integer": int, "float": float, "Bigint": int, "Boolean": bool,
-                   "dict": dict, "array": list, "any": str},
+    "python": {
+        "string": str,
+        "integer": int,
+        "float": float,
+        "boolean": bool,
+        "array": list,
+        "tuple": list,
+        "dict": dict,
+        "any": str,
+    },
+    "java": {
+        "byte": int,
+        "short": int,
+        "integer": int,
+        "float": float,
+        "double": float,
+        "long": int,
+        "boolean": bool,
+        "char": str,
+        "Array": list,
+        "ArrayList": list,
+        "Set": set,
+        "HashMap": dict,
+        "Hashtable": dict,
+        "Queue": list,
+        "Stack": list,
+        "String": str,
+        "any": str,
+    },
+    "javascript": {
+        "String": str,
+        "integer": int,
+        "float": float,
+        "Bigint": int,
+        "Boolean": bool,
+        "dict": dict,
+        "array": list,
+        "any": str,
+    },
 }
 # Types whose items (``items.type``) are type-checked one level deep.
-_NESTED = {"python": ("array", "tuple"), "java": ("Array", "ArrayList", "array"),
-           "javascript": ("Array", "ArrayList", "array")}
+_NESTED = {
+    "python": ("array", "tuple"),
+    "java": ("Array", "ArrayList", "array"),
+    "javascript": ("Array", "ArrayList", "array"),
+}
 
 
-def check_calls(category: str, functions: list[dict], ground_truth: list[dict] | None,
-                calls: list[tuple[str, dict]], *, language: str | None = None) -> Verdict:
+def check_calls(
+    category: str,
+    functions: list[dict],
+    ground_truth: list[dict] | None,
+    calls: list[tuple[str, dict]],
+    *,
+    language: str | None = None,
+) -> Verdict:
     """Score one BFCL item's decoded calls the way BFCL's AST checker does.
 
     Dispatch follows BFCL: a category containing "irrelevance" is valid iff there is no call
@@ -80,16 +135,26 @@ def check_calls(category: str, functions: list[dict], ground_truth: list[dict] |
     one call, checked against the item's first function. The language is derived from the category
     when not given ("java"/"javascript"; else python).
     """
-    language = language or ("javascript" if "javascript" in category else
-                            "java" if "java" in category else "python")
+    language = language or ("javascript" if "javascript" in category else "java" if "java" in category else "python")
     if language not in _TYPES:
         raise ValueError(f"unsupported language {language!r}")
-    if "irrelevance" in category:       # BFCL: valid iff nothing decodes to a call
-        return Verdict(True, None) if not calls else Verdict(False, "irrelevance_call", "[irrelevance_error:"
-                       f"decoder_success] expected no call, got {len(calls)}: {', '.join(n for n, _ in calls)}.")
-    if "relevance" in category:         # live_relevance: any call at all is right
-        return Verdict(True, None) if calls else Verdict(
-            False, "no_call", "[relevance_error:decoder_failed] expected a call, got none.")
+    if "irrelevance" in category:  # BFCL: valid iff nothing decodes to a call
+        return (
+            Verdict(True, None)
+            if not calls
+            else Verdict(
+                False,
+                "irrelevance_call",
+                "[irrelevance_error:"
+                f"decoder_success] expected no call, got {len(calls)}: {', '.join(n for n, _ in calls)}.",
+            )
+        )
+    if "relevance" in category:  # live_relevance: any call at all is right
+        return (
+            Verdict(True, None)
+            if calls
+            else Verdict(False, "no_call", "[relevance_error:decoder_failed] expected a call, got none.")
+        )
     if ground_truth is None:
         raise ValueError(f"category {category!r} needs a ground truth")
     try:
@@ -109,8 +174,9 @@ def check_calls(category: str, functions: list[dict], ground_truth: list[dict] |
 def _check_count(checker: str, expected: int, calls: list) -> None:
     """Rule: exactly as many calls as ground-truth entries (1 for simple and multiple)."""
     if len(calls) != expected:
-        raise _Mismatch(f"{checker}:wrong_count", f"expected {expected} call(s), got {len(calls)}.",
-                        None if calls else "no_call")
+        raise _Mismatch(
+            f"{checker}:wrong_count", f"expected {expected} call(s), got {len(calls)}.", None if calls else "no_call"
+        )
 
 
 def _find(functions: list[dict], answer: dict) -> dict:
@@ -120,8 +186,9 @@ def _find(functions: list[dict], answer: dict) -> dict:
     raise ValueError(f"the ground truth names {name!r}, which is not among the item's functions")
 
 
-def _check_parallel(functions: list[dict], ground_truth: list[dict], calls: list[tuple[str, dict]],
-                    language: str) -> None:
+def _check_parallel(
+    functions: list[dict], ground_truth: list[dict], calls: list[tuple[str, dict]], language: str
+) -> None:
     """Rule: parallel categories match calls to ground-truth entries one to one, in any order.
 
     BFCL quirk: the matching is greedy, not a full bipartite search: each entry, in ground-truth
@@ -142,9 +209,12 @@ def _check_parallel(functions: list[dict], ground_truth: list[dict], calls: list
             break
         else:
             closest = next((m for m in misses if m.ours != "wrong_function"), misses[0])
-            raise _Mismatch("parallel_function_checker_no_order:cannot_find_match",
-                            f"no call matches expected call {index} ({function['name']}); closest: "
-                            f"[{closest.bfcl_type}] {closest.message}", closest.ours)
+            raise _Mismatch(
+                "parallel_function_checker_no_order:cannot_find_match",
+                f"no call matches expected call {index} ({function['name']}); closest: "
+                f"[{closest.bfcl_type}] {closest.message}",
+                closest.ours,
+            )
 
 
 def _check_call(function: dict, call: tuple[str, dict], answer: dict, language: str) -> None:
@@ -159,18 +229,23 @@ def _check_call(function: dict, call: tuple[str, dict], answer: dict, language: 
     properties = function["parameters"]["properties"]
     for param in function["parameters"].get("required", []):
         if param not in args:
-            raise _Mismatch("simple_function_checker:missing_required",
-                            f"{expected}: required parameter {param!r} is missing.")
+            raise _Mismatch(
+                "simple_function_checker:missing_required", f"{expected}: required parameter {param!r} is missing."
+            )
     for param, value in args.items():
         # BFCL quirk: a schema parameter absent from the ground truth counts as unexpected too.
         if param not in properties or param not in accepted:
-            raise _Mismatch("simple_function_checker:unexpected_param",
-                            f"{expected}: got parameter {param!r}, which is not expected.")
+            raise _Mismatch(
+                "simple_function_checker:unexpected_param",
+                f"{expected}: got parameter {param!r}, which is not expected.",
+            )
         _check_param(f"{expected}: parameter {param!r}", value, properties[param], accepted[param], language)
     for param, values in accepted.items():
         if param not in args and "" not in values:
-            raise _Mismatch("simple_function_checker:missing_optional",
-                            f"{expected}: parameter {param!r} is missing; expected one of {_short(values)}.")
+            raise _Mismatch(
+                "simple_function_checker:missing_optional",
+                f"{expected}: parameter {param!r} is missing; expected one of {_short(values)}.",
+            )
 
 
 def _type_of(language: str, kind: str | None) -> type:
@@ -190,16 +265,18 @@ def _check_param(where: str, value: Any, schema: dict, accepted: list, language:
         # Java/JS arguments are source text; they must be strings and are converted by type first.
         if type(value) is not str:
             tag = "java" if language == "java" else "js"
-            raise _Mismatch(f"type_error:{tag}", f"{where} expected {language} text (a string), "
-                            f"got {type(value).__name__} {_short(value)}.")
+            raise _Mismatch(
+                f"type_error:{tag}",
+                f"{where} expected {language} text (a string), got {type(value).__name__} {_short(value)}.",
+            )
         value = _from_source(language, value, kind, item_kind)
     if kind == "tuple" and type(value) is tuple:
-        value = list(value)          # JSON answers hold tuples as lists
+        value = list(value)  # JSON answers hold tuples as lists
     if language == "python" and kind == "float" and type(value) is int:
-        value = float(value)         # an int is a fine float (but not inside an array: see _items_fit)
+        value = float(value)  # an int is a fine float (but not inside an array: see _items_fit)
     variable = _check_type(where, value, accepted, kind, expected, inner)
     if variable or expected not in (dict, list, str):
-        if value not in accepted:    # plain equality: numbers, booleans, "variables"
+        if value not in accepted:  # plain equality: numbers, booleans, "variables"
             raise _Mismatch("value_error:others", f"{where} expected one of {_short(accepted)}, got {_short(value)}.")
     elif expected is dict:
         _check_dict(where, value, accepted)
@@ -207,8 +284,11 @@ def _check_param(where: str, value: Any, schema: dict, accepted: list, language:
         _check_dict_list(where, value, accepted)
     elif expected is str:
         if _norm(value) not in [_norm(a) for a in accepted if type(a) is str]:
-            raise _Mismatch("value_error:string", f"{where} expected one of {_short(accepted)} "
-                            f"(compared case-, space- and punctuation-insensitively), got {_short(value)}.")
+            raise _Mismatch(
+                "value_error:string",
+                f"{where} expected one of {_short(accepted)} "
+                f"(compared case-, space- and punctuation-insensitively), got {_short(value)}.",
+            )
     else:
         _check_list(where, value, accepted)
 
@@ -229,8 +309,10 @@ def _check_type(where: str, value: Any, accepted: list, kind: str, expected: typ
     if type(value) is expected:
         if inner is None or any(_items_fit(value, a, inner) for a in accepted):
             return answer_type is not None and answer_type is not expected
-        raise _Mismatch("type_error:nested" if type(value) is answer_type else "type_error:simple",
-                        f"{where} expected {kind} of {inner.__name__}, got {_short(value)}.")
+        raise _Mismatch(
+            "type_error:nested" if type(value) is answer_type else "type_error:simple",
+            f"{where} expected {kind} of {inner.__name__}, got {_short(value)}.",
+        )
     if answer_type is not None and type(value) is answer_type:
         return True
     raise _Mismatch("type_error:simple", f"{where} expected {kind}, got {type(value).__name__} {_short(value)}.")
@@ -267,8 +349,10 @@ def _check_list(where: str, value: list, accepted: list) -> None:
     (top level only). BFCL quirk: the optional marker "" reads as [], so [] passes then."""
     options = [[_norm(v) for v in a] if isinstance(a, (list, str)) else a for a in accepted]
     if [_norm(v) for v in value] not in options:
-        raise _Mismatch("value_error:list/tuple", f"{where} expected one of {_short(accepted)} "
-                        f"(order matters), got {_short(value)}.")
+        raise _Mismatch(
+            "value_error:list/tuple",
+            f"{where} expected one of {_short(accepted)} (order matters), got {_short(value)}.",
+        )
 
 
 def _check_dict(where: str, value: Any, accepted: list) -> None:
@@ -295,8 +379,10 @@ def _match_dict(where: str, value: Any, answer: Any) -> None:
         if key not in answer:
             raise _Mismatch("value_error:dict_key", f"{where} got unexpected key {key!r}.")
         if _norm(item) not in [_norm(a) for a in _seq(answer[key])]:
-            raise _Mismatch("value_error:dict_value", f"{where} key {key!r} expected one of "
-                            f"{_short(answer[key])}, got {_short(item)}.")
+            raise _Mismatch(
+                "value_error:dict_value",
+                f"{where} key {key!r} expected one of {_short(answer[key])}, got {_short(item)}.",
+            )
     for key, options in answer.items():
         if key not in value and "" not in _seq(options):
             raise _Mismatch("value_error:dict_key", f"{where} key {key!r} is missing.")
@@ -308,7 +394,9 @@ def _check_dict_list(where: str, value: list, accepted: list) -> None:
     for answer in accepted:
         answer = _seq(answer)
         if len(value) != len(answer):
-            failure = _Mismatch("value_error:list_dict_count", f"{where} expected {len(answer)} dicts, got {len(value)}.")
+            failure = _Mismatch(
+                "value_error:list_dict_count", f"{where} expected {len(answer)} dicts, got {len(value)}."
+            )
             continue
         try:
             for item, expected in zip(value, answer):
@@ -331,12 +419,21 @@ def _short(value: Any) -> str:
 _INT, _BOOL = (r"-?\d+$", int), (r"(true|false)\Z", lambda s: s == "true")
 _JAVA_FLOAT = r"-?\d+(\.\d+)?([eE][+-]?\d+)?"
 _SCALARS: dict[str, dict[str, tuple[str, Callable[[str], Any]]]] = {  # type → (pattern, conversion)
-    "java": {"byte": _INT, "short": _INT, "integer": _INT, "boolean": _BOOL,
-             "float": (_JAVA_FLOAT + "[fF]$", lambda s: float(re.sub(r"[fF]$", "", s))),
-             "double": (_JAVA_FLOAT + "$", float),
-             "long": (r"-?\d+[lL]$", lambda s: int(re.sub(r"[lL]$", "", s)))},
-    "javascript": {"integer": _INT, "Boolean": _BOOL, "float": (r"-?\d+(\.\d+)?$", float),
-                   "Bigint": (r"-?\d+n$", lambda s: int(s[:-1]))},
+    "java": {
+        "byte": _INT,
+        "short": _INT,
+        "integer": _INT,
+        "boolean": _BOOL,
+        "float": (_JAVA_FLOAT + "[fF]$", lambda s: float(re.sub(r"[fF]$", "", s))),
+        "double": (_JAVA_FLOAT + "$", float),
+        "long": (r"-?\d+[lL]$", lambda s: int(re.sub(r"[lL]$", "", s))),
+    },
+    "javascript": {
+        "integer": _INT,
+        "Boolean": _BOOL,
+        "float": (r"-?\d+(\.\d+)?$", float),
+        "Bigint": (r"-?\d+n$", lambda s: int(s[:-1])),
+    },
 }
 
 
@@ -363,8 +460,7 @@ def _java_collection(text: str, kind: str, item_kind: str | None) -> Any:
             parts = re.findall(r"add\((.+?)\)", m.group(1))
         else:
             return [] if re.search(r"new\s+ArrayList<\w*>\(\)", text) else text
-        return [p.strip()[1:-1] if item_kind in ("char", "String") else _java_item(p.strip(), item_kind)
-                for p in parts]
+        return [p.strip()[1:-1] if item_kind in ("char", "String") else _java_item(p.strip(), item_kind) for p in parts]
     if kind == "Array":
         if not (m := re.search(r"new\s+\w+\[\]\s*\{(.*?)\}", text)):
             return text
@@ -375,7 +471,7 @@ def _java_collection(text: str, kind: str, item_kind: str | None) -> Any:
         if m := re.search(r"new\s+HashMap<.*?>\s*\(\)\s*\{\s*\{?\s*(.*?)\s*\}?\s*\}", text, re.DOTALL):
             return {k: _literal("java", v.strip()) for k, v in re.findall(r"put\(\"(.*?)\",\s*(.*?)\)", m.group(1))}
         return {} if re.search(r"new\s+HashMap<.*?>\s*\(\)", text) else text
-    return text         # String, any, char; Set/Hashtable/Queue/Stack are not converted
+    return text  # String, any, char; Set/Hashtable/Queue/Stack are not converted
 
 
 def _java_item(text: str, item_kind: str | None) -> Any:
@@ -422,8 +518,9 @@ def _js_array(text: str, item_kind: str | None) -> Any:
         body = (m.group(1) if m.group(1) is not None else m.group(2) or "").strip()
         parts = [p.strip() for p in body.split(",")] if body else []
         if item_kind:
-            return [_from_source("javascript", p, item_kind, "String" if p.startswith(("'", '"')) else None)
-                    for p in parts]
+            return [
+                _from_source("javascript", p, item_kind, "String" if p.startswith(("'", '"')) else None) for p in parts
+            ]
         return [_literal("javascript", p) for p in parts]
     except Exception:
         return code

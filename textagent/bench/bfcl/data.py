@@ -10,6 +10,7 @@ checked against a pinned size and sha256, and kept under ``cache_dir()/data``. N
     items = load_category("simple_python")          # fetched on first use
     items[0].id, items[0].question, items[0].functions, items[0].ground_truth
 """
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,19 @@ from typing import Any
 from ...errors import TextagentError
 from ...jsonl import JsonlError, parse_jsonl
 
-__all__ = ["BFCL_REQUIREMENT", "WHEEL_SHA256", "WHEEL_SIZE", "AST_CATEGORIES", "BfclItem", "BfclDataError",
-           "wheel_path", "fetch_wheel", "load_category", "split_of", "language_of"]
+__all__ = [
+    "AST_CATEGORIES",
+    "BFCL_REQUIREMENT",
+    "WHEEL_SHA256",
+    "WHEEL_SIZE",
+    "BfclDataError",
+    "BfclItem",
+    "fetch_wheel",
+    "language_of",
+    "load_category",
+    "split_of",
+    "wheel_path",
+]
 
 BFCL_REQUIREMENT = "bfcl-eval==2026.3.23"
 WHEEL_NAME = "bfcl_eval-2026.3.23-py3-none-any.whl"
@@ -34,9 +46,21 @@ WHEEL_SHA256 = "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a
 
 #: The single-turn categories scored by BFCL's AST checker (one user turn, calls compared with
 #: the possible answers; the irrelevance ones have no answers: success is making no call).
-AST_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
-                  "irrelevance", "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
-                  "live_irrelevance", "live_relevance")
+AST_CATEGORIES = (
+    "simple_python",
+    "simple_java",
+    "simple_javascript",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "irrelevance",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "live_irrelevance",
+    "live_relevance",
+)
 
 
 class BfclDataError(TextagentError):
@@ -76,8 +100,13 @@ def split_of(index: int) -> str:
 
 
 def language_of(category: str) -> str:
-    return "java" if "java" in category and "javascript" not in category else \
-        "javascript" if "javascript" in category else "python"
+    return (
+        "java"
+        if "java" in category and "javascript" not in category
+        else "javascript"
+        if "javascript" in category
+        else "python"
+    )
 
 
 def wheel_path() -> Path:
@@ -100,8 +129,9 @@ def _verified(path: Path) -> bool:
     return True
 
 
-def fetch_wheel(*, progress: Callable[[str], None] = lambda _: None,
-                download: Callable[[str, Path], Path] | None = None) -> Path:
+def fetch_wheel(
+    *, progress: Callable[[str], None] = lambda _: None, download: Callable[[str, Path], Path] | None = None
+) -> Path:
     """The cached, verified ``bfcl-eval`` wheel; downloaded with pip (no dependencies) the first time.
     ``download(requirement, dest_dir) -> wheel path`` replaces pip (tests)."""
     target = wheel_path()
@@ -119,8 +149,10 @@ def fetch_wheel(*, progress: Callable[[str], None] = lambda _: None,
             raise BfclDataError(str(exc)) from exc
         size, digest = wheel.stat().st_size, sha256_of(wheel)
         if size != WHEEL_SIZE or digest != WHEEL_SHA256:
-            raise BfclDataError(f"{BFCL_REQUIREMENT}: got {size} bytes with sha256 {digest}, expected {WHEEL_SIZE} "
-                                f"bytes with sha256 {WHEEL_SHA256}; nothing was cached")
+            raise BfclDataError(
+                f"{BFCL_REQUIREMENT}: got {size} bytes with sha256 {digest}, expected {WHEEL_SIZE} "
+                f"bytes with sha256 {WHEEL_SHA256}; nothing was cached"
+            )
         os.replace(wheel, target)
     target.with_name(target.name + ".sha256").write_text(WHEEL_SHA256 + "\n")
     progress(f"BFCL data: verified and cached at {target}")
@@ -143,10 +175,12 @@ def _load(wheel: str, category: str) -> tuple[BfclItem, ...]:
     with zipfile.ZipFile(wheel) as zf:
         rows = _read_lines(zf, f"bfcl_eval/data/BFCL_v4_{category}.json")
         answers: dict[str, Any] = {}
-        scored = "irrelevance" not in category and category != "live_relevance"   # else: no answers
+        scored = "irrelevance" not in category and category != "live_relevance"  # else: no answers
         if scored:
-            answers = {r["id"]: r["ground_truth"]
-                       for r in _read_lines(zf, f"bfcl_eval/data/possible_answer/BFCL_v4_{category}.json")}
+            answers = {
+                r["id"]: r["ground_truth"]
+                for r in _read_lines(zf, f"bfcl_eval/data/possible_answer/BFCL_v4_{category}.json")
+            }
     items = []
     for index, row in enumerate(rows):
         turns = row.get("question") or [[]]
@@ -155,16 +189,26 @@ def _load(wheel: str, category: str) -> tuple[BfclItem, ...]:
         truth = answers.get(row["id"])
         if scored and truth is None:
             raise BfclDataError(f"{row['id']}: no possible answer in the wheel")
-        items.append(BfclItem(row["id"], category, index, tuple(turns[0]), tuple(row.get("function") or ()),
-                              tuple(truth) if truth is not None else None))
+        items.append(
+            BfclItem(
+                row["id"],
+                category,
+                index,
+                tuple(turns[0]),
+                tuple(row.get("function") or ()),
+                tuple(truth) if truth is not None else None,
+            )
+        )
     return tuple(items)
 
 
-def load_category(category: str, *, wheel: Path | None = None,
-                  progress: Callable[[str], None] = lambda _: None) -> list[BfclItem]:
+def load_category(
+    category: str, *, wheel: Path | None = None, progress: Callable[[str], None] = lambda _: None
+) -> list[BfclItem]:
     """Every item of one single-turn category, in BFCL's order."""
     if category not in AST_CATEGORIES:
-        raise BfclDataError(f"unknown or unsupported BFCL category {category!r}; single-turn categories: "
-                            f"{', '.join(AST_CATEGORIES)}")
+        raise BfclDataError(
+            f"unknown or unsupported BFCL category {category!r}; single-turn categories: {', '.join(AST_CATEGORIES)}"
+        )
     path = wheel or fetch_wheel(progress=progress)
     return list(_load(str(path), category))

@@ -9,6 +9,7 @@ turn: ``bfcl-prompt`` gets BFCL's own user message with the documents, the other
 tool itself (text modes list it in that turn; native modes send it in ``tools``) with the
 message BFCL's FC mode sends.
 """
+
 from __future__ import annotations
 
 import io
@@ -27,7 +28,7 @@ from .multi_turn import MAX_CALL_STEPS, MultiTurnItem, Simulator, call_string, s
 from .prompt_mode import BfclPromptMode, held_out_message
 from .schema import native_names, to_json_schema
 
-__all__ = ["MULTI_TURN_MODES", "FC_HELD_OUT", "run_multi_turn", "simulator_tools"]
+__all__ = ["FC_HELD_OUT", "MULTI_TURN_MODES", "run_multi_turn", "simulator_tools"]
 
 #: The bench modes a multi-turn item runs in. ``text-no-feedback``: text mode with the turn ended
 #: at the first reply that does not parse, as BFCL ends it (the feedback ablation).
@@ -36,8 +37,9 @@ MULTI_TURN_MODES = ("text", "constrained", "native", "native+fallback", "bfcl-pr
 FC_HELD_OUT = "I have updated some more functions you can choose from. What about now?"
 
 
-def simulator_tools(docs: Sequence[Mapping[str, Any]], sim: Simulator, executed: list[str], *,
-                    native: bool = False, check: bool = True) -> tuple[ToolSet, dict[str, str]]:
+def simulator_tools(
+    docs: Sequence[Mapping[str, Any]], sim: Simulator, executed: list[str], *, native: bool = False, check: bool = True
+) -> tuple[ToolSet, dict[str, str]]:
     """(tools, {tool name: BFCL name}) whose calls run on ``sim``; each executed call's string
     is appended to ``executed``. With ``check`` a call is validated against the document first
     (arguments it does not have are refused: a located error for the model); without, every
@@ -53,8 +55,14 @@ def simulator_tools(docs: Sequence[Mapping[str, Any]], sim: Simulator, executed:
             params = to_json_schema(doc.get("parameters") or {"type": "dict", "properties": {}})
             params.update(type="object", additionalProperties=False)
             params.setdefault("properties", {})
-        tools.append(Tool(back[str(doc["name"])], str(doc.get("description") or ""), params,
-                          fn=_runner(sim, str(doc["name"]), executed)))
+        tools.append(
+            Tool(
+                back[str(doc["name"])],
+                str(doc.get("description") or ""),
+                params,
+                fn=_runner(sim, str(doc["name"]), executed),
+            )
+        )
     return ToolSet(tools, extra_args="error"), mapping
 
 
@@ -62,6 +70,7 @@ def _runner(sim: Simulator, name: str, executed: list[str]) -> Any:
     def run(**args: Any) -> str:
         executed.append(call_string(name, args))
         return sim.execute(name, args)
+
     return run
 
 
@@ -80,12 +89,13 @@ def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any) -> dict[str, An
     return kwargs
 
 
-def run_multi_turn(item: MultiTurnItem, mode: str, backend: Any, *, chat_format: Any, settings: Any,
-                   options: Mapping[str, Any]) -> dict[str, Any]:
+def run_multi_turn(
+    item: MultiTurnItem, mode: str, backend: Any, *, chat_format: Any, settings: Any, options: Mapping[str, Any]
+) -> dict[str, Any]:
     """Run ``item`` in ``mode``; the fields of the bench record that differ from a single-turn
     episode's: success, stop_reason, answer, steps, usage, calls, attempted, trace, error and
     ``multi_turn`` (BFCL's verdict, turns right, and per turn how it ended)."""
-    native = mode in ("native", "native+fallback", "proxy")   # function-calling names
+    native = mode in ("native", "native+fallback", "proxy")  # function-calling names
     executed: list[str] = []
     sim = Simulator(item)
     trace = io.StringIO()
@@ -105,10 +115,19 @@ def run_multi_turn(item: MultiTurnItem, mode: str, backend: Any, *, chat_format:
             executed.clear()
 
         # no time limit per turn: BFCL has none, and a turn cut by the clock would score as force-quit
-        agent = Agent(backend, tools, max_steps=MAX_CALL_STEPS + 1, max_seconds=None,
-                      reply_tokens=settings.reply_tokens, observation_limit=settings.observation_limit,
-                      chat_format=chat_format, on_step=on_step, trace=trace,
-                      **_agent_kwargs(mode, item, settings), **options)
+        agent = Agent(
+            backend,
+            tools,
+            max_steps=MAX_CALL_STEPS + 1,
+            max_seconds=None,
+            reply_tokens=settings.reply_tokens,
+            observation_limit=settings.observation_limit,
+            chat_format=chat_format,
+            on_step=on_step,
+            trace=trace,
+            **_agent_kwargs(mode, item, settings),
+            **options,
+        )
         for turn in range(len(item.turns)):
             held = item.held_out.get(turn)
             question = item.turn_text(turn)
@@ -127,19 +146,35 @@ def run_multi_turn(item: MultiTurnItem, mode: str, backend: Any, *, chat_format:
             format_errors = result.format_errors
             refused = sum(1 for s in result.steps for o in s.outcomes if o.error in ("unknown_tool", "bad_arguments"))
             for s in result.steps:
-                calls += [{"name": mapping.get(o.name, o.name), "args": o.args, "ok": o.ok, "output": o.output[:300],
-                           "error": o.error} for o in s.outcomes]
+                calls += [
+                    {
+                        "name": mapping.get(o.name, o.name),
+                        "args": o.args,
+                        "ok": o.ok,
+                        "output": o.output[:300],
+                        "error": o.error,
+                    }
+                    for o in s.outcomes
+                ]
                 attempted += [mapping.get(c.name, c.name) for c in s.calls]
-            per_turn.append({"turn": turn, "stop_reason": stop, "steps": len(result.steps),
-                             "calls": sum(len(s) for s in step_calls), "format_errors": format_errors,
-                             "refused_calls": refused, "empty": not any(step_calls)})
+            per_turn.append(
+                {
+                    "turn": turn,
+                    "stop_reason": stop,
+                    "steps": len(result.steps),
+                    "calls": sum(len(s) for s in step_calls),
+                    "format_errors": format_errors,
+                    "refused_calls": refused,
+                    "empty": not any(step_calls),
+                }
+            )
             if result.error is not None:
                 error_text = f"{type(result.error).__name__}: {result.error}"
             if stop == "backend_error":
                 break
             if stop in ("max_steps", "time_limit", "token_budget"):
-                break   # force-quit: BFCL ends the item here
-    except Exception as exc:  # noqa: BLE001 - a harness failure is recorded, never fatal
+                break  # force-quit: BFCL ends the item here
+    except Exception as exc:  # a harness failure is recorded, never fatal
         error_text, stop = f"{type(exc).__name__}: {exc}", "error"
     finally:
         sim.close()
@@ -153,13 +188,31 @@ def run_multi_turn(item: MultiTurnItem, mode: str, backend: Any, *, chat_format:
     lines = [json.loads(line) for line in trace.getvalue().splitlines() if line.strip()]
     force_quit = stop in ("max_steps", "time_limit", "token_budget")
     return {
-        "success": success, "stop_reason": stop, "answer": answer, "steps": steps,
-        "seconds": round(seconds, 4), "usage": usage.to_dict(), "calls": calls, "attempted": attempted,
-        "trace": lines, "error": error_text,
+        "success": success,
+        "stop_reason": stop,
+        "answer": answer,
+        "steps": steps,
+        "seconds": round(seconds, 4),
+        "usage": usage.to_dict(),
+        "calls": calls,
+        "attempted": attempted,
+        "trace": lines,
+        "error": error_text,
         "multi_turn": {
-            **(score.to_dict() if score is not None else {"valid": False, "error_type": "error", "error": error_text,
-                                                           "turns_right": 0, "turns": len(item.turns)}),
-            "force_quit": force_quit, "per_turn": per_turn, "executed": turns,
+            **(
+                score.to_dict()
+                if score is not None
+                else {
+                    "valid": False,
+                    "error_type": "error",
+                    "error": error_text,
+                    "turns_right": 0,
+                    "turns": len(item.turns),
+                }
+            ),
+            "force_quit": force_quit,
+            "per_turn": per_turn,
+            "executed": turns,
             "empty_turns": sum(t["empty"] for t in per_turn if item.ground_truth[t["turn"]]),
             "format_errors": sum(t["format_errors"] for t in per_turn),
             "refused_calls": sum(t["refused_calls"] for t in per_turn),

@@ -6,6 +6,7 @@ item's first turns up to and including it (``turns_right`` of the record): the t
 says how far into the conversation each mode stays right. Pairs are compared on the items (and
 on the turns) both modes finished: exact McNemar, Newcombe's interval (bench.paired).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -14,12 +15,15 @@ from typing import Any
 from .. import paired
 from ..metrics import episode_tokens, latest_records, wilson
 
-__all__ = ["render_multi_turn", "multi_turn_rows", "turn_outcomes"]
+__all__ = ["multi_turn_rows", "render_multi_turn", "turn_outcomes"]
 
 
 def _records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in latest_records(records) if isinstance(r.get("multi_turn"), Mapping)
-            and r.get("stop_reason") not in ("backend_error", "error")]
+    return [
+        r
+        for r in latest_records(records)
+        if isinstance(r.get("multi_turn"), Mapping) and r.get("stop_reason") not in ("backend_error", "error")
+    ]
 
 
 def turn_outcomes(records: Sequence[Mapping[str, Any]], mode: str) -> dict[tuple[str, int, int], bool]:
@@ -55,28 +59,46 @@ def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) 
             mts = [r["multi_turn"] for r in mine]
             turns = sum(int(m.get("turns") or 0) for m in mts)
             right_turns = sum(int(m.get("turns_right") or 0) for m in mts)
-            rows.append([
-                category, mode, _pct(sum(bool(r.get("success")) for r in mine), n), _pct(right_turns, turns),
-                f"{sum(bool(m.get('force_quit')) for m in mts)}/{n}",
-                f"{sum(int(m.get('empty_turns') or 0) for m in mts)}/{turns}",
-                f"{sum(int(m.get('format_errors') or 0) for m in mts) / n:.2f}",
-                f"{sum(int(m.get('refused_calls') or 0) for m in mts) / n:.2f}",
-                f"{sum(int(r.get('steps') or 0) for r in mine) / n:.1f}",
-                f"{sum(episode_tokens(r.get('usage')) for r in mine) / n:,.0f}",
-                f"{sum(float(r.get('seconds') or 0) for r in mine) / n:.0f} s",
-            ])
+            rows.append(
+                [
+                    category,
+                    mode,
+                    _pct(sum(bool(r.get("success")) for r in mine), n),
+                    _pct(right_turns, turns),
+                    f"{sum(bool(m.get('force_quit')) for m in mts)}/{n}",
+                    f"{sum(int(m.get('empty_turns') or 0) for m in mts)}/{turns}",
+                    f"{sum(int(m.get('format_errors') or 0) for m in mts) / n:.2f}",
+                    f"{sum(int(m.get('refused_calls') or 0) for m in mts) / n:.2f}",
+                    f"{sum(int(r.get('steps') or 0) for r in mine) / n:.1f}",
+                    f"{sum(episode_tokens(r.get('usage')) for r in mine) / n:,.0f}",
+                    f"{sum(float(r.get('seconds') or 0) for r in mine) / n:.0f} s",
+                ]
+            )
     return rows
 
 
-_HEADER = ["category", "mode", "items right (95 % CI)", "turns right (95 % CI)", "force-quit", "empty turns",
-           "format errors / item", "refused calls / item", "steps / item", "tokens / item", "time / item"]
-_EXPLAIN = ("An item is right when BFCL's own multi-turn checker accepts it; a turn is right when the checker "
-            "accepts the item's first turns up to it. Force-quit: a turn that made 20 steps with calls and called "
-            "again (BFCL's limit; the item fails). Empty turns: turns whose ground truth has calls in which no call "
-            "ran. Format errors: replies that did not parse (text modes; each was answered with feedback, or ended "
-            "the turn in `text-no-feedback` and `bfcl-prompt`). Refused calls: calls not run because the tool is "
-            "unknown or the arguments do not fit its schema (the model is told why). Tokens: prompt tokens the "
-            "server evaluated plus tokens generated.")
+_HEADER = [
+    "category",
+    "mode",
+    "items right (95 % CI)",
+    "turns right (95 % CI)",
+    "force-quit",
+    "empty turns",
+    "format errors / item",
+    "refused calls / item",
+    "steps / item",
+    "tokens / item",
+    "time / item",
+]
+_EXPLAIN = (
+    "An item is right when BFCL's own multi-turn checker accepts it; a turn is right when the checker "
+    "accepts the item's first turns up to it. Force-quit: a turn that made 20 steps with calls and called "
+    "again (BFCL's limit; the item fails). Empty turns: turns whose ground truth has calls in which no call "
+    "ran. Format errors: replies that did not parse (text modes; each was answered with feedback, or ended "
+    "the turn in `text-no-feedback` and `bfcl-prompt`). Refused calls: calls not run because the tool is "
+    "unknown or the arguments do not fit its schema (the model is told why). Tokens: prompt tokens the "
+    "server evaluated plus tokens generated."
+)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -93,9 +115,20 @@ def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]
     shown = [m for m in modes if any(r.get("mode") == m for r in recs)]
     if len(shown) >= 2:
         items = [paired.row(paired.pair(recs, a, b)) for a, b in paired.mode_pairs(shown)]
-        turns = [paired.row(paired.pair_outcomes(a, b, turn_outcomes(recs, a), turn_outcomes(recs, b)))
-                 for a, b in paired.mode_pairs(shown)]
-        out += ["### Paired, on items", "", _table(paired.HEADER, items), "",
-                "### Paired, on turns (a turn is right when every turn up to it is)", "",
-                _table(paired.HEADER, turns), "", paired.EXPLAIN, ""]
+        turns = [
+            paired.row(paired.pair_outcomes(a, b, turn_outcomes(recs, a), turn_outcomes(recs, b)))
+            for a, b in paired.mode_pairs(shown)
+        ]
+        out += [
+            "### Paired, on items",
+            "",
+            _table(paired.HEADER, items),
+            "",
+            "### Paired, on turns (a turn is right when every turn up to it is)",
+            "",
+            _table(paired.HEADER, turns),
+            "",
+            paired.EXPLAIN,
+            "",
+        ]
     return "\n".join(out)

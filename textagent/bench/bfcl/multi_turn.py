@@ -18,6 +18,7 @@ The executor caches each instance in its module's globals under a name made of a
 the item's id and the class: every Simulator and every scoring uses a name of its own and
 deletes its entries afterwards, so no episode sees another's state.
 """
+
 from __future__ import annotations
 
 import copy
@@ -35,19 +36,32 @@ from typing import Any
 from .data import BfclDataError, _read_lines, fetch_wheel, split_of
 from .schema import language_hint
 
-__all__ = ["MULTI_TURN_CATEGORIES", "MAX_CALL_STEPS", "MultiTurnItem", "load_multi_turn", "Simulator",
-           "call_string", "score_item", "ItemScore", "runtime"]
+__all__ = [
+    "MAX_CALL_STEPS",
+    "MULTI_TURN_CATEGORIES",
+    "ItemScore",
+    "MultiTurnItem",
+    "Simulator",
+    "call_string",
+    "load_multi_turn",
+    "runtime",
+    "score_item",
+]
 
-MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param",
-                         "multi_turn_long_context")
+MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
 #: BFCL's MAXIMUM_STEP_LIMIT: a user turn whose model has made this many steps with calls and
 #: calls again is force-quit, and with it the whole item.
 MAX_CALL_STEPS = 20
 
 _DOC_FILES = {
-    "GorillaFileSystem": "gorilla_file_system.json", "MathAPI": "math_api.json", "MessageAPI": "message_api.json",
-    "TwitterAPI": "posting_api.json", "TicketAPI": "ticket_api.json", "TradingBot": "trading_bot.json",
-    "TravelAPI": "travel_booking.json", "VehicleControlAPI": "vehicle_control.json",
+    "GorillaFileSystem": "gorilla_file_system.json",
+    "MathAPI": "math_api.json",
+    "MessageAPI": "message_api.json",
+    "TwitterAPI": "posting_api.json",
+    "TicketAPI": "ticket_api.json",
+    "TradingBot": "trading_bot.json",
+    "TravelAPI": "travel_booking.json",
+    "VehicleControlAPI": "vehicle_control.json",
 }
 _UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
 _CHECKER = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"
@@ -87,8 +101,11 @@ class MultiTurnItem:
 
     def entry(self) -> dict[str, Any]:
         """The test entry as BFCL's checker reads it."""
-        return {"id": self.id, "initial_config": copy.deepcopy(dict(self.initial_config)),
-                "involved_classes": list(self.involved_classes)}
+        return {
+            "id": self.id,
+            "initial_config": copy.deepcopy(dict(self.initial_config)),
+            "involved_classes": list(self.involved_classes),
+        }
 
 
 def _hinted_docs(zf: zipfile.ZipFile, classes: Sequence[str]) -> list[dict[str, Any]]:
@@ -104,8 +121,10 @@ def _hinted_docs(zf: zipfile.ZipFile, classes: Sequence[str]) -> list[dict[str, 
 def _load(wheel: str, category: str) -> tuple[MultiTurnItem, ...]:
     with zipfile.ZipFile(wheel) as zf:
         rows = _read_lines(zf, f"bfcl_eval/data/BFCL_v4_{category}.json")
-        truth = {r["id"]: r["ground_truth"] for r in
-                 _read_lines(zf, f"bfcl_eval/data/possible_answer/BFCL_v4_{category}.json")}
+        truth = {
+            r["id"]: r["ground_truth"]
+            for r in _read_lines(zf, f"bfcl_eval/data/possible_answer/BFCL_v4_{category}.json")
+        }
         items = []
         for index, row in enumerate(rows):
             classes = list(row.get("involved_classes") or [])
@@ -121,15 +140,26 @@ def _load(wheel: str, category: str) -> tuple[MultiTurnItem, ...]:
             turns = tuple(tuple(t) for t in row["question"])
             if len(turns) != len(answer):
                 raise BfclDataError(f"{row['id']}: {len(turns)} turns but {len(answer)} ground-truth turns")
-            items.append(MultiTurnItem(
-                row["id"], category, index, turns, row.get("initial_config") or {}, tuple(classes),
-                # BFCL adds its language note to the functions offered, not to the held-out ones
-                tuple(language_hint(docs, "python")), held, tuple(tuple(t) for t in answer)))
+            items.append(
+                MultiTurnItem(
+                    row["id"],
+                    category,
+                    index,
+                    turns,
+                    row.get("initial_config") or {},
+                    tuple(classes),
+                    # BFCL adds its language note to the functions offered, not to the held-out ones
+                    tuple(language_hint(docs, "python")),
+                    held,
+                    tuple(tuple(t) for t in answer),
+                )
+            )
     return tuple(items)
 
 
-def load_multi_turn(category: str, *, wheel: Path | None = None,
-                    progress: Callable[[str], None] = lambda _: None) -> list[MultiTurnItem]:
+def load_multi_turn(
+    category: str, *, wheel: Path | None = None, progress: Callable[[str], None] = lambda _: None
+) -> list[MultiTurnItem]:
     """Every item of one multi-turn category, in BFCL's order."""
     if category not in MULTI_TURN_CATEGORIES:
         raise BfclDataError(f"unknown multi-turn category {category!r}; choose from {', '.join(MULTI_TURN_CATEGORIES)}")
@@ -152,7 +182,7 @@ def runtime(wheel: Path | None = None) -> tuple[Any, Any]:
     path = str(wheel or fetch_wheel())
     with _lock:
         if path not in sys.path:
-            sys.path.append(path)   # zipimport: the package is read from the wheel as it lies
+            sys.path.append(path)  # zipimport: the package is read from the wheel as it lies
         try:
             return importlib.import_module(_UTILS), importlib.import_module(_CHECKER)
         except ImportError as exc:
@@ -181,7 +211,7 @@ class Simulator:
         self.utils, _ = runtime(wheel)
         self.model_name = f"textagent_sim_{next(_names)}"
         self.names = {d["name"] for d in item.functions}
-        self.execute_strings([])   # instantiate the classes now
+        self.execute_strings([])  # instantiate the classes now
 
     def add_functions(self, docs: Sequence[Mapping[str, Any]]) -> None:
         self.names |= {str(d["name"]) for d in docs}
@@ -189,8 +219,14 @@ class Simulator:
     def execute_strings(self, calls: Sequence[str]) -> list[str]:
         with _lock:
             results, _ = self.utils.execute_multi_turn_func_call(
-                list(calls), self.item.initial_config, list(self.item.involved_classes), self.model_name,
-                self.item.id, long_context=self.item.long_context, is_evaL_run=False)
+                list(calls),
+                self.item.initial_config,
+                list(self.item.involved_classes),
+                self.model_name,
+                self.item.id,
+                long_context=self.item.long_context,
+                is_evaL_run=False,
+            )
         return [str(r) for r in results]
 
     def execute(self, name: str, args: Mapping[str, Any]) -> str:
@@ -202,7 +238,7 @@ class Simulator:
     def close(self) -> None:
         _forget(self.utils, self.model_name)
 
-    def __enter__(self) -> "Simulator":
+    def __enter__(self) -> Simulator:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -221,28 +257,40 @@ class ItemScore:
     turns: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"valid": self.valid, "error_type": self.error_type, "error": self.error,
-                "turns_right": self.turns_right, "turns": self.turns}
+        return {
+            "valid": self.valid,
+            "error_type": self.error_type,
+            "error": self.error,
+            "turns_right": self.turns_right,
+            "turns": self.turns,
+        }
 
 
-def _check(checker: Any, item: MultiTurnItem, calls: Sequence[Sequence[Sequence[str]]],
-           truth: Sequence[Sequence[str]]) -> dict[str, Any]:
+def _check(
+    checker: Any, item: MultiTurnItem, calls: Sequence[Sequence[Sequence[str]]], truth: Sequence[Sequence[str]]
+) -> dict[str, Any]:
     model_name = f"textagent_check_{next(_names)}"
     utils = sys.modules[_UTILS]
     try:
         with _lock:
             # decoded as BFCL's eval runner does: a step without calls is dropped
             decoded = [[list(step) for step in turn if step] for turn in calls]
-            return dict(checker.multi_turn_checker(decoded, [list(t) for t in truth], item.entry(),
-                                                   item.category, model_name))
-    except Exception as exc:  # noqa: BLE001 - BFCL's checker asserts; an exception scores the item wrong
-        return {"valid": False, "error_type": "multi_turn:checker_error", "error_message": f"{type(exc).__name__}: {exc}"}
+            return dict(
+                checker.multi_turn_checker(decoded, [list(t) for t in truth], item.entry(), item.category, model_name)
+            )
+    except Exception as exc:  # BFCL's checker asserts; an exception scores the item wrong
+        return {
+            "valid": False,
+            "error_type": "multi_turn:checker_error",
+            "error_message": f"{type(exc).__name__}: {exc}",
+        }
     finally:
         _forget(utils, model_name)
 
 
-def score_item(item: MultiTurnItem, calls: Sequence[Sequence[Sequence[str]]], *,
-               wheel: Path | None = None) -> ItemScore:
+def score_item(
+    item: MultiTurnItem, calls: Sequence[Sequence[Sequence[str]]], *, wheel: Path | None = None
+) -> ItemScore:
     """Score an episode as BFCL does: ``calls`` is, per user turn reached, per step, the call
     strings executed. Fewer turns than the item has (a force-quit before the last turn) fail
     the item, as BFCL's eval runner fails it; the turns before still count in ``turns_right``.
@@ -257,8 +305,9 @@ def score_item(item: MultiTurnItem, calls: Sequence[Sequence[Sequence[str]]], *,
             break
         right = k
     if len(calls) != n:
-        return ItemScore(False, "multi_turn:force_terminated",
-                         f"the episode ended after {len(calls)} of {n} turns", right, n)
+        return ItemScore(
+            False, "multi_turn:force_terminated", f"the episode ended after {len(calls)} of {n} turns", right, n
+        )
     if verdict.get("valid"):
         return ItemScore(True, None, None, n, n)
     return ItemScore(False, str(verdict.get("error_type")), str(verdict.get("error_message")), right, n)

@@ -11,14 +11,15 @@ prompting does: the decoded calls run, their results come back as one user turn 
 handler's chat template writes ``tool`` messages: ``<tool_response>`` blocks), and a reply with
 no call (or one that does not decode) ends the turn.
 """
+
 from __future__ import annotations
 
 import ast
 import json
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
 from dataclasses import replace
+from importlib import resources
 from string import Template
 from typing import Any
 
@@ -29,7 +30,7 @@ from ...protocol import Reply, ToolCall
 from ...steps import Step
 from ...tools import ToolOutcome
 
-__all__ = ["system_prompt", "decode", "DecodeError", "BfclPromptMode", "tool_responses", "held_out_message"]
+__all__ = ["BfclPromptMode", "DecodeError", "decode", "held_out_message", "system_prompt", "tool_responses"]
 
 
 class DecodeError(ValueError):
@@ -41,8 +42,15 @@ def system_prompt(functions: Sequence[Mapping[str, Any]]) -> str:
     return Template(text).substitute(functions=json.dumps(list(functions), indent=4))
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.Pow: operator.pow, ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.Mod: operator.mod,
+    ast.FloorDiv: operator.floordiv,
+}
 
 
 def _arith(node: ast.AST) -> Any:
@@ -151,7 +159,7 @@ class BfclPromptMode:
 
     name = "bfcl-prompt"
     needs = Needs()
-    prompts = _prompts.for_family("text")   # unused: BFCL's prompt has no feedback to word
+    prompts = _prompts.for_family("text")  # unused: BFCL's prompt has no feedback to word
 
     def __init__(self, functions: Sequence[Mapping[str, Any]], system: str = ""):
         self.functions, self.system = list(functions), system
@@ -160,7 +168,7 @@ class BfclPromptMode:
     def setup(self, ctx: ModeContext) -> None:
         self.ctx = ctx
 
-    def start(self, task: str, examples: Sequence[Any]) -> None:   # BFCL shows no worked examples
+    def start(self, task: str, examples: Sequence[Any]) -> None:  # BFCL shows no worked examples
         text = system_prompt(self.functions) + (("\n\n" + self.system) if self.system else "")
         messages = [{"role": "system", "content": text}, {"role": "user", "content": task}]
         self.conversation = Conversation(messages, self.ctx.format.render(messages))
@@ -177,8 +185,13 @@ class BfclPromptMode:
 
     def query(self, step: Step, max_tokens: int) -> Completion:
         conv = self.conversation
-        return self.ctx.backend.complete(conv.prompt, stop=list(self.ctx.format.stop), max_tokens=max_tokens,
-                                         messages=[dict(m) for m in conv.messages], **self.ctx.options)
+        return self.ctx.backend.complete(
+            conv.prompt,
+            stop=list(self.ctx.format.stop),
+            max_tokens=max_tokens,
+            messages=[dict(m) for m in conv.messages],
+            **self.ctx.options,
+        )
 
     def parse(self, completion: Completion, step: Step) -> Reply:
         try:
@@ -187,7 +200,7 @@ class BfclPromptMode:
         except DecodeError as exc:
             decoded = []
             step.extra["bfcl_decode"] = str(exc)
-        if not decoded:   # no call, or no decodable call: BFCL takes it as the turn's end
+        if not decoded:  # no call, or no decodable call: BFCL takes it as the turn's end
             return Reply(calls=[], answer=completion.text.strip(), thought="")
         return Reply(calls=[ToolCall(name, _jsonable(args)) for name, args in decoded], answer=None, thought="")
 
@@ -199,7 +212,7 @@ class BfclPromptMode:
         writes consecutive ``tool`` messages into one user turn, each in ``<tool_response>`` tags."""
         self._append(step, tool_responses(o.output for o in step.outcomes))
 
-    def reject(self, step: Step, feedback: str) -> None:   # never: every reply is calls or the answer
+    def reject(self, step: Step, feedback: str) -> None:  # never: every reply is calls or the answer
         self._append(step, None)
 
     def answer(self, step: Step) -> None:

@@ -1,5 +1,6 @@
 """The BFCL part of a bench report: accuracy per category and mode in each view, with Wilson
 intervals, tokens and seconds per item, and the failures in BFCL's terms."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -9,7 +10,7 @@ from typing import Any
 from ..metrics import episode_tokens, wilson
 from .checker import ERROR_TYPES
 
-__all__ = ["CategoryScore", "bfcl_scores", "render_bfcl", "draw_categories", "OVERALL", "ERROR_TITLES"]
+__all__ = ["ERROR_TITLES", "OVERALL", "CategoryScore", "bfcl_scores", "draw_categories", "render_bfcl"]
 
 OVERALL = "overall"
 ERROR_TITLES = {
@@ -65,7 +66,7 @@ def bfcl_scores(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> d
         for key in (str(record.get("kind")), OVERALL):
             table.setdefault(key, {m: CategoryScore() for m in modes})[record["mode"]].add(record)
     if OVERALL in table:
-        table[OVERALL] = table.pop(OVERALL)   # last
+        table[OVERALL] = table.pop(OVERALL)  # last
     return table
 
 
@@ -89,32 +90,49 @@ def render_bfcl(records: Sequence[Mapping[str, Any]], modes: Sequence[str], *, f
     if not table:
         return ""
     shown = [m for m in modes if table.get(OVERALL, {}).get(m) and table[OVERALL][m].items]
-    out = ["## BFCL (single-turn AST categories)", "",
-           "BFCL's view: the calls of the **first reply**, scored by a reimplementation of BFCL's AST checker "
-           "(`textagent/bench/bfcl/checker.py`); right/items (rate, 95 % Wilson interval).", ""]
+    out = [
+        "## BFCL (single-turn AST categories)",
+        "",
+        "BFCL's view: the calls of the **first reply**, scored by a reimplementation of BFCL's AST checker "
+        "(`textagent/bench/bfcl/checker.py`); right/items (rate, 95 % Wilson interval).",
+        "",
+    ]
     rows = [[f"**{c}**" if c == OVERALL else c, *[_cell(cells[m]) for m in shown]] for c, cells in table.items()]
     out += [_table(["category", *shown], rows), ""]
-    out += ["### Views", "",
-            "**first reply**: BFCL's view. **with feedback**: the first reply that parsed and whose calls "
-            "passed the tools' schemas, after textagent's feedback on a format error or on a call's arguments "
-            "(else the first that parsed); *recovered* counts the items right only thanks to it. "
-            "**agent**: every call made before the final answer, the tools returning a neutral result "
-            "(`{\"status\": \"success\"}`), a call repeated word for word counted once, a call its tool refused not counted. All rows are over "
-            "all categories above.", ""]
+    out += [
+        "### Views",
+        "",
+        "**first reply**: BFCL's view. **with feedback**: the first reply that parsed and whose calls "
+        "passed the tools' schemas, after textagent's feedback on a format error or on a call's arguments "
+        "(else the first that parsed); *recovered* counts the items right only thanks to it. "
+        "**agent**: every call made before the final answer, the tools returning a neutral result "
+        '(`{"status": "success"}`), a call repeated word for word counted once, a call its tool refused not counted. All rows are over '
+        "all categories above.",
+        "",
+    ]
     overall = table[OVERALL]
     if first_reply:
-        out += ["Run with `--first-reply`: every episode stopped after its first reply, so the feedback "
-                      "and agent views were not measured.", ""]
-        later = [["with feedback", *["not measured"] * len(shown)],
-                 ["agent (all calls before the answer)", *["not measured"] * len(shown)]]
+        out += [
+            "Run with `--first-reply`: every episode stopped after its first reply, so the feedback "
+            "and agent views were not measured.",
+            "",
+        ]
+        later = [
+            ["with feedback", *["not measured"] * len(shown)],
+            ["agent (all calls before the answer)", *["not measured"] * len(shown)],
+        ]
     else:
-        later = [["with feedback", *[_cell(overall[m], "feedback") for m in shown]],
-                 ["recovered by feedback", *[str(overall[m].recovered) for m in shown]],
-                 ["agent (all calls before the answer)", *[_cell(overall[m], "agent") for m in shown]]]
-    rows = [["first reply (BFCL)", *[_cell(overall[m]) for m in shown]], *later,
-            ["tokens per item (computed + generated)",
-             *[f"{overall[m].tokens / overall[m].items:,.0f}" for m in shown]],
-            ["seconds per item", *[f"{overall[m].seconds / overall[m].items:.1f}" for m in shown]]]
+        later = [
+            ["with feedback", *[_cell(overall[m], "feedback") for m in shown]],
+            ["recovered by feedback", *[str(overall[m].recovered) for m in shown]],
+            ["agent (all calls before the answer)", *[_cell(overall[m], "agent") for m in shown]],
+        ]
+    rows = [
+        ["first reply (BFCL)", *[_cell(overall[m]) for m in shown]],
+        *later,
+        ["tokens per item (computed + generated)", *[f"{overall[m].tokens / overall[m].items:,.0f}" for m in shown]],
+        ["seconds per item", *[f"{overall[m].seconds / overall[m].items:.1f}" for m in shown]],
+    ]
     out += [_table(["view", *shown], rows), ""]
     out += ["### Failures in BFCL's terms (first reply)", ""]
     labels = [e for e in (*ERROR_TYPES, "backend_error") if any(overall[m].failures.get(e) for m in shown)]

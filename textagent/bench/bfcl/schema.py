@@ -11,6 +11,7 @@ Dotted names (``math.factorial``) stay as written in the text modes (the grammar
 them); OpenAI-style function calling allows only ``^[a-zA-Z0-9_-]+$``, so native modes get
 ``math_factorial`` and ``native_names`` maps the calls back.
 """
+
 from __future__ import annotations
 
 import copy
@@ -23,17 +24,37 @@ from jsonschema import Draft202012Validator
 
 from ...tools import Tool, ToolSet
 
-__all__ = ["to_json_schema", "language_hint", "native_names", "make_tools", "NEUTRAL_RESULT", "function_docs"]
+__all__ = ["NEUTRAL_RESULT", "function_docs", "language_hint", "make_tools", "native_names", "to_json_schema"]
 
 #: What every BFCL tool returns: these categories are scored on the calls, not on results.
 NEUTRAL_RESULT = {"status": "success"}
 
 _TYPES = {
-    "integer": "integer", "number": "number", "float": "number", "double": "number", "string": "string",
-    "boolean": "boolean", "bool": "boolean", "Boolean": "boolean", "array": "array", "list": "array",
-    "tuple": "array", "dict": "object", "object": "object", "byte": "integer", "short": "integer",
-    "long": "integer", "char": "string", "String": "string", "Bigint": "integer", "ArrayList": "array",
-    "Array": "array", "Queue": "array", "Stack": "array", "HashMap": "object", "Hashtable": "object",
+    "integer": "integer",
+    "number": "number",
+    "float": "number",
+    "double": "number",
+    "string": "string",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "Boolean": "boolean",
+    "array": "array",
+    "list": "array",
+    "tuple": "array",
+    "dict": "object",
+    "object": "object",
+    "byte": "integer",
+    "short": "integer",
+    "long": "integer",
+    "char": "string",
+    "String": "string",
+    "Bigint": "integer",
+    "ArrayList": "array",
+    "Array": "array",
+    "Queue": "array",
+    "Stack": "array",
+    "HashMap": "object",
+    "Hashtable": "object",
 }
 _KEEP = ("description", "enum", "default", "maximum", "minimum", "minItems", "maxItems")
 _NATIVE_NAME = re.compile(r"[^a-zA-Z0-9_-]")
@@ -47,13 +68,16 @@ def to_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     kind = schema.get("type")
     if kind not in (None, "any", "Any", ""):
         out["type"] = _TYPES.get(str(kind), "string")
-    if "enum" in out and out.get("type") in ("integer", "number", "boolean", "array", "object"):
-        # a few documents list enum values of another type than the parameter's: keep the list,
-        # drop the type, so that the accepted values stay accepted
-        if not all(_is_type(v, out["type"]) for v in out["enum"]):
-            out.pop("type")
+    # a few documents list enum values of another type than the parameter's: keep the list,
+    # drop the type, so that the accepted values stay accepted
+    if (
+        "enum" in out
+        and out.get("type") in ("integer", "number", "boolean", "array", "object")
+        and not all(_is_type(v, out["type"]) for v in out["enum"])
+    ):
+        out.pop("type")
     if "default" in out and out.get("type") and not _is_type(out["default"], out["type"]):
-        out.pop("default")   # e.g. "default": "None" on an integer: a note for readers, not a value
+        out.pop("default")  # e.g. "default": "None" on an integer: a note for readers, not a value
     if isinstance(schema.get("items"), Mapping):
         out["items"] = to_json_schema(schema["items"])
     props = schema.get("properties")
@@ -72,9 +96,10 @@ def _is_type(value: Any, kind: str) -> bool:
 
 
 def _hint(language: str) -> str:
-    return {"java": " Note that the provided function is in Java 8 SDK syntax.",
-            "javascript": " Note that the provided function is in JavaScript syntax."}.get(
-        language, " Note that the provided function is in Python 3 syntax.")
+    return {
+        "java": " Note that the provided function is in Java 8 SDK syntax.",
+        "javascript": " Note that the provided function is in JavaScript syntax.",
+    }.get(language, " Note that the provided function is in Python 3 syntax.")
 
 
 def language_hint(functions: Iterable[Mapping[str, Any]], language: str) -> list[dict[str, Any]]:
@@ -95,12 +120,16 @@ def language_hint(functions: Iterable[Mapping[str, Any]], language: str) -> list
                 else:
                     text += f" This is {lang} {kind} type parameter in string representation."
                 if kind in (("ArrayList", "Array") if language == "java" else ("array",)) and "items" in value:
-                    text += (f" The list elements are of type {value['items'].get('type')}; they are not in "
-                             "string representation.")
+                    text += (
+                        f" The list elements are of type {value['items'].get('type')}; they are not in "
+                        "string representation."
+                    )
                     del value["items"]
                 if language == "javascript" and kind == "dict" and "properties" in value:
-                    text += (" The dictionary entries have the following schema; they are not in string "
-                             f"representation. {json.dumps(value['properties'])}")
+                    text += (
+                        " The dictionary entries have the following schema; they are not in string "
+                        f"representation. {json.dumps(value['properties'])}"
+                    )
                     del value["properties"]
                 value["description"] = text
                 value["type"] = "string"
@@ -148,5 +177,7 @@ def make_tools(functions: Iterable[Mapping[str, Any]], *, native: bool = False) 
 
 def function_docs(tools: Iterable[Any]) -> list[dict[str, Any]]:
     """textagent tools as the JSON documents BFCL's prompt lists (name, description, parameters)."""
-    return [{"name": t.name, "description": t.description, "parameters": copy.deepcopy(t.parameters)}
-            for t in (tools.values() if hasattr(tools, "values") else tools)]
+    return [
+        {"name": t.name, "description": t.description, "parameters": copy.deepcopy(t.parameters)}
+        for t in (tools.values() if hasattr(tools, "values") else tools)
+    ]

@@ -14,6 +14,7 @@
 On the irrelevance categories a reply that did not parse is no call, so it is right, as BFCL
 scores a reply it cannot decode there.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ from typing import Any
 from .checker import Verdict, check_calls
 from .data import BfclItem, language_of
 
-__all__ = ["VIEWS", "step_calls", "score_steps"]
+__all__ = ["VIEWS", "score_steps", "step_calls"]
 
 VIEWS = ("first", "feedback", "agent")
 
@@ -62,7 +63,7 @@ def step_calls(step: Any, names: Mapping[str, str] | None = None) -> list[Call] 
         args: Any = call.args
         if i < len(outcomes) and outcomes[i].name == call.name and isinstance(outcomes[i].args, dict):
             args = outcomes[i].args
-        if isinstance(args, str):   # a bare argument no parameter took
+        if isinstance(args, str):  # a bare argument no parameter took
             try:
                 args = json.loads(args)
             except ValueError:
@@ -76,8 +77,13 @@ def _verdict(item: BfclItem, calls: list[Call] | None) -> Verdict:
         if "irrelevance" in item.category:
             return Verdict(True, None, "the reply could not be read: no call")
         return Verdict(False, "unparseable", "the reply could not be read as calls")
-    return check_calls(item.category, list(item.functions), list(item.ground_truth or []) or None, calls,
-                       language=language_of(item.category))
+    return check_calls(
+        item.category,
+        list(item.functions),
+        list(item.ground_truth or []) or None,
+        calls,
+        language=language_of(item.category),
+    )
 
 
 def _canon(call: Call) -> str:
@@ -90,8 +96,11 @@ def score_steps(item: BfclItem, steps: Sequence[Any], names: Mapping[str, str] |
     first = _verdict(item, per_step[0]) if per_step else Verdict(False, "unparseable", "no reply")
     taken = next((c for s, c in zip(steps, per_step) if _accepted(s)), None)
     usable = next((c for c in per_step if c is not None), None)
-    feedback = _verdict(item, taken) if taken is not None else (
-        first if not per_step or per_step[0] is not None else _verdict(item, usable))
+    feedback = (
+        _verdict(item, taken)
+        if taken is not None
+        else (first if not per_step or per_step[0] is not None else _verdict(item, usable))
+    )
     seen: set[str] = set()
     made: list[Call] = []
     for step, calls in zip(steps, per_step):
@@ -101,5 +110,9 @@ def score_steps(item: BfclItem, steps: Sequence[Any], names: Mapping[str, str] |
                 seen.add(_canon(call))
                 made.append(call)
     agent = _verdict(item, made if any(c is not None for c in per_step) else None)
-    return {"first": asdict(first), "feedback": asdict(feedback), "agent": asdict(agent),
-            "recovered": feedback.valid and not first.valid}
+    return {
+        "first": asdict(first),
+        "feedback": asdict(feedback),
+        "agent": asdict(agent),
+        "recovered": feedback.valid and not first.valid,
+    }

@@ -4,6 +4,7 @@ A task keeps BFCL's id (``--only simple_python_0`` works), its category as the t
 the split of its position (even: dev, odd: test) and the item itself (``Task.bfcl``), which the
 runner turns into tools and scores with the AST checker instead of the suite's checks.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -13,7 +14,7 @@ from .data import AST_CATEGORIES, BfclDataError, BfclItem, language_of, load_cat
 from .multi_turn import MAX_CALL_STEPS, MULTI_TURN_CATEGORIES, MultiTurnItem, load_multi_turn
 from .schema import language_hint
 
-__all__ = ["PREFIX", "MAX_STEPS", "is_bfcl_spec", "bfcl_tasks", "item_documents", "item_question", "is_multi_turn"]
+__all__ = ["MAX_STEPS", "PREFIX", "bfcl_tasks", "is_bfcl_spec", "is_multi_turn", "item_documents", "item_question"]
 
 PREFIX = "bfcl:"
 #: Steps an agent gets on one BFCL item: the calls, maybe a correction, the answer.
@@ -37,7 +38,7 @@ def item_question(item: BfclItem) -> str:
 def bfcl_tasks(spec: str | Sequence[str], *, progress: Callable[[str], None] = lambda _: None) -> list[Task]:
     """Tasks of ``bfcl:CAT[,CAT...]`` (or a list of categories), in BFCL's order per category."""
     if isinstance(spec, str):
-        spec = spec[len(PREFIX):] if spec.startswith(PREFIX) else spec
+        spec = spec[len(PREFIX) :] if spec.startswith(PREFIX) else spec
         categories = [c.strip() for c in spec.split(",") if c.strip()]
     else:
         categories = list(spec)
@@ -53,8 +54,18 @@ def bfcl_tasks(spec: str | Sequence[str], *, progress: Callable[[str], None] = l
         except BfclDataError as exc:
             raise TaskFileError(str(exc)) from exc
         for item in items:
-            tasks.append(Task(id=item.id, question=item_question(item), tools=tuple(f["name"] for f in item.functions),
-                              checks=(), kind=category, max_steps=MAX_STEPS, split=item.split, bfcl=item))
+            tasks.append(
+                Task(
+                    id=item.id,
+                    question=item_question(item),
+                    tools=tuple(f["name"] for f in item.functions),
+                    checks=(),
+                    kind=category,
+                    max_steps=MAX_STEPS,
+                    split=item.split,
+                    bfcl=item,
+                )
+            )
     return tasks
 
 
@@ -67,8 +78,19 @@ def _multi_turn_tasks(category: str, progress: Callable[[str], None]) -> list[Ta
     except BfclDataError as exc:
         raise TaskFileError(str(exc)) from exc
     items = sorted(items, key=lambda i: (i.tool_set_key(), i.index))
-    return [Task(id=i.id, question=i.turn_text(0), tools=tuple(f["name"] for f in i.functions), checks=(),
-                 kind=category, max_steps=MAX_CALL_STEPS + 1, split=i.split, bfcl=i) for i in items]
+    return [
+        Task(
+            id=i.id,
+            question=i.turn_text(0),
+            tools=tuple(f["name"] for f in i.functions),
+            checks=(),
+            kind=category,
+            max_steps=MAX_CALL_STEPS + 1,
+            split=i.split,
+            bfcl=i,
+        )
+        for i in items
+    ]
 
 
 def is_multi_turn(task: Task) -> bool:
