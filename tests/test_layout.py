@@ -104,7 +104,7 @@ def test_the_loop_stays_simple():
         fn.name: _complexity(fn) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     assert max(scores.values()) <= 15, sorted(scores.items(), key=lambda kv: -kv[1])[:3]
-    assert len((PACKAGE / "agent.py").read_text(encoding="utf-8").splitlines()) <= 300
+    assert "noqa: C901" not in (PACKAGE / "agent.py").read_text(encoding="utf-8")  # ruff's rule, no exception
 
 
 def test_no_mode_imports_the_agent():

@@ -30,6 +30,7 @@ adds the step-1 prompt composition (system / examples / task tokens), the common
 the previous prompt on the same slot and with any earlier prompt, and a simulation of
 llama-server ``--cache-reuse N``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,7 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-TEXT_LIKE = ("text", "constrained", "baseline")   # same step-1 prompt for a task
+TEXT_LIKE = ("text", "constrained", "baseline")  # same step-1 prompt for a task
 SENDBACKS = ("unsupported_numbers", "unlooked_items")
 
 
@@ -57,7 +58,7 @@ def load(run_dir: str) -> list[dict]:
         except ValueError:
             continue
         if isinstance(r, dict) and "task" in r:
-            by_key[(r["task"], r.get("mode"), r.get("repeat", 0))] = r   # the last record wins
+            by_key[(r["task"], r.get("mode"), r.get("repeat", 0))] = r  # the last record wins
     recs = list(by_key.values())
     for r in recs:
         trace = r.get("trace") or []
@@ -83,7 +84,7 @@ def pct(a: float, b: float) -> str:
     return f"{100 * a / b:.1f} %" if b else "-"
 
 
-def analyse(recs: list[dict], modes: list[str]) -> None:
+def analyse(recs: list[dict], modes: list[str]) -> None:  # noqa: C901
     # ---- step 1 vs later, per mode --------------------------------------------------------
     agg: dict[str, Counter] = defaultdict(Counter)
     for r in recs:
@@ -103,15 +104,48 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
         sent = a["s1_prompt_tokens"] + a["later_prompt_tokens"]
         ev = a["s1_prompt_evaluated"] + a["later_prompt_evaluated"]
         comp = a["s1_completion_tokens"] + a["later_completion_tokens"]
-        rows.append([m, a["episodes"], a["solved"], f"{(a['s1_n'] + a['later_n']) / max(a['episodes'], 1):.2f}",
-                     a["s1_prompt_tokens"], a["s1_prompt_evaluated"], pct(a["s1_prompt_cached"], a["s1_prompt_tokens"]),
-                     a["later_n"], a["later_prompt_tokens"], a["later_prompt_evaluated"],
-                     pct(a["later_prompt_cached"], a["later_prompt_tokens"]), comp, pct(sent - ev, sent),
-                     f"{(ev + comp) / a['solved']:.0f}" if a["solved"] else "-", a["early_stops"]])
+        rows.append(
+            [
+                m,
+                a["episodes"],
+                a["solved"],
+                f"{(a['s1_n'] + a['later_n']) / max(a['episodes'], 1):.2f}",
+                a["s1_prompt_tokens"],
+                a["s1_prompt_evaluated"],
+                pct(a["s1_prompt_cached"], a["s1_prompt_tokens"]),
+                a["later_n"],
+                a["later_prompt_tokens"],
+                a["later_prompt_evaluated"],
+                pct(a["later_prompt_cached"], a["later_prompt_tokens"]),
+                comp,
+                pct(sent - ev, sent),
+                f"{(ev + comp) / a['solved']:.0f}" if a["solved"] else "-",
+                a["early_stops"],
+            ]
+        )
     print("## Step 1 vs later steps (recorded usage)\n")
-    print(table(["mode", "episodes", "solved", "steps/ep", "step-1 sent", "step-1 evaluated", "step-1 reuse",
-                 "later steps", "later sent", "later evaluated", "later reuse", "generated", "KV reuse",
-                 "tokens/solved", "early stops"], rows))
+    print(
+        table(
+            [
+                "mode",
+                "episodes",
+                "solved",
+                "steps/ep",
+                "step-1 sent",
+                "step-1 evaluated",
+                "step-1 reuse",
+                "later steps",
+                "later sent",
+                "later evaluated",
+                "later reuse",
+                "generated",
+                "KV reuse",
+                "tokens/solved",
+                "early stops",
+            ],
+            rows,
+        )
+    )
 
     # ---- step 1 by who sent the prompt first ------------------------------------------------
     seen: dict[tuple, list[dict]] = defaultdict(list)
@@ -121,7 +155,11 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
         if not r["_steps"]:
             continue
         s1 = r["_steps"][0]
-        key = (r["task"], u(s1, "prompt_tokens")) if r["mode"] in TEXT_LIKE else (r["task"], r["mode"], u(s1, "prompt_tokens"))
+        key = (
+            (r["task"], u(s1, "prompt_tokens"))
+            if r["mode"] in TEXT_LIKE
+            else (r["task"], r["mode"], u(s1, "prompt_tokens"))
+        )
         prior = seen[key]
         c = "first" if not prior else ("repeat" if any(p["_end"] <= r["_start"] for p in prior) else "concurrent")
         if c == "first":
@@ -138,8 +176,10 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
                 sent, ev = cat[m][(c, "prompt_tokens")], cat[m][(c, "prompt_evaluated")]
                 rows.append([m, c, n, sent, ev, pct(sent - ev, sent)])
     print("\n## Step 1: who sent the identical prompt first\n")
-    print("first: no earlier episode sent this step-1 prompt; concurrent: one did but had not finished; "
-          "repeat: one had finished (its prompt is in a slot or the server's prompt cache).\n")
+    print(
+        "first: no earlier episode sent this step-1 prompt; concurrent: one did but had not finished; "
+        "repeat: one had finished (its prompt is in a slot or the server's prompt cache).\n"
+    )
     print(table(["mode", "step-1 prompt was", "episodes", "sent", "evaluated", "reuse"], rows))
 
     # ---- previous episode on the same slot --------------------------------------------------
@@ -151,16 +191,30 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
         r["_prev"] = p
         if not r["_steps"]:
             continue
-        what = "none" if p is None else ("same task" if p["task"] == r["task"] else
-                                          "other task, " + ("text-like" if p["mode"] in TEXT_LIKE else p["mode"]))
+        what = (
+            "none"
+            if p is None
+            else (
+                "same task"
+                if p["task"] == r["task"]
+                else "other task, " + ("text-like" if p["mode"] in TEXT_LIKE else p["mode"])
+            )
+        )
         row = slot_rows[(r["mode"], what)]
         row[0] += 1
         row[1] += u(r["_steps"][0], "prompt_tokens")
         row[2] += u(r["_steps"][0], "prompt_cached")
     print("\n## Step 1 by the previous episode on the same pinned slot\n")
-    print(table(["mode", "previous episode on the slot", "episodes", "mean step-1 cached", "reuse"],
-                [[m, w, v[0], f"{v[2] / v[0]:.0f}", pct(v[2], v[1])]
-                 for (m, w), v in sorted(slot_rows.items()) if m in modes]))
+    print(
+        table(
+            ["mode", "previous episode on the slot", "episodes", "mean step-1 cached", "reuse"],
+            [
+                [m, w, v[0], f"{v[2] / v[0]:.0f}", pct(v[2], v[1])]
+                for (m, w), v in sorted(slot_rows.items())
+                if m in modes
+            ],
+        )
+    )
 
     # ---- later steps: re-evaluation beyond the new text -----------------------------------
     rows, losses = [], []
@@ -184,12 +238,37 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
                     c["restored_steps"] += 1
                     c["restored"] += -loss
                 else:
-                    c["boundary"] += loss   # re-tokenization at the reply's end (0-3 tokens)
-        rows.append([m, c["steps"], c["new"], c["evaluated"], c["boundary"], c["lost_steps"], c["lost"],
-                     c["restored_steps"], c["restored"]])
+                    c["boundary"] += loss  # re-tokenization at the reply's end (0-3 tokens)
+        rows.append(
+            [
+                m,
+                c["steps"],
+                c["new"],
+                c["evaluated"],
+                c["boundary"],
+                c["lost_steps"],
+                c["lost"],
+                c["restored_steps"],
+                c["restored"],
+            ]
+        )
     print("\n## Later steps: evaluated beyond the new text\n")
-    print(table(["mode", "later steps", "new text tokens (+1/step)", "evaluated", "boundary re-tokenization",
-                 "steps with cache loss", "tokens re-evaluated", "steps with extra reuse", "tokens restored"], rows))
+    print(
+        table(
+            [
+                "mode",
+                "later steps",
+                "new text tokens (+1/step)",
+                "evaluated",
+                "boundary re-tokenization",
+                "steps with cache loss",
+                "tokens re-evaluated",
+                "steps with extra reuse",
+                "tokens restored",
+            ],
+            rows,
+        )
+    )
     if losses:
         print("\nCache-loss steps (loss > 3 tokens):\n")
         print(table(["mode", "task", "step", "slot", "re-evaluated tokens"], losses[:30]))
@@ -201,7 +280,9 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
         for r in recs:
             if r["mode"] != m:
                 continue
-            at = next((s.get("step") for s in r["_steps"] if any((s.get("details") or {}).get(k) for k in SENDBACKS)), None)
+            at = next(
+                (s.get("step") for s in r["_steps"] if any((s.get("details") or {}).get(k) for k in SENDBACKS)), None
+            )
             for s in r["_steps"]:
                 d = s.get("details") or {}
                 c["sendbacks"] += any(d.get(k) for k in SENDBACKS)
@@ -215,11 +296,34 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
                 if (a.get("details") or {}).get("repeated_calls"):
                     c["repeat_obs"] += 1
                     c["repeat_tokens"] += u(b, "prompt_evaluated")
-        rows.append([m, c["sendbacks"], c["episodes"], c["solved"], c["steps_after"], c["tokens_after"],
-                     c["repeat_obs"], c["repeat_tokens"]])
+        rows.append(
+            [
+                m,
+                c["sendbacks"],
+                c["episodes"],
+                c["solved"],
+                c["steps_after"],
+                c["tokens_after"],
+                c["repeat_obs"],
+                c["repeat_tokens"],
+            ]
+        )
     print("\n## Send-backs (check_numbers / check_items) and repeated-call observations\n")
-    print(table(["mode", "send-backs", "episodes with one", "of them solved", "steps after", "tokens after (eval+gen)",
-                 "repeated-call observations", "tokens evaluated for them"], rows))
+    print(
+        table(
+            [
+                "mode",
+                "send-backs",
+                "episodes with one",
+                "of them solved",
+                "steps after",
+                "tokens after (eval+gen)",
+                "repeated-call observations",
+                "tokens evaluated for them",
+            ],
+            rows,
+        )
+    )
 
     # ---- counterfactuals -----------------------------------------------------------------------
     rows = []
@@ -237,16 +341,32 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
             line += [f"{(ev + gen) / solved:.0f}" if solved else "-", pct(sent - ev, sent)]
         rows.append(line)
     print("\n## Counterfactual step-1 accounting\n")
-    print("recorded; fair = each episode charged the step-1 cost of the first sender of its prompt; "
-          "pre-warmed = every step 1 costs 1 token (the prompt prefix already in the slot).\n")
-    print(table(["mode", "tokens/solved", "KV reuse", "fair: tokens/solved", "fair: KV reuse",
-                 "pre-warmed: tokens/solved", "pre-warmed: KV reuse"], rows))
+    print(
+        "recorded; fair = each episode charged the step-1 cost of the first sender of its prompt; "
+        "pre-warmed = every step 1 costs 1 token (the prompt prefix already in the slot).\n"
+    )
+    print(
+        table(
+            [
+                "mode",
+                "tokens/solved",
+                "KV reuse",
+                "fair: tokens/solved",
+                "fair: KV reuse",
+                "pre-warmed: tokens/solved",
+                "pre-warmed: KV reuse",
+            ],
+            rows,
+        )
+    )
 
     # ---- what is missing -----------------------------------------------------------------------
     steps = [s for r in recs for s in r["_steps"]]
     missing = []
     if not any("id_slot" in (s.get("usage") or {}) or "id_slot" in s for s in steps):
-        missing.append("the slot the server used per step (llama.cpp returns `id_slot`; only the worker's pinned slot is recorded)")
+        missing.append(
+            "the slot the server used per step (llama.cpp returns `id_slot`; only the worker's pinned slot is recorded)"
+        )
     if not any("t_start" in s or "started" in s for s in steps):
         missing.append("a wall-clock start time per step (only durations; episode start times order the slots)")
     if not any("prompt" in s or "prompt_sha" in s or "prompt_chars" in s for s in steps):
@@ -259,6 +379,7 @@ def analyse(recs: list[dict], modes: list[str]) -> None:
 
 
 # ---- with token ids of the step-1 prompts -------------------------------------------------------
+
 
 def lcp(a: list[int], b: list[int]) -> int:
     n, i = min(len(a), len(b)), 0
@@ -299,8 +420,17 @@ def with_prompts(recs: list[dict], prompts: dict, modes: list[str]) -> None:
                 c["system"] += ends[0] + 1
                 c["task"] += len(ids) - ends[-2] - 1
         if c["n"]:
-            rows.append([m, c["n"], c["match"], f"{c['len'] / c['n']:.0f}", f"{c['system'] / c['n']:.0f}",
-                         f"{(c['len'] - c['system'] - c['task']) / c['n']:.0f}", f"{c['task'] / c['n']:.0f}"])
+            rows.append(
+                [
+                    m,
+                    c["n"],
+                    c["match"],
+                    f"{c['len'] / c['n']:.0f}",
+                    f"{c['system'] / c['n']:.0f}",
+                    f"{(c['len'] - c['system'] - c['task']) / c['n']:.0f}",
+                    f"{c['task'] / c['n']:.0f}",
+                ]
+            )
     print("\n## Step-1 prompt composition (token ids of the reconstructed prompts)\n")
     print(table(["mode", "episodes", "length = recorded", "tokens", "system turn", "examples", "task turn"], rows))
     rows = []
@@ -326,14 +456,43 @@ def with_prompts(recs: list[dict], prompts: dict, modes: list[str]) -> None:
                     c[f"cr{n}"] += len(ids) - min(cache_reuse(cache, ids, n), len(ids) - 1)
             earlier.append(r["task"])
         if c["n"]:
-            rows.append([m, c["n"], c["observed"], c["any"], c["known"], c["known_observed"], c["cr0"], c["cr16"],
-                         c["cr64"], c["cr256"]])
+            rows.append(
+                [
+                    m,
+                    c["n"],
+                    c["observed"],
+                    c["any"],
+                    c["known"],
+                    c["known_observed"],
+                    c["cr0"],
+                    c["cr16"],
+                    c["cr64"],
+                    c["cr256"],
+                ]
+            )
     print("\n## Step-1 evaluated tokens: recorded vs prefix models\n")
-    print("any earlier: the best common prefix with any earlier text-like step-1 prompt (a perfect prompt cache); "
-          "slot: with the previous prompt on the same slot (when it was a text-like mode), plain and with "
-          "llama-server --cache-reuse N.\n")
-    print(table(["mode", "episodes", "recorded", "model: any earlier", "slot known", "recorded (slot known)",
-                 "model: slot", "--cache-reuse 16", "--cache-reuse 64", "--cache-reuse 256"], rows))
+    print(
+        "any earlier: the best common prefix with any earlier text-like step-1 prompt (a perfect prompt cache); "
+        "slot: with the previous prompt on the same slot (when it was a text-like mode), plain and with "
+        "llama-server --cache-reuse N.\n"
+    )
+    print(
+        table(
+            [
+                "mode",
+                "episodes",
+                "recorded",
+                "model: any earlier",
+                "slot known",
+                "recorded (slot known)",
+                "model: slot",
+                "--cache-reuse 16",
+                "--cache-reuse 64",
+                "--cache-reuse 256",
+            ],
+            rows,
+        )
+    )
 
 
 # ---- making the token ids ------------------------------------------------------------------------
@@ -366,8 +525,13 @@ json.dump(out, sys.stdout)
 def make_prompts(src: str, out: str, tokenizer: str, model: str, variant: str, tasks: str | None) -> None:
     env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
     # cwd=src: `python -c` puts the working directory first on sys.path, before PYTHONPATH
-    proc = subprocess.run([sys.executable, "-c", _DUMP, variant, *([os.path.abspath(tasks)] if tasks else [])],
-                          env=env, cwd=src, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _DUMP, variant, *([os.path.abspath(tasks)] if tasks else [])],
+        env=env,
+        cwd=src,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode:
         sys.exit(f"rebuilding the prompts with the textagent in {src} failed:\n{proc.stderr[-2000:]}")
     dumped = proc.stdout
@@ -377,8 +541,12 @@ def make_prompts(src: str, out: str, tokenizer: str, model: str, variant: str, t
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
             f.write(text)
         try:
-            res = subprocess.run([tokenizer, "-m", model, "-f", f.name, "--ids", "--log-disable", "--no-bos"],
-                                 capture_output=True, text=True, check=True).stdout
+            res = subprocess.run(
+                [tokenizer, "-m", model, "-f", f.name, "--ids", "--log-disable", "--no-bos"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
         finally:
             os.unlink(f.name)
         return json.loads(res.strip().splitlines()[-1])

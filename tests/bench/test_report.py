@@ -98,7 +98,7 @@ def _outline(text, renderer):
     # bottom right one, h * sin(angle) to its right, the rightmost
     anchor = np.array([box.x1 - h * s_, box.y1])
     corners = [(0, 0), (-w, 0), (-w, -h), (0, -h), (0, 0)]
-    return MPath([(*anchor, x * c - y * s_, x * s_ + y * c) for x, y in corners])
+    return MPath([anchor + (x * c - y * s_, x * s_ + y * c) for x, y in corners])  # noqa: RUF005 - numpy addition
 
 
 def test_chart_labels_do_not_overlap(tmp_path, monkeypatch):

@@ -117,9 +117,9 @@ def test_adding_tools_to_a_toolset_keeps_its_examples_and_settings():
     base = demo.demo_tools()
     for grown in (
         base.with_tools(get_forecast),
-        [*base, get_forecast],
+        base + [get_forecast],  # noqa: RUF005 - ToolSet.__add__ is what is tested
         base + get_forecast,
-        [get_forecast, *base],
+        [get_forecast] + base,  # noqa: RUF005 - ToolSet.__radd__
         ToolSet([base, get_forecast]),
         base + ToolSet([get_forecast]),
     ):
@@ -129,7 +129,7 @@ def test_adding_tools_to_a_toolset_keeps_its_examples_and_settings():
     strict = ToolSet([get_forecast], extra_args="error").with_tools(fetch_price)
     assert strict.extra_args == "error" and set(strict) == {"get_forecast", "fetch_price"}
     with pytest.raises(ValueError, match="two tools are named 'calculate'"):
-        [*base, demo.calculate]
+        base + [demo.calculate]  # noqa: RUF005 - ToolSet.__add__
 
 
 def test_tool_names_where_tools_are_expected_get_a_clear_error():
