@@ -66,7 +66,7 @@ def example_value(schema: Mapping[str, Any] | bool) -> Any:
         "array": [],
         "object": {},
         "null": None,
-    }.get(kind, "text")
+    }.get(kind if isinstance(kind, str) else "", "text")
 
 
 def other_value(value: Any, schema: Mapping[str, Any] | bool) -> Any:

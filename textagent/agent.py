@@ -23,7 +23,7 @@ from .modes import Conversation, FormatError, Mode, ModeContext, get_mode, needs
 from .options import check_options, drop_deprecated
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
-from .tools import ToolSet
+from .tools import Tool, ToolSet
 from .tools.execution import cap_outputs
 from .trace import TraceWriter, new_run_id, start_record
 
@@ -99,8 +99,11 @@ class Agent:
         self.mode.setup(
             ModeContext(backend, self.tools, self.format, backend_options, system_prompt, strict, observation_limit)
         )
-        self.task, self.steps, self.shown = "", [], []
-        self.question, self.conversation_id, self._added = 0, new_run_id(), []
+        self.task = ""
+        self.steps: list[Step] = []
+        self.shown: list[prompts.Worked] = []
+        self.question, self.conversation_id = 0, new_run_id()
+        self._added: list[Tool] = []
 
     # -- the conversation ---------------------------------------------------------------------
 
@@ -127,7 +130,7 @@ class Agent:
         if self.auto_examples and not self.question:
             self.examples = self._auto_examples()
 
-    def _auto_examples(self, task: str | None = None) -> list[Any]:
+    def _auto_examples(self, task: str | None = None) -> list[prompts.Worked]:
         """``example="auto"``: the tools' own examples (those closest to ``task`` when the set
         shows only some); for tools without any, placeholder exchanges built from a tool, in the
         text modes only: they are a device of the text protocol, and a function-calling client
@@ -149,7 +152,7 @@ class Agent:
         if not isinstance(task, str) or not task.strip():
             raise ValueError(f"the task must be a non-empty question, got {task!r:.80}")
         self._ask(task)
-        self.steps: list[Step] = []
+        self.steps = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
         error: BaseException | None = None
         with TraceWriter(self.trace) as trace:
@@ -269,6 +272,7 @@ class Agent:
     def _refuse_extra_calls(self, step: Step) -> list[Note]:
         """Keep the first ``max_calls_per_reply`` calls of the reply; the others are refused in
         one note."""
+        assert step.reply is not None  # called once the reply parsed
         calls, limit = step.reply.calls, self.max_calls_per_reply
         if limit is None or len(calls) <= limit:
             return []

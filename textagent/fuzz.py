@@ -307,7 +307,7 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
     noisy = st.lists(testing.tool_calls(), min_size=1, max_size=3).flatmap(
         lambda calls: testing.noisy_replies(calls).map(lambda text: (calls, text))
     )
-    sources = [
+    sources: list[tuple[str, st.SearchStrategy[Any], Callable[[Any], str | None]]] = [
         ("noisy", noisy, valid),
         ("near-miss", testing.near_miss_replies(), any_text),
         ("garbage", testing.garbage_replies(), any_text),

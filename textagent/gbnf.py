@@ -218,7 +218,8 @@ class _Builder:
 
     def array(self, schema: Mapping[str, Any], hint: str, root: Mapping[str, Any]) -> str:
         lo, hi = _bounds(schema, "minItems", "maxItems")
-        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        raw_prefix = schema.get("prefixItems")
+        prefix: list[Any] = raw_prefix if isinstance(raw_prefix, list) else []
         items = schema.get("items", True)
         if isinstance(items, list):  # draft 4-7 tuple form
             prefix, items = items, schema.get("additionalItems", True)
@@ -246,13 +247,14 @@ class _Builder:
         return f'"[" {first} "]"' if lo > 0 else f'"[" ({first})? "]"'
 
     def object(self, schema: Mapping[str, Any], hint: str, root: Mapping[str, Any]) -> str:
-        props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        raw_props = schema.get("properties")
+        given: Mapping[str, Any] = raw_props if isinstance(raw_props, Mapping) else {}
         required = (
             [k for k in schema.get("required", []) if isinstance(k, str)]
             if isinstance(schema.get("required"), list)
             else []
         )
-        props = dict(props)
+        props = dict(given)
         for key in required:  # required keys without a schema: any value
             props.setdefault(key, True)
         if not props:

@@ -44,14 +44,15 @@ def parse_jsonl(
     for number, raw in enumerate(lines, 1):
         where = f"{source}:{number}"
         if isinstance(raw, bytes):
+            data = raw
             try:
-                raw = raw.decode("utf-8", errors=encoding_errors)
+                raw = data.decode("utf-8", errors=encoding_errors)
             except UnicodeDecodeError as exc:
                 error = f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line)"
                 if bad == "raise":
                     raise JsonlError(f"{where}: {error}") from None
                 if bad == "keep":
-                    yield JsonLine(where, number, raw.decode("utf-8", errors="replace"), None, error)
+                    yield JsonLine(where, number, data.decode("utf-8", errors="replace"), None, error)
                 continue
         line = raw.rstrip("\r\n")
         if not line.strip():

@@ -80,7 +80,7 @@ class Step:
                     if (v := getattr(self.facts, f.name)) not in (None, False, (), [], {})
                 }
             )
-            out = {k: (asdict(v) if is_dataclass(v) else v) for k, v in out.items()}
+            out = {k: (asdict(v) if is_dataclass(v) and not isinstance(v, type) else v) for k, v in out.items()}
         if self.notes:
             out["notes"] = [asdict(n) for n in self.notes]
         if self.sent_back is not None:

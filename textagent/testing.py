@@ -138,7 +138,7 @@ def tool_calls(
     return st.builds(ToolCall, names if names is not None else tool_names(), args)
 
 
-_PROSE_ALPHABET = st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r")
+_PROSE_ALPHABET = st.characters(blacklist_categories=["Cs"], blacklist_characters="\n\r")
 
 
 def _is_prose(line: str) -> bool:
@@ -202,12 +202,13 @@ def noisy_calls(draw, call: ToolCall) -> list[str]:  # noqa: C901
     canonical = render_call(call)
     canonical_args = canonical.split(" ARGS: ", 1)[1]
     forms = ["line", "next_line"]
+    kv = _kv_text(args) if isinstance(args, dict) else None
     if isinstance(args, dict):
         if not args:
             forms += ["no_args", "empty_args", "empty_parens"]
         else:
             forms += ["pretty", "fenced_object"]
-            if _kv_text(args) is not None:
+            if kv is not None:
                 forms += ["kv", "shorthand"]
     else:
         forms += ["shorthand_bare"]
@@ -230,9 +231,9 @@ def noisy_calls(draw, call: ToolCall) -> list[str]:  # noqa: C901
         body = json.dumps(args, ensure_ascii=False, indent=2).split("\n")
         lines = [f"{head} {args_kw}", draw(st.sampled_from(("```json", "```", "~~~"))), *body, "```"]
     elif form == "kv":
-        lines = [f"{head} {args_kw} {_kv_text(args)}"]
+        lines = [f"{head} {args_kw} {kv}"]
     elif form == "shorthand":
-        lines = [f"{tool_kw} {name}({_kv_text(args)})"]
+        lines = [f"{tool_kw} {name}({kv})"]
     else:  # shorthand_bare
         lines = [f"{tool_kw} {name}({json.dumps(args, ensure_ascii=False)})"]
     if deco.startswith(">"):
@@ -256,10 +257,9 @@ def noisy_calls(draw, call: ToolCall) -> list[str]:  # noqa: C901
 def noisy_replies(draw, calls: Sequence[ToolCall] | SearchStrategy) -> str:
     """A reply that holds ``calls`` (a list, or a strategy of lists), in order, written with
     :func:`noisy_calls`, among prose lines, THOUGHT lines and blank lines."""
-    if isinstance(calls, SearchStrategy):
-        calls = draw(calls)
+    drawn: Sequence[ToolCall] = draw(calls) if isinstance(calls, SearchStrategy) else calls
     blocks: list[list[str]] = []
-    for call in calls:
+    for call in drawn:
         blocks.append(draw(st.lists(prose_lines() | st.just(""), max_size=3)))
         blocks.append(draw(noisy_calls(call)))
     blocks.append(draw(st.lists(prose_lines() | st.just(""), max_size=3)))

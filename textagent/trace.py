@@ -121,10 +121,14 @@ class TraceWriter:
     def __init__(self, target: str | Path | IO[str] | None):
         self._own = isinstance(target, (str, Path))
         self.run_id = new_run_id()
-        self._file: IO[str] | None = open(target, "a", encoding="utf-8") if self._own else target  # type: ignore[arg-type]  # noqa: SIM115 - closed by close()
-        if self._own and not _ends_a_line(target):  # type: ignore[arg-type]
-            # a run that crashed mid-record left half a line: start ours on a fresh one
-            self._locked("\n")
+        self._file: IO[str] | None
+        if isinstance(target, (str, Path)):
+            self._file = open(target, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            if not _ends_a_line(target):
+                # a run that crashed mid-record left half a line: start ours on a fresh one
+                self._locked("\n")
+        else:
+            self._file = target
 
     def _locked(self, text: str) -> None:
         assert self._file is not None
@@ -213,6 +217,7 @@ def load_traces(path: str | Path) -> list[Trace]:
     runs: list[Trace] = []
     by_id: dict[str, Trace] = {}
     broken = False
+    record: object  # a line's JSON value: only objects are records
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in parse_jsonl(f, str(path), bad="keep"):
             if isinstance(line.value, dict) and isinstance(line.value.get("run"), str):

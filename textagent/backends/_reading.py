@@ -11,7 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,7 +322,7 @@ class BodyReader:
             retries=retries,
         )
 
-    def _iter_sse(self, resp: requests.Response, url: str, retries: int) -> Iterator[Any]:
+    def _iter_sse(self, resp: requests.Response, url: str, retries: int) -> Generator[Any, None, None]:
         """Parsed ``data:`` payloads of a Server-Sent-Events body; ``DONE`` for ``[DONE]``.
 
         Comment lines (``: keep-alive``) are skipped. An error event (``data: {"error": ...}``,
@@ -384,7 +384,7 @@ class BodyReader:
 
     def _stream_text(
         self,
-        events: Iterator[Any],
+        events: Generator[Any, None, None],
         resp: requests.Response,
         on_text: Callable[[str], Any] | None,
         read: Callable[[Any], tuple[str, str] | None],
@@ -413,7 +413,7 @@ class BodyReader:
             resp.close()
         return StreamEnd(text, event, seen)
 
-    def _iter_ndjson(self, resp: requests.Response, url: str, retries: int) -> Iterator[Any]:
+    def _iter_ndjson(self, resp: requests.Response, url: str, retries: int) -> Generator[Any, None, None]:
         """Parsed objects of a newline-delimited JSON body; ``{"error": ...}`` lines raise."""
         progress = _Progress()
         try:

@@ -17,10 +17,14 @@ backend is returned as is and a mode that needs chat refuses it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..errors import TextagentError
-from .base import Backend, Capabilities
+from .base import Capabilities
+
+if TYPE_CHECKING:
+    from ._http import HTTPBackend
+    from .llamacpp import LlamaCppBackend
 
 __all__ = ["APIS", "api_capabilities", "connect"]
 
@@ -44,6 +48,21 @@ def api_capabilities(api: str, *, grammar_field: str | None = None) -> Capabilit
     return Capabilities(grammar=grammar_field is not None, chat=True, streaming=True)
 
 
+@overload
+def connect(
+    api: Literal["llamacpp"],
+    url: str | None,
+    *,
+    model: str | None = None,
+    api_key: str | None = None,
+    timeout: Any = None,
+    chat: Literal[False] = False,
+    grammar_field: str | None = None,
+    **http_options: Any,
+) -> LlamaCppBackend: ...
+
+
+@overload
 def connect(
     api: str,
     url: str | None,
@@ -54,7 +73,20 @@ def connect(
     chat: bool = False,
     grammar_field: str | None = None,
     **http_options: Any,
-) -> Backend:
+) -> HTTPBackend: ...
+
+
+def connect(
+    api: str,
+    url: str | None,
+    *,
+    model: str | None = None,
+    api_key: str | None = None,
+    timeout: Any = None,
+    chat: bool = False,
+    grammar_field: str | None = None,
+    **http_options: Any,
+) -> HTTPBackend:
     """The backend for an endpoint of ``api`` (one of APIS) at ``url``.
 
     ``chat``: the conversation goes to the server's /v1/chat/completions (ChatAsTextBackend,

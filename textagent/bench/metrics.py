@@ -381,10 +381,9 @@ def throughput(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, floa
     for endpoint, rs in by_endpoint.items():
         start = min(float(r["time"]) - float(r.get("seconds") or 0) for r in rs)
         wall = max(float(r["time"]) for r in rs) - start
-        usage = [r.get("usage") or {} for r in rs]
+        usage: list[Mapping[str, Any]] = [r.get("usage") or {} for r in rs]
         evaluated = sum(
-            (u.get("prompt_evaluated") if u.get("prompt_evaluated") is not None else u.get("prompt_tokens") or 0)
-            for u in usage
+            (n if (n := u.get("prompt_evaluated")) is not None else u.get("prompt_tokens") or 0) for u in usage
         )
         generated = sum(u.get("completion_tokens") or 0 for u in usage)
         out[endpoint] = {

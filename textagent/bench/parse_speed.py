@@ -18,6 +18,7 @@ Prints, all measured in the same run:
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import random
@@ -256,7 +257,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         "baseline_us": base_s * 1e6,
         "ratio": typical_s / base_s,
     }
-    results["forms_us"] = {name: _per_call(lambda t=text: _try(t), min_time) * 1e6 for name, text in FORMS.items()}
+    results["forms_us"] = {
+        name: _per_call(functools.partial(_try, text), min_time) * 1e6 for name, text in FORMS.items()
+    }
     results["typical"]["grammar_only_us"] = (
         _per_call(lambda: Reader(TYPICAL, None, shortcut=False).read(False), min_time) * 1e6
     )
@@ -283,7 +286,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
 
     # linear growth
-    growth = []
+    growth: list[dict[str, float]] = []
     for kb in (16, 64, 256, 1024):
         t = mixed_text(kb * 1024, seed=kb)
         secs = min(_timed(lambda: parse_reply(t), 1) for _ in range(1 if quick else 3))  # noqa: B023 - called in this iteration
@@ -293,9 +296,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     results["growth_spread"] = max(per_kb) / min(per_kb)
 
     # adversarial inputs
-    adv = {}
+    adv: dict[str, dict[str, Any]] = {}
     for name, text, target in adversarial(quick):
-        secs, outcome = _once(lambda t=text: parse_reply(t))
+        secs, outcome = _once(functools.partial(parse_reply, text))
         adv[name] = {"chars": len(text), "s": secs, "outcome": outcome, "target": target}
     results["adversarial"] = adv
 

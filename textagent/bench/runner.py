@@ -267,7 +267,8 @@ def run_episode(  # noqa: C901
     started = time.monotonic()
     error_text, agent, start = None, None, None
     try:
-        question, kwargs = task.question, {}
+        question = task.question
+        kwargs: dict[str, Any] = {}  # the mode and its Agent options
         if mode == "baseline":
             kwargs = {"mode": BaselineMode(), **AGENT_OPTIONS}
         elif mode == "bfcl-prompt":
@@ -310,10 +311,10 @@ def run_episode(  # noqa: C901
     trace = run_records(start, result.steps if result is not None else agent.steps if agent is not None else [], result)
     if recorder is not None:
         step_records = [r for r in trace if r.get("type") == "step"]
-        for record, completion in zip(step_records, recorder.completions):
-            record["stop_word"] = completion.stop_word
+        for step_record, completion in zip(step_records, recorder.completions):
+            step_record["stop_word"] = completion.stop_word
     if result is not None:
-        calls = [
+        calls: list[dict[str, Any]] = [
             {"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
             for s in result.steps
             for o in s.outcomes

@@ -300,7 +300,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     base = QUICK if args.quick else FULL
     for key in ("threads", "poll", "parallel", "cache_reuse"):
         if getattr(args, key) is None:
-            setattr(args, key, _int_list(0)(base[key]))
+            setattr(args, key, _int_list(0)(str(base[key])))
     if args.rounds is None:
         args.rounds = base["rounds"]
     if args.rounds < 1:
@@ -517,13 +517,13 @@ def _burn(parent: int) -> None:  # pragma: no cover - runs in a child process
 @contextlib.contextmanager
 def burners(n: int) -> Iterator[list[multiprocessing.process.BaseProcess]]:
     """``n`` busy-looping processes for the duration of the block; always killed."""
-    ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    ctx = multiprocessing.get_context("fork") if sys.platform == "linux" else multiprocessing.get_context("spawn")
     procs: list[multiprocessing.process.BaseProcess] = []
     try:
         for _ in range(n):
-            proc = ctx.Process(target=_burn, args=(os.getpid(),), daemon=True)
-            proc.start()
-            procs.append(proc)
+            burner = ctx.Process(target=_burn, args=(os.getpid(),), daemon=True)
+            burner.start()
+            procs.append(burner)
         yield procs
     finally:
         for proc in procs:

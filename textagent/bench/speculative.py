@@ -218,7 +218,8 @@ def render_table(results: Sequence[ConfigResult]) -> str:
             lines.append(f"| {r.config} | `{' '.join(r.args) or '—'}` | {r.error or 'no replies'} | | | | | | |")
             continue
         same = sum(1 for x in r.replies if x.task in ref_text and ref_text[x.task] == x.text)
-        speedup = (ref.seconds_per_item / r.seconds_per_item) if ref and r.seconds_per_item else None
+        ref_seconds = ref.seconds_per_item if ref else None
+        speedup = (ref_seconds / r.seconds_per_item) if ref_seconds is not None and r.seconds_per_item else None
         acc = "—" if r.acceptance is None else f"{r.acceptance:.0%} of {r.total('draft_n'):.0f}"
         lines.append(
             f"| {r.config} | `{' '.join(_short_args(r.args)) or '—'}` | {_f(r.gen_tps)} | {_f(r.prompt_tps)} | "

@@ -375,7 +375,8 @@ def _spec_matches(spec: Mapping[str, Any], call: Mapping[str, Any]) -> bool:
     names = spec.get("any_of") or [spec.get("name")]
     if call.get("name") not in names or not call.get("ok"):
         return False
-    args = call.get("args") if isinstance(call.get("args"), Mapping) else {}
+    raw_args = call.get("args")
+    args: Mapping[str, Any] = raw_args if isinstance(raw_args, Mapping) else {}
     for key, expected in (spec.get("args") or {}).items():
         if key not in args or not _value_matches(expected, args[key]):
             return False

@@ -70,8 +70,10 @@ class Env:
         }
 
 
-def _counted(env: Env, tool: Tool, fn: Callable[..., Any]) -> Tool:
+def _counted(env: Env, tool: Tool, fn: Callable[..., Any] | None) -> Tool:
     """``tool`` (same name, description, schema) running ``fn`` and counting its calls in ``env``."""
+    if fn is None:
+        raise ValueError(f"tool {tool.name} has no function to run")
 
     def run(**kwargs: Any) -> Any:
         env.count(tool.name)
@@ -215,6 +217,7 @@ def _convert_units(env: Env) -> Tool:
             celsius = value if from_unit == "c" else (value - 32) * 5 / 9
             result = celsius if to_unit == "c" else celsius * 9 / 5 + 32
         else:
+            assert fa is not None and fb is not None  # only temperatures have no factor
             result = value * fa / fb
         return {"value": value, "from_unit": from_unit, "to_unit": to_unit, "result": _tidy(result, 2)}
 
@@ -262,7 +265,7 @@ def _get_forecast(env: Env) -> Tool:
         """
         if not 1 <= days <= 7:
             raise ValueError(f"days must be between 1 and 7, got {days}")
-        base = demo.get_weather.fn(city)
+        base = demo.get_weather(city)
         temps = [base["temp_c"] + d for d in range(1, days + 1)]
         if unit == "F":
             temps = [_tidy(t * 9 / 5 + 32, 1) for t in temps]

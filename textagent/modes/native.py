@@ -357,7 +357,8 @@ def _read_tool_call(raw: Any) -> tuple[str, dict | str, str | None]:
     function = raw.get("function") if isinstance(raw, dict) else None
     if not isinstance(function, dict):
         return "?", {}, "the tool call has no function"
-    name = function.get("name") if isinstance(function.get("name"), str) else "?"
+    raw_name = function.get("name")
+    name = raw_name if isinstance(raw_name, str) else "?"
     arguments = function.get("arguments")
     if arguments is None or arguments == "":
         return name, {}, None

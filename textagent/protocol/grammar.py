@@ -85,6 +85,12 @@ def _decode_sq(tok: str) -> str:
     return _unescape_lenient(tok[1:-1])
 
 
+def _start(tok: Token) -> int:
+    """Where a token begins in the call text."""
+    assert tok.start_pos is not None  # the lexer sets it on every token it makes
+    return tok.start_pos
+
+
 def _number(tok: Token) -> int | float:
     s = str(tok)
     try:
@@ -97,7 +103,7 @@ def _number(tok: Token) -> int | float:
         return int(s)
     except ValueError:
         raise SemanticError(
-            "bad_number", tok.start_pos, CLASS_BY_LABEL["bad_number"].title, ["a shorter number"]
+            "bad_number", _start(tok), CLASS_BY_LABEL["bad_number"].title, ["a shorter number"]
         ) from None
 
 
@@ -154,7 +160,7 @@ def _pairs(children: list, more_type: str) -> dict:
             if last_tok is None:
                 raise SemanticError(
                     "bad_key_value",
-                    ch.start_pos,
+                    _start(ch),
                     f"`{clip(ch.value.strip())}` is not a key=value pair (only an unquoted value "
                     "continues after a comma)",
                     ["key=value"],
@@ -321,7 +327,7 @@ def _parser() -> Lark:
         propagate_positions=False,
     )
     lexer = getattr(parser.parser, "lexer", None)
-    if hasattr(lexer, "root_lexer"):
+    if lexer is not None and hasattr(lexer, "root_lexer"):
         lexer.root_lexer = _NoRootFallback()
     return parser
 
@@ -333,7 +339,7 @@ def parse_call_text(text: str) -> CallSyntax:
     """Parse the text of one call. Raises :class:`GrammarFailure` or :class:`SemanticError`."""
     _TLS.text = text
     try:
-        return _PARSER.parse(text)
+        return _PARSER.parse(text)  # type: ignore[return-value]  # lark types parse() as a Tree; our transformer makes it a CallSyntax
     except UnexpectedInput as e:
         raise _failure(e, text) from None
     finally:
@@ -341,6 +347,7 @@ def parse_call_text(text: str) -> CallSyntax:
 
 
 def _failure(e: UnexpectedInput, text: str) -> GrammarFailure:
+    expected: Iterable[str]
     if isinstance(e, UnexpectedToken):
         expected = e.expected
         offset = len(text) if e.token.type == "$END" else e.token.start_pos

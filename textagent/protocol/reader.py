@@ -222,6 +222,7 @@ class Reader:
         args_at: int | None = None  # offset in the last segment just after `ARGS:`
         closing_fence = False
         hm = HEAD_RE.match(head)
+        assert hm is not None  # a call line starts with its `tool` keyword, and the rest of HEAD_RE is optional
         if hm.group("paren"):
             scan_from, gather = hm.end(), True
         elif hm.group("args"):
@@ -250,7 +251,8 @@ class Reader:
                         j = k
                 if j is not None and self._starts_object(lines[j], quoted):
                     body = lines[j].rstrip()
-                    cut = QUOTE_PREFIX.match(body).end() if quoted and QUOTE_PREFIX.match(body) else 0
+                    qm = QUOTE_PREFIX.match(body) if quoted else None
+                    cut = qm.end() if qm else 0
                     segs.add(j, cut, body[cut:])
                     nxt = j + 1
                     scan_from, gather = 0, True

@@ -441,7 +441,9 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
                 trace["response"] = result.message()
         ex.done(status, config.trace_dir, trace)
 
-    async def answering(request: Request, prefix: str, read: Callable[[Any], ChatRequest], shape: Any) -> Response:
+    async def answering(
+        request: Request, prefix: str, read: Callable[[Any], ChatRequest], shape: Any
+    ) -> Response | EventStream:
         """One request to ``/v1/chat/completions`` or ``/v1/responses``: ``read`` makes the
         ChatRequest of its body, ``shape`` writes the answer (``complete``) or the events of a
         streamed one (``writer``)."""
@@ -498,10 +500,10 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             headers={REPAIRS_HEADER: str(result.repairs)},
         )
 
-    async def chat(request: Request) -> Response:
+    async def chat(request: Request) -> Response | EventStream:
         return await answering(request, "chatcmpl-", parse_request, _ChatShape)
 
-    async def responses(request: Request) -> Response:
+    async def responses(request: Request) -> Response | EventStream:
         return await answering(request, "resp_", parse_responses, ResponsesShape)
 
     async def _run(

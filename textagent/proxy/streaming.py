@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -151,7 +152,9 @@ class EventStream:
         self.headers, self.done = headers, done
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: C901
-        sender, receiver = anyio.create_memory_object_stream(math.inf)  # (kind, value, repairs)
+        sender: MemoryObjectSendStream[tuple[str, Any, int]]  # (kind, value, repairs)
+        receiver: MemoryObjectReceiveStream[tuple[str, Any, int]]
+        sender, receiver = anyio.create_memory_object_stream(math.inf)
 
         def put(item: tuple[str, Any, int]) -> None:
             try:

@@ -106,7 +106,7 @@ def parse_format(raw: Any) -> Format | None:
             'response_format json_schema needs \'json_schema\': {"name", "schema"}', "response_format.json_schema"
         )
     schema = spec.get("schema", {})
-    if not isinstance(schema, Mapping) or deeper_than(schema, _SCHEMA_DEPTH):
+    if not isinstance(schema, dict) or deeper_than(schema, _SCHEMA_DEPTH):  # a dict: jsonschema's "object"
         raise _bad(
             f"response_format's schema must be a JSON Schema object (at most {_SCHEMA_DEPTH} levels deep)",
             "response_format.json_schema.schema",
@@ -121,5 +121,6 @@ def parse_format(raw: Any) -> Format | None:
         check_references(schema, "response_format's schema")
     except ValueError as exc:
         raise _bad(str(exc), "response_format.json_schema.schema") from None
-    name = spec.get("name") if isinstance(spec.get("name"), str) and spec.get("name") else "response"
+    given_name = spec.get("name")
+    name = given_name if isinstance(given_name, str) and given_name else "response"
     return Format(dict(schema), name)

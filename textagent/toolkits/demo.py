@@ -23,6 +23,7 @@ import re
 import threading
 import time
 import zoneinfo
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from ..tools import Example, ToolSet, tool
@@ -56,7 +57,7 @@ MAX_DIGITS = 300  # integers (literals, intermediate values, results); floats mu
 MAX_SECONDS = 1.0  # wall-time bound of one evaluation (checked at every node)
 _INT_LIMIT = 10**MAX_DIGITS
 
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any] | None] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -65,7 +66,7 @@ _BINARY = {
     ast.Mod: operator.mod,
     ast.Pow: None,  # Pow: bounded, see _power
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _FUNCTIONS: dict[str, tuple[Any, int, int]] = {  # name -> (function, min args, max args)
     "sqrt": (math.sqrt, 1, 1),
     "abs": (abs, 1, 1),
@@ -168,12 +169,13 @@ class _Evaluator:
             return _check_number(node.value)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             left, right = self.eval(node.left), self.eval(node.right)
-            if isinstance(node.op, ast.Pow):
+            apply = _BINARY[type(node.op)]
+            if apply is None:  # Pow
                 return _check_number(_power(left, right))
             if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and right == 0:
                 raise ZeroDivisionError("division by zero")
             try:
-                return _check_number(_BINARY[type(node.op)](left, right))
+                return _check_number(apply(left, right))
             except OverflowError:
                 raise OverflowError("number too large (overflow)") from None
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import datetime
 import enum
 import math
 import types
@@ -65,7 +66,7 @@ def coerce(
     return args
 
 
-def _iso(kind: type) -> Callable[[Any], Any]:
+def _iso(kind: type[datetime.date] | type[datetime.time]) -> Callable[[Any], Any]:
     """Reads an ISO 8601 date, date-time or time (a trailing Z is UTC)."""
 
     def convert(value: Any) -> Any:
@@ -100,7 +101,7 @@ def _converter(hint: Any) -> Callable[[Any], Any] | None:
         return None if inner is None else (lambda v: None if v is None else inner(v))
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return hint
-    if isinstance(hint, type) and hint in _DATE_TYPES:
+    if isinstance(hint, type) and issubclass(hint, (datetime.date, datetime.time)) and hint in _DATE_TYPES:
         return _iso(hint)
     if _pydantic_model(hint):
         import pydantic

@@ -224,7 +224,7 @@ def _checked(
         raise ValueError(f"limit must be a positive number of characters or None, got {limit!r}")
     started = time.perf_counter()
     raw_name = getattr(call, "name", None)
-    raw_args = getattr(call, "args", None)
+    raw_args: Any = getattr(call, "args", None)  # whatever the call carries: a malformed call's is kept as is
     name = _name_of(raw_name)
 
     def failed(output: str, error: str) -> tuple[ToolOutcome, Tool | None, Any]:

@@ -35,7 +35,7 @@ import threading
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..errors import TextagentError
 from .execution import remaining_time
@@ -139,7 +139,7 @@ def _argv(server: str | Sequence[str]) -> list[str]:
     return argv
 
 
-def _is_url(server: Any) -> bool:
+def _is_url(server: Any) -> TypeGuard[str]:
     return isinstance(server, str) and server.strip().lower().startswith(("http://", "https://"))
 
 
@@ -275,7 +275,8 @@ class MCPConnection:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         assert self.argv is not None
-        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=self.env or None, cwd=self.cwd)
+        cwd = None if self.cwd is None else Path(self.cwd)
+        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:], env=self.env or None, cwd=cwd)
         return stdio_client(params, errlog=self._errlog)
 
     def _run(self) -> None:
@@ -295,7 +296,9 @@ class MCPConnection:
         self._task = asyncio.current_task()
         try:
             async with Client(self._transport()) as client:
-                tools, cursor, seen = [], None, set()
+                tools: list[Any] = []
+                cursor: str | None = None
+                seen: set[str] = set()
                 while True:
                     page = await client.list_tools(cursor=cursor)
                     tools += list(page.tools)
@@ -361,9 +364,9 @@ class MCPConnection:
         try:
             result = future.result(limit)
         except concurrent.futures.TimeoutError:
-            raise MCPToolError(
-                f"`{name}` did not answer within {round(limit, 2):g} s; the request was cancelled"
-            ) from None
+            # also a TimeoutError the SDK raised (one class from Python 3.11): then there was no limit
+            within = f" within {round(limit, 2):g} s" if limit is not None else ""
+            raise MCPToolError(f"`{name}` did not answer{within}; the request was cancelled") from None
         except concurrent.futures.CancelledError:
             raise MCPToolError(f"{self._gone or 'the connection was closed'}; `{name}` was not answered") from None
         except Exception as exc:  # the SDK's errors, a closed connection, a bad result

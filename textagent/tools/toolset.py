@@ -37,7 +37,7 @@ class ToolSet(Mapping[str, Tool]):
 
     def __init__(  # noqa: C901
         self,
-        tools: Iterable[Tool | Callable[..., Any]] | Mapping[str, Any] | None = (),
+        tools: Iterable[Tool | Callable[..., Any] | ToolSet] | Mapping[str, Any] | Tool | None = (),
         *,
         example: Example | Iterable[Example] | None = None,
         max_examples: int | None = None,

@@ -179,7 +179,7 @@ BoundedValidator = jsonschema.validators.extend(
 def _never_fetch(uri: str) -> referencing.Resource[Any]:
     # jsonschema's default registry fetches an unknown reference over HTTP, or reads a file:// path
     # (the proxy's clients, MCP servers and tool authors write the schemas): nothing is fetched
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs class; mypy skips its old-style dataclass_transform
 
 
 #: JSON Schema's own meta-schemas, and nothing else: a reference that is not to a part of the
@@ -313,11 +313,14 @@ def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]: 
         path = format_path(err.absolute_path)
         at = say("arg_at", path=path) if path else ""
         kind = err.validator
+        # the keyword's value in the schema: set on every error a validator yields (the stubs also
+        # allow jsonschema's Unset, for an error made by hand)
+        rule: Any = err.validator_value
         if kind == "required" and isinstance(err.instance, dict):
-            for key in err.validator_value:
+            for key in rule:
                 if key not in err.instance:
                     add(say("key_missing", at=at, key=key) if path else say("arg_missing", key=key))
-        elif kind == "additionalProperties" and isinstance(err.instance, dict):
+        elif kind == "additionalProperties" and isinstance(err.instance, dict) and isinstance(err.schema, Mapping):
             known = list((err.schema.get("properties") or {}).keys())
             patterns = list((err.schema.get("patternProperties") or {}).keys())
             for key in err.instance:
@@ -325,15 +328,15 @@ def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]: 
                     continue
                 add(unexpected(key, known, at if path else None))
         elif kind == "type":
-            expected = err.validator_value
+            expected = rule
             if isinstance(expected, list):
                 expected = functools.reduce(lambda a, b: say("arg_type_alternatives", first=a, second=b), expected)
             add(say("arg_wrong_type", at=at, value=_short_repr(err.instance), expected=expected))
         elif kind == "enum":
-            choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in err.validator_value)
+            choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in rule)
             add(say("arg_not_in_enum", at=at, value=_short_repr(err.instance), choices=choices))
-        elif kind == "format" and err.validator_value in DATE_FORMATS:
-            add(bad_date(at, err.instance, err.validator_value))
+        elif kind == "format" and rule in DATE_FORMATS:
+            add(bad_date(at, err.instance, rule))
         elif kind in ("anyOf", "oneOf") and err.context:
             best = jsonschema.exceptions.best_match(err.context)
             inner = _error_messages([best])

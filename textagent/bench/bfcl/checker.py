@@ -307,7 +307,8 @@ def _check_type(where: str, value: Any, accepted: list, kind: str, expected: typ
     """
     answer_type = _answer_type(accepted)
     if type(value) is expected:
-        if inner is None or any(_items_fit(value, a, inner) for a in accepted):
+        # (inner is only known for the array kinds, whose type is list)
+        if inner is None or (isinstance(value, list) and any(_items_fit(value, a, inner) for a in accepted)):
             return answer_type is not None and answer_type is not expected
         raise _Mismatch(
             "type_error:nested" if type(value) is answer_type else "type_error:simple",

@@ -106,8 +106,8 @@ def language_hint(functions: Iterable[Mapping[str, Any]], language: str) -> list
     """The documents as BFCL shows them to every model: a language note on each description;
     Java and JavaScript parameters turned into strings with their type in words."""
     out = []
-    for fn in functions:
-        fn = copy.deepcopy(dict(fn))
+    for given in functions:
+        fn = copy.deepcopy(dict(given))
         fn["description"] = str(fn.get("description") or "") + _hint(language)
         props = (fn.get("parameters") or {}).get("properties") or {}
         if language in ("java", "javascript"):
