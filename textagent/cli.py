@@ -15,6 +15,7 @@ import signal
 import stat
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from .conventions import (
     EXIT_CODES,
     EXIT_ERROR,
     add_model_options,
+    add_prefix_cache_option,
     add_token_options,
     apply_conventions,
     check_names,
@@ -153,7 +155,7 @@ def _make_backend(args: argparse.Namespace, stack: list[Any]):
     A mode that needs chat (native function calling) talks to the chat endpoint
     (/v1/chat/completions) of the same server."""
     from .backends import connect
-    from .local import LocalServer, running_server
+    from .local import LocalServer, running_server, served_prefix_cache
     from .modes import mode_needs
 
     chat_format = args.chat_format
@@ -172,14 +174,21 @@ def _make_backend(args: argparse.Namespace, stack: list[Any]):
     state = running_server() if args.gguf is None else None
     if state:
         log.info("using the server `textagent serve` started at %s", state["url"])
-        return (
-            connect("llamacpp", state["url"], timeout=args.timeout, chat=chat),
-            chat_format or state.get("chat_format", "server"),
-        )
-    server = LocalServer(args.gguf, progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None)
+        backend = connect("llamacpp", state["url"], timeout=args.timeout, chat=chat)
+        if args.prefix_cache and not chat:
+            served_prefix_cache(state, backend)
+        return backend, chat_format or state.get("chat_format", "server")
+    server = LocalServer(
+        args.gguf,
+        progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None,
+        prefix_cache=args.prefix_cache,
+    )
     stack.append(server)
     server.start()
-    return connect("llamacpp", server.url, timeout=args.timeout, chat=chat), chat_format or server.chat_format
+    backend = connect("llamacpp", server.url, timeout=args.timeout, chat=chat)
+    if not chat:
+        server.prefix_cache(backend)
+    return backend, chat_format or server.chat_format
 
 
 def _resolve_format(name: str, backend: Any):
@@ -234,6 +243,7 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
             raise TextagentError(f"--mcp: {exc}; pass --mcp-prefix") from None
         if args.verbose:
             _say(f"MCP tools: {', '.join(served)}")
+    assert tools is not None  # loaded above unless --mcp gave them
     backend, format_name = _make_backend(args, stack)
     options: dict[str, Any] = {"temperature": args.temperature}
     if args.seed is not None:
@@ -376,6 +386,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         threads=args.threads or None,
         poll=args.poll,
         progress=_say,
+        prefix_cache=args.prefix_cache,
     )
     # SIGTERM becomes KeyboardInterrupt so the server is stopped by the same path as Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -393,6 +404,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         server.stop()
         clear_state()
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from .backends.prefix_cache import PrefixCache
+    from .local import prefix_dir
+
+    cache = PrefixCache(prefix_dir(), identity="")
+    if args.action == "clear":
+        print(f"deleted {cache.clear()} saved prefixes from {cache.directory}")
+        return 0
+    entries = cache.entries()
+    total = sum(int(m.get("bytes") or 0) for m in entries)
+    print(
+        f"{cache.directory}: {len(entries)} saved prefixes, {total / 1e6:.0f} MB (at most {cache.max_bytes / 1e9:.1f} GB)"
+    )
+    for m in reversed(entries):
+        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(m.get("used") or 0)))
+        print(
+            f"  {m['key'][:12]}  {int(m.get('tokens') or 0):>6} tokens  {int(m.get('bytes') or 0) / 1e6:>6.0f} MB  used {used}"
+        )
+    return 0
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -418,7 +450,7 @@ class _StderrHandler(logging.StreamHandler):
     """Writes to whatever sys.stderr is at the time (tests swap it)."""
 
     @property
-    def stream(self):  # type: ignore[override]
+    def stream(self):
         return sys.stderr
 
     @stream.setter
@@ -519,6 +551,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--timeout", type=positive(float), default=300, help="read timeout of one request, seconds")
     r.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False, help="stream tokens")
     r.add_argument("--trace", help="append a JSONL trace of the run to this file")
+    add_prefix_cache_option(r)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -615,7 +648,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_POLL,
         help="llama-server --poll level 0..100 (default: the server's own, 50)",
     )
+    add_prefix_cache_option(s)
     s.set_defaults(func=cmd_serve)
+
+    k = sub.add_parser(
+        "cache",
+        help="show or clear the saved prompt prefixes of the embedded server",
+        description="The embedded llama-server saves the KV cache of each fixed prompt prefix (system "
+        "prompt, tool list, worked examples) once per model and prefix, and restores it instead of "
+        "evaluating it again (--no-prefix-cache switches it off). `cache` lists the files; "
+        "`cache clear` deletes them.",
+    )
+    k.add_argument("action", choices=["list", "clear"], nargs="?", default="list")
+    k.set_defaults(func=cmd_cache)
 
     m = sub.add_parser("models", help="list or fetch the embedded models")
     m.add_argument("action", choices=["list", "fetch"], nargs="?", default="list")

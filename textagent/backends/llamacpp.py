@@ -45,7 +45,8 @@ def _finish_reason(data: Mapping[str, Any]) -> str | None:
 
 
 def _usage(data: Mapping[str, Any]) -> Usage:
-    timings = data.get("timings") if isinstance(data.get("timings"), Mapping) else {}
+    raw_timings = data.get("timings")
+    timings: Mapping[str, Any] = raw_timings if isinstance(raw_timings, Mapping) else {}
     total = _count(data.get("tokens_evaluated"))
     evaluated = _count(timings.get("prompt_n"))
     cached = _count(timings.get("cache_n"))
@@ -99,10 +100,17 @@ class LlamaCppBackend(HTTPBackend):
         self.temperature = temperature
         self.seed = seed
         self.params: dict[str, Any] = dict(params or {})
+        # set for a server started with --slot-save-path (LocalServer.prefix_cache()): see prefix_cache.py
+        self.prefix_cache: Any = None
         self._templates: OrderedDict[str, str] = OrderedDict()
 
     # -- completion --------------------------------------------------------------------------
     def complete(self, prompt: str, *, stop: Sequence[str], max_tokens: int, **options: Any) -> Completion:
+        fixed, slot = options.get("cache_prefix"), options.get("id_slot")
+        if self.prefix_cache is not None and fixed and (slot is not None or self.prefix_cache.slots == 1):
+            # the prompt's fixed part restored from disk (or evaluated once and saved) before it is
+            # asked, in the slot the request goes to (pinned, or the server's only one)
+            self.prefix_cache.prepare(self, slot or 0, prompt[: int(fixed)])
         on_text: Callable[[str], Any] | None = options.get("on_text")
         stream = options.get("stream")
         stream = (self.stream or on_text is not None) if stream is None else bool(stream)
@@ -274,6 +282,18 @@ class LlamaCppBackend(HTTPBackend):
                 last_report = now
             last_reason = reason
             time.sleep(max(0.0, min(interval, deadline - now)))
+
+    def evaluate(self, prompt: str, *, id_slot: int) -> None:
+        """Have the server evaluate ``prompt`` into slot ``id_slot``'s KV cache, generating nothing."""
+        payload = {"prompt": prompt, "n_predict": 0, "cache_prompt": True, "id_slot": id_slot, "stream": False}
+        self._request_json("POST", "/completion", {**payload, **self.params, "n_predict": 0})
+
+    def slot_action(self, slot: int, action: str, filename: str) -> dict[str, Any]:
+        """``POST /slots/{slot}?action=save|restore``: the slot's KV cache to or from ``filename``
+        in the server's ``--slot-save-path``. Raises BackendHTTPError when the server refuses
+        (no such API, no save path, a file it cannot read)."""
+        data, _ = self._request_json("POST", f"/slots/{int(slot)}?action={action}", {"filename": filename})
+        return data if isinstance(data, dict) else {}
 
     def props(self) -> dict[str, Any]:
         """``GET /props``: the server's settings (chat template, context size, model path...)."""

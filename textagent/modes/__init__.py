@@ -9,9 +9,10 @@ Agent(backend, tools, mode=ConstrainedMode(max_calls=1))   # a configured mode o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from .base import Conversation, FormatError, Mode, ModeContext, Needs, needs_of
+from .base import Conversation, FormatError, Mode, ModeContext, Needs, fixed_part, needs_of
 from .constrained import ConstrainedMode
 from .native import NativeMode
 from .text import EarlyStop, TextMode
@@ -27,12 +28,13 @@ __all__ = [
     "NativeMode",
     "Needs",
     "TextMode",
+    "fixed_part",
     "get_mode",
     "mode_needs",
 ]
 
 #: Mode names and what builds them.
-MODES = {
+MODES: dict[str, Callable[[], Mode]] = {
     "text": TextMode,
     "constrained": ConstrainedMode,
     "native": NativeMode,

@@ -7,6 +7,7 @@ the system prompt and the mode's prompts), never the Agent, and owns the convers
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -69,6 +70,16 @@ class Conversation:
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     prompt: str = ""
+    fixed: int = 0  # the characters of ``prompt`` before the first question: the same for every question
+
+
+def fixed_part(format: Any, messages: list[dict[str, Any]]) -> int:
+    """The characters of ``format.render(messages)`` before the text of the last message (the
+    question): the part every question of the conversation shares, which a prefix cache keeps
+    across runs (backends/prefix_cache.py)."""
+    prompt = format.render(messages)
+    blank = format.render([*messages[:-1], {**messages[-1], "content": ""}])
+    return len(os.path.commonprefix([prompt, blank]))  # noqa: RUF071 - characters, on purpose
 
 
 @runtime_checkable

@@ -24,7 +24,7 @@ from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.stream import CompleteCalls, complete_calls
 from ..steps import Note, Step
 from ..tools import Tool, ToolOutcome, ToolSet
-from .base import Conversation, FormatError, ModeContext, Needs
+from .base import Conversation, FormatError, ModeContext, Needs, fixed_part
 
 __all__ = ["EarlyStop", "EarlyStopFacts", "TextFacts", "TextMode", "complete_calls"]
 
@@ -129,7 +129,8 @@ class TextMode:
             *prompts.example_turns(examples),
             {"role": "user", "content": prompts.task(task)},
         ]
-        self.conversation = Conversation(messages, self.ctx.format.render(messages))
+        fmt = self.ctx.format
+        self.conversation = Conversation(messages, fmt.render(messages), fixed_part(fmt, messages))
 
     def set_tools(self, tools: ToolSet) -> None:
         self.ctx = replace(self.ctx, tools=tools)
@@ -158,6 +159,8 @@ class TextMode:
         if options.get("stream") and "on_text" not in options:
             watcher = options["on_text"] = EarlyStop(self.ctx.tools)
         conv = self.conversation
+        if conv.fixed:
+            options["cache_prefix"] = conv.fixed  # llama.cpp with a prefix cache restores it instead of evaluating
         completion = self.ctx.backend.complete(
             conv.prompt,
             stop=self.stop(),

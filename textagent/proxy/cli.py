@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._argtypes import nonempty, port_number, positive
-from ..conventions import ENV_API_KEY, ENV_BASE_URL, ENV_OLLAMA_HOST, EXIT_ERROR, gguf_help, ollama_url
+from ..conventions import (
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    ENV_OLLAMA_HOST,
+    EXIT_ERROR,
+    add_prefix_cache_option,
+    gguf_help,
+    ollama_url,
+)
 
 ENV_PROXY_KEY = "TEXTAGENT_PROXY_API_KEY"
 DEFAULT_PORT = 8000
@@ -68,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="embedded server: context per slot (default 8192); a conversation longer than that is "
         "refused with 400 context_length_exceeded, never cut",
     )
+    add_prefix_cache_option(p)
     p.add_argument(
         "--server-arg",
         action="append",
@@ -214,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901
             parallel=args.parallel,
             ctx_size=args.ctx_size,
             server_args=tuple(args.server_arg),
+            prefix_cache=args.prefix_cache,
         ),
         progress=say,
     )

@@ -35,6 +35,7 @@ from typing import Any
 from .. import prompts
 from ..backends.base import Usage
 from ..gbnf import reply_grammar
+from ..modes import fixed_part
 from ..modes.text import EarlyStop, kept_text
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import classify, unwrap
@@ -81,6 +82,7 @@ def grammar_for(request: ChatRequest, constrained: bool) -> str | None:
     named function) in either mode; an answer under ``response_format`` held to its JSON.
     None: free text."""
     max_calls = None if request.parallel else 1
+    grammar: str | None
     if request.tool_choice == "none":
         grammar = reply_grammar(ToolSet())
     elif request.tool_choice == "auto":
@@ -183,7 +185,8 @@ def _judged(
     """(the valid calls, the observations on the others) of a reply's ``calls``: a call the same
     as one in ``seen`` (sent already, or earlier in the reply) is not taken again, and at most
     MAX_CALLS_PER_REPLY are (a model looping on one call line wrote 38 calls, 7 of them distinct)."""
-    valid, failed = [], []
+    valid: list[dict[str, Any]] = []
+    failed: list[str] = []
     for call in calls:
         ok, failure = _judge(call, tools)
         if ok is None:
@@ -280,6 +283,9 @@ def answer(  # noqa: C901
         options["seed"] = request.seed
     prefill = turns[-1]["content"] if turns[-1]["role"] == "assistant" else ""
     base = turns[:-1] if prefill else turns
+    fixed = _fixed(upstream.format, turns)
+    if fixed:
+        options["cache_prefix"] = fixed  # the system prompt and tools: restored, not evaluated (prefix_cache.py)
     streams = on_content is not None and request.format is None and request.tool_choice in ("auto", "none")
     streams_calls = on_call is not None and request.tool_choice != "none"
     written: list[dict[str, str]] = []
@@ -353,7 +359,8 @@ def answer(  # noqa: C901
         out.attempts.append(attempt)
         length = completion.finish_reason == "length"
         try:  # with no tools nothing is a call: a line "Tool: a hammer" is words
-            reply, unparsed = (parse_reply(text, tools) if tools else words_only(text)), None
+            parsed = parse_reply(text, tools) if tools else words_only(text)
+            reply, unparsed = parsed, None
         except ParseError as err:
             reply, unparsed = None, prompts.feedback(prompts.parse_feedback(err, tools))
             attempt.parse_error = err
@@ -365,7 +372,7 @@ def answer(  # noqa: C901
                     reply, unparsed = Reply(list(before_cut), None, ""), None
         else:
             if calls is not None:
-                calls.finish(reply)  # the calls the reply's end completed
+                calls.finish(parsed)  # the calls the reply's end completed
         attempt.reply = reply
         kept = kept_text(Step(attempt.index, text, reply=reply))  # of the text read (prefill, cut), not raw
         if out.calls:  # the client has calls: they stay, and only what failed goes back
@@ -395,6 +402,7 @@ def answer(  # noqa: C901
             assert reply is not None
             failed = _judged(reply.calls, tools, set())[1]
             feedback = _committed(out, failed, None)
+            assert feedback is not None  # the calls that failed in _problem() fail again here
             attempt.observations.append(feedback)
             written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
             out.repairs += 1
@@ -406,7 +414,11 @@ def answer(  # noqa: C901
                 out.calls, out.finish_reason = valid, "length" if length else "tool_calls"
                 _accepted(attempt, valid)
             else:
-                content = _content(reply, request) if reply is not None else skip + streamer.sent
+                if reply is not None:
+                    content = _content(reply, request)
+                else:
+                    assert streamer is not None  # a reply that did not parse is kept only when its start was streamed
+                    content = skip + streamer.sent
                 out.content = content[len(skip) :] if skip and content.startswith(skip) else content
                 out.finish_reason = "length" if length else "stop"
                 if streamer is not None:
@@ -439,6 +451,16 @@ def answer(  # noqa: C901
         attempt.observations.append(feedback)
         written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
         out.repairs += 1
+
+
+def _fixed(fmt: Any, turns: list[dict[str, str]]) -> int:
+    """The characters of the rendered conversation before its first user message's text: the
+    client's system prompt and tools, the same in each of its requests."""
+    first = next((i for i, t in enumerate(turns) if t["role"] == "user"), None)
+    if first is None:
+        return 0
+    fixed = fixed_part(fmt, turns[: first + 1])
+    return fixed if fmt.render(turns)[:fixed] == fmt.render(turns[: first + 1])[:fixed] else 0
 
 
 def _accepted(attempt: Step, calls: list[dict[str, Any]], streamed: bool = False) -> None:

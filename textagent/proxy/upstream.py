@@ -45,6 +45,7 @@ class UpstreamConfig:
     slot_wait: float = 600.0  # how long a request waits for a free slot
     ctx_size: int | None = None  # the embedded server: context per slot (default LocalServer's, 8192)
     server_args: tuple[str, ...] = ()  # the embedded server: more llama-server arguments
+    prefix_cache: bool = True  # the embedded server restores saved prompt prefixes (backends/prefix_cache.py)
 
 
 class Upstream:
@@ -93,16 +94,22 @@ class Upstream:
     def _connect(self) -> None:
         c = self.config
         url, fmt = c.endpoint, c.chat_format
+        state = None
         if url is None:
-            from ..local import LocalServer, running_server
+            from ..local import LocalServer, running_server, served_prefix_cache
 
             state = running_server() if c.gguf is None else None
             if state:
                 url, fmt = state["url"], fmt or state.get("chat_format", "server")
             else:
-                sizing = {"ctx_size": c.ctx_size} if c.ctx_size else {}
+                sizing: dict[str, Any] = {"ctx_size": c.ctx_size} if c.ctx_size else {}  # else LocalServer's default
                 self._server = LocalServer(
-                    c.gguf, parallel=c.parallel or 2, progress=self.progress, extra_args=list(c.server_args), **sizing
+                    c.gguf,
+                    parallel=c.parallel or 2,
+                    progress=self.progress,
+                    extra_args=list(c.server_args),
+                    prefix_cache=c.prefix_cache,
+                    **sizing,
                 )
                 self._server.start()
                 url, fmt = self._server.url, fmt or self._server.chat_format
@@ -115,6 +122,11 @@ class Upstream:
         self.backend = connect(api, url, model=c.model, api_key=c.api_key, timeout=c.timeout)
         if api == "llamacpp":
             self.backend.wait_healthy(timeout=c.timeout, on_wait=self.progress)
+            if c.endpoint is None and c.prefix_cache:  # the requests pin slots (id_slot): the cache can serve them
+                if self._server is not None:
+                    self._server.prefix_cache(self.backend)
+                elif state:
+                    served_prefix_cache(state, self.backend)
         fmt = fmt or ("server" if isinstance(self.backend, LlamaCppBackend) else "chatml")
         try:
             self.format = (

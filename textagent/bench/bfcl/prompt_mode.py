@@ -25,7 +25,7 @@ from typing import Any
 
 from ... import prompts as _prompts
 from ...backends.base import Completion
-from ...modes import Conversation, ModeContext, Needs
+from ...modes import Conversation, ModeContext, Needs, fixed_part
 from ...protocol import Reply, ToolCall
 from ...steps import Step
 from ...tools import ToolOutcome
@@ -171,7 +171,8 @@ class BfclPromptMode:
     def start(self, task: str, examples: Sequence[Any]) -> None:  # BFCL shows no worked examples
         text = system_prompt(self.functions) + (("\n\n" + self.system) if self.system else "")
         messages = [{"role": "system", "content": text}, {"role": "user", "content": task}]
-        self.conversation = Conversation(messages, self.ctx.format.render(messages))
+        fmt = self.ctx.format
+        self.conversation = Conversation(messages, fmt.render(messages), fixed_part(fmt, messages))
 
     def set_tools(self, tools: Any) -> None:
         self.ctx = replace(self.ctx, tools=tools)
@@ -191,6 +192,7 @@ class BfclPromptMode:
             max_tokens=max_tokens,
             messages=[dict(m) for m in conv.messages],
             **self.ctx.options,
+            **({"cache_prefix": conv.fixed} if conv.fixed else {}),  # as the text modes, for the same footing
         )
 
     def parse(self, completion: Completion, step: Step) -> Reply:

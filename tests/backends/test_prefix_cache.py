@@ -1,0 +1,220 @@
+"""backends/prefix_cache.py: the fixed prefix saved once per model + prefix and restored after,
+against a scripted llama-server whose slot saves write files as the real one does; the
+wrong-cache cases (other model, other tools, corrupt file, no slots API) never restore."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from httpfake import FakeServer
+
+from textagent import Agent
+from textagent.backends import LlamaCppBackend
+from textagent.backends.prefix_cache import PrefixCache, server_identity
+from textagent.toolkits import demo
+
+PREFIX = "<|im_start|>system\nYou have tools: calculate, get_weather.\n" * 8 + "<|im_start|>user\n"
+QUESTION = "What's 17 times 24?<|im_end|>\n<|im_start|>assistant\n"
+KV = b"\x01kv-state" * 500  # what the fake server writes for a saved slot
+ANSWER = {"content": "ANSWER: 408", "stop_type": "eos", "tokens_evaluated": 9, "tokens_cached": 100}
+
+
+def _ask(backend, prefix=PREFIX, question=QUESTION):
+    return backend.complete(prefix + question, stop=[], max_tokens=8, cache_prefix=len(prefix))
+
+
+def _script_save(srv, cache, prefix=PREFIX, kv=KV):
+    """The server's part of a first use: evaluate the prefix, save the slot (the file appears)."""
+    path = cache.directory / (cache.key(prefix) + ".bin")
+    srv.json("/completion", {"content": "", "stop_type": "limit"})
+    srv.add("/slots/0", chunks=[lambda: path.write_bytes(kv), json.dumps({"n_saved": 120}).encode()])
+
+
+def _kinds(srv):
+    """The requests the server got, as (path, what): evaluate / ask / slots."""
+    out = []
+    for r in srv.requests:
+        if r.path == "/completion":
+            out.append("evaluate" if r.json.get("n_predict") == 0 else "ask")
+        else:
+            out.append(r.path)
+    return out
+
+
+@pytest.fixture
+def srv():
+    with FakeServer() as server:
+        yield server
+
+
+def _backend(srv, cache):
+    backend = LlamaCppBackend(srv.url, retries=0)
+    backend.prefix_cache = cache
+    return backend
+
+
+def test_the_prefix_is_evaluated_once_saved_then_restored_by_another_process(srv, tmp_path):
+    first = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, first)
+    srv.json("/completion", ANSWER)
+    assert _ask(_backend(srv, first)).text == "ANSWER: 408"
+    assert _kinds(srv) == ["evaluate", "/slots/0", "ask"]
+    assert srv.requests[0].json["prompt"] == PREFIX and srv.requests[1].json == {"filename": first.key(PREFIX) + ".bin"}
+    # the same process, the same slot: it holds the prefix already
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, first))
+    assert _kinds(srv)[3:] == ["ask"]
+    # another process (a new cache object): restored, not evaluated
+    srv.requests.clear()
+    second = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    srv.json("/slots/0", {"n_restored": 120})
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, second))
+    assert _kinds(srv) == ["/slots/0", "ask"]
+    assert srv.requests[0].json == {"filename": second.key(PREFIX) + ".bin"}
+    assert second.timing.restored == 1 and second.timing.tokens_restored == 120 and second.timing.saved == 0
+
+
+def test_another_model_or_build_never_restores_the_file(srv, tmp_path):
+    a = PrefixCache(tmp_path, identity=server_identity({"build_info": "b1"}, "qwen-1.5b|986|1"), min_chars=10)
+    _script_save(srv, a)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, a))
+    for other in (
+        server_identity({"build_info": "b1"}, "qwen-0.5b|400|1"),  # another model file
+        server_identity({"build_info": "b2"}, "qwen-1.5b|986|1"),  # another llama.cpp build
+        server_identity({"build_info": "b1"}, "qwen-1.5b|986|1", "--cache-type-k q8_0"),  # other KV settings
+    ):
+        srv.requests.clear()
+        cache = PrefixCache(tmp_path, identity=other, min_chars=10)
+        assert cache.key(PREFIX) != a.key(PREFIX)
+        _script_save(srv, cache)
+        srv.json("/completion", ANSWER)
+        _ask(_backend(srv, cache))
+        assert _kinds(srv) == ["evaluate", "/slots/0", "ask"]  # evaluated afresh, never restored
+    assert len(list(tmp_path.glob("*.bin"))) == 4
+
+
+def test_another_tool_list_is_another_prefix(srv, tmp_path):
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, cache)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, cache))
+    other = PREFIX.replace("get_weather", "set_light")
+    srv.requests.clear()
+    fresh = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, fresh, prefix=other)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, fresh), prefix=other)
+    assert _kinds(srv) == ["evaluate", "/slots/0", "ask"]
+    assert srv.requests[0].json["prompt"] == other
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "sidecar", "foreign"])
+def test_a_corrupt_or_foreign_file_is_deleted_and_rebuilt_never_restored(srv, tmp_path, damage):
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, cache)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, cache))
+    data = tmp_path / (cache.key(PREFIX) + ".bin")
+    meta = tmp_path / (cache.key(PREFIX) + ".json")
+    if damage == "flip":
+        data.write_bytes(b"\x02" + KV[1:])  # same size, other bytes
+    elif damage == "truncate":
+        data.write_bytes(KV[:100])
+    elif damage == "sidecar":
+        meta.write_text("{not json")
+    else:  # a file of another server put under this key
+        record = json.loads(meta.read_text())
+        meta.write_text(json.dumps({**record, "identity": "someone-else"}))
+    srv.requests.clear()
+    fresh = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, fresh)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, fresh))
+    assert _kinds(srv) == ["evaluate", "/slots/0", "ask"]
+    assert data.read_bytes() == KV and json.loads(meta.read_text())["identity"] == "model-a"
+
+
+def test_a_file_the_server_cannot_read_is_rebuilt(srv, tmp_path):
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, cache)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, cache))
+    srv.requests.clear()
+    fresh = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    srv.json("/slots/0", {"error": {"code": 400, "message": "failed to restore slot"}}, status=400)
+    _script_save(srv, fresh)
+    srv.json("/completion", ANSWER)
+    assert _ask(_backend(srv, fresh)).text == "ANSWER: 408"
+    assert _kinds(srv) == ["/slots/0", "evaluate", "/slots/0", "ask"]
+
+
+def test_a_server_without_the_slots_api_turns_the_cache_off_and_answers_as_before(srv, tmp_path):
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    srv.json("/completion", {"content": "", "stop_type": "limit"})
+    refusal = {
+        "error": {"code": 501, "message": "This server does not support slots action.", "type": "not_supported_error"}
+    }
+    srv.json("/slots/0", refusal, status=501)
+    srv.json("/completion", ANSWER, repeat=True)
+    backend = _backend(srv, cache)
+    assert _ask(backend).text == "ANSWER: 408"
+    assert not cache.enabled
+    _ask(backend)
+    assert _kinds(srv) == ["evaluate", "/slots/0", "ask", "ask"]  # asked once, then left alone
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_short_prefix_or_no_prefix_is_left_to_the_server(srv, tmp_path):
+    cache = PrefixCache(tmp_path, identity="model-a")  # the default minimum: 2000 characters
+    srv.json("/completion", ANSWER, repeat=True)
+    backend = _backend(srv, cache)
+    _ask(backend)
+    backend.complete(PREFIX + QUESTION, stop=[], max_tokens=8)
+    assert _kinds(srv) == ["ask", "ask"]
+
+
+def test_disk_use_is_bounded_the_oldest_used_go_first(srv, tmp_path):
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10, max_bytes=2 * len(KV) + 10)
+    prefixes = [PREFIX.replace("calculate", f"tool{i}") for i in range(3)]
+    for i, prefix in enumerate(prefixes):
+        _script_save(srv, cache, prefix=prefix)
+        srv.json("/completion", ANSWER)
+        _ask(_backend(srv, cache), prefix=prefix)
+        record = tmp_path / (cache.key(prefix) + ".json")
+        meta = json.loads(record.read_text())
+        record.write_text(json.dumps({**meta, "used": 1000.0 + i}))  # their order of use, made explicit
+    kept = {m["key"] for m in cache.entries()}
+    assert kept == {cache.key(prefixes[1]), cache.key(prefixes[2])}
+    assert len(list(tmp_path.glob("*.bin"))) == 2
+    assert cache.clear() == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_the_text_mode_marks_the_prompt_before_the_question_as_its_fixed_part():
+    from textagent.backends.scripted import ScriptedBackend
+
+    backend = ScriptedBackend(["ANSWER: 408", "ANSWER: 508"])
+    agent = Agent(backend, demo.demo_tools())
+    agent.run("What's 17 times 24?")
+    fixed, prompt = backend.calls[0]["cache_prefix"], backend.prompts[0]
+    assert "17 times 24" not in prompt[:fixed] and prompt[fixed:].startswith("What's 17 times 24?")
+    assert fixed > 1000  # the system prompt, the tools and the worked examples
+    agent.run("Now add 100 to it.")  # a follow-up: the same fixed part, so the same file is restored
+    assert backend.calls[1]["cache_prefix"] == fixed and backend.prompts[1][:fixed] == prompt[:fixed]
+
+
+def test_with_several_slots_only_a_request_pinned_to_one_uses_the_cache(srv, tmp_path):
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10, slots=2)
+    srv.json("/completion", ANSWER)
+    backend = _backend(srv, cache)
+    _ask(backend)  # the server picks the slot: nothing to restore into
+    assert _kinds(srv) == ["ask"]
+    srv.requests.clear()
+    path = tmp_path / (cache.key(PREFIX) + ".bin")
+    srv.json("/completion", {"content": "", "stop_type": "limit"})
+    srv.add("/slots/1", chunks=[lambda: path.write_bytes(KV), b'{"n_saved": 120}'])
+    srv.json("/completion", ANSWER)
+    backend.complete(PREFIX + QUESTION, stop=[], max_tokens=8, cache_prefix=len(PREFIX), id_slot=1)
+    assert _kinds(srv) == ["evaluate", "/slots/1", "ask"] and srv.requests[0].json["id_slot"] == 1
