@@ -27,7 +27,7 @@ from typing import Any
 
 from .._argtypes import nonempty
 from .._redact import redact
-from ..conventions import add_model_options, apply_conventions, check_names
+from ..conventions import add_model_options, add_prefix_cache_option, apply_conventions, check_names
 from ..errors import BackendError, TextagentError
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from .health import check_endpoint
@@ -89,6 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="embedded server: context per slot (default 8192; 32768 when BFCL multi-turn items are run: "
         "BFCL's own prompt alone reaches ~9.3k tokens, and a conversation grows with every turn)",
     )
+    add_prefix_cache_option(p)
     p.add_argument(
         "--server-arg",
         action="append",
@@ -407,9 +408,13 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
                 extra_args=args.server_arg,
                 progress=_say,
                 ctx_size=ctx,
+                prefix_cache=args.prefix_cache,
             )
             server.start()
             endpoints = [server.url]
+            from ..backends import connect
+
+            factory.prefix_caches[server.url] = server.prefix_cache(connect("llamacpp", server.url))
             model = (
                 f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}, -c {ctx} per slot"
                 + (f", -t {args.threads}" if args.threads else "")

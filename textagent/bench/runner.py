@@ -162,6 +162,7 @@ class BackendFactory:
         self.api, self.chat_format, self.model_name = api, chat_format, model_name
         self.api_key, self.timeout = api_key, timeout
         self.proxies = dict(proxies or {})  # endpoint -> the URL of the textagent proxy in front of it
+        self.prefix_caches: dict[str, Any] = {}  # endpoint -> its PrefixCache (the embedded server's)
         self._backends: dict[tuple[str, str, int | None], Any] = {}
         self._formats: dict[str, ChatFormat] = {}
         self._lock = threading.Lock()
@@ -187,6 +188,8 @@ class BackendFactory:
                 api_key=self.api_key,
                 timeout=self.timeout,
             )
+            if self.prefix_caches.get(slot.endpoint) is not None and hasattr(backend, "prefix_cache"):
+                backend.prefix_cache = self.prefix_caches[slot.endpoint]
             with self._lock:
                 self._backends[key] = backend
         return backend, self.format_for(slot.endpoint)
