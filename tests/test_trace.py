@@ -213,3 +213,19 @@ def test_run_records_are_the_lines_the_writer_wrote(tmp_path):
     # a run that raised: what there is, under one new id
     partial = run_records(None, result.steps[:1], None)
     assert [r["type"] for r in partial] == ["step"] and partial[0]["run"] != written[0]["run"]
+
+
+def test_the_result_line_says_where_the_seconds_went():
+    """Every second of a run in one of five places (run -v prints it with the process's own)."""
+    from textagent.backends.base import Usage
+    from textagent.steps import Result, Step
+    from textagent.tools import ToolOutcome
+    from textagent.trace import result_record
+
+    first = Step(1, "TOOL: calculate", timings={"prefix_ms": 300.0, "prompt_ms": 1200.0, "predicted_ms": 2000.0})
+    first.outcomes.append(ToolOutcome("calculate", {"expression": "17 * 24"}, True, "408", seconds=0.25))
+    second = Step(2, "ANSWER: 408", timings={"prompt_ms": 100.0, "predicted_ms": 900.0})
+    result = Result("408", "answer", [first, second], Usage(), seconds=5.0)
+    spent = result_record(result)["time"]
+    assert spent == {"prefix": 0.3, "prompt": 1.3, "generation": 2.9, "tools": 0.25, "other": 0.25}
+    assert sum(spent.values()) == pytest.approx(result.seconds)

@@ -36,6 +36,7 @@ from .conventions import (
 from .errors import BackendError, TextagentError
 
 log = logging.getLogger(__name__)
+_IMPORTED = time.perf_counter()
 
 PARSE_HELP = """\
 Parse a model reply (FILE, or stdin) with the textagent protocol and print JSON.
@@ -294,11 +295,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     stack: list[Any] = []
     servers = contextlib.ExitStack()
     _unwind_on_sigterm(servers)
+    begun = time.perf_counter()
     try:
-        result = _open_agent(args, stack, servers).run(args.question)
+        agent = _open_agent(args, stack, servers)
+        opened = time.perf_counter() - begun
+        result = agent.run(args.question)
     finally:
         _closing(stack, servers)
     _say_stop(result)
+    if args.verbose:
+        _say(_time_line(result, opened, _process_age() - (time.perf_counter() - begun)))
     if args.json:
         summary = {
             "answer": result.answer,
@@ -316,6 +322,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif result.answer is not None:
         print(result.answer)
     return EXIT_CODES[result.stop_reason]
+
+
+def _process_age() -> float:
+    """Seconds since this process started (Linux: /proc; elsewhere, since textagent's import)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED
+
+
+def _time_line(result: Any, opened: float, before: float) -> str:
+    """`run -v`: where the run's seconds went, every one of them (Result.time_spent)."""
+    spent = result.time_spent()
+    parts = [
+        ("start-up and imports", before),
+        ("server start and model load", opened),
+        ("prefix restore", spent["prefix"]),
+        ("prompt", spent["prompt"]),
+        ("generation", spent["generation"]),
+        ("tools", spent["tools"]),
+        ("other", spent["other"]),
+    ]
+    total = sum(seconds for _, seconds in parts)
+    tokens = result.usage
+    said = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in parts if seconds >= 0.005)
+    return (
+        f"time: {total:.2f} s: {said} ({tokens.prompt_evaluated or 0} prompt tokens evaluated, "
+        f"{tokens.prompt_cached or 0} cached, {tokens.completion_tokens or 0} generated)"
+    )
 
 
 CHAT_HELP = "/reset starts a new conversation, /exit (or Ctrl-D, Ctrl-C) leaves"

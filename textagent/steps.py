@@ -180,6 +180,21 @@ class Result:
     def tool_errors(self) -> int:
         return sum(not o.ok for s in self.steps for o in s.outcomes)
 
+    def time_spent(self) -> dict[str, float]:
+        """Where the run's seconds went: ``prefix`` (the fixed prompt prefix restored or saved:
+        backends/prefix_cache.py), ``prompt`` (prompt tokens evaluated), ``generation`` (tokens
+        generated), ``tools``, and ``other`` (HTTP, parsing, the loop: the rest of ``seconds``).
+        The model's parts are the server's own timings, where it reports them (llama.cpp)."""
+        ms = [s.timings for s in self.steps]
+        spent = {
+            "prefix": sum(t.get("prefix_ms", 0.0) for t in ms) / 1000,
+            "prompt": sum(t.get("prompt_ms", 0.0) for t in ms) / 1000,
+            "generation": sum(t.get("predicted_ms", 0.0) for t in ms) / 1000,
+            "tools": sum(o.seconds for s in self.steps for o in s.outcomes),
+        }
+        spent["other"] = max(0.0, self.seconds - sum(spent.values()))
+        return {k: round(v, 3) for k, v in spent.items()}
+
     @property
     def decode_failures(self) -> int:
         """Native modes: replies whose content held a call the server did not decode."""

@@ -91,6 +91,7 @@ def result_record(result: Result) -> dict[str, Any]:
         "steps": len(result.steps),
         "usage": result.usage.to_dict(),
         "seconds": round(result.seconds, 6),
+        "time": result.time_spent(),
         "error": None if error is None else {"type": type(error).__name__, "message": str(error)},
         "mode": result.mode,
         "decode_failures": result.decode_failures,

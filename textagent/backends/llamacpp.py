@@ -110,7 +110,16 @@ class LlamaCppBackend(HTTPBackend):
         if self.prefix_cache is not None and fixed and (slot is not None or self.prefix_cache.slots == 1):
             # the prompt's fixed part restored from disk (or evaluated once and saved) before it is
             # asked, in the slot the request goes to (pinned, or the server's only one)
+            started = time.perf_counter()
             self.prefix_cache.prepare(self, slot or 0, prompt[: int(fixed)])
+            completion = self._complete(prompt, stop=stop, max_tokens=max_tokens, **options)
+            completion.timings["prefix_ms"] = (time.perf_counter() - started) * 1000 - completion.timings.get(
+                "wall_ms", 0.0
+            )
+            return completion
+        return self._complete(prompt, stop=stop, max_tokens=max_tokens, **options)
+
+    def _complete(self, prompt: str, *, stop: Sequence[str], max_tokens: int, **options: Any) -> Completion:
         on_text: Callable[[str], Any] | None = options.get("on_text")
         stream = options.get("stream")
         stream = (self.stream or on_text is not None) if stream is None else bool(stream)
