@@ -53,7 +53,7 @@ from .responses import ResponsesShape, parse_responses
 from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object, dump
 from .upstream import Upstream
 
-__all__ = ["REPAIRS_HEADER", "ProxyConfig", "create_app"]
+__all__ = ["REPAIRS_HEADER", "ProxyApp", "ProxyConfig", "create_app"]
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger("textagent.proxy.access")
@@ -312,46 +312,64 @@ class _Queue:
             self.waiters[0].event.set()
 
 
-def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.1") -> Starlette:  # noqa: C901
-    """The app for ``upstream``; ``host`` is the address it listens on (what ``Host`` may name)."""
-    memory = ReplyMemory()
-    queue = _Queue(upstream, config.max_queue)
-    limiters: dict[str, anyio.CapacityLimiter] = {}
+class ProxyApp:
+    """The proxy's state and request handlers: the reply memory, the slot queue, the thread
+    pools, and one method per route; :meth:`starlette` is the ASGI app."""
 
-    def limiter(name: str) -> anyio.CapacityLimiter:
+    def __init__(self, upstream: Upstream, config: ProxyConfig):
+        self.upstream, self.config = upstream, config
+        self.memory = ReplyMemory()
+        self.queue = _Queue(upstream, config.max_queue)
+        self.limiters: dict[str, anyio.CapacityLimiter] = {}
+
+    def starlette(self, host: str = "127.0.0.1") -> Starlette:
+        """The ASGI app; ``host`` is the address it listens on (what ``Host`` may name)."""
+        handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+            HTTPException: self.not_found,
+            Exception: self.crashed,
+        }
+        return Starlette(
+            routes=[
+                Route("/health", self.health, methods=["GET"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/responses", self.responses, methods=["POST"]),
+            ],
+            exception_handlers=handlers,
+            middleware=[Middleware(_Guard, host=host, config=self.config)],
+        )
+
+    def limiter(self, name: str) -> anyio.CapacityLimiter:
         # thread pools of their own: waiting requests or a slow health check never take the
         # threads another kind of work needs (anyio's default pool has 40)
-        if name not in limiters:  # made on the event loop, on first use
-            limiters[name] = anyio.CapacityLimiter({"cpu": 2, "health": 4, "upstream": 256}[name])
-        return limiters[name]
+        if name not in self.limiters:  # made on the event loop, on first use
+            self.limiters[name] = anyio.CapacityLimiter({"cpu": 2, "health": 4, "upstream": 256}[name])
+        return self.limiters[name]
 
-    def authorized(request: Request) -> None:
-        if config.api_key is None:
+    def authorized(self, request: Request) -> None:
+        if self.config.api_key is None:
             return
         given = request.headers.get("authorization", "")
         scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), config.api_key.encode()):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self.config.api_key.encode()):
             raise ProxyError(
                 401, "missing or wrong API key: send it as 'Authorization: Bearer <key>'", code="invalid_api_key"
             )
 
-    async def read_body(request: Request) -> bytes:
+    async def read_body(self, request: Request) -> bytes:
+        limit = self.config.max_body_bytes
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > config.max_body_bytes:
-            raise ProxyError(
-                413, f"the request body is larger than {config.max_body_bytes} bytes", code="request_too_large"
-            )
+        if declared.isdigit() and int(declared) > limit:
+            raise ProxyError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
         body = bytearray()
-        with anyio.move_on_after(config.body_timeout) as scope:  # a client that stops sending
+        with anyio.move_on_after(self.config.body_timeout) as scope:  # a client that stops sending
             async for piece in request.stream():
                 body += piece
-                if len(body) > config.max_body_bytes:
-                    raise ProxyError(
-                        413, f"the request body is larger than {config.max_body_bytes} bytes", code="request_too_large"
-                    )
+                if len(body) > limit:
+                    raise ProxyError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
         if scope.cancelled_caught:
             raise ProxyError(
-                408, f"the request body did not arrive within {config.body_timeout:g} s", code="request_timeout"
+                408, f"the request body did not arrive within {self.config.body_timeout:g} s", code="request_timeout"
             )
         kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if kind != "application/json":
@@ -363,6 +381,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             )
         return bytes(body)
 
+    @staticmethod
     def parse(body: bytes, read: Callable[[Any], ChatRequest]) -> tuple[Any, ChatRequest]:
         try:
             data = loads(body)
@@ -374,19 +393,20 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             ) from None
         return data, read(data)
 
-    async def health(request: Request) -> Response:
+    # -- routes -----------------------------------------------------------------------------------
+    async def health(self, request: Request) -> Response:
         ex = _Exchange(request)
-        state = await anyio.to_thread.run_sync(upstream.health, limiter=limiter("health"))
+        state = await anyio.to_thread.run_sync(self.upstream.health, limiter=self.limiter("health"))
         ready = state["state"] == "ready"
         ex.done(200 if ready else 503, None)
         return _JSON(
             {"status": "ok" if ready else state["state"], "upstream": state}, status_code=200 if ready else 503
         )
 
-    async def models(request: Request) -> Response:
+    async def models(self, request: Request) -> Response:
         ex = _Exchange(request)
         try:
-            authorized(request)
+            self.authorized(request)
         except ProxyError as exc:
             ex.done(exc.status, None)
             return _error(exc)
@@ -394,10 +414,33 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         return _JSON(
             {
                 "object": "list",
-                "data": [{"id": upstream.model, "object": "model", "created": 0, "owned_by": "textagent"}],
+                "data": [{"id": self.upstream.model, "object": "model", "created": 0, "owned_by": "textagent"}],
             }
         )
 
+    async def chat(self, request: Request) -> Response | EventStream:
+        return await self.answering(request, "chatcmpl-", parse_request, _ChatShape)
+
+    async def responses(self, request: Request) -> Response | EventStream:
+        return await self.answering(request, "resp_", parse_responses, ResponsesShape)
+
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        message = {
+            404: f"no route {request.url.path}; the proxy serves /v1/chat/completions, /v1/responses, "
+            "/v1/models and /health",
+            405: f"{request.method} is not allowed on {request.url.path}",
+        }.get(status, "internal error")
+        return _JSON(error_body(status, message), status_code=status)
+
+    async def crashed(self, request: Request, exc: Exception) -> Response:
+        log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+        return _JSON(
+            error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"), status_code=500
+        )
+
+    # -- answering --------------------------------------------------------------------------------
+    @staticmethod
     def failed(exc: Exception) -> Response:
         """The response to a request that failed before its answer began."""
         if isinstance(exc, ProxyError):
@@ -409,6 +452,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"), status_code=500
         )
 
+    @staticmethod
     def shown_error(exc: Exception) -> dict[str, Any]:
         return (
             exc.body()
@@ -417,7 +461,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         )
 
     def ended(
-        ex: _Exchange, trace: dict[str, Any], status: int, result: Answer | None, error: Exception | None
+        self, ex: _Exchange, trace: dict[str, Any], status: int, result: Answer | None, error: Exception | None
     ) -> None:
         """The access log line and trace of a request that ended."""
         if isinstance(error, ModelFailed):  # the replies that did not meet the request
@@ -428,7 +472,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             ex.record["client_disconnected"] = True
             status = 499
         elif error is not None:
-            trace["error"] = shown_error(error)["error"]
+            trace["error"] = self.shown_error(error)["error"]
         if result is not None:
             ex.record.update(
                 repairs=result.repairs,
@@ -439,10 +483,10 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             trace.update(repairs=result.repairs, attempts=[step.to_record() for step in result.attempts])
             if error is None:
                 trace["response"] = result.message()
-        ex.done(status, config.trace_dir, trace)
+        ex.done(status, self.config.trace_dir, trace)
 
     async def answering(
-        request: Request, prefix: str, read: Callable[[Any], ChatRequest], shape: Any
+        self, request: Request, prefix: str, read: Callable[[Any], ChatRequest], shape: Any
     ) -> Response | EventStream:
         """One request to ``/v1/chat/completions`` or ``/v1/responses``: ``read`` makes the
         ChatRequest of its body, ``shape`` writes the answer (``complete``) or the events of a
@@ -455,58 +499,94 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
             nonlocal admitted
             if admitted:
                 admitted = False
-                queue.leave()
+                self.queue.leave()
 
         try:
-            authorized(request)
-            raw = await read_body(request)
-            queue.admit()
+            self.authorized(request)
+            raw = await self.read_body(request)
+            self.queue.admit()
             admitted = True
-            body, chat_request = await anyio.to_thread.run_sync(parse, raw, read, limiter=limiter("cpu"))
+            body, chat_request = await anyio.to_thread.run_sync(self.parse, raw, read, limiter=self.limiter("cpu"))
             trace["request"] = body
             ex.record.update(
                 stream=chat_request.stream, tools=len(chat_request.tools), tool_choice=chat_request.tool_choice
             )
-            upstream.require()
-            upstream.backend_for(chat_request.sampling)  # a field the upstream cannot take: 400 now
-            turns = await anyio.to_thread.run_sync(transcript, chat_request, memory, limiter=limiter("cpu"))
-            model = chat_request.model or upstream.model
+            self.upstream.require()
+            self.upstream.backend_for(chat_request.sampling)  # a field the upstream cannot take: 400 now
+            turns = await anyio.to_thread.run_sync(transcript, chat_request, self.memory, limiter=self.limiter("cpu"))
+            model = chat_request.model or self.upstream.model
             if chat_request.stream:
                 streamed = True
 
                 def done(status: int, result: Answer | None, error: Exception | None) -> None:
                     leave_queue()
-                    ended(ex, trace, status, result, error)
+                    self.ended(ex, trace, status, result, error)
 
                 return EventStream(
-                    lambda on_content, on_call: _run(request, chat_request, turns, leave_queue, on_content, on_call),
+                    lambda on_content, on_call: self.run(
+                        request, chat_request, turns, leave_queue, on_content, on_call
+                    ),
                     shape.writer(id=ex.id, model=model, request=chat_request),
-                    fail=failed,
-                    error_body=shown_error,
+                    fail=self.failed,
+                    error_body=self.shown_error,
                     headers={},
                     done=done,
                 )
-            result = await _run(request, chat_request, turns, leave_queue)
+            result = await self.run(request, chat_request, turns, leave_queue)
         except (ProxyError, Cancelled) as exc:
-            response = failed(exc)
-            ended(ex, trace, response.status_code, None, exc)
+            response = self.failed(exc)
+            self.ended(ex, trace, response.status_code, None, exc)
             return response
         finally:
             if not streamed:
                 leave_queue()
-        ended(ex, trace, 200, result, None)
+        self.ended(ex, trace, 200, result, None)
         return _JSON(
             shape.complete(result, id=ex.id, model=model, request=chat_request),
             headers={REPAIRS_HEADER: str(result.repairs)},
         )
 
-    async def chat(request: Request) -> Response | EventStream:
-        return await answering(request, "chatcmpl-", parse_request, _ChatShape)
+    def work(
+        self,
+        chat_request: ChatRequest,
+        turns: list[dict[str, str]],
+        slot: int,
+        cancelled: threading.Event,
+        on_content: OnContent | None,
+        on_call: OnCall | None,
+    ) -> Answer:
+        """The answer on ``slot`` (in a worker thread), remembered for the client's next request,
+        its calls under the client's tool names."""
+        client_call = (
+            None
+            if on_call is None
+            else (lambda call, repairs: on_call({**call, "name": chat_request.client_name(call["name"])}, repairs))
+        )
+        try:
+            result = answer(
+                self.upstream,
+                chat_request,
+                turns,
+                constrained=self.config.mode == "constrained",
+                max_repairs=self.config.max_repairs,
+                slot=slot,
+                cancelled=cancelled,
+                on_content=on_content,
+                on_call=client_call,
+            )
+        except BackendError as exc:
+            if cancelled.is_set():
+                raise Cancelled() from None
+            raise from_backend_error(exc, self.upstream.redact) from None
+        if turns[-1]["role"] == "user":  # a prefill's content is not a message the client sends back
+            self.memory.remember(
+                message_key(turns, result.content, [(c["name"], c["args"]) for c in result.calls]), result.turns
+            )
+        result.calls = [{**c, "name": chat_request.client_name(c["name"])} for c in result.calls]
+        return result
 
-    async def responses(request: Request) -> Response | EventStream:
-        return await answering(request, "resp_", parse_responses, ResponsesShape)
-
-    async def _run(
+    async def run(
+        self,
         request: Request,
         chat_request: ChatRequest,
         turns: list[dict[str, str]],
@@ -518,59 +598,39 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         called once the request holds a slot, or fails; ``on_content`` gets the content in pieces,
         ``on_call`` each valid call as soon as it is known."""
         cancelled = threading.Event()
-        client_call = (
-            None
-            if on_call is None
-            else (lambda call, repairs: on_call({**call, "name": chat_request.client_name(call["name"])}, repairs))
-        )
-
-        def work(slot: int) -> Answer:
-            try:
-                result = answer(
-                    upstream,
-                    chat_request,
-                    turns,
-                    constrained=config.mode == "constrained",
-                    max_repairs=config.max_repairs,
-                    slot=slot,
-                    cancelled=cancelled,
-                    on_content=on_content,
-                    on_call=client_call,
-                )
-            except BackendError as exc:
-                if cancelled.is_set():
-                    raise Cancelled() from None
-                raise from_backend_error(exc, upstream.redact) from None
-            if turns[-1]["role"] == "user":  # a prefill's content is not a message the client sends back
-                memory.remember(
-                    message_key(turns, result.content, [(c["name"], c["args"]) for c in result.calls]), result.turns
-                )
-            result.calls = [{**c, "name": chat_request.client_name(c["name"])} for c in result.calls]
-            return result
 
         async def watch() -> None:
             while not cancelled.is_set():
                 if await request.is_disconnected():
                     cancelled.set()
-                    queue.wake()
+                    self.queue.wake()
                     return
                 await anyio.sleep(0.1)
 
         first_user = next((t["content"] for t in turns[1:] if t["role"] == "user"), "")
-        key = upstream.conversation_key(turns[0]["content"] + first_user)
+        key = self.upstream.conversation_key(turns[0]["content"] + first_user)
         result: Answer | None = None
         error: Exception | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(watch)
             try:  # caught here: the task group would wrap it in an ExceptionGroup
                 try:
-                    slot = await queue.slot(key, cancelled)
+                    slot = await self.queue.slot(key, cancelled)
                 finally:
                     left_queue()
                 try:
-                    result = await anyio.to_thread.run_sync(work, slot, limiter=limiter("upstream"))
+                    result = await anyio.to_thread.run_sync(
+                        self.work,
+                        chat_request,
+                        turns,
+                        slot,
+                        cancelled,
+                        on_content,
+                        on_call,
+                        limiter=self.limiter("upstream"),
+                    )
                 finally:
-                    queue.release(slot)
+                    self.queue.release(slot)
             except Exception as exc:  # re-raised below
                 error = exc
             finally:
@@ -580,32 +640,7 @@ def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.
         assert result is not None
         return result
 
-    async def not_found(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        message = {
-            404: f"no route {request.url.path}; the proxy serves /v1/chat/completions, /v1/responses, "
-            "/v1/models and /health",
-            405: f"{request.method} is not allowed on {request.url.path}",
-        }.get(status, "internal error")
-        return _JSON(error_body(status, message), status_code=status)
 
-    async def crashed(request: Request, exc: Exception) -> Response:
-        log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-        return _JSON(
-            error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"), status_code=500
-        )
-
-    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        HTTPException: not_found,
-        Exception: crashed,
-    }
-    return Starlette(
-        routes=[
-            Route("/health", health, methods=["GET"]),
-            Route("/v1/models", models, methods=["GET"]),
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/v1/responses", responses, methods=["POST"]),
-        ],
-        exception_handlers=handlers,
-        middleware=[Middleware(_Guard, host=host, config=config)],
-    )
+def create_app(upstream: Upstream, config: ProxyConfig, *, host: str = "127.0.0.1") -> Starlette:
+    """The app for ``upstream``; ``host`` is the address it listens on (what ``Host`` may name)."""
+    return ProxyApp(upstream, config).starlette(host)
