@@ -11,6 +11,8 @@ import pytest
 from textagent.agent import STOP_REASONS, Agent
 from textagent.backends.scripted import ScriptedBackend
 from textagent.errors import BackendConnectionError
+from textagent.modes import TextMode
+from textagent.modes.base import Finished
 from textagent.steps import Note, SentBack
 from textagent.templates import CHATML, PLAIN
 from textagent.toolkits import demo
@@ -325,6 +327,14 @@ def test_every_stop_reason_is_reachable():
     reached.add(run(["TOOL: get_time"] * 3, max_seconds=0)[0].stop_reason)
     reached.add(run(["TOOL:"] * 3)[0].stop_reason)
     reached.add(run([])[0].stop_reason)  # ScriptExhausted is a BackendError
+
+    class Submitting(TextMode):  # a mode that runs no tools hands the reply on (the proxy's)
+        def parse(self, completion, step):
+            raise Finished("submitted")
+
+    submitted = Agent(ScriptedBackend(["TOOL: get_time"]), demo.demo_tools(), mode=Submitting()).run("task")
+    assert submitted.stop_reason == "submitted" and len(submitted.steps) == 1
+    reached.add(submitted.stop_reason)
     assert reached == set(STOP_REASONS)
 
 

@@ -20,6 +20,7 @@ from .backends.base import Backend, Usage
 from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout, RunTimeLimit
 from .modes import Conversation, FormatError, Mode, ModeContext, get_mode, needs_of
+from .modes.base import Finished
 from .options import check_options, drop_deprecated
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
@@ -170,7 +171,7 @@ class Agent:
                             if self.on_step:
                                 self.on_step(step)
                         traced = len(self.steps)
-            except _Stop as stop:
+            except (_Stop, Finished) as stop:
                 reason, answer = stop.reason, stop.answer
             except BackendTimeout as exc:
                 if isinstance(exc, RunTimeLimit) or self._time_up():

@@ -28,7 +28,15 @@ __all__ = [
 ]
 
 # Exit codes: 0 answer; 2 usage error or unparseable input (`parse`); one per other stop reason.
-EXIT_CODES = {"answer": 0, "max_steps": 3, "token_budget": 4, "time_limit": 5, "format_errors": 6, "backend_error": 7}
+EXIT_CODES = {
+    "answer": 0,
+    "submitted": 8,  # no mode of `run` submits (the proxy's does): a custom mode may
+    "max_steps": 3,
+    "token_budget": 4,
+    "time_limit": 5,
+    "format_errors": 6,
+    "backend_error": 7,
+}
 EXIT_ERROR = 1
 
 log = logging.getLogger(__name__)

@@ -41,6 +41,15 @@ def needs_of(mode: Any) -> Needs:
     return needs if isinstance(needs, Needs) else Needs()
 
 
+class Finished(Exception):
+    """Raised by a mode to end the run now with ``reason`` (a stop reason; ``"submitted"``: the
+    reply goes to someone who runs its calls, as the proxy's client does) and ``answer``."""
+
+    def __init__(self, reason: str, answer: str | None = None):
+        super().__init__(reason)
+        self.reason, self.answer = reason, answer
+
+
 class FormatError(Exception):
     """The reply could not be used; carries the observation that tells the model why."""
 

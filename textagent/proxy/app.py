@@ -48,7 +48,8 @@ from ..errors import BackendError
 from ..trace import json_line
 from .convert import ChatRequest, ReplyMemory, TooDeep, loads, message_key, parse_request, transcript
 from .errors import Cancelled, ModelFailed, ProxyError, error_body, from_backend_error
-from .repair import Answer, answer
+from .relay import answer
+from .repair import Answer
 from .responses import ResponsesShape, parse_responses
 from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object, dump
 from .upstream import Upstream

@@ -1,5 +1,6 @@
-"""The repair loop: ask the upstream, read the reply with the text protocol, and send a reply
-that cannot be used back to the model with textagent's feedback, up to ``max_repairs`` times.
+"""What the proxy makes of a reply: whether it can be used, the feedback when it cannot, and the
+answer the client gets. The loop that asks, reads and sends the feedback back, up to
+``max_repairs`` times, is the Agent's (relay.py: the proxy's mode).
 
 A reply can be used when it parses, its calls name the request's tools with arguments valid
 for their schemas, and it fits ``tool_choice`` (a call for ``required`` or a named function,
@@ -26,29 +27,23 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
 from ..backends.base import Usage
 from ..gbnf import reply_grammar
-from ..modes import fixed_part
-from ..modes.text import EarlyStop, kept_text
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.lines import classify, unwrap
-from ..protocol.stream import complete_calls
 from ..steps import Step
 from ..tools import ToolSet
 from ..tools.validation import format_path
 from .convert import ChatRequest
-from .errors import Cancelled, ModelFailed, ProxyError
-from .upstream import Upstream
-from .watch import AnswerStream, CallStream, answer_content, answer_cut, words_only
+from .errors import Cancelled, ProxyError
+from .watch import answer_content
 
-__all__ = ["Answer", "Cancelled", "answer", "arguments_json", "grammar_for"]
+__all__ = ["Answer", "Cancelled", "arguments_json", "grammar_for"]
 
 DEFAULT_REPLY_TOKENS = 1024
 MAX_CALLS_PER_REPLY = 16  # the Agent's default max_calls_per_reply
@@ -247,220 +242,6 @@ def _not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
             code="response_format_not_met",
         )
     return None
-
-
-def answer(  # noqa: C901
-    upstream: Upstream,
-    request: ChatRequest,
-    turns: list[dict[str, str]],
-    *,
-    constrained: bool,
-    max_repairs: int,
-    slot: int,
-    cancelled: threading.Event,
-    on_content: Callable[[str, int], Any] | None = None,
-    on_call: Callable[[dict[str, Any], int], Any] | None = None,
-) -> Answer:
-    """Ask until the reply can be used or ``max_repairs`` repairs are spent. A conversation
-    ending with an assistant turn is a prefill: the first reply continues it, and the content
-    is what the model added to it. ``on_content(piece, repairs)`` gets the answer's content in
-    pieces, some while the model writes it (see watch.AnswerStream); ``on_call(call, repairs)``
-    each valid call as soon as its line is complete (watch.CallStream): such a call stays in the
-    answer, and a later call that fails goes back to the model alone (``_committed``). Raises
-    Cancelled when ``cancelled`` is set (the stream to the upstream is closed at its next token),
-    BackendError when the upstream fails, ProxyError when ``tool_choice`` or ``response_format``
-    cannot be met."""
-    tools = request.tools.select(request.function) if request.function else request.tools
-    backend = upstream.backend_for(request.sampling)
-    grammar = grammar_for(request, constrained) if upstream.takes_grammar else None
-    stop = [*([] if grammar else ["OBSERVATION"]), *upstream.format.stop, *request.stop]
-    options: dict[str, Any] = {**upstream.options(slot), "stream": True}
-    if grammar:
-        options["grammar"] = grammar
-    if request.temperature is not None:
-        options["temperature"] = request.temperature
-    if request.seed is not None:
-        options["seed"] = request.seed
-    prefill = turns[-1]["content"] if turns[-1]["role"] == "assistant" else ""
-    base = turns[:-1] if prefill else turns
-    fixed = _fixed(upstream.format, turns)
-    if fixed:
-        options["cache_prefix"] = fixed  # the system prompt and tools: restored, not evaluated (prefix_cache.py)
-    streams = on_content is not None and request.format is None and request.tool_choice in ("auto", "none")
-    streams_calls = on_call is not None and request.tool_choice != "none"
-    written: list[dict[str, str]] = []
-    out = Answer(None, [], "stop")
-    send = None if on_content is None else (lambda piece: on_content(piece, out.repairs))
-    while True:
-        if cancelled.is_set():  # the client went away: nothing more is sent upstream
-            raise Cancelled()
-        lead = "" if written else prefill  # only the first reply continues the prefill
-        skip = _prefilled_answer(lead, tools)
-        watcher = EarlyStop(tools) if tools else None  # with no tools no line is a call to stop after
-        streamer = (
-            AnswerStream(send, tools, prefix=lead, skip=skip, calls=bool(tools))
-            if streams and send and not out.calls
-            else None
-        )
-        failures: list[str] = []
-        repeats = {_call_key(c) for c in out.calls}  # sent before this reply
-        before = len(out.calls)
-
-        def judge(call: ToolCall) -> bool:
-            if streamer is not None and streamer.started:
-                return True  # the reply is an answer, and the client has its start
-            valid, failure = _judge(call, tools)
-            if valid is None:
-                failures.append(failure)
-            elif _call_key(valid) not in repeats:  # a repair may repeat an accepted call, keys in any order
-                repeats.add(_call_key(valid))  # ... and a reply the same call twice
-                out.calls.append(valid)
-                assert on_call is not None
-                on_call(valid, out.repairs)
-            return len(out.calls) - before >= MAX_CALLS_PER_REPLY
-
-        calls = CallStream(judge, tools, prefix=lead, limit=None if request.parallel else 1) if streams_calls else None
-        prompt = upstream.format.render([*base, *written] if written else turns)
-        completion = backend.complete(
-            prompt,
-            stop=stop,
-            max_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
-            on_text=lambda text: (
-                cancelled.is_set()
-                or bool(calls and not (streamer and streamer.started) and calls(text))  # (an answer's lines: no calls)
-                or bool(watcher and watcher(lead + text))
-                or bool(streamer and not out.calls and streamer(text))
-            ),
-            **options,
-        )
-        if cancelled.is_set():
-            raise Cancelled()
-        text = completion.text
-        if streamer is not None and streamer.started:
-            text = streamer.close(text)
-        elif completion.finish_reason == "early_stop" and calls is not None and calls.cut is not None:
-            text = text[: calls.cut]
-        elif completion.finish_reason == "early_stop" and watcher is not None and watcher.cut is not None:
-            text = (lead + text)[: watcher.cut][len(lead) :]
-        text = lead + text
-        if tools and (streamer is None or not streamer.started):
-            cut = answer_cut(text)  # an answer then a call: the answer, as streaming reads it
-            if cut is not None and cut >= len(lead):
-                text = text[:cut]
-        out.usage += completion.usage
-        attempt = Step(
-            len(out.attempts) + 1,
-            completion.text,
-            usage=completion.usage,
-            timings=dict(completion.timings),
-            finish_reason=completion.finish_reason,
-            retries=completion.retries,
-        )
-        out.attempts.append(attempt)
-        length = completion.finish_reason == "length"
-        try:  # with no tools nothing is a call: a line "Tool: a hammer" is words
-            parsed = parse_reply(text, tools) if tools else words_only(text)
-            reply, unparsed = parsed, None
-        except ParseError as err:
-            reply, unparsed = None, prompts.feedback(prompts.parse_feedback(err, tools))
-            attempt.parse_error = err
-            if length and calls is None and tools:
-                # cut by max_tokens inside a call: the complete calls before it are the reply, as
-                # streaming would have taken them
-                before_cut = complete_calls(text[: max(0, text.rfind("\n"))], tools)
-                if before_cut:
-                    reply, unparsed = Reply(list(before_cut), None, ""), None
-        else:
-            if calls is not None:
-                calls.finish(parsed)  # the calls the reply's end completed
-        attempt.reply = reply
-        kept = kept_text(Step(attempt.index, text, reply=reply))  # of the text read (prefill, cut), not raw
-        if out.calls:  # the client has calls: they stay, and only what failed goes back
-            if calls is None and reply is not None:  # not streamed: this reply's calls are judged now
-                more, failed = _judged(reply.calls if request.parallel else [], tools, repeats)
-                out.calls += more
-                failures += failed
-            feedback = _committed(out, failures, unparsed)
-            _accepted(attempt, out.calls[before:], streamed=True)
-            if feedback is None or length or out.repairs >= max_repairs:
-                if feedback is not None:
-                    _unsent(attempt, feedback)
-                out.turns = [*written, {"role": "assistant", "content": kept}]
-                out.content, out.finish_reason = None, "length" if length else "tool_calls"
-                return out
-            attempt.observations.append(feedback)
-            written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
-            out.repairs += 1
-            continue
-        feedback, valid = (unparsed, []) if reply is None else _problem(request, reply, tools)
-        if streamer is not None and streamer.started:
-            feedback, valid = None, []  # the client has this answer's start: it is the answer
-        if feedback is not None and valid and not length and out.repairs < max_repairs:
-            # some calls are valid: they are kept (as streaming keeps them), only the others go back
-            out.calls = valid
-            _accepted(attempt, valid)
-            assert reply is not None
-            failed = _judged(reply.calls, tools, set())[1]
-            feedback = _committed(out, failed, None)
-            assert feedback is not None  # the calls that failed in _problem() fail again here
-            attempt.observations.append(feedback)
-            written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
-            out.repairs += 1
-            continue
-        if feedback is None:
-            written.append({"role": "assistant", "content": kept})
-            out.turns = written
-            if valid:  # a reply cut by max_tokens says so: finish_reason "length"
-                out.calls, out.finish_reason = valid, "length" if length else "tool_calls"
-                _accepted(attempt, valid)
-            else:
-                if reply is not None:
-                    content = _content(reply, request)
-                else:
-                    assert streamer is not None  # a reply that did not parse is kept only when its start was streamed
-                    content = skip + streamer.sent
-                out.content = content[len(skip) :] if skip and content.startswith(skip) else content
-                out.finish_reason = "length" if length else "stop"
-                if streamer is not None:
-                    streamer.finish(out.content)
-                elif send is not None and out.content:
-                    send(out.content)
-            return out
-        if length or out.repairs >= max_repairs:
-            # a reply cut by max_tokens is not asked again with the same budget
-            _unsent(attempt, feedback)
-            out.turns = [*written, {"role": "assistant", "content": kept}]
-            if valid:
-                out.calls, out.finish_reason = valid, "length" if length else "tool_calls"
-                _accepted(attempt, valid)
-                return out
-            error = _not_met(request, out.repairs)
-            if error is not None and not (length and request.format is not None):
-                raise ModelFailed(error, out)
-            out.content, out.finish_reason = _prose(text, reply), "length" if length else "stop"
-            if not out.content:
-                raise ModelFailed(
-                    ProxyError(
-                        422, f"the model wrote no usable reply after {out.repairs} repairs", code="no_usable_reply"
-                    ),
-                    out,
-                )
-            if send is not None:
-                send(out.content)
-            return out
-        attempt.observations.append(feedback)
-        written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
-        out.repairs += 1
-
-
-def _fixed(fmt: Any, turns: list[dict[str, str]]) -> int:
-    """The characters of the rendered conversation before its first user message's text: the
-    client's system prompt and tools, the same in each of its requests."""
-    first = next((i for i, t in enumerate(turns) if t["role"] == "user"), None)
-    if first is None:
-        return 0
-    fixed = fixed_part(fmt, turns[: first + 1])
-    return fixed if fmt.render(turns)[:fixed] == fmt.render(turns[: first + 1])[:fixed] else 0
 
 
 def _accepted(attempt: Step, calls: list[dict[str, Any]], streamed: bool = False) -> None:
