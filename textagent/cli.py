@@ -150,58 +150,33 @@ def _print_step(step: Any) -> None:
         _say(f"  step {step.index}: answer")
 
 
-def _make_backend(args: argparse.Namespace, stack: list[Any]):
-    """Returns (backend, chat format) for --endpoint/--api, or the embedded local server.
+def _make_backend(args: argparse.Namespace, stack: list[Any]) -> tuple[Any, Any]:
+    """(backend, chat format) for --endpoint/--api, or the embedded local server (the one
+    `textagent serve` runs, or one started for this run and stopped through ``stack``).
 
     A mode that needs chat (native function calling) talks to the chat endpoint
     (/v1/chat/completions) of the same server."""
-    from .backends import connect
-    from .local import LocalServer, running_server, served_prefix_cache
+    from .endpoint import Endpoint
     from .modes import mode_needs
 
-    chat_format = args.chat_format
-    chat = mode_needs(args.mode).chat
-    if args.endpoint:
-        backend = connect(
-            args.api,
-            args.endpoint,
-            model=args.model,
-            api_key=args.api_key,
-            timeout=args.timeout,
-            chat=chat,
-            grammar_field=args.grammar_field,
-        )
-        return backend, chat_format or ("server" if args.api == "llamacpp" else "chatml")
-    state = running_server() if args.gguf is None else None
-    if state:
-        log.info("using the server `textagent serve` started at %s", state["url"])
-        backend = connect("llamacpp", state["url"], timeout=args.timeout, chat=chat)
-        if args.prefix_cache and not chat:
-            served_prefix_cache(state, backend)
-        return backend, chat_format or state.get("chat_format", "server")
-    server = LocalServer(
-        args.gguf,
-        progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None,
+    endpoint = Endpoint(
+        args.endpoint,
+        api=args.api if args.endpoint else "llamacpp",
+        model=args.model,
+        api_key=args.api_key,
+        timeout=args.timeout,
+        grammar_field=args.grammar_field,
+        chat_format=args.chat_format,
+        gguf=args.gguf,
         prefix_cache=args.prefix_cache,
+        progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None,
     )
-    stack.append(server)
-    server.start()
-    backend = connect("llamacpp", server.url, timeout=args.timeout, chat=chat)
-    if not chat:
-        server.prefix_cache(backend)
-    return backend, chat_format or server.chat_format
-
-
-def _resolve_format(name: str, backend: Any):
-    from .templates import format_from_renderer, get_format
-
-    if name == "server":
-        if not hasattr(backend, "apply_template") and hasattr(backend, "chat"):
-            return get_format("chatml")  # native modes: the server applies its own template
-        if not hasattr(backend, "apply_template"):
-            raise TextagentError("--chat-format server needs a llama.cpp endpoint (--api llamacpp)")
-        return format_from_renderer(backend.apply_template, name="server")
-    return get_format(name)
+    stack.append(endpoint)
+    endpoint.open()
+    if endpoint.served:
+        log.info("using the server `textagent serve` started at %s", endpoint.url)
+    backend = endpoint.connect(chat=mode_needs(args.mode).chat)
+    return backend, endpoint.chat_format(backend)
 
 
 def _check_trace_path(path: str | None) -> None:
@@ -245,7 +220,7 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
         if args.verbose:
             _say(f"MCP tools: {', '.join(served)}")
     assert tools is not None  # loaded above unless --mcp gave them
-    backend, format_name = _make_backend(args, stack)
+    backend, chat_format = _make_backend(args, stack)
     options: dict[str, Any] = {"temperature": args.temperature}
     if args.seed is not None:
         options["seed"] = args.seed
@@ -259,7 +234,7 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
         max_tokens=args.token_budget,
         reply_tokens=args.reply_tokens,
         max_seconds=args.max_seconds,
-        chat_format=_resolve_format(format_name, backend),
+        chat_format=chat_format,
         checks=checks.from_names(args.checks),
         on_step=_print_step if args.verbose else None,
         trace=args.trace,

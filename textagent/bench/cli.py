@@ -392,7 +392,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             check_endpoint(url, args.api, api_key=args.api_key, on_wait=_say)
         model = args.model or ""
         if not endpoints:
-            from ..local import DEFAULT_MODEL, LocalServer
+            from ..endpoint import Endpoint
+            from ..local import DEFAULT_MODEL
 
             if args.api != "llamacpp":
                 _say("textagent bench: the embedded server speaks llamacpp; pass --endpoint for other APIs")
@@ -400,21 +401,25 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             from .bfcl.tasks import is_multi_turn
 
             ctx = args.ctx_size or (32768 if any(is_multi_turn(t) for t in tasks) else 8192)
-            server = LocalServer(
-                args.gguf,
-                parallel=args.concurrency,
-                threads=args.threads or None,
-                poll=args.poll,
-                extra_args=args.server_arg,
-                progress=_say,
-                ctx_size=ctx,
+            server = Endpoint(
+                gguf=args.gguf,
+                chat_format=None if args.chat_format == "server" else args.chat_format,
+                timeout=args.timeout,
+                reuse_served=False,  # a server of the run's own, sized for it
+                server={
+                    "parallel": args.concurrency,
+                    "threads": args.threads or None,
+                    "poll": args.poll,
+                    "extra_args": args.server_arg,
+                    "ctx_size": ctx,
+                },
                 prefix_cache=args.prefix_cache,
+                progress=_say,
             )
-            server.start()
+            server.open()
+            assert server.url is not None
             endpoints = [server.url]
-            from ..backends import connect
-
-            factory.prefix_caches[server.url] = server.prefix_cache(connect("llamacpp", server.url))
+            factory.endpoints[server.url] = server
             model = (
                 f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}, -c {ctx} per slot"
                 + (f", -t {args.threads}" if args.threads else "")

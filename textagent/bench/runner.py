@@ -32,11 +32,12 @@ from ..agent import Agent
 from ..backends.base import Capabilities, Completion, Usage
 from ..backends.factory import api_capabilities, connect
 from ..checks import from_names
+from ..endpoint import Endpoint
 from ..errors import BackendError
 from ..jsonl import read_jsonl
 from ..modes import MODES as AGENT_MODE_NAMES
 from ..modes import Needs, mode_needs
-from ..templates import ChatFormat, get_format
+from ..templates import ChatFormat
 from ..trace import json_line, run_records
 from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
 from .metrics import classify
@@ -145,8 +146,10 @@ def make_backend(
 class BackendFactory:
     """``backend_for(mode, slot) -> (backend, chat_format)`` for real endpoints.
 
-    One backend per (mode, endpoint, slot), i.e. per worker thread; the chat format is learned
-    once per endpoint from llama.cpp's ``/apply-template`` (``chat_format="server"``) or named.
+    One backend per (mode, endpoint, slot), i.e. per worker thread, made by the endpoint's
+    :class:`~textagent.endpoint.Endpoint` (``endpoints``: the embedded server's is put there by
+    the bench; one is made for each other URL); the chat format is learned once per endpoint from
+    llama.cpp's ``/apply-template`` (``chat_format="server"``) or named.
     """
 
     def __init__(
@@ -162,10 +165,23 @@ class BackendFactory:
         self.api, self.chat_format, self.model_name = api, chat_format, model_name
         self.api_key, self.timeout = api_key, timeout
         self.proxies = dict(proxies or {})  # endpoint -> the URL of the textagent proxy in front of it
-        self.prefix_caches: dict[str, Any] = {}  # endpoint -> its PrefixCache (the embedded server's)
+        self.endpoints: dict[str, Endpoint] = {}
         self._backends: dict[tuple[str, str, int | None], Any] = {}
-        self._formats: dict[str, ChatFormat] = {}
         self._lock = threading.Lock()
+
+    def endpoint(self, url: str) -> Endpoint:
+        """The Endpoint of ``url`` (made on first use for a URL the bench did not start)."""
+        with self._lock:
+            if url not in self.endpoints:
+                self.endpoints[url] = Endpoint(
+                    url,
+                    api=self.api,
+                    model=self.model_name,
+                    api_key=self.api_key,
+                    timeout=self.timeout,
+                    chat_format=None if self.chat_format == "server" else self.chat_format,
+                )
+            return self.endpoints[url]
 
     def __call__(self, mode: str, slot: Slot) -> tuple[Any, ChatFormat]:
         key = (mode, slot.endpoint, slot.slot)
@@ -180,50 +196,18 @@ class BackendFactory:
             with self._lock:
                 self._backends[key] = backend
         if backend is None:
-            backend = make_backend(
-                mode,
-                slot.endpoint,
-                api=self.api,
-                model_name=self.model_name,
-                api_key=self.api_key,
-                timeout=self.timeout,
-            )
-            if self.prefix_caches.get(slot.endpoint) is not None and hasattr(backend, "prefix_cache"):
-                backend.prefix_cache = self.prefix_caches[slot.endpoint]
+            backend = self.endpoint(slot.endpoint).connect(chat=_needs(mode).chat)
             with self._lock:
                 self._backends[key] = backend
         return backend, self.format_for(slot.endpoint)
 
     def format_for(self, endpoint: str) -> ChatFormat:
-        from ..templates import format_from_renderer
-
-        with self._lock:
-            if endpoint in self._formats:
-                return self._formats[endpoint]
-        if isinstance(self.chat_format, ChatFormat):
-            fmt = self.chat_format
-        elif self.chat_format == "server":
-            if self.api != "llamacpp":
-                fmt = get_format("chatml")
-            else:
-                fmt = format_from_renderer(
-                    connect("llamacpp", endpoint, api_key=self.api_key).apply_template, name="server"
-                )
-        else:
-            fmt = get_format(self.chat_format)
-        with self._lock:
-            self._formats[endpoint] = fmt
-        return fmt
+        """The chat format the text modes write for ``endpoint`` (learned once)."""
+        return self.endpoint(endpoint).chat_format()
 
     def slots(self, endpoint: str) -> int | None:
         """How many slots a llama.cpp server has (``/props`` total_slots), if it says."""
-        if self.api != "llamacpp":
-            return None
-        try:
-            value = connect("llamacpp", endpoint, api_key=self.api_key, retries=0).props().get("total_slots")
-        except BackendError:
-            return None
-        return value if isinstance(value, int) and value > 0 else None
+        return self.endpoint(endpoint).slots()
 
 
 # --------------------------------------------------------------------------------------------

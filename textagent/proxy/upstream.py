@@ -16,8 +16,9 @@ from urllib.parse import unquote, urlsplit
 import requests
 
 from ..backends import LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
+from ..endpoint import Endpoint
 from ..errors import BackendError, TextagentError
-from ..templates import ChatFormat, format_from_renderer, get_format
+from ..templates import ChatFormat, get_format
 from .errors import ProxyError, redact
 
 __all__ = ["Upstream", "UpstreamConfig"]
@@ -63,6 +64,7 @@ class Upstream:
         self.takes_grammar = False
         self.model = config.model or config.gguf or "textagent"
         self._server: Any = None
+        self.endpoint: Endpoint | None = None
         self._ready = threading.Event()
         self._stopping = threading.Event()
         self._free: list[int] = []
@@ -93,59 +95,34 @@ class Upstream:
 
     def _connect(self) -> None:
         c = self.config
-        url, fmt = c.endpoint, c.chat_format
-        state = None
-        if url is None:
-            from ..local import LocalServer, running_server, served_prefix_cache
-
-            state = running_server() if c.gguf is None else None
-            if state:
-                url, fmt = state["url"], fmt or state.get("chat_format", "server")
-            else:
-                sizing: dict[str, Any] = {"ctx_size": c.ctx_size} if c.ctx_size else {}  # else LocalServer's default
-                self._server = LocalServer(
-                    c.gguf,
-                    parallel=c.parallel or 2,
-                    progress=self.progress,
-                    extra_args=list(c.server_args),
-                    prefix_cache=c.prefix_cache,
-                    **sizing,
-                )
-                self._server.start()
-                url, fmt = self._server.url, fmt or self._server.chat_format
-                self.model = c.model or (self._server.model_path.stem if self._server.model_path else self.model)
-        api = "llamacpp" if c.endpoint is None else c.api
-        if api not in ("llamacpp", "completions", "ollama"):
+        if c.endpoint is not None and c.api not in ("llamacpp", "completions", "ollama"):
             raise TextagentError(f"unknown --api {c.api!r}; the proxy talks to llamacpp, completions or ollama")
-        from ..backends import connect
-
-        self.backend = connect(api, url, model=c.model, api_key=c.api_key, timeout=c.timeout)
-        if api == "llamacpp":
+        sizing: dict[str, Any] = {"ctx_size": c.ctx_size} if c.ctx_size else {}  # else LocalServer's default
+        self.endpoint = Endpoint(
+            c.endpoint,
+            api=c.api,
+            model=c.model,
+            api_key=c.api_key,
+            timeout=c.timeout,
+            chat_format=c.chat_format,
+            gguf=c.gguf,
+            server={"parallel": c.parallel or 2, "extra_args": list(c.server_args), **sizing},
+            prefix_cache=c.prefix_cache,
+            progress=self.progress,
+        ).open()
+        self._server = self.endpoint.server
+        if self._server is not None:
+            self.model = c.model or self.endpoint.model_label() or self.model
+        self.backend = self.endpoint.connect()
+        if isinstance(self.backend, LlamaCppBackend):
             self.backend.wait_healthy(timeout=c.timeout, on_wait=self.progress)
-            if c.endpoint is None and c.prefix_cache:  # the requests pin slots (id_slot): the cache can serve them
-                if self._server is not None:
-                    self._server.prefix_cache(self.backend)
-                elif state:
-                    served_prefix_cache(state, self.backend)
-        fmt = fmt or ("server" if isinstance(self.backend, LlamaCppBackend) else "chatml")
         try:
-            self.format = (
-                format_from_renderer(self.backend.apply_template, name="server") if fmt == "server" else get_format(fmt)
-            )
+            self.format = self.endpoint.chat_format(self.backend)
         except BackendError as exc:
-            raise TextagentError(f"could not learn the chat template from {url}: {exc}") from None
+            raise TextagentError(f"could not learn the chat template from {self.endpoint.url}: {exc}") from None
         self.takes_grammar = bool(getattr(getattr(self.backend, "capabilities", None), "grammar", False))
-        slots = c.parallel or self._server_slots() or 4
+        slots = c.parallel or self.endpoint.slots() or 4
         self._free = list(range(slots))
-
-    def _server_slots(self) -> int | None:
-        if not isinstance(self.backend, LlamaCppBackend):
-            return None
-        try:
-            slots = self.backend.props().get("total_slots")
-        except BackendError:
-            return None
-        return slots if isinstance(slots, int) and slots > 0 else None
 
     def stop(self) -> None:
         self._stopping.set()
