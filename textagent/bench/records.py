@@ -1,14 +1,79 @@
-"""What a bench record and a run.json must hold to be read: the type of every field the report,
-the metrics and ``--resume`` read. A record that does not fit is named and skipped (its episode
-runs again on resume); a run.json that does not fit is refused with the field named."""
+"""A bench episode as a typed record (:class:`Episode`: one line of episodes.jsonl), and what a
+record and a run.json must hold to be read: the type of every field the report, the metrics and
+``--resume`` read. A record that does not fit is named and skipped (its episode runs again on
+resume); a run.json that does not fit is refused with the field named."""
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["meta_problem", "record_problem"]
+from .metrics import classify, step_facts
+
+__all__ = ["RECORD_VERSION", "Episode", "meta_problem", "record_problem"]
+
+RECORD_VERSION = 1
+
+
+def _no_usage() -> dict[str, Any]:
+    return {"prompt_tokens": None, "prompt_evaluated": None, "prompt_cached": None, "completion_tokens": None}
+
+
+@dataclass
+class Episode:
+    """One episode of ``textagent bench``: the task and mode, how the run ended, what it cost,
+    how it was scored, and its trace. :meth:`to_record` adds the counts the metrics derive from
+    the trace (metrics.step_facts: one definition of each) and, for a failure not named by its
+    scorer, its class (metrics.classify); :meth:`from_record` reads a record back."""
+
+    task: str
+    kind: str
+    split: str
+    mode: str
+    repeat: int
+    success: bool = False
+    stop_reason: str = "error"
+    answer: str | None = None
+    steps: int = 0
+    seconds: float = 0.0
+    usage: dict[str, Any] = field(default_factory=_no_usage)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    attempted: list[str] = field(default_factory=list)
+    needs_tools: bool = False
+    needs_no_tool: bool = False
+    required_tools: list[str] = field(default_factory=list)
+    call_specs: list[Any] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    endpoint: str | None = None
+    slot: int | None = None
+    error: str | None = None
+    time: float = field(default_factory=time.time)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    failure: str | None = None  # None: classified from the record (metrics.classify) unless it succeeded
+    multi_turn: dict[str, Any] | None = None  # BFCL's multi-turn verdict
+    bfcl: dict[str, Any] | None = None  # BFCL's single-turn scores
+    version: int = RECORD_VERSION
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"version": self.version}
+        record.update(
+            (f.name, getattr(self, f.name))
+            for f in fields(self)
+            if f.name != "version" and not (f.name in ("multi_turn", "bfcl") and getattr(self, f.name) is None)
+        )
+        record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
+        record["failure"] = None if self.success else (self.failure or classify(record))
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Episode:
+        """The episode of a record (the derived counts are left to :meth:`to_record`)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in names})
 
 
 def _int(x: Any) -> bool:

@@ -40,10 +40,9 @@ from ..modes import Needs, mode_needs
 from ..templates import ChatFormat
 from ..trace import json_line, run_records
 from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
-from .metrics import classify
 from .progress import Progress
 from .recording import Recording
-from .records import record_problem
+from .records import Episode, record_problem
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
@@ -72,7 +71,6 @@ AGENT_MODES = tuple(AGENT_MODE_NAMES)  # the Agent's own modes (textagent.modes.
 MODES = (*AGENT_MODES, "baseline", "bfcl-prompt", "text-no-feedback", "proxy")
 EPISODES_FILE = "episodes.jsonl"
 log = logging.getLogger("textagent.bench")
-RECORD_VERSION = 1
 
 
 @dataclass
@@ -332,47 +330,47 @@ def run_episode(  # noqa: C901
         success, checks = first["valid"], [CheckResult("bfcl", first["valid"], first["detail"])]
     else:
         success, checks = check_task(task, outcome)
-    record: dict[str, Any] = {
-        "version": RECORD_VERSION,
-        "task": task.id,
-        "kind": task.kind,
-        "split": task.split,
-        "mode": mode,
-        "repeat": repeat,
-        "success": success,
-        "failure": None,
-        "stop_reason": stop_reason,
-        "answer": answer,
-        "steps": len(result.steps) if result is not None else 0,
-        "seconds": round(seconds, 4),
-        "usage": usage,
-        "checks": [c.to_dict() for c in checks],
-        "calls": [{**c, "output": c["output"][:1000]} for c in calls],
-        "attempted": attempted,
-        "needs_tools": task.needs_tools,
-        "needs_no_tool": task.needs_no_tool,
-        "required_tools": sorted(task.required_tools),
-        "call_specs": call_specs(task),
-        "state": {"lights": {k: v for k, v in env.lights.items() if v}},
-        "endpoint": None if endpoint is None else redact(endpoint),
-        "slot": slot,
-        "error": error_text,
-        "time": time.time(),
-        "trace": trace,
-    }
-    from .metrics import step_facts
+    failure = None
+    if bfcl_scores is not None and not success:
+        failure = "backend_error" if stop_reason in ("backend_error", "error") else bfcl_scores["first"]["error_type"]
+    return _episode(
+        task,
+        mode,
+        repeat,
+        success=success,
+        stop_reason=stop_reason,
+        answer=answer,
+        steps=len(result.steps) if result is not None else 0,
+        seconds=round(seconds, 4),
+        usage=usage,
+        checks=[c.to_dict() for c in checks],
+        calls=[{**c, "output": c["output"][:1000]} for c in calls],
+        attempted=attempted,
+        state={"lights": {k: v for k, v in env.lights.items() if v}},
+        endpoint=endpoint,
+        slot=slot,
+        error=error_text,
+        trace=trace,
+        failure=failure,
+        bfcl=bfcl_scores,
+    ).to_record()
 
-    record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
-    if bfcl_scores is not None:
-        record["bfcl"] = bfcl_scores
-        record["failure"] = (
-            None
-            if success
-            else ("backend_error" if stop_reason in ("backend_error", "error") else bfcl_scores["first"]["error_type"])
-        )
-    else:
-        record["failure"] = classify(record)
-    return record
+
+def _episode(task: Task, mode: str, repeat: int, *, endpoint: str | None, **fields: Any) -> Episode:
+    """The Episode of ``task`` in ``mode``: what the task says of itself, and ``fields``."""
+    return Episode(
+        task=task.id,
+        kind=task.kind,
+        split=task.split,
+        mode=mode,
+        repeat=repeat,
+        needs_tools=task.needs_tools,
+        needs_no_tool=task.needs_no_tool,
+        required_tools=sorted(task.required_tools),
+        call_specs=call_specs(task),
+        endpoint=None if endpoint is None else redact(endpoint),
+        **fields,
+    )
 
 
 def _multi_turn_episode(
@@ -394,44 +392,29 @@ def _multi_turn_episode(
         options["id_slot"] = slot
     out = run_multi_turn(task.bfcl, mode, backend, chat_format=chat_format, settings=settings, options=options)
     mt = out["multi_turn"]
-    record: dict[str, Any] = {
-        "version": RECORD_VERSION,
-        "task": task.id,
-        "kind": task.kind,
-        "split": task.split,
-        "mode": mode,
-        "repeat": repeat,
-        "success": out["success"],
-        "failure": None,
-        "stop_reason": out["stop_reason"],
-        "answer": out["answer"],
-        "steps": out["steps"],
-        "seconds": out["seconds"],
-        "usage": out["usage"],
-        "checks": [CheckResult("bfcl_multi_turn", out["success"], mt.get("error") or "").to_dict()],
-        "calls": out["calls"],
-        "attempted": out["attempted"],
-        "needs_tools": True,
-        "needs_no_tool": False,
-        "required_tools": [],
-        "call_specs": [],
-        "state": {},
-        "endpoint": None if endpoint is None else redact(endpoint),
-        "slot": slot,
-        "error": out["error"],
-        "time": time.time(),
-        "trace": out["trace"],
-        "multi_turn": mt,
-    }
-    from .metrics import step_facts
-
-    record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
-    record["failure"] = (
-        None
-        if out["success"]
-        else ("backend_error" if out["stop_reason"] in ("backend_error", "error") else str(mt.get("error_type")))
+    failure = "backend_error" if out["stop_reason"] in ("backend_error", "error") else str(mt.get("error_type"))
+    episode = _episode(
+        task,
+        mode,
+        repeat,
+        success=out["success"],
+        stop_reason=out["stop_reason"],
+        answer=out["answer"],
+        steps=out["steps"],
+        seconds=out["seconds"],
+        usage=out["usage"],
+        checks=[CheckResult("bfcl_multi_turn", out["success"], mt.get("error") or "").to_dict()],
+        calls=out["calls"],
+        attempted=out["attempted"],
+        endpoint=endpoint,
+        slot=slot,
+        error=out["error"],
+        trace=out["trace"],
+        multi_turn=mt,
+        failure=failure,
     )
-    return record
+    episode.needs_tools, episode.needs_no_tool, episode.required_tools, episode.call_specs = True, False, [], []
+    return episode.to_record()
 
 
 def _episode_tools(task: Task, mode: str, env: Env) -> tuple[Any, dict[str, str], list[dict[str, Any]]]:
@@ -647,40 +630,13 @@ def _safe(name: str) -> str:
 
 
 def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseException) -> dict[str, Any]:
-    return {
-        "version": RECORD_VERSION,
-        "task": task.id,
-        "kind": task.kind,
-        "split": task.split,
-        "mode": mode,
-        "repeat": repeat,
-        "success": False,
-        "failure": "backend_error",
-        "stop_reason": "backend_error",
-        "answer": None,
-        "steps": 0,
-        "seconds": 0.0,
-        "usage": Usage().to_dict(),
-        "checks": [],
-        "calls": [],
-        "attempted": [],
-        "needs_tools": task.needs_tools,
-        "needs_no_tool": task.needs_no_tool,
-        "required_tools": sorted(task.required_tools),
-        "call_specs": call_specs(task),
-        "state": {},
-        "endpoint": redact(slot.endpoint),
-        "slot": slot.slot,
-        "error": f"{type(exc).__name__}: {exc}",
-        "time": time.time(),
-        "trace": [],
-        "format_errors": 0,
-        "first_step_format_error": False,
-        "recovered": False,
-        "native_decode_failures": 0,
-        "tool_errors": 0,
-        "sent_back": 0,
-        "check_notes": 0,
-        "loop": False,
-        "hallucinated": False,
-    }
+    return _episode(
+        task,
+        mode,
+        repeat,
+        stop_reason="backend_error",
+        failure="backend_error",
+        endpoint=slot.endpoint,
+        slot=slot.slot,
+        error=f"{type(exc).__name__}: {exc}",
+    ).to_record()
