@@ -45,6 +45,40 @@ def test_the_system_prompt_lists_every_tool_and_states_the_protocol():
     assert "TOOL: <tool name> ARGS: <JSON object of arguments>" in text and "ANSWER:" in text
 
 
+def _class_tool(name, own, preamble=True):
+    from textagent.tools import Tool
+
+    head = (
+        "This tool belongs to the TwitterAPI, which provides core functionality for posting tweets. Tool description: "
+    )
+    text = (head if preamble else "") + own + " Note that the provided function is in Python 3 syntax."
+    return Tool.from_function(lambda x: x, name=name, description=text)
+
+
+def test_a_grouped_listing_says_the_words_a_run_of_descriptions_shares_once():
+    tools = [
+        _class_tool("post", "Post a tweet."),
+        _class_tool("follow", "Follow a user."),
+        _class_tool("like", "Like it."),
+    ]
+    tools.append(_class_tool("lone", "Something else entirely.", preamble=False))
+    plain = prompts.tool_listing(tools)
+    grouped = prompts.tool_listing(tools, grouped=True).splitlines()
+    assert grouped[0] == (
+        "The next 3 tools' descriptions all begin \"This tool belongs to the TwitterAPI, which provides core "
+        'functionality for posting tweets. Tool description:" and end "Note that the provided function is in '
+        'Python 3 syntax."; each is written below without it:'
+    )
+    entries = [line for line in grouped if line.startswith("- ")]
+    assert entries[:3] == ["- post: Post a tweet.", "- follow: Follow a user.", "- like: Like it."]
+    # a tool outside the run keeps its whole description; nothing is lost, only said once
+    assert entries[3] == "- lone: Something else entirely. Note that the provided function is in Python 3 syntax."
+    assert len("\n".join(grouped)) < len(plain)
+    # fewer than three tools sharing words, or no shared words: the listing as it is
+    assert prompts.tool_listing(tools[:2], grouped=True) == prompts.tool_listing(tools[:2])
+    assert prompts.tool_listing(demo.demo_tools(), grouped=True) == prompts.tool_listing(demo.demo_tools())
+
+
 def test_worked_examples_become_turns_in_order():
     direct = Example("Say hi", (), "hi")
     failing = Example(

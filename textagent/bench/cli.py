@@ -171,6 +171,12 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "server can keep cached)",
     )
     p.add_argument(
+        "--grouped-listing",
+        action="store_true",
+        help="text modes: words the tools' descriptions share (BFCL's multi-turn class paragraph) are "
+        "said once above them, not in every description (about half the system prompt on BFCL multi-turn)",
+    )
+    p.add_argument(
         "--native-examples",
         action="store_true",
         help="ablation: native modes are shown the placeholder worked examples the text modes get "
@@ -364,6 +370,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         stream=args.stream,
         first_reply=args.first_reply,
         native_examples=args.native_examples,
+        grouped_listing=args.grouped_listing,
     )
     previous, done = _read_meta(out), load_records(out)
     if done and not args.resume:
@@ -628,9 +635,14 @@ def _meta(
 
 
 def _settings_differ(before: dict[str, Any], now: dict[str, Any]) -> str:
-    """The settings two runs set differently, as ``name: before -> now`` (only names both have:
-    runs of older versions lack some)."""
-    return ", ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in before if k in now and before[k] != now[k])
+    """The settings two runs set differently, as ``name: before -> now`` (a setting a run of an
+    older version lacks had its default then)."""
+    defaults = asdict(Settings())
+    return ", ".join(
+        f"{k}: {before.get(k, defaults.get(k))!r} -> {now[k]!r}"
+        for k in now
+        if (k in before or k in defaults) and before.get(k, defaults.get(k)) != now[k]
+    )
 
 
 def _merged(previous: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:

@@ -172,6 +172,7 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
                 if st.get("native_examples")
                 else ""
             )
+            + (", text modes list the tools grouped (`--grouped-listing`)" if st.get("grouped_listing") else "")
         )
     if len(meta.get("commands", [])) > 1:
         facts.append(

@@ -87,6 +87,7 @@ class Settings:
     stream: bool = False  # text modes stream, closed early after complete calls (EarlyStop)
     first_reply: bool = False  # BFCL: stop each episode after its first reply (BFCL's own view)
     native_examples: bool = False  # ablation: native modes shown the text modes' placeholder examples
+    grouped_listing: bool = False  # text modes: words the tools' descriptions share said once (prompts.tool_listing)
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,8 @@ def run_episode(  # noqa: C901
             kwargs = {"mode": mode, "checks": from_names(settings.checks)}
             if mode == "text-no-feedback":
                 kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
+            if settings.grouped_listing and not needs.tools:
+                kwargs["system_prompt"] = prompts.system_prompt(tools, grouped=True)
             if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
                 # the ablation: the placeholder exchanges text modes show, given to native modes too
                 kwargs["example"] = prompts.placeholder_examples(list(tools.values()))

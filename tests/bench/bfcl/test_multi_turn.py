@@ -163,3 +163,17 @@ def test_the_ablation_shows_no_feedback_in_the_turns_after(wheel) -> None:
     assert out["multi_turn"]["per_turn"][0]["stop_reason"] == "format_errors"
     assert "OBSERVATION (format error)" not in backend.prompts[1]  # what text mode would have said
     assert out["trace"][0]["mode"] == "text-no-feedback"
+
+
+@pytest.mark.parametrize("mode", ["text", "text-no-feedback"])
+def test_a_grouped_listing_shortens_the_prompt_and_still_scores_the_ground_truth(wheel, mode: str) -> None:
+    item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
+    plain, grouped = ScriptedBackend(_reference(item)), ScriptedBackend(_reference(item))
+    run_multi_turn(item, mode, plain, chat_format="chatml", settings=Settings(), options={})
+    out = run_multi_turn(item, mode, grouped, chat_format="chatml", settings=Settings(grouped_listing=True), options={})
+    assert out["success"] and "descriptions all begin" in grouped.prompts[0]
+    assert len(grouped.prompts[0]) < 0.8 * len(plain.prompts[0])
+    # BFCL's own prompt is BFCL's, grouped or not
+    bfcl = ScriptedBackend(_reference(item, bfcl=True))
+    run_multi_turn(item, "bfcl-prompt", bfcl, chat_format="chatml", settings=Settings(grouped_listing=True), options={})
+    assert "descriptions all begin" not in bfcl.prompts[0]

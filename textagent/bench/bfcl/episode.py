@@ -22,6 +22,7 @@ from ...agent import Agent
 from ...backends.base import Usage
 from ...checks import from_names
 from ...modes import mode_needs
+from ...prompts import system_prompt
 from ...tools import Tool, ToolSet
 from ..baseline import AGENT_OPTIONS, NoFeedbackTextMode
 from .multi_turn import MAX_CALL_STEPS, MultiTurnItem, Simulator, call_string, score_item
@@ -74,16 +75,18 @@ def _runner(sim: Simulator, name: str, executed: list[str]) -> Any:
     return run
 
 
-def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any) -> dict[str, Any]:
+def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any, tools: Any) -> dict[str, Any]:
     if mode == "proxy":
         from ..proxy_client import ProxyClientMode
 
         return {"mode": ProxyClientMode(), "checks": from_names(settings.checks)}
     if mode == "bfcl-prompt":
         return {"mode": BfclPromptMode(list(item.functions)), **AGENT_OPTIONS}
-    if mode == "text-no-feedback":
-        return {"mode": NoFeedbackTextMode(), "max_format_errors": 1, "checks": from_names(settings.checks)}
     kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks)}
+    if mode == "text-no-feedback":
+        kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
+    if settings.grouped_listing and mode in ("text", "constrained", "text-no-feedback"):
+        kwargs["system_prompt"] = system_prompt(tools, grouped=True)  # the words descriptions share, said once
     if settings.stream and not mode_needs(mode).chat:
         kwargs["stream"] = True
     return kwargs
@@ -125,7 +128,7 @@ def run_multi_turn(
             chat_format=chat_format,
             on_step=on_step,
             trace=trace,
-            **_agent_kwargs(mode, item, settings),
+            **_agent_kwargs(mode, item, settings, tools),
             **options,
         )
         for turn in range(len(item.turns)):
