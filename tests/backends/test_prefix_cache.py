@@ -85,6 +85,7 @@ def test_another_model_or_build_never_restores_the_file(srv, tmp_path):
         server_identity({"build_info": "b1"}, "qwen-0.5b|400|1"),  # another model file
         server_identity({"build_info": "b2"}, "qwen-1.5b|986|1"),  # another llama.cpp build
         server_identity({"build_info": "b1"}, "qwen-1.5b|986|1", "--cache-type-k q8_0"),  # other KV settings
+        server_identity({"build_info": "b1", "total_slots": 2}, "qwen-1.5b|986|1"),  # two KV streams, not one
     ):
         srv.requests.clear()
         cache = PrefixCache(tmp_path, identity=other, min_chars=10)
@@ -93,7 +94,7 @@ def test_another_model_or_build_never_restores_the_file(srv, tmp_path):
         srv.json("/completion", ANSWER)
         _ask(_backend(srv, cache))
         assert _kinds(srv) == ["evaluate", "/slots/0", "ask"]  # evaluated afresh, never restored
-    assert len(list(tmp_path.glob("*.bin"))) == 4
+    assert len(list(tmp_path.glob("*.bin"))) == 5
 
 
 def test_another_tool_list_is_another_prefix(srv, tmp_path):
@@ -218,3 +219,25 @@ def test_with_several_slots_only_a_request_pinned_to_one_uses_the_cache(srv, tmp
     srv.json("/completion", ANSWER)
     backend.complete(PREFIX + QUESTION, stop=[], max_tokens=8, cache_prefix=len(PREFIX), id_slot=1)
     assert _kinds(srv) == ["evaluate", "/slots/1", "ask"] and srv.requests[0].json["id_slot"] == 1
+
+
+def test_a_slot_that_holds_its_prefix_never_waits_for_another_slots_evaluation(srv, tmp_path):
+    import threading
+    import time
+
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10, slots=2)
+    backend = _backend(srv, cache)
+    path = tmp_path / (cache.key(PREFIX) + ".bin")
+    srv.json("/completion", {"content": "", "stop_type": "limit"})
+    srv.add("/slots/1", chunks=[lambda: path.write_bytes(KV), b'{"n_saved": 120}'])
+    cache.prepare(backend, 1, PREFIX)  # slot 1 holds PREFIX now
+    other = PREFIX.replace("calculate", "lookup")
+    srv.json("/completion", {"content": "", "stop_type": "limit"}, delay=1.5)  # slot 0: a slow evaluation
+    srv.json("/slots/0", {"n_saved": 120})
+    slow = threading.Thread(target=cache.prepare, args=(backend, 0, other))
+    slow.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    cache.prepare(backend, 1, PREFIX)
+    assert time.monotonic() - started < 0.5  # held already: no wait for slot 0
+    slow.join()

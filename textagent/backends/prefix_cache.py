@@ -41,10 +41,12 @@ _SUFFIX, _META = ".bin", ".json"
 
 def server_identity(props: dict[str, Any], model: str, extra: str = "") -> str:
     """What a saved KV cache is valid for: the model file (``model``: its digest, or its path,
-    size and time), the llama.cpp build (``/props`` build_info), and the server settings that
-    shape the cache (``extra``: e.g. the KV cache types given to the server)."""
+    size and time), the llama.cpp build (``/props`` build_info), the slots (a file saved by a
+    server with one KV stream does not load into one with two: "n_stream mismatch"), and the
+    server settings that shape the cache (``extra``: e.g. the KV cache types given to the server)."""
     build = str(props.get("build_info") or props.get("build") or "?")
-    return hashlib.sha256(json.dumps([model, build, extra]).encode()).hexdigest()[:32]
+    slots = props.get("total_slots")
+    return hashlib.sha256(json.dumps([model, build, slots, extra]).encode()).hexdigest()[:32]
 
 
 def _digest(path: Path) -> str:
@@ -80,7 +82,9 @@ class PrefixCache:
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the bookkeeping: which slot holds what, the files' records
+        self._slot_locks: dict[int, threading.Lock] = {}  # one prefix made ready at a time per slot
+        self._key_locks: dict[str, threading.Lock] = {}  # one save or restore of a file at a time
         self._held: dict[int, str] = {}  # slot -> key of the prefix this process put there
 
     def key(self, prefix: str) -> str:
@@ -99,6 +103,10 @@ class PrefixCache:
         with self._lock:
             if self._held.get(slot) == key:
                 return
+            slot_lock = self._slot_locks.setdefault(slot, threading.Lock())
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        # another slot's prefix (its evaluation takes seconds) never holds this one up
+        with slot_lock, key_lock:
             started = time.perf_counter()
             try:
                 if self._restore(backend, slot, key):
@@ -106,9 +114,10 @@ class PrefixCache:
                 else:
                     self._save(backend, slot, key, prefix)
                     self.timing.saved += 1
-                self._held[slot] = key
+                with self._lock:
+                    self._held[slot] = key
             except BackendHTTPError as exc:
-                if exc.status in (400, 404, 405, 501):  # no slots API here, or no --slot-save-path
+                if exc.status in (404, 405, 501):  # no slots API here, or no --slot-save-path
                     log.info("prefix cache off for %s: the server refused %s", backend.url, exc)
                     self.enabled = False
                 else:
@@ -223,16 +232,18 @@ class PrefixCache:
 
     def _evict(self, keep: str) -> None:
         """Delete the files used longest ago until the directory holds at most ``max_bytes``
-        (the file just saved stays, whatever its size)."""
-        entries = self.entries()
-        total = sum(int(m.get("bytes") or 0) for m in entries)
-        for meta in entries:
-            if total <= self.max_bytes:
-                break
-            if meta["key"] == keep:
-                continue
-            self._delete(meta["key"])
-            total -= int(meta.get("bytes") or 0)
+        (the file just saved stays, whatever its size, and so does one another slot is reading)."""
+        with self._lock:
+            entries = self.entries()
+            total = sum(int(m.get("bytes") or 0) for m in entries)
+            for meta in entries:
+                if total <= self.max_bytes:
+                    break
+                busy = self._key_locks.get(meta["key"])
+                if meta["key"] == keep or (busy is not None and busy.locked()):
+                    continue
+                self._delete(meta["key"])
+                total -= int(meta.get("bytes") or 0)
 
     def clear(self) -> int:
         """Delete every prefix file in the directory; the number of files deleted."""
