@@ -58,6 +58,13 @@ def _start(model: str, **kw):
     return LocalServer(model, **kw).start()
 
 
+@pytest.fixture
+def start_server():
+    """Start a llama-server of the test's own: ``start_server(model, **LocalServer options)``
+    (skips, or fails under TEXTAGENT_REQUIRE_SERVER=1, when the binary or model is missing)."""
+    return _start
+
+
 @pytest.fixture(scope="session")
 def qwen_server():
     """The smaller model: llama-server with Qwen2.5-Coder-0.5B-Instruct."""

@@ -21,11 +21,9 @@ def _run(backend, server):
     return [s.raw for s in result.steps], result
 
 
-def test_replies_are_the_same_restored_saved_or_evaluated(tmp_path, monkeypatch):
-    from conftest import _start
-
+def test_replies_are_the_same_restored_saved_or_evaluated(tmp_path, monkeypatch, start_server):
     monkeypatch.setenv("TEXTAGENT_PREFIX_DIR", str(tmp_path))
-    server = _start("qwen2.5-coder-0.5b", ctx_size=4096)
+    server = start_server("qwen2.5-coder-0.5b", ctx_size=4096)
     try:
         plain, _ = _run(LlamaCppBackend(server.url), server)
 
@@ -38,7 +36,7 @@ def test_replies_are_the_same_restored_saved_or_evaluated(tmp_path, monkeypatch)
         server.stop()
 
     # a new server and a new cache object: what another `textagent run` finds
-    server = _start("qwen2.5-coder-0.5b", ctx_size=4096)
+    server = start_server("qwen2.5-coder-0.5b", ctx_size=4096)
     try:
         backend = LlamaCppBackend(server.url)
         cache = server.prefix_cache(backend)
