@@ -338,11 +338,10 @@ class LocalServer:
         if not self.use_prefix_cache or self.model_path is None:
             return None
         if self._prefix_cache is None:
-            from .backends.prefix_cache import PrefixCache, server_identity
+            from .backends.prefix_cache import PrefixCache
 
-            props = backend.props()
-            identity = server_identity(props, self.model_identity(), " ".join(self.extra_args))
-            self._prefix_cache = PrefixCache(prefix_dir(), identity, slots=int(props.get("total_slots") or 1))
+            extra = " ".join(self.extra_args)
+            self._prefix_cache = PrefixCache.of_server(backend, prefix_dir(), self.model_identity(), extra)
         backend.prefix_cache = self._prefix_cache
         return self._prefix_cache
 
@@ -469,11 +468,11 @@ def served_prefix_cache(state: dict[str, str], backend: Any) -> Any:
     set on it; None when that server was started without one."""
     if not state.get("prefix_identity"):
         return None
-    from .backends.prefix_cache import PrefixCache, server_identity
+    from .backends.prefix_cache import PrefixCache
 
-    props = backend.props()
-    identity = server_identity(props, state["prefix_identity"], state.get("extra_args", ""))
-    backend.prefix_cache = PrefixCache(prefix_dir(), identity, slots=int(props.get("total_slots") or 1))
+    backend.prefix_cache = PrefixCache.of_server(
+        backend, prefix_dir(), state["prefix_identity"], state.get("extra_args", "")
+    )
     return backend.prefix_cache
 
 

@@ -87,6 +87,13 @@ class PrefixCache:
         self._key_locks: dict[str, threading.Lock] = {}  # one save or restore of a file at a time
         self._held: dict[int, str] = {}  # slot -> key of the prefix this process put there
 
+    @classmethod
+    def of_server(cls, backend: Any, directory: Path, model: str, extra: str = "") -> PrefixCache:
+        """The cache for the server ``backend`` talks to, whose slots save into ``directory``:
+        its identity and slots read from its ``/props`` (``model``, ``extra``: server_identity)."""
+        props = backend.props()
+        return cls(directory, server_identity(props, model, extra), slots=int(props.get("total_slots") or 1))
+
     def key(self, prefix: str) -> str:
         return hashlib.sha256(f"{self.identity}\0{prefix}".encode()).hexdigest()[:40]
 

@@ -148,12 +148,13 @@ class RelayMode(TextMode):
             raise Cancelled()
         tools, out = self.ctx.tools, self.out
         lead = "" if self.reading is not None else self.prefill  # only the first reply continues the prefill
+        skip = repair._prefilled_answer(lead, tools)
         streamer = (
-            AnswerStream(self.send, tools, prefix=lead, skip=repair._prefilled_answer(lead, tools), calls=bool(tools))
+            AnswerStream(self.send, tools, prefix=lead, skip=skip, calls=bool(tools))
             if self.streams and self.send and not out.calls
             else None
         )
-        reading = _Reading(lead, repair._prefilled_answer(lead, tools), streamer, None, before=len(out.calls))
+        reading = _Reading(lead, skip, streamer, None, before=len(out.calls))
         reading.repeats = {repair._call_key(c) for c in out.calls}  # sent before this reply
         if self.streams_calls:
             reading.calls = CallStream(
