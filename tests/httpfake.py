@@ -156,6 +156,7 @@ class FakeServer:
     def __init__(self) -> None:
         self._queues: dict[str, deque[Reply]] = defaultdict(deque)
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified at every request
         self._stopping = threading.Event()
         self.requests: list[Recorded] = []
         self.unexpected: list[Recorded] = []
@@ -243,6 +244,7 @@ class FakeServer:
     def _take(self, method: str, path: str, rec: Recorded) -> Reply | None:
         with self._lock:
             self.requests.append(rec)
+            self._arrived.notify_all()
             queue = self._queues.get(path)
             if queue:
                 for i, reply in enumerate(queue):
@@ -252,6 +254,17 @@ class FakeServer:
                         return reply
             self.unexpected.append(rec)
             return None
+
+    def wait_for_requests(self, count: int, path: str | None = None, timeout: float = 10.0) -> None:
+        """Block until ``count`` requests (to ``path``, if given) have arrived: the event a test
+        waits for, instead of sleeping and hoping. AssertionError after ``timeout`` seconds."""
+
+        def arrived() -> bool:
+            return sum(path is None or r.path == path for r in self.requests) >= count
+
+        with self._arrived:
+            if not self._arrived.wait_for(arrived, timeout):
+                raise AssertionError(f"{count} request(s) to {path or 'any path'} did not arrive in {timeout} s")
 
     def pending(self) -> int:
         with self._lock:

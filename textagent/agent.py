@@ -218,7 +218,11 @@ class Agent:
         with request_deadline(None if self.max_seconds is None else self.started + self.max_seconds):
             completion = self.mode.query(step, self._reply_budget())
         step.raw, step.usage, step.timings = completion.text, completion.usage, dict(completion.timings)
-        step.finish_reason, step.retries = completion.finish_reason, completion.retries
+        step.finish_reason, step.retries, step.stop_word = (
+            completion.finish_reason,
+            completion.retries,
+            completion.stop_word,
+        )
         self.steps.append(step)
         self.usage += completion.usage
         self.spent += tokens_spent(completion, self.mode.transcript)

@@ -63,10 +63,39 @@ class Step:
     sent_back: SentBack | None = None
     refused_calls: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    stop_word: str | None = None
 
     @property
     def calls(self) -> list[ToolCall]:
         return list(self.reply.calls) if self.reply else []
+
+    # What the counts of a run (Result) and of a bench episode (bench.metrics) are made of: each
+    # defined once, here, and read the same from a live step and from one read back from a trace.
+    @property
+    def format_error(self) -> bool:
+        """The reply could not be used: it did not parse, or it was empty."""
+        return self.reply is None
+
+    @property
+    def decode_failure(self) -> str | None:
+        """Native modes: the kind of call the reply's content held that the server did not return
+        as ``tool_calls`` (modes.native.NativeFacts); None for every other step."""
+        kind = self.details.get("decode_failure")
+        return str(kind) if kind else None
+
+    @property
+    def rescued(self) -> bool:
+        """native+fallback ran the calls it read from such content."""
+        return bool(self.details.get("fallback"))
+
+    @property
+    def hallucinated(self) -> bool:
+        """The model wrote a result of its own: an ``OBSERVATION`` line the parser dropped, or a
+        reply with no call cut at the ``OBSERVATION`` stop word."""
+        if self.reply is not None and any(d.kind == "observation" for d in self.reply.dropped):
+            return True
+        cut_at_observation = (self.stop_word or "").strip().upper().startswith("OBSERVATION")
+        return cut_at_observation and not self.calls and not self.outcomes
 
     @property
     def details(self) -> dict[str, Any]:
@@ -121,6 +150,7 @@ class Step:
             "timings": self.timings,
             "finish_reason": self.finish_reason,
             "retries": self.retries,
+            "stop_word": self.stop_word,
             "details": self.details,
         }
 
@@ -130,10 +160,15 @@ class Step:
         stays empty: the reply's thought, the tools' outputs (the observations have them), the
         mode's facts (their values are in ``extra``, so ``details`` reads the same)."""
         calls = [ToolCall(c["name"], c.get("args", {}), c.get("id")) for c in record.get("calls") or []]
+        extra = dict(record.get("details") or {})
+        # what details was made of goes back to its fields, so that details reads the same
+        notes = [Note(n["source"], n["text"], n.get("outcome")) for n in extra.pop("notes", None) or []]
+        sent = extra.pop("sent_back", None)
+        sent_back = None if not sent else SentBack(sent["check"], sent["text"], tuple(sent.get("found") or ()))
         dropped = [Dropped(d["kind"], d["line"], d["text"]) for d in record.get("dropped") or []]
         err = record.get("parse_error")
         return cls(
-            index=record["step"],
+            index=int(record.get("step") or 0),
             raw=record.get("raw", ""),
             reply=None if record.get("format_error") else Reply(calls, record.get("answer"), "", dropped),
             parse_error=None
@@ -153,7 +188,11 @@ class Step:
             timings=dict(record.get("timings") or {}),
             finish_reason=record.get("finish_reason"),
             retries=record.get("retries", 0),
-            extra=dict(record.get("details") or {}),
+            notes=notes,
+            sent_back=sent_back,
+            refused_calls=int(extra.pop("refused_calls", 0)),
+            extra=extra,
+            stop_word=record.get("stop_word"),
         )
 
 
@@ -175,7 +214,16 @@ class Result:
     @property
     def format_errors(self) -> int:
         """Replies that could not be used (they did not parse, or were empty)."""
-        return sum(s.reply is None for s in self.steps)
+        return sum(s.format_error for s in self.steps)
+
+    @property
+    def first_step_format_error(self) -> bool:
+        return bool(self.steps) and self.steps[0].format_error
+
+    @property
+    def recovered(self) -> bool:
+        """The first reply could not be used and a later one could: the feedback worked."""
+        return self.first_step_format_error and any(not s.format_error for s in self.steps[1:])
 
     @property
     def tool_errors(self) -> int:
@@ -199,7 +247,21 @@ class Result:
     @property
     def decode_failures(self) -> int:
         """Native modes: replies whose content held a call the server did not decode."""
-        return sum(getattr(s.facts, "decode_failure", None) is not None for s in self.steps)
+        return sum(s.decode_failure is not None for s in self.steps)
+
+    @property
+    def unrescued_decode_failures(self) -> int:
+        """Decode failures native+fallback did not run the calls of (all of them in native)."""
+        return sum(s.decode_failure is not None and not s.rescued for s in self.steps)
+
+    @property
+    def hallucinated(self) -> bool:
+        return any(s.hallucinated for s in self.steps)
+
+    @property
+    def check_notes(self) -> int:
+        """Notes checks added after results (the loop's own refusals are not counted)."""
+        return sum(n.source != "refused_calls" for s in self.steps for n in s.notes)
 
     @property
     def early_stops(self) -> int:

@@ -132,10 +132,6 @@ def test_native_decode_failures_from_the_agents_details():
         "trace": [{**rec["trace"][0], "details": {"native": "content", "decode_failure": "json", "fallback": True}}],
     }
     assert M.step_facts(rescued)["native_decode_failures"] == 1 and M.classify(rescued) == "no_call"
-    # without the Agent's details: content that looks like a call counts; text mode never does
-    legacy = {**rec, "trace": [{"type": "step", "raw": '```json\n{"name": "x"}\n```', "outcomes": []}]}
-    assert M.step_facts(legacy)["native_decode_failures"] == 1
-    assert M.step_facts({**legacy, "mode": "text"})["native_decode_failures"] == 0
 
 
 # -- summary ---------------------------------------------------------------------------------------

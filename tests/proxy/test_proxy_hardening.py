@@ -376,7 +376,7 @@ def test_health_answers_while_many_requests_wait_for_the_one_slot(upstream):
         ]
         for t in waiting:
             t.start()
-        time.sleep(0.8)
+        upstream.wait_for_requests(1, "/completion")  # one holds the slot, the others wait
         assert timed_health(proxy) < 1.0
         for t in waiting:
             t.join()
@@ -393,7 +393,7 @@ def test_a_full_queue_is_503_at_once(upstream):
         results: list[int] = []
         first = threading.Thread(target=lambda: results.append(post(proxy, {"messages": ASK}).status_code))
         first.start()
-        time.sleep(0.4)
+        upstream.wait_for_requests(1, "/completion")  # the first holds the slot
         queued = [
             threading.Thread(target=lambda: results.append(post(proxy, {"messages": ASK}).status_code))
             for _ in range(2)
@@ -422,7 +422,7 @@ def test_a_client_that_disconnects_while_queued_is_never_sent_upstream(upstream)
         upstream.json("/completion", said("ANSWER: next"), repeat=True)
         first = threading.Thread(target=post, args=(proxy, {"messages": ASK}))
         first.start()
-        time.sleep(0.3)
+        upstream.wait_for_requests(1, "/completion")  # the first holds the slot
         body = json.dumps({"messages": [{"role": "user", "content": "gone?"}]}).encode()
         host, port = proxy.url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port))) as sock:

@@ -1,7 +1,8 @@
 """Per-episode facts, the failure taxonomy, and the per-mode summary of a bench run.
 
 Everything here is a pure function of episode records (the JSON lines the runner writes), so
-a run can be re-summarised, or two runs compared, long after the model is gone.
+a run can be re-summarised, or two runs compared, long after the model is gone. The counts of
+an episode are those of its run (textagent.steps.Result), read back from the record's trace.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..backends.base import Usage
+from ..steps import Result, Step
+
 __all__ = [
     "FAILURES",
     "FAILURE_TITLES",
@@ -20,7 +24,9 @@ __all__ = [
     "classify",
     "episode_tokens",
     "latest_records",
+    "looped",
     "native_tools",
+    "result_of",
     "step_facts",
     "summarize",
     "wilson",
@@ -81,9 +87,6 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
 # Facts of one episode, from its trace
 # --------------------------------------------------------------------------------------------
 
-_CALL_LIKE = re.compile(r'"name"\s*:\s*"|"(?:function|arguments|tool_calls?)"\s*:|<tool_call>|```(?:json)?\s*[\[{]')
-_DECODE_FLAGS = ("native_decode_failure", "decode_failure", "native_decode_error")
-
 
 def _canon(args: Any) -> str:
     try:
@@ -92,74 +95,54 @@ def _canon(args: Any) -> str:
         return repr(args)
 
 
-def decode_failure(step: Mapping[str, Any], mode: str) -> bool:
-    """A native-mode step whose call came back as text instead of ``tool_calls``.
+def result_of(record: Mapping[str, Any]) -> Result:
+    """The run of an episode record, its steps read back from its trace (Step.from_record): the
+    counts of a record are the counts of that Result, defined once in textagent.steps."""
+    steps = [Step.from_record(r) for r in record.get("trace", []) if r.get("type") == "step"]
+    return Result(
+        record.get("answer"),
+        record.get("stop_reason", "error"),
+        steps,
+        Usage(),
+        float(record.get("seconds") or 0.0),
+        mode=record.get("mode", "text"),
+    )
 
-    The Agent's ``details["decode_failure"]`` (or another explicit flag) wins; otherwise a step whose content looks like a call
-    (JSON with a "name", a fenced JSON block, ``<tool_call>``) counts.
-    """
-    if not native_tools(mode):
-        return False
-    details = step.get("details")
-    if isinstance(details, Mapping) and "native" in details:  # the Agent's own record (textagent.modes.native)
-        return "decode_failure" in details
-    for key in _DECODE_FLAGS:
-        if key in step:
-            return bool(step[key])
-    native = step.get("native")
-    if isinstance(native, Mapping):
-        for key in ("decode_failure", "content_call", "decode_failed"):
-            if key in native:
-                return bool(native[key])
-    return bool(_CALL_LIKE.search(step.get("raw") or ""))
+
+def looped(steps: Sequence[Step]) -> bool:
+    """The same call made again after it succeeded, or three times whatever its results."""
+    seen_ok: set[tuple[str, str]] = set()
+    counts: dict[tuple[str, str], int] = {}
+    for step in steps:
+        keys = [(str(o.name), _canon(o.args)) for o in step.outcomes]
+        for key in keys:
+            counts[key] = counts.get(key, 0) + 1
+            if key in seen_ok or counts[key] >= 3:
+                return True
+        seen_ok.update(key for key, o in zip(keys, step.outcomes) if o.ok)
+    return False
 
 
 def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
-    """Counts derived from an episode's trace steps (see ``record["trace"]``)."""
-    mode = record.get("mode", "text")
-    steps = [r for r in record.get("trace", []) if r.get("type") == "step"]
-    format_flags = [bool(s.get("format_error")) for s in steps]
-    seen_ok: set[tuple[str, str]] = set()
-    counts: dict[tuple[str, str], int] = {}
-    loop = False
-    hallucinated = False
-    for s in steps:
-        outcomes = s.get("outcomes") or []
-        for o in outcomes:
-            key = (str(o.get("name")), _canon(o.get("args")))
-            counts[key] = counts.get(key, 0) + 1
-            if key in seen_ok or counts[key] >= 3:
-                loop = True
-        for o in outcomes:
-            if o.get("ok"):
-                seen_ok.add((str(o.get("name")), _canon(o.get("args"))))
-        if any(d.get("kind") == "observation" for d in s.get("dropped") or []):
-            hallucinated = True
-        stop_word = s.get("stop_word") or ""
-        if not s.get("calls") and not outcomes and stop_word.upper().startswith("OBSERVATION"):
-            hallucinated = True
-    first_bad = bool(format_flags) and format_flags[0]
-    first_usage = (steps[0].get("usage") or {}) if steps else {}
+    """The counts of an episode (see ``record["trace"]``), read from its Result (:func:`result_of`)."""
+    result = result_of(record)
+    first_usage = result.steps[0].usage if result.steps else Usage()
     return {
-        "steps": len(steps),
+        "steps": len(result.steps),
         # step 1's prompt: what was sent and what the server had to evaluate (the rest was cached)
-        "first_prompt": first_usage.get("prompt_tokens"),
-        "first_evaluated": first_usage.get("prompt_evaluated"),
-        "format_errors": sum(format_flags),
-        "first_step_format_error": first_bad,
-        "recovered": first_bad and any(not f for f in format_flags[1:]),
-        "native_decode_failures": sum(decode_failure(s, mode) for s in steps),
-        "unrescued_decode_failures": sum(
-            decode_failure(s, mode) and not (s.get("details") or {}).get("fallback") for s in steps
-        ),
-        "tool_errors": sum(1 for s in steps for o in s.get("outcomes") or [] if not o.get("ok")),
+        "first_prompt": first_usage.prompt_tokens,
+        "first_evaluated": first_usage.prompt_evaluated,
+        "format_errors": result.format_errors,
+        "first_step_format_error": result.first_step_format_error,
+        "recovered": result.recovered,
+        "native_decode_failures": result.decode_failures,
+        "unrescued_decode_failures": result.unrescued_decode_failures,
+        "tool_errors": result.tool_errors,
         # answers a check sent back, and notes checks added (textagent.checks)
-        "sent_back": sum(bool((s.get("details") or {}).get("sent_back")) for s in steps),
-        "check_notes": sum(
-            n.get("source") != "refused_calls" for s in steps for n in (s.get("details") or {}).get("notes", [])
-        ),
-        "loop": loop,
-        "hallucinated": hallucinated,
+        "sent_back": result.sent_back(),
+        "check_notes": result.check_notes,
+        "loop": looped(result.steps),
+        "hallucinated": result.hallucinated,
     }
 
 

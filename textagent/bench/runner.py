@@ -41,7 +41,6 @@ from ..templates import ChatFormat
 from ..trace import json_line, run_records
 from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
 from .progress import Progress
-from .recording import Recording
 from .records import Episode, record_problem
 from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
@@ -248,8 +247,6 @@ def run_episode(  # noqa: C901
     if settings.first_reply:
         max_steps = 1
     needs = _needs(mode)
-    # the modes that send text completions without a grammar (their stop words show hallucinations)
-    recorder = Recording(backend) if not (needs.grammar or needs.chat) else None
     started = time.monotonic()
     error_text, agent, start = None, None, None
     try:
@@ -279,7 +276,7 @@ def run_episode(  # noqa: C901
             if settings.stream and not needs.chat:  # the text modes stream
                 kwargs["stream"] = True
         agent = Agent(
-            recorder or backend,
+            backend,
             tools,
             max_steps=max_steps,
             max_seconds=settings.max_seconds,
@@ -297,10 +294,6 @@ def run_episode(  # noqa: C901
     seconds = time.monotonic() - started
     # the trace from the run itself: its steps so far when it raised
     trace = run_records(start, result.steps if result is not None else agent.steps if agent is not None else [], result)
-    if recorder is not None:
-        step_records = [r for r in trace if r.get("type") == "step"]
-        for step_record, completion in zip(step_records, recorder.completions):
-            step_record["stop_word"] = completion.stop_word
     if result is not None:
         calls: list[dict[str, Any]] = [
             {"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
@@ -310,10 +303,10 @@ def run_episode(  # noqa: C901
         attempted: list[str] = []
         for s in result.steps:
             names = [c.name for c in s.calls] or [o.name for o in s.outcomes]
-            details = getattr(s, "details", None) or {}
-            if not names and details.get("decode_failure") and not details.get("fallback"):
+            if not names and s.decode_failure and not s.rescued:
                 # native: a call written into content is still a call the model tried to make
-                names = [str(c.get("name")) for c in details.get("content_calls") or [] if isinstance(c, dict)]
+                calls_in_content = s.details.get("content_calls") or []
+                names = [str(c.get("name")) for c in calls_in_content if isinstance(c, dict)]
             attempted.extend(names)
         answered = result.stop_reason == "answer"
         answer, stop_reason = result.answer, result.stop_reason
