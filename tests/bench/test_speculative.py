@@ -62,3 +62,64 @@ def test_table_compares_every_config_with_the_first():
         "| draft:3 | `--spec-type draft-simple -md small.gguf` | 50.0 | 100.0 | 3.50 | 2.00× | 75% of 100 | 2/2 | 1/2 |"
     )
     assert "server did not start: boom" in rows[4]
+
+
+def test_measure_reads_each_first_reply_from_the_episode_trace(monkeypatch):
+    """measure() on a scripted llama.cpp server: the reply's text, token counts and the server's
+    draft figures come from the episode's own trace."""
+    import functools
+
+    from httpfake import FakeServer
+
+    import textagent.local
+    from textagent.bench import runner as R
+    from textagent.bench.tasks import load_tasks
+
+    with FakeServer() as srv:
+        srv.json(
+            "/completion",
+            {
+                "content": 'TOOL: calculate ARGS: {"expression": "17 * 24"}',
+                "stop_type": "word",
+                "stopping_word": "\nOBSERVATION:",
+                "tokens_evaluated": 500,
+                "timings": {
+                    "prompt_n": 420,
+                    "prompt_ms": 4200.0,
+                    "predicted_n": 18,
+                    "predicted_ms": 600.0,
+                    "draft_n": 12,
+                    "draft_n_accepted": 9,
+                },
+            },
+            repeat=True,
+        )
+
+        class Server:
+            def __init__(self, *args, **kwargs):
+                self.url = srv.url
+
+            def start(self):
+                return self
+
+            def stop(self):
+                pass
+
+        monkeypatch.setattr(textagent.local, "LocalServer", Server)
+        # a named chat format: the scripted server has no chat template to render
+        monkeypatch.setattr(R, "BackendFactory", functools.partial(R.BackendFactory, chat_format="chatml"))
+        config = S.parse_config("ngram-simple")
+        result = S.measure(
+            config,
+            [next(t for t in load_tasks() if t.id == "single-calc-mul")],
+            model="m",
+            draft_path=None,
+            mode="text",
+            threads=None,
+            reply_tokens=64,
+            progress=lambda _: None,
+        )
+    assert not result.error and len(result.replies) == 1
+    got = result.replies[0]
+    assert got.text.startswith("TOOL: calculate") and (got.predicted_n, got.prompt_n) == (18, 420)
+    assert (got.draft_n, got.draft_accepted, got.prompt_ms) == (12, 9, 4200.0)

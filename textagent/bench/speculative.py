@@ -153,7 +153,7 @@ def measure(
     """Start a server with this config, run every task's first reply, stop the server."""
     from ..errors import TextagentError
     from ..local import LocalServer
-    from .recording import Recording
+    from ..steps import Step
     from .runner import BackendFactory, Settings, Slot, run_episode
 
     args = server_args(config, draft_path)
@@ -169,26 +169,25 @@ def measure(
         settings = Settings(reply_tokens=reply_tokens, first_reply=True, temperature=0.0)
         for i, task in enumerate(tasks):
             backend, chat_format = factory(mode, Slot(server.url, 0))
-            capture = Recording(backend)
             started = time.monotonic()
-            record = run_episode(task, mode, capture, chat_format=chat_format, settings=settings, slot=0)
+            record = run_episode(task, mode, backend, chat_format=chat_format, settings=settings, slot=0)
             seconds = time.monotonic() - started
-            if record.get("error") and not capture.completions:
+            # the first reply, as the episode's trace recorded it: its text, usage and server timings
+            steps = [Step.from_record(r) for r in record["trace"] if r.get("type") == "step"]
+            if record.get("error") and not steps:
                 result.error = f"{task.id}: {record['error']}"
                 break
-            completion = capture.completions[0] if capture.completions else None
-            timings = getattr(completion, "timings", {}) or {}
+            first = steps[0] if steps else Step(0, "")
+            timings = first.timings
             result.replies.append(
                 ReplyStats(
                     task.id,
-                    getattr(completion, "text", ""),
+                    first.raw,
                     bool(record["success"]),
                     seconds,
-                    predicted_n=float(
-                        timings.get("predicted_n") or (completion.usage.completion_tokens if completion else 0) or 0
-                    ),
+                    predicted_n=float(timings.get("predicted_n") or first.usage.completion_tokens or 0),
                     predicted_ms=float(timings.get("predicted_ms") or 0),
-                    prompt_n=float(completion.usage.prompt_evaluated or 0) if completion else 0.0,
+                    prompt_n=float(first.usage.prompt_evaluated or 0),
                     prompt_ms=float(timings.get("prompt_ms") or 0),
                     draft_n=float(timings.get("draft_n") or 0),
                     draft_accepted=float(timings.get("draft_n_accepted") or 0),
