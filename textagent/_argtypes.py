@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["nonempty", "port_number", "positive"]
+__all__ = ["nonempty", "port_number", "positive", "slot_list"]
 
 
 def positive(kind: type) -> Callable[[str], Any]:
@@ -50,3 +50,17 @@ def nonempty(what: str) -> Callable[[str], str]:
 
     convert.__name__ = what
     return convert
+
+
+def slot_list(text: str) -> tuple[int, ...]:
+    """Server slot numbers, comma-separated, each a whole number from 0, none twice."""
+    slots: list[int] = []
+    for part in text.split(","):
+        try:
+            slot = int(part.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} is not a slot number (0, 1, ...)") from None
+        if slot < 0 or slot in slots:
+            raise argparse.ArgumentTypeError(f"slot {slot} is {'negative' if slot < 0 else 'given twice'}")
+        slots.append(slot)
+    return tuple(slots)

@@ -65,3 +65,30 @@ def test_bfcl_multi_turn_ground_truth_through_the_proxy_scores_right(upstream, p
         item, "proxy", OpenAIClientChat(proxy.url), chat_format="chatml", settings=Settings(), options={}
     )
     assert out["error"] is None and out["success"], json.dumps(out["multi_turn"])[:500]
+
+
+def test_the_bench_gives_each_worker_slot_a_proxy_of_its_own(upstream):
+    """With the proxy beside other modes on one server, each worker's proxy episodes use that
+    worker's slot alone, as its other modes do, so no mode evicts another's conversation."""
+    from textagent.bench.cli import _start_proxies, build_parser
+    from textagent.bench.runner import BackendFactory, Slot, run_episode
+    from textagent.bench.tasks import load_tasks
+
+    upstream.json("/props", {"total_slots": 2}, repeat=True)
+    upstream.json("/completion", said("ANSWER: 408"), repeat=True)
+    args = build_parser().parse_args(["--endpoint", upstream.url, "--chat-format", "chatml", "--modes", "proxy"])
+    factory = BackendFactory(api="llamacpp", chat_format="chatml")
+    workers = [Slot(upstream.url, 0), Slot(upstream.url, 1)]
+    proxies = _start_proxies(args, workers, factory)
+    try:
+        assert sorted(factory.proxies) == [(upstream.url, 0), (upstream.url, 1)]
+        assert len(set(factory.proxies.values())) == 2
+        task = next(t for t in load_tasks() if t.id == "single-calc-mul")
+        for slot in (1, 0, 1):
+            backend, chat_format = factory("proxy", Slot(upstream.url, slot))
+            record = run_episode(task, "proxy", backend, chat_format=chat_format, slot=slot)
+            assert record["stop_reason"] == "answer", record["error"]
+        assert [b["id_slot"] for b in upstream.bodies("/completion")] == [1, 0, 1]
+    finally:
+        for p in proxies:
+            p.stop()

@@ -37,6 +37,7 @@ def start(srv: FakeServer, *, endpoint: str | None = None, **config) -> ProxySer
             endpoint=endpoint or srv.url,
             chat_format="chatml",
             parallel=config.pop("parallel", 1),
+            slots=config.pop("slots", ()),
             timeout=config.pop("timeout", 5),
             slot_wait=config.pop("slot_wait", 600),
         )

@@ -81,3 +81,20 @@ def test_the_command_serves_the_openai_sdk(tmp_path):
         assert [(r["path"], r["status"]) for r in logged] == [("/v1/chat/completions", 200), ("/v1/models", 401)]
         assert logged[0]["repairs"] == 0 and logged[0]["id"] == reply.id
         assert (tmp_path / "traces" / f"{reply.id}.json").exists()
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ("a", "'a' is not a slot number"),
+        ("-1", "slot -1 is negative"),
+        ("0,0", "slot 0 is given twice"),
+    ],
+)
+def test_bad_slots_are_one_line_usage_errors(capsys, value, says):
+    from textagent.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["proxy", "--endpoint", "http://127.0.0.1:9", "--slots", value])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"argument --slots: {says}" in err and "Traceback" not in err

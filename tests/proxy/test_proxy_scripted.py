@@ -481,6 +481,32 @@ def test_requests_in_flight_use_the_upstream_slots(upstream):
         proxy.stop()
 
 
+def test_a_proxy_given_slots_uses_those_alone(upstream):
+    upstream.json("/props", {"total_slots": 3}, repeat=True)
+    upstream.json("/completion", said("ANSWER: a"), repeat=True)
+    proxy = start(upstream, slots=(2,))
+    try:
+        for q in ("one?", "two?"):
+            assert post(proxy, {"messages": [{"role": "user", "content": q}]}).status_code == 200
+        assert [b["id_slot"] for b in prompts_sent(upstream)] == [2, 2]
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.parametrize(
+    "api, slots, said_",
+    [
+        ("llamacpp", (1, 2), "the server has slots 0 to 1"),
+        ("completions", (0,), "needs a llama.cpp upstream"),
+    ],
+)
+def test_slots_the_upstream_cannot_pin_fail_the_upstream_with_the_reason(upstream, api, slots, said_):
+    upstream.json("/props", {"total_slots": 2}, repeat=True)
+    up = Upstream(UpstreamConfig(endpoint=upstream.url, api=api, model="m", chat_format="chatml", slots=slots))
+    up.start()
+    assert up.wait(10) and up.state == "failed" and said_ in up.detail
+
+
 def test_a_request_that_finds_no_free_slot_in_time_is_503(upstream):
     proxy = start(upstream, parallel=1, slot_wait=0.2, timeout=30)
     try:

@@ -444,8 +444,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             if not model and args.api == "llamacpp":
                 model = _server_model(url)
             workers += [Slot(url, i if args.api == "llamacpp" else None) for i in range(k)]
-        if "proxy" in modes:  # textagent proxy in front of each endpoint, on the same server and slots
-            proxies += _start_proxies(args, endpoints, factory)
+        if "proxy" in modes:  # textagent proxy in front of each worker's slot, on the same server
+            proxies += _start_proxies(args, workers, factory)
         meta = _meta(args, tasks, modes, unavailable, endpoints, model, settings)
         if done:
             meta = _merged(previous, meta)
@@ -516,15 +516,18 @@ def _print_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start_proxies(args: argparse.Namespace, endpoints: Sequence[str], factory: BackendFactory) -> list[Any]:
-    """A ``textagent proxy`` (text mode, default repairs) in front of each endpoint, for the
-    ``proxy`` mode; the factory learns their URLs."""
+def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: BackendFactory) -> list[Any]:
+    """A ``textagent proxy`` (text mode, default repairs) for the ``proxy`` mode: one per worker
+    pinned to a slot, using that slot alone (so its conversations keep their KV cache while the
+    other modes' episodes run on the other slots, as every mode's do), else one per endpoint;
+    the factory learns their URLs."""
     try:
         from ..proxy import ProxyConfig, ProxyServer, Upstream, UpstreamConfig
     except ImportError as exc:
         raise TextagentError(f"mode proxy needs the proxy extra (pip install 'textagent[proxy]'): {exc}") from None
     started = []
-    for url in endpoints:
+    for worker in dict.fromkeys((w.endpoint, w.slot) for w in workers):
+        url, slot = worker
         upstream = Upstream(
             UpstreamConfig(
                 endpoint=url,
@@ -533,7 +536,8 @@ def _start_proxies(args: argparse.Namespace, endpoints: Sequence[str], factory: 
                 api_key=args.api_key,
                 chat_format=None if args.chat_format == "server" else args.chat_format,
                 timeout=args.timeout,
-                parallel=factory.slots(url),
+                parallel=factory.slots(url) if slot is None else 1,
+                slots=() if slot is None else (slot,),
             )
         )
         proxy = ProxyServer(upstream, ProxyConfig()).start()
@@ -542,8 +546,9 @@ def _start_proxies(args: argparse.Namespace, endpoints: Sequence[str], factory: 
             for p in started:
                 p.stop()
             raise BackendError(f"the textagent proxy in front of {redact(url)} did not become ready: {upstream.detail}")
-        factory.proxies[url] = proxy.url
-        _say(f"textagent bench: mode proxy talks to a textagent proxy at {proxy.url} in front of {redact(url)}")
+        factory.proxies[worker] = proxy.url
+        where = redact(url) + ("" if slot is None else f", slot {slot}")
+        _say(f"textagent bench: mode proxy talks to a textagent proxy at {proxy.url} in front of {where}")
     return started
 
 

@@ -158,11 +158,12 @@ class BackendFactory:
         model_name: str | None = None,
         api_key: str | None = None,
         timeout: float = 300,
-        proxies: Mapping[str, str] | None = None,
+        proxies: Mapping[tuple[str, int | None], str] | None = None,
     ):
         self.api, self.chat_format, self.model_name = api, chat_format, model_name
         self.api_key, self.timeout = api_key, timeout
-        self.proxies = dict(proxies or {})  # endpoint -> the URL of the textagent proxy in front of it
+        # (endpoint, slot) -> the URL of the textagent proxy in front of it (slot None: all slots)
+        self.proxies = dict(proxies or {})
         self.endpoints: dict[str, Endpoint] = {}
         self._backends: dict[tuple[str, str, int | None], Any] = {}
         self._lock = threading.Lock()
@@ -188,9 +189,10 @@ class BackendFactory:
         if backend is None and mode == "proxy":
             from .proxy_client import OpenAIClientChat
 
-            if slot.endpoint not in self.proxies:
+            url = self.proxies.get((slot.endpoint, slot.slot)) or self.proxies.get((slot.endpoint, None))
+            if url is None:
                 raise BackendError(f"mode proxy: no textagent proxy was started for {slot.endpoint}")
-            backend = OpenAIClientChat(self.proxies[slot.endpoint], timeout=self.timeout)
+            backend = OpenAIClientChat(url, timeout=self.timeout)
             with self._lock:
                 self._backends[key] = backend
         if backend is None:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._argtypes import nonempty, port_number, positive
+from .._argtypes import nonempty, port_number, positive, slot_list
 from ..conventions import (
     ENV_API_KEY,
     ENV_BASE_URL,
@@ -120,6 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
         "else 4); more wait for a free slot",
     )
     p.add_argument(
+        "--slots",
+        type=slot_list,
+        default=(),
+        help="the llama.cpp server's slots this proxy uses, e.g. 2,3 (default: all of them); a server "
+        "shared with other clients keeps each one's KV cache when each has slots of its own",
+    )
+    p.add_argument(
         "--timeout",
         type=positive(float),
         default=300,
@@ -221,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901
             chat_format=args.chat_format,
             timeout=args.timeout,
             parallel=args.parallel,
+            slots=args.slots,
             ctx_size=args.ctx_size,
             server_args=tuple(args.server_arg),
             prefix_cache=args.prefix_cache,

@@ -43,6 +43,9 @@ class UpstreamConfig:
     chat_format: str | None = None  # default: the model's own (llama.cpp), else chatml
     timeout: float = 300.0  # read timeout of one upstream request
     parallel: int | None = None  # requests in flight upstream (default: llama.cpp's slots, else 4)
+    # the llama.cpp server's slots this proxy uses (default: all): a server shared with other
+    # clients keeps each client's KV cache when each has slots of its own
+    slots: tuple[int, ...] = ()
     slot_wait: float = 600.0  # how long a request waits for a free slot
     ctx_size: int | None = None  # the embedded server: context per slot (default LocalServer's, 8192)
     server_args: tuple[str, ...] = ()  # the embedded server: more llama-server arguments
@@ -106,7 +109,7 @@ class Upstream:
             timeout=c.timeout,
             chat_format=c.chat_format,
             gguf=c.gguf,
-            server={"parallel": c.parallel or 2, "extra_args": list(c.server_args), **sizing},
+            server={"parallel": c.parallel or max(c.slots, default=1) + 1, "extra_args": list(c.server_args), **sizing},
             prefix_cache=c.prefix_cache,
             progress=self.progress,
         ).open()
@@ -121,8 +124,15 @@ class Upstream:
         except BackendError as exc:
             raise TextagentError(f"could not learn the chat template from {self.endpoint.url}: {exc}") from None
         self.takes_grammar = bool(getattr(getattr(self.backend, "capabilities", None), "grammar", False))
-        slots = c.parallel or self.endpoint.slots() or 4
-        self._free = list(range(slots))
+        if not c.slots:
+            self._free = list(range(c.parallel or self.endpoint.slots() or 4))
+            return
+        if not isinstance(self.backend, LlamaCppBackend):
+            raise TextagentError("--slots needs a llama.cpp upstream (--api llamacpp): other APIs cannot pin a slot")
+        known = self.endpoint.slots()
+        if known is not None and max(c.slots) >= known:
+            raise TextagentError(f"--slots {','.join(map(str, c.slots))}: the server has slots 0 to {known - 1}")
+        self._free = list(c.slots)
 
     def stop(self) -> None:
         self._stopping.set()
