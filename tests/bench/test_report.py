@@ -265,3 +265,16 @@ def test_trace_of_prints_an_episodes_trace_from_the_records(tmp_path, capsys):
     assert lines and {x["mode"] for x in lines} == {"text"} and lines[0]["type"] == "start"
     assert bench_main(["--report", str(run), "--trace-of", "no-such-task"]) == 1
     assert bench_main(["--trace-of", "bare-is-prime"]) == 2
+
+
+def test_compare_counts_the_episodes_whose_replies_are_the_same_word_for_word(tmp_path):
+    a = make_run(tmp_path / "a", modes=("text",))
+    b = make_run(tmp_path / "b", modes=("text",))
+    assert "Same replies, word for word: 7 of the 7 episodes both ran." in REP.compare_runs(a, b)
+    episodes = [json.loads(line) for line in (b / EPISODES_FILE).read_text().splitlines()]
+    steps = [s for s in episodes[2]["trace"] if s["type"] == "step"]
+    steps[-1]["raw"] += " (said otherwise)"
+    (b / EPISODES_FILE).write_text("".join(json.dumps(r) + "\n" for r in episodes))
+    text = REP.compare_runs(a, b)
+    assert "Same replies, word for word: 6 of the 7 episodes both ran." in text
+    assert f"They part in 1, e.g. `{episodes[2]['task']}` (repeat 0) at reply {len(steps)}." in text

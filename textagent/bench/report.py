@@ -435,6 +435,32 @@ def _delta(a: float | None, b: float | None, *, pct: bool = False, digits: int =
     return f"{d:+,.{digits}f}{unit}"
 
 
+def _replies(records: Sequence[Mapping[str, Any]], mode: str) -> dict[tuple[str, int], list[str]]:
+    """Each episode's replies, in order, from its trace (the newest record of an episode)."""
+    return {
+        (r["task"], r.get("repeat", 0)): [s.get("raw", "") for s in r.get("trace", []) if s.get("type") == "step"]
+        for r in records
+        if r.get("mode") == mode
+    }
+
+
+def _same_replies(rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[str, Any]], mode: str) -> str:
+    """How many episodes both runs finished had the same replies, word for word (what two
+    configurations of one server at temperature 0 should give), and where the first others part."""
+    ra, rb = _replies(rec_a, mode), _replies(rec_b, mode)
+    both = sorted(ra.keys() & rb.keys())
+    differ = [k for k in both if ra[k] != rb[k]]
+    line = f"Same replies, word for word: {len(both) - len(differ)} of the {len(both)} episodes both ran."
+    if differ:
+        task, repeat = differ[0]
+        step = next(
+            (i for i, (x, y) in enumerate(zip(ra[differ[0]], rb[differ[0]])) if x != y),
+            min(len(ra[differ[0]]), len(rb[differ[0]])),
+        )
+        line += f" They part in {len(differ)}, e.g. `{task}` (repeat {repeat}) at reply {step + 1}."
+    return line
+
+
 def compare_runs(a: str | Path, b: str | Path) -> str:
     """A markdown diff of two runs: metrics per mode (A, B, change), failure classes, tasks that flipped."""
     meta_a, rec_a = load_run(a)
@@ -473,6 +499,7 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
                 f"{len(keys_b - keys_a)}); rates are not over the same tasks.",
                 "",
             ]
+        out += [_same_replies(rec_a, rec_b, mode), ""]
         ra, rb = dict(metric_rows(x)), dict(metric_rows(y))
         numeric = {
             "success rate (95 % CI)": _delta(x.success_rate, y.success_rate, pct=True),
