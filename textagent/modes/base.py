@@ -19,7 +19,7 @@ from ..steps import Note, Step
 from ..templates import ChatFormat
 from ..tools import ToolOutcome, ToolSet
 
-__all__ = ["Conversation", "FormatError", "Mode", "ModeContext", "Needs", "needs_of"]
+__all__ = ["Conversation", "FormatError", "Mode", "ModeContext", "Needs", "complete", "needs_of"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,18 @@ def fixed_part(format: Any, messages: list[dict[str, Any]]) -> int:
     prompt = format.render(messages)
     blank = format.render([*messages[:-1], {**messages[-1], "content": ""}])
     return len(os.path.commonprefix([prompt, blank]))  # noqa: RUF071 - characters, on purpose
+
+
+def complete(
+    ctx: ModeContext, conversation: Conversation, *, stop: Sequence[str], max_tokens: int, **options: Any
+) -> Completion:
+    """The request of every mode that sends the conversation as one prompt (text, constrained,
+    the proxy's relay, BFCL's Prompt mode), with the request ``options`` the mode gives; the
+    conversation's fixed part is marked so that a llama.cpp prefix cache restores it instead of
+    evaluating it (backends/prefix_cache.py)."""
+    if conversation.fixed:
+        options["cache_prefix"] = conversation.fixed
+    return ctx.backend.complete(conversation.prompt, stop=list(stop), max_tokens=max_tokens, **options)
 
 
 @runtime_checkable

@@ -24,7 +24,7 @@ from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.stream import CompleteCalls, complete_calls
 from ..steps import Note, Step
 from ..tools import Tool, ToolOutcome, ToolSet
-from .base import Conversation, FormatError, ModeContext, Needs, fixed_part
+from .base import Conversation, FormatError, ModeContext, Needs, complete, fixed_part
 
 __all__ = ["EarlyStop", "EarlyStopFacts", "TextFacts", "TextMode", "complete_calls"]
 
@@ -159,15 +159,8 @@ class TextMode:
         if options.get("stream") and "on_text" not in options:
             watcher = options["on_text"] = EarlyStop(self.ctx.tools)
         conv = self.conversation
-        if conv.fixed:
-            options["cache_prefix"] = conv.fixed  # llama.cpp with a prefix cache restores it instead of evaluating
-        completion = self.ctx.backend.complete(
-            conv.prompt,
-            stop=self.stop(),
-            max_tokens=max_tokens,
-            messages=self.ctx.format.escape_messages(conv.messages),
-            **options,
-        )
+        messages = self.ctx.format.escape_messages(conv.messages)  # for a chat-only backend
+        completion = complete(self.ctx, conv, stop=self.stop(), max_tokens=max_tokens, messages=messages, **options)
         if watcher is not None and completion.finish_reason == "early_stop" and watcher.cut is not None:
             text = completion.text
             step.facts.early_stop = EarlyStopFacts(watcher.cut, len(text) - watcher.cut, text[watcher.cut :])

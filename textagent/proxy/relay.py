@@ -20,7 +20,7 @@ from typing import Any
 from .. import prompts
 from ..backends.base import Completion
 from ..modes import Conversation, FormatError, Needs, fixed_part
-from ..modes.base import Finished
+from ..modes.base import Finished, complete
 from ..modes.text import EarlyStop, TextMode, kept_text
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.stream import complete_calls
@@ -178,11 +178,7 @@ class RelayMode(TextMode):
         options: dict[str, Any] = {**self.options(), "stream": True, "on_text": on_text}
         if self.grammar:
             options["grammar"] = self.grammar
-        if self.conversation.fixed:
-            options["cache_prefix"] = self.conversation.fixed  # restored, not evaluated (prefix_cache.py)
-        completion = self.ctx.backend.complete(
-            self.conversation.prompt, stop=self.stop_words, max_tokens=max_tokens, **options
-        )
+        completion = complete(self.ctx, self.conversation, stop=self.stop_words, max_tokens=max_tokens, **options)
         if self.cancelled.is_set():
             raise Cancelled()
         reading.text = lead + self._cut(completion, reading, watcher)

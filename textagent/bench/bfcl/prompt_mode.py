@@ -26,6 +26,7 @@ from typing import Any
 from ... import prompts as _prompts
 from ...backends.base import Completion
 from ...modes import Conversation, ModeContext, Needs, fixed_part
+from ...modes.base import complete
 from ...protocol import Reply, ToolCall
 from ...steps import Step
 from ...tools import ToolOutcome
@@ -186,13 +187,10 @@ class BfclPromptMode:
 
     def query(self, step: Step, max_tokens: int) -> Completion:
         conv = self.conversation
-        return self.ctx.backend.complete(
-            conv.prompt,
-            stop=list(self.ctx.format.stop),
-            max_tokens=max_tokens,
-            messages=[dict(m) for m in conv.messages],
-            **self.ctx.options,
-            **({"cache_prefix": conv.fixed} if conv.fixed else {}),  # as the text modes, for the same footing
+        messages = [dict(m) for m in conv.messages]
+        # the same request as the text modes' (its fixed part restored alike), for the same footing
+        return complete(
+            self.ctx, conv, stop=self.ctx.format.stop, max_tokens=max_tokens, messages=messages, **self.ctx.options
         )
 
     def parse(self, completion: Completion, step: Step) -> Reply:
