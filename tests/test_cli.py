@@ -673,3 +673,19 @@ def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
     record = _error_record(Task("t", "q", (), ()), "text", 0, Slot(url, 0), RuntimeError("x"))
     shown = json.dumps(meta) + json.dumps(record)
     assert "s3cr3t-pw" not in shown and "k3y-value" not in shown and "http://***@127.0.0.1:9" in shown
+
+
+def test_the_command_line_takes_its_choices_from_the_tables_without_loading_backends():
+    """--api and --chat-format list what backends.APIS and templates.FORMATS offer; reading
+    those tables loads no HTTP client (the backends package loads its names on first use)."""
+    from textagent.backends import APIS
+    from textagent.conventions import API_CHOICES, CHAT_FORMAT_CHOICES
+    from textagent.templates import FORMATS
+
+    assert tuple(APIS) == API_CHOICES and ("server", *FORMATS) == CHAT_FORMAT_CHOICES
+    code = (
+        "import sys, textagent.cli\n"
+        "print(sorted(m for m in sys.modules if m == 'requests' or m.startswith('textagent.backends.')))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['textagent.backends.base', 'textagent.backends.factory']"

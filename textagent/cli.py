@@ -21,6 +21,8 @@ from typing import Any
 
 from ._argtypes import nonempty, port_number, positive
 from .conventions import (
+    API_CHOICES,
+    CHAT_FORMAT_CHOICES,
     ENV_BASE_URL,
     ENV_OLLAMA_HOST,
     EXIT_CODES,
@@ -508,7 +510,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument(
         "--api",
-        choices=["llamacpp", "completions", "chat", "ollama"],
+        choices=API_CHOICES,
         default="llamacpp",
         help="the endpoint's API: llama.cpp /completion, OpenAI /v1/completions, "
         "/v1/chat/completions without tools, Ollama /api/generate",
@@ -516,7 +518,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
     add_model_options(r)
     r.add_argument(
         "--chat-format",
-        choices=["server", "chatml", "llama3", "gemma", "plain"],
+        choices=CHAT_FORMAT_CHOICES,
         help="how the conversation is written into the prompt (default: the model's own, "
         "asked from llama.cpp; chatml elsewhere)",
     )

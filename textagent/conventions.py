@@ -11,8 +11,12 @@ import os
 import urllib.parse
 
 from ._argtypes import nonempty, positive
+from .backends.factory import APIS
+from .templates import FORMATS
 
 __all__ = [
+    "API_CHOICES",
+    "CHAT_FORMAT_CHOICES",
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_OLLAMA_HOST",
@@ -38,6 +42,11 @@ EXIT_CODES = {
     "backend_error": 7,
 }
 EXIT_ERROR = 1
+
+# --api and --chat-format take what the backends and the chat formats offer (their own tables);
+# "server": the chat template llama.cpp applies (asked from the server)
+API_CHOICES = tuple(APIS)
+CHAT_FORMAT_CHOICES = ("server", *FORMATS)
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,14 @@ from typing import Any
 
 from .._argtypes import nonempty
 from .._redact import redact
-from ..conventions import add_model_options, add_prefix_cache_option, apply_conventions, check_names
+from ..conventions import (
+    API_CHOICES,
+    CHAT_FORMAT_CHOICES,
+    add_model_options,
+    add_prefix_cache_option,
+    apply_conventions,
+    check_names,
+)
 from ..errors import BackendError, TextagentError
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from .health import check_endpoint
@@ -63,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--api",
-        choices=["llamacpp", "completions", "chat", "ollama"],
+        choices=API_CHOICES,
         default="llamacpp",
         help="the endpoints' API for text/baseline modes (default llamacpp); the endpoint comes from "
         "$OPENAI_BASE_URL (completions, chat) or $OLLAMA_HOST (ollama) when not given",
@@ -100,7 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument(
         "--chat-format",
         default="server",
-        choices=["server", "chatml", "llama3", "gemma", "plain"],
+        choices=CHAT_FORMAT_CHOICES,
         help="prompt format for completion endpoints (default: the model's own, from llama.cpp)",
     )
     p.add_argument(

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from .._argtypes import nonempty, port_number, positive, slot_list
 from ..conventions import (
+    API_CHOICES,
+    CHAT_FORMAT_CHOICES,
     ENV_API_KEY,
     ENV_BASE_URL,
     ENV_OLLAMA_HOST,
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--api",
-        choices=["llamacpp", "completions", "ollama"],
+        choices=tuple(a for a in API_CHOICES if a != "chat"),
         default="llamacpp",
         help="the upstream's API: llama.cpp /completion (default), OpenAI /v1/completions, Ollama",
     )
@@ -65,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--chat-format",
-        choices=["server", "chatml", "llama3", "gemma", "plain"],
+        choices=CHAT_FORMAT_CHOICES,
         help="how the conversation is written into the prompt (default: the model's own, asked from "
         "llama.cpp; chatml elsewhere)",
     )
