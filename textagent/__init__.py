@@ -4,9 +4,9 @@ The model writes ``TOOL: name ARGS: {...}`` lines; a Lark grammar parses them; a
 does not parse goes back to the model as a precise error so it can correct itself.
 """
 
-import importlib as _importlib
 from typing import Any as _Any
 
+from . import _lazy
 from .errors import (
     BackendConnectionError,
     BackendError,
@@ -48,11 +48,7 @@ def __getattr__(name: str) -> _Any:
     if name == "__version__":  # importlib.metadata costs 40 ms: read when asked (`--help` does not)
         value = globals()["__version__"] = _version()
         return value
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _lazy.load(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:

@@ -6,9 +6,10 @@ without importing ``requests`` and every backend before it has parsed its argume
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
+
+from .. import _lazy
 
 _LAZY = {
     "request_deadline": "._deadline",
@@ -52,11 +53,7 @@ if _TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> _Any:
-    if name in _LAZY:
-        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _lazy.load(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:
