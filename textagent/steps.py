@@ -80,13 +80,20 @@ class Step:
     def decode_failure(self) -> str | None:
         """Native modes: the kind of call the reply's content held that the server did not return
         as ``tool_calls`` (modes.native.NativeFacts); None for every other step."""
-        kind = self.details.get("decode_failure")
+        kind = self._noted("decode_failure")
         return str(kind) if kind else None
 
     @property
     def rescued(self) -> bool:
         """native+fallback ran the calls it read from such content."""
-        return bool(self.details.get("fallback"))
+        return bool(self._noted("fallback"))
+
+    def _noted(self, name: str) -> Any:
+        """One entry of :attr:`details` without making all of it: ``extra`` first (a step read
+        back from a trace holds the mode's facts there), then the mode's facts."""
+        if name in self.extra:
+            return self.extra[name]
+        return getattr(self.facts, name, None) if is_dataclass(self.facts) else None
 
     @property
     def hallucinated(self) -> bool:
