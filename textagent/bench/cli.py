@@ -543,7 +543,8 @@ def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: B
                 api_key=args.api_key,
                 chat_format=None if args.chat_format == "server" else args.chat_format,
                 timeout=args.timeout,
-                parallel=factory.slots(url) if slot is None else 1,
+                # a proxy on one slot sends one request at a time; one on all slots, as many as they
+                parallel=factory.slots(url) if slot is None else None,
                 slots=() if slot is None else (slot,),
             )
         )
