@@ -144,6 +144,30 @@ def test_without_examples_two_tools_that_take_arguments_are_shown_called_in_one_
     assert len(prompts.worked_examples(ToolSet([ping, book]))) == 3
 
 
+def test_the_concrete_style_shows_made_up_results_stated_in_words_and_no_bracketed_placeholder():
+    """Issue 41: "(what f returned)" and "f returned: ..." were copied into real answers."""
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    shown = prompts.placeholder_examples([book, weather], style="concrete")
+    placeholder = prompts.placeholder_examples([book, weather])
+    # the same tasks and calls; only the results and the answers differ
+    assert [(w.task, [c[:2] for c in w.calls]) for w in shown] == [
+        (w.task, [c[:2] for c in w.calls]) for w in placeholder
+    ]
+    single, _, pair, two = shown
+    assert single.calls[0][2] == "42" and single.answer == "The result is 42."
+    assert [c[2] for c in pair.calls] == ["42", "17"] and pair.answer == "The results are 42 and 17."
+    assert [c[2] for c in two.calls] == ["42", "17"] and "42" in two.answer and "17" in two.answer
+    text = json.dumps(prompts.example_turns(shown))
+    assert "returned" not in text and "(what" not in text
+    with pytest.raises(ValueError, match="unknown example style"):
+        prompts.placeholder_examples([book], style="vivid")
+
+
 def test_every_demo_and_bench_example_call_binds_to_its_tool():
     """An example the model copies must itself be a valid call (values may differ from the demo data)."""
     from textagent.bench.tools import EXAMPLES, TOOL_BUILDERS, Env

@@ -599,3 +599,33 @@ def test_native_modes_get_no_placeholder_examples_unless_the_ablation_asks(tmp_p
             assert chat.requests[0] == roles
         else:
             assert len(chat.requests[0]) > 2 and "assistant" in chat.requests[0]
+
+
+def test_the_example_style_reaches_text_modes_and_native_modes_only_in_the_ablation(tmp_path):
+    """Issue 41's examples are tried with --example-style; a native mode is shown them only as the
+    ablation, in the same style."""
+    from textagent.backends.base import Capabilities, Completion
+    from textagent.bench.bfcl.data import fetch_wheel
+    from textagent.bench.bfcl.tasks import bfcl_tasks
+
+    fetch_wheel()
+    task = bfcl_tasks("bfcl:simple_python")[1]
+    text = ScriptedBackend(["ANSWER: done"])
+    R.run_episode(task, "text", text, settings=R.Settings(example_style="concrete"))
+    assert "ANSWER: The result is 42." in text.prompts[0] and "returned)" not in text.prompts[0]
+
+    class Chat:
+        capabilities = Capabilities(chat=True)
+
+        def __init__(self):
+            self.requests = []
+
+        def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
+            self.requests.append(messages)
+            return Completion("done", "stop", message={"role": "assistant", "content": "done"})
+
+    for ablation in (False, True):
+        chat = Chat()
+        R.run_episode(task, "native", chat, settings=R.Settings(example_style="concrete", native_examples=ablation))
+        said = json.dumps(chat.requests[0])
+        assert ("The result is 42." in said) is ablation

@@ -37,6 +37,7 @@ from ..conventions import (
 )
 from ..errors import BackendError, TextagentError
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
+from ..prompts import EXAMPLE_STYLES
 from .health import check_endpoint
 from .metrics import summarize
 from .records import meta_problem
@@ -182,6 +183,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="store_true",
         help="text modes: words the tools' descriptions share (BFCL's multi-turn class paragraph) are "
         "said once above them, not in every description (about half the system prompt on BFCL multi-turn)",
+    )
+    p.add_argument(
+        "--example-style",
+        choices=EXAMPLE_STYLES,
+        default="placeholder",
+        help="how the text modes' placeholder worked examples show a result and the answer: "
+        "'(what f returned)' (placeholder, default) or made-up values stated in words (concrete)",
     )
     p.add_argument(
         "--native-examples",
@@ -377,6 +385,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         stream=args.stream,
         first_reply=args.first_reply,
         native_examples=args.native_examples,
+        example_style=args.example_style,
         grouped_listing=args.grouped_listing,
     )
     previous, done = _read_meta(out), load_records(out)

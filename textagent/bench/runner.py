@@ -87,6 +87,7 @@ class Settings:
     first_reply: bool = False  # BFCL: stop each episode after its first reply (BFCL's own view)
     native_examples: bool = False  # ablation: native modes shown the text modes' placeholder examples
     grouped_listing: bool = False  # text modes: words the tools' descriptions share said once (prompts.tool_listing)
+    example_style: str = "placeholder"  # how placeholder examples show results (prompts.EXAMPLE_STYLES)
 
 
 @dataclass(frozen=True)
@@ -272,9 +273,11 @@ def run_episode(  # noqa: C901
                 kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
             if settings.grouped_listing and not needs.tools:
                 kwargs["system_prompt"] = prompts.system_prompt(tools, grouped=True)
-            if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
-                # the ablation: the placeholder exchanges text modes show, given to native modes too
-                kwargs["example"] = prompts.placeholder_examples(list(tools.values()))
+            shown = settings.native_examples if needs.tools else settings.example_style != "placeholder"
+            if shown and not getattr(tools, "examples", ()):
+                # placeholder exchanges in the chosen style (text modes' default: "auto"); native modes
+                # see them only as the ablation
+                kwargs["example"] = prompts.placeholder_examples(list(tools.values()), settings.example_style)
             if settings.stream and not needs.chat:  # the text modes stream
                 kwargs["stream"] = True
         agent = Agent(

@@ -19,6 +19,7 @@ from ..protocol.binding import tool_specs
 from ..protocol.types import NAME_RE
 
 __all__ = [
+    "EXAMPLE_STYLES",
     "FAMILIES",
     "Prompts",
     "Worked",
@@ -43,6 +44,14 @@ __all__ = [
 
 
 FAMILIES = ("text", "native", "proxy")
+# How placeholder examples show a tool's result and the answer: "placeholder" as a description
+# in brackets ("(what f returned)"), "concrete" as made-up values stated in words (issue 41:
+# models copied the bracketed form into their answers).
+_ANSWERS = {  # style: the answers of the one-call, the pair and the two-tool example
+    "placeholder": ("example_answer.txt", "example_pair_answer.txt", "example_two_answer.txt"),
+    "concrete": ("example_concrete_answer.txt", "example_concrete_pair_answer.txt", "example_concrete_two_answer.txt"),
+}
+EXAMPLE_STYLES = tuple(_ANSWERS)
 
 
 @cache
@@ -230,12 +239,15 @@ def worked_examples(tools: Any, example: Any = None) -> list[Worked]:
     ]
 
 
-def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
+def placeholder_examples(tool_list: list[Any], style: str = "placeholder") -> list[Worked]:
     """Worked examples for tools that come without any: one call, a question answered without
     tools, two calls of the same tool in one reply, and (when a second tool takes arguments) two
     tools called in one reply, built from the tools of the set. Each task
     names the values its calls use: a model that sees where a call's values come from takes them
-    from its own question, not from the placeholder."""
+    from its own question, not from the placeholder. ``style`` (EXAMPLE_STYLES) is how results
+    and answers read."""
+    if style not in EXAMPLE_STYLES:
+        raise ValueError(f"unknown example style {style!r}: one of {', '.join(EXAMPLE_STYLES)}")
     if not tool_list:
         return []
     chosen = _example_tool(tool_list, None)
@@ -243,31 +255,44 @@ def placeholder_examples(tool_list: list[Any]) -> list[Worked]:
     props = chosen.properties
     others = {k: _schema.other_value(v, props.get(k) or {}) for k, v in args.items()}
     fields = {"name": chosen.name, "values": _described(args), "others": _described(others)}
-    result = template("example_result.txt").substitute(fields)
+    if style == "concrete":
+        first, second = template("example_concrete_results.txt").substitute().split()
+        fields.update(result=first, result2=second)
+        results = (first, second)
+    else:
+        result = template("example_result.txt").substitute(fields)
+        results = (result, result)
+    answers = _ANSWERS[style]
     # The order matters to the 0.5B (BFCL dev, docs/bench.md): with the question answered without
     # tools first, it answered single-call questions ("the weather in Paris") in words; shown
     # last, it called a tool on most of BFCL's irrelevance items.
     return [
         Worked(
             template("example_task.txt").substitute(fields),
-            [(chosen.name, args, result)],
-            template("example_answer.txt").substitute(fields),
+            [(chosen.name, args, results[0])],
+            template(answers[0]).substitute(fields),
         ),
         Worked(
             template("example_direct_task.txt").substitute(), [], template("example_direct_answer.txt").substitute()
         ),
         Worked(
             template("example_pair_task.txt").substitute(fields),
-            [(chosen.name, args, result), (chosen.name, others, result)],
-            template("example_pair_answer.txt").substitute(fields),
+            [(chosen.name, args, results[0]), (chosen.name, others, results[1])],
+            template(answers[1]).substitute(fields),
             replies=(2,),
         ),
-        *_two_tools(tool_list, chosen, args, result, fields),
+        *_two_tools(tool_list, chosen, args, results, fields, answers[2], style),
     ]
 
 
 def _two_tools(
-    tool_list: list[Any], chosen: Any, args: dict[str, Any], result: str, fields: dict[str, str]
+    tool_list: list[Any],
+    chosen: Any,
+    args: dict[str, Any],
+    results: tuple[str, str],
+    fields: dict[str, str],
+    answer: str,
+    style: str,
 ) -> list[Worked]:
     """Two different tools called in one reply (tuned on BFCL dev: questions asking for two
     functions got one call without it); none when no other tool takes arguments. ``fields``
@@ -277,12 +302,12 @@ def _two_tools(
         return []
     args2 = example_args(second)
     fields = {**fields, "name2": second.name, "values2": _described(args2)}
-    result2 = template("example_result.txt").substitute(name=second.name)
+    result2 = results[1] if style == "concrete" else template("example_result.txt").substitute(name=second.name)
     return [
         Worked(
             template("example_two_task.txt").substitute(fields),
-            [(chosen.name, args, result), (second.name, args2, result2)],
-            template("example_two_answer.txt").substitute(fields),
+            [(chosen.name, args, results[0]), (second.name, args2, result2)],
+            template(answer).substitute(fields),
             replies=(2,),
         )
     ]

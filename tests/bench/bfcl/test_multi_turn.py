@@ -177,3 +177,14 @@ def test_a_grouped_listing_shortens_the_prompt_and_still_scores_the_ground_truth
     bfcl = ScriptedBackend(_reference(item, bfcl=True))
     run_multi_turn(item, "bfcl-prompt", bfcl, chat_format="chatml", settings=Settings(grouped_listing=True), options={})
     assert "descriptions all begin" not in bfcl.prompts[0]
+
+
+def test_the_concrete_example_style_reaches_the_text_modes_and_still_scores_the_ground_truth(wheel) -> None:
+    item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
+    plain, concrete = ScriptedBackend(_reference(item)), ScriptedBackend(_reference(item))
+    run_multi_turn(item, "text", plain, chat_format="chatml", settings=Settings(), options={})
+    out = run_multi_turn(
+        item, "text", concrete, chat_format="chatml", settings=Settings(example_style="concrete"), options={}
+    )
+    assert out["success"] and "returned)" in plain.prompts[0]
+    assert "returned)" not in concrete.prompts[0] and "ANSWER: The result is 42." in concrete.prompts[0]
