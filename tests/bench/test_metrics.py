@@ -11,6 +11,7 @@ from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import metrics as M
 from textagent.bench.runner import Settings, run_episode
 from textagent.bench.tasks import load_tasks, parse_task
+from textagent.prompts import EXAMPLE_STYLES, placeholder_examples
 from textagent.steps import Note
 
 SUITE = {t.id: t for t in load_tasks()}
@@ -308,6 +309,32 @@ def test_answers_copying_a_placeholder_example_are_counted():
         assert copied_example(copied), copied
     for fine in ("The factorial of 5 is 120.", "It returned to Paris.", "The search returned 3 results.", None, ""):
         assert not copied_example(fine), fine
+    for fine in ("The result is 420.", "Between 42 and 170.", "The result is 42 metres."):
+        assert not copied_example(fine), fine
+
+
+@pytest.mark.parametrize("style", EXAMPLE_STYLES)
+def test_every_answer_of_the_made_up_examples_counts_as_copied(style):
+    """The check follows the templates: each answer a placeholder example shows, in each style,
+    is what the report counts when a model writes it as its own."""
+    from textagent.bench.metrics import copied_example
+    from textagent.tools import tool
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return city
+
+    @tool
+    def clock(zone: str) -> str:
+        """The time in a zone."""
+        return zone
+
+    examples = placeholder_examples([weather, clock], style)
+    answers = [w.answer for w in examples if w.calls]
+    assert len(answers) == 3
+    for answer in answers:
+        assert copied_example(answer), answer
 
 
 def test_skipped_calls_count_items_that_needed_one():

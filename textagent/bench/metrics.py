@@ -298,8 +298,13 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
 
 
 # The phrases of the placeholder worked examples (prompts/common/example_*.txt) that a model copies
-# into its answers: "math_factorial returned: 120", "(what f returned)", "returned a result each".
-_COPIED = re.compile(r"\b[\w.]+ returned: |\(what [\w.]+ returned\)|returned a result (?:for )?each\b", re.I)
+# into its answers: "math_factorial returned: 120", "(what f returned)", "returned a result each";
+# and of the concrete style's, whose made-up results are 42 and 17 ("The result is 42.").
+_COPIED = re.compile(
+    r"\b[\w.]+ returned: |\(what [\w.]+ returned\)|returned a result (?:for )?each\b"
+    r"|\b42 and 17\b|^\s*the result is 42\.?\s*$",
+    re.I,
+)
 
 
 def copied_example(answer: Any) -> bool:
