@@ -305,6 +305,8 @@ def test_answers_copying_a_placeholder_example_are_counted():
         "The field is (what magnetic_field.calculate returned).",
         "restaurant.search and flight.search returned a result each.",
         "f returned a result for each.",
+        "The result is 17.",
+        "The answers are 42 and 17.",
     ):
         assert copied_example(copied), copied
     for fine in ("The factorial of 5 is 120.", "It returned to Paris.", "The search returned 3 results.", None, ""):

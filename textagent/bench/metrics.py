@@ -299,10 +299,11 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
 
 # The phrases of the placeholder worked examples (prompts/common/example_*.txt) that a model copies
 # into its answers: "math_factorial returned: 120", "(what f returned)", "returned a result each";
-# and of the concrete style's, whose made-up results are 42 and 17 ("The result is 42.").
+# and of the concrete style's, whose made-up results are 42 and 17 ("The result is 42.", and "The
+# result is 17." after a call whose result the model had not seen).
 _COPIED = re.compile(
     r"\b[\w.]+ returned: |\(what [\w.]+ returned\)|returned a result (?:for )?each\b"
-    r"|\b42 and 17\b|^\s*the result is 42\.?\s*$",
+    r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$",
     re.I,
 )
 
