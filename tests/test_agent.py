@@ -278,6 +278,22 @@ def test_a_tool_set_without_an_example_gets_one_built_from_its_tools():
     assert 'TOOL: lookup ARGS: {"word": ' in backend.prompts[0]
 
 
+def test_the_example_style_reads_the_built_examples_and_an_unknown_one_is_refused():
+    @tool
+    def lookup(word: str) -> str:
+        """Look a word up."""
+        return word
+
+    _, plain = run(["ANSWER: x"], tools=[lookup])
+    _, concrete = run(["ANSWER: x"], tools=[lookup], example_style="concrete")
+    assert "(what lookup returned)" in plain.prompts[0] and "The result is 42." not in plain.prompts[0]
+    assert "ANSWER: The result is 42." in concrete.prompts[0] and "returned)" not in concrete.prompts[0]
+    _, own = run(["ANSWER: x"], example_style="concrete")  # the demo tools' own examples win
+    assert "The result is 42." not in own.prompts[0]
+    with pytest.raises(ValueError, match="unknown example style 'fancy'; choose one of placeholder, concrete"):
+        Agent(ScriptedBackend(["ANSWER: x"]), [lookup], example_style="fancy")
+
+
 # -- stop reasons ------------------------------------------------------------------------------
 
 

@@ -326,6 +326,28 @@ def test_tools_option_loads_demo_names_and_module_functions(server, capsys):
     assert "- multiply: " in prompt and "- calculate: " in prompt and "get_weather" not in prompt
 
 
+def test_example_style_option_reads_the_examples_built_for_tools_without_any(server, capsys):
+    server.json("/completion", completion("ANSWER: ok"), repeat=True)
+    prompts = []
+    for style in ("placeholder", "concrete"):
+        args = [
+            "run",
+            "--endpoint",
+            server.url,
+            "--chat-format",
+            "chatml",
+            "--tools",
+            "textagent.toolkits.demo:multiply",
+        ]
+        code, _, _ = run_cli(capsys, *args, "--example-style", style, "q")
+        assert code == 0
+        prompts.append(server.bodies("/completion")[-1]["prompt"])
+    assert "(what multiply returned)" in prompts[0] and "ANSWER: The result is 42." in prompts[1]
+    with pytest.raises(SystemExit) as exc:
+        run_cli(capsys, "run", "--endpoint", server.url, "--example-style", "fancy", "q")
+    assert exc.value.code == 2 and "invalid choice: 'fancy'" in capsys.readouterr().err
+
+
 def test_tools_option_keeps_the_demo_examples_of_the_chosen_tools(server, capsys):
     server.json("/completion", completion("ANSWER: 36"))
     code, _, _ = run_cli(
@@ -679,10 +701,12 @@ def test_the_command_line_takes_its_choices_from_the_tables_without_loading_back
     """--api and --chat-format list what backends.APIS and templates.FORMATS offer; reading
     those tables loads no HTTP client (the backends package loads its names on first use)."""
     from textagent.backends import APIS
-    from textagent.conventions import API_CHOICES, CHAT_FORMAT_CHOICES
+    from textagent.conventions import API_CHOICES, CHAT_FORMAT_CHOICES, EXAMPLE_STYLE_CHOICES
+    from textagent.prompts import EXAMPLE_STYLES
     from textagent.templates import FORMATS
 
     assert tuple(APIS) == API_CHOICES and ("server", *FORMATS) == CHAT_FORMAT_CHOICES
+    assert EXAMPLE_STYLES == EXAMPLE_STYLE_CHOICES
     code = (
         "import sys, textagent.cli\n"
         "print(sorted(m for m in sys.modules if m == 'requests' or m.startswith('textagent.backends.')))"

@@ -50,7 +50,8 @@ class Agent:
     evaluated plus completion); ``max_seconds``; ``max_format_errors`` unusable replies in a
     row; ``reply_tokens`` one reply; ``max_calls_per_reply``; ``observation_limit`` one result,
     ``step_observation_limit`` the results of one step. ``example``: "auto", an Example, a
-    sequence of them, or None. ``checks``: textagent.checks objects (none by default).
+    sequence of them, or None; ``example_style``: how "auto"'s placeholder exchanges read
+    (prompts.EXAMPLE_STYLES). ``checks``: textagent.checks objects (none by default).
     """
 
     def __init__(
@@ -69,6 +70,7 @@ class Agent:
         chat_format: str | ChatFormat = CHATML,
         system_prompt: str | None = None,
         example: Any = "auto",
+        example_style: str = "placeholder",
         strict: bool = False,
         checks: Sequence[Check] = (),
         max_calls_per_reply: int | None = 16,
@@ -89,6 +91,11 @@ class Agent:
         self.max_calls_per_reply, self.step_observation_limit = max_calls_per_reply, step_observation_limit
         self.checks = as_checks(checks)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
+        if example_style not in prompts.EXAMPLE_STYLES:
+            raise ValueError(
+                f"unknown example style {example_style!r}; choose one of {', '.join(prompts.EXAMPLE_STYLES)}"
+            )
+        self.example_style = example_style
         self.format = get_format(chat_format)
         self.mode = get_mode(mode)
         self.auto_examples = isinstance(example, str) and example == "auto"
@@ -133,9 +140,9 @@ class Agent:
 
     def _auto_examples(self, task: str | None = None) -> list[prompts.Worked]:
         """``example="auto"``: the tools' own examples (those closest to ``task`` when the set
-        shows only some); for tools without any, placeholder exchanges built from a tool, in the
-        text modes only: they are a device of the text protocol, and a function-calling client
-        sends the server no such turns."""
+        shows only some); for tools without any, placeholder exchanges built from a tool in
+        ``example_style``, in the text modes only: they are a device of the text protocol, and a
+        function-calling client sends the server no such turns."""
         own = (
             self.tools.examples_for(task)
             if task is not None and self.tools.max_examples is not None
@@ -143,7 +150,7 @@ class Agent:
         )
         if not own and needs_of(self.mode).tools:
             return []
-        return prompts.worked_examples(self.tools, own or None)
+        return prompts.worked_examples(self.tools, own or None, self.example_style)
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:

@@ -25,6 +25,7 @@ from .conventions import (
     CHAT_FORMAT_CHOICES,
     ENV_BASE_URL,
     ENV_OLLAMA_HOST,
+    EXAMPLE_STYLE_CHOICES,
     EXIT_CODES,
     EXIT_ERROR,
     add_model_options,
@@ -232,6 +233,7 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
         backend,
         tools,
         mode=args.mode,
+        example_style=args.example_style,
         max_steps=args.max_steps,
         max_tokens=args.token_budget,
         reply_tokens=args.reply_tokens,
@@ -546,6 +548,13 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
         help="text: the text protocol (default); constrained: the same under a GBNF grammar "
         "(llama.cpp); native: the server's function calling on /v1/chat/completions "
         "(native+fallback also reads calls the model wrote as text)",
+    )
+    r.add_argument(
+        "--example-style",
+        choices=EXAMPLE_STYLE_CHOICES,
+        default="placeholder",
+        help="how the worked examples for tools without examples of their own read (--tools "
+        "module:function, --mcp): placeholder (default) or concrete (made-up results stated in words)",
     )
     r.add_argument(
         "--grammar-field",

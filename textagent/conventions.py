@@ -20,6 +20,7 @@ __all__ = [
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_OLLAMA_HOST",
+    "EXAMPLE_STYLE_CHOICES",
     "EXIT_CODES",
     "EXIT_ERROR",
     "add_model_options",
@@ -47,6 +48,9 @@ EXIT_ERROR = 1
 # "server": the chat template llama.cpp applies (asked from the server)
 API_CHOICES = tuple(APIS)
 CHAT_FORMAT_CHOICES = ("server", *FORMATS)
+# prompts.EXAMPLE_STYLES, spelled here so that a command's parser does not load the prompts (and
+# the grammar) to list them; a test holds the two equal
+EXAMPLE_STYLE_CHOICES = ("placeholder", "concrete")
 
 log = logging.getLogger(__name__)
 

@@ -92,3 +92,28 @@ def test_the_bench_gives_each_worker_slot_a_proxy_of_its_own(upstream):
     finally:
         for p in proxies:
             p.stop()
+
+
+def test_the_bench_proxy_shows_the_runs_example_style(upstream):
+    """``--example-style`` reaches the proxy the bench starts, as it reaches the text modes: the
+    proxy writes the placeholder exchanges for the client's tools in that style."""
+    from textagent.bench.bfcl.data import fetch_wheel
+    from textagent.bench.bfcl.tasks import bfcl_tasks
+    from textagent.bench.cli import _start_proxies, build_parser
+    from textagent.bench.runner import BackendFactory, Slot, run_episode
+
+    fetch_wheel()
+    item = bfcl_tasks("bfcl:simple_python")[1]  # tools without examples of their own
+    upstream.json("/props", {"total_slots": 1}, repeat=True)
+    upstream.json("/completion", said("ANSWER: 120"), repeat=True)
+    argv = ["--endpoint", upstream.url, "--chat-format", "chatml", "--modes", "proxy", "--example-style", "concrete"]
+    factory = BackendFactory(api="llamacpp", chat_format="chatml")
+    proxies = _start_proxies(build_parser().parse_args(argv), [Slot(upstream.url, 0)], factory)
+    try:
+        backend, chat_format = factory("proxy", Slot(upstream.url, 0))
+        run_episode(item, "proxy", backend, chat_format=chat_format, slot=0)
+    finally:
+        for p in proxies:
+            p.stop()
+    prompt = upstream.bodies("/completion")[0]["prompt"]
+    assert "ANSWER: The result is 42." in prompt and "returned)" not in prompt

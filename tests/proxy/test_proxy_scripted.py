@@ -18,7 +18,7 @@ from httpfake import FakeServer, closed_port_url
 from proxykit import said, start
 
 from textagent.protocol import ToolCall
-from textagent.proxy import REPAIRS_HEADER, ProxyServer, Upstream, UpstreamConfig
+from textagent.proxy import REPAIRS_HEADER, ProxyConfig, ProxyServer, Upstream, UpstreamConfig
 from textagent.steps import Step
 
 WEATHER = {
@@ -74,6 +74,25 @@ def test_a_call_comes_back_as_tool_calls(upstream, proxy):
         "Weather in Paris?<|im_end|>\n<|im_start|>assistant\n"
     )
     assert "OBSERVATION" in sent["stop"] and "grammar" not in sent
+
+
+def test_the_example_style_reads_the_placeholder_exchanges_for_the_clients_tools(upstream):
+    """``ProxyConfig(example_style=)`` (``textagent proxy --example-style``): the worked examples
+    for a client's tools without examples are shown in that style; an unknown style is refused
+    when the proxy is configured, not at its first request."""
+    upstream.json("/completion", said("ANSWER: It is sunny."), repeat=True)
+    shown = {}
+    for style in ("placeholder", "concrete"):
+        proxy = start(upstream, example_style=style)
+        try:
+            assert post(proxy, {"model": "m", "messages": ASK, "tools": [WEATHER, TIME]}).status_code == 200
+        finally:
+            proxy.stop()
+        shown[style] = prompts_sent(upstream)[-1]["prompt"]
+    assert "(what get_weather returned)" in shown["placeholder"] and "The result is 42." not in shown["placeholder"]
+    assert "The result is 42." in shown["concrete"] and "returned)" not in shown["concrete"]
+    with pytest.raises(ValueError, match="unknown example style 'bracketed'; choose one of placeholder, concrete"):
+        ProxyConfig(example_style="bracketed")
 
 
 def test_an_answer_comes_back_as_content(upstream, proxy):

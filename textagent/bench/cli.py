@@ -30,6 +30,7 @@ from .._redact import redact
 from ..conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
+    EXAMPLE_STYLE_CHOICES,
     add_model_options,
     add_prefix_cache_option,
     apply_conventions,
@@ -37,7 +38,6 @@ from ..conventions import (
 )
 from ..errors import BackendError, TextagentError
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
-from ..prompts import EXAMPLE_STYLES
 from .health import check_endpoint
 from .metrics import summarize
 from .records import meta_problem
@@ -186,10 +186,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--example-style",
-        choices=EXAMPLE_STYLES,
+        choices=EXAMPLE_STYLE_CHOICES,
         default="placeholder",
-        help="how the text modes' placeholder worked examples show a result and the answer: "
-        "'(what f returned)' (placeholder, default) or made-up values stated in words (concrete)",
+        help="how the placeholder worked examples of the text modes and the proxy show a result and "
+        "the answer: '(what f returned)' (placeholder, default) or made-up values stated in words (concrete)",
     )
     p.add_argument(
         "--native-examples",
@@ -533,7 +533,7 @@ def _print_trace(args: argparse.Namespace) -> int:
 
 
 def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: BackendFactory) -> list[Any]:
-    """A ``textagent proxy`` (text mode, default repairs) for the ``proxy`` mode: one per worker
+    """A ``textagent proxy`` (text mode, default repairs, the run's example style) for the ``proxy`` mode: one per worker
     pinned to a slot, using that slot alone (so its conversations keep their KV cache while the
     other modes' episodes run on the other slots, as every mode's do), else one per endpoint;
     the factory learns their URLs."""
@@ -557,7 +557,7 @@ def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: B
                 slots=() if slot is None else (slot,),
             )
         )
-        proxy = ProxyServer(upstream, ProxyConfig()).start()
+        proxy = ProxyServer(upstream, ProxyConfig(example_style=args.example_style)).start()
         started.append(proxy)
         if not upstream.wait(120) or upstream.state != "ready":
             for p in started:

@@ -273,10 +273,9 @@ def run_episode(  # noqa: C901
                 kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
             if settings.grouped_listing and not needs.tools:
                 kwargs["system_prompt"] = prompts.system_prompt(tools, grouped=True)
-            shown = settings.native_examples if needs.tools else settings.example_style != "placeholder"
-            if shown and not getattr(tools, "examples", ()):
-                # placeholder exchanges in the chosen style (text modes' default: "auto"); native modes
-                # see them only as the ablation
+            kwargs["example_style"] = settings.example_style  # the text modes' placeholder exchanges
+            if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
+                # the ablation: native modes shown the exchanges the text modes get ("auto" shows them none)
                 kwargs["example"] = prompts.placeholder_examples(list(tools.values()), settings.example_style)
             if settings.stream and not needs.chat:  # the text modes stream
                 kwargs["stream"] = True

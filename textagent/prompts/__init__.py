@@ -221,12 +221,12 @@ class Worked(NamedTuple):
     replies: tuple[int, ...] = ()
 
 
-def worked_examples(tools: Any, example: Any = None) -> list[Worked]:
+def worked_examples(tools: Any, example: Any = None, style: str = "placeholder") -> list[Worked]:
     """The worked examples: ``example`` is a tools.Example or a sequence of them; None builds
-    one placeholder exchange from a tool of the set (none for an empty set)."""
+    placeholder exchanges from the tools of the set, in ``style`` (none for an empty set)."""
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
     if example is None:
-        return placeholder_examples(tool_list)
+        return placeholder_examples(tool_list, style)
     examples = [example] if hasattr(example, "calls") else list(example)
     return [
         Worked(

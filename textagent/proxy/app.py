@@ -44,6 +44,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .. import prompts
 from ..errors import BackendError
 from ..trace import json_line
 from .convert import ChatRequest, ReplyMemory, TooDeep, loads, message_key, parse_request, transcript
@@ -74,6 +75,13 @@ class ProxyConfig:
     header_timeout: float = 10.0  # seconds to receive a request's headers (slower: closed)
     max_queue: int = 64  # requests read or waiting for a slot at once (more: 503)
     allowed_origins: tuple[str, ...] = ()  # web origins allowed without an API key ("*": any)
+    example_style: str = "placeholder"  # how placeholder examples read (prompts.EXAMPLE_STYLES)
+
+    def __post_init__(self) -> None:
+        if self.example_style not in prompts.EXAMPLE_STYLES:
+            raise ValueError(
+                f"unknown example style {self.example_style!r}; choose one of {', '.join(prompts.EXAMPLE_STYLES)}"
+            )
 
 
 class _JSON(JSONResponse):
@@ -514,7 +522,9 @@ class ProxyApp:
             )
             self.upstream.require()
             self.upstream.backend_for(chat_request.sampling)  # a field the upstream cannot take: 400 now
-            turns = await anyio.to_thread.run_sync(transcript, chat_request, self.memory, limiter=self.limiter("cpu"))
+            turns = await anyio.to_thread.run_sync(
+                transcript, chat_request, self.memory, self.config.example_style, limiter=self.limiter("cpu")
+            )
             model = chat_request.model or self.upstream.model
             if chat_request.stream:
                 streamed = True

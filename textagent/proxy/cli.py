@@ -20,6 +20,7 @@ from ..conventions import (
     ENV_API_KEY,
     ENV_BASE_URL,
     ENV_OLLAMA_HOST,
+    EXAMPLE_STYLE_CHOICES,
     EXIT_ERROR,
     add_prefix_cache_option,
     gguf_help,
@@ -64,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="text: free generation, parsed and repaired (default); constrained: the upstream is held "
         "to the tools' GBNF grammar (llama.cpp)",
+    )
+    p.add_argument(
+        "--example-style",
+        choices=EXAMPLE_STYLE_CHOICES,
+        default="placeholder",
+        help="how the worked examples for a client's tools without examples read: placeholder "
+        "(default: bracketed results to fill in) or concrete (made-up results stated in words; "
+        "tried on BFCL dev, not the default: docs/bench.md)",
     )
     p.add_argument(
         "--chat-format",
@@ -245,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901
         trace_dir=trace_dir,
         max_queue=args.max_queue,
         allowed_origins=tuple(args.allow_origin),
+        example_style=args.example_style,
     )
     warning = exposure_warning(args.host, config.api_key)
     if warning:

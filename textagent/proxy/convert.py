@@ -433,21 +433,24 @@ def _assistant_text(message: Mapping[str, Any]) -> str:
     return "ANSWER: " + message.get("content", "")
 
 
-def transcript(request: ChatRequest, memory: ReplyMemory | None = None) -> list[dict[str, str]]:  # noqa: C901
+def transcript(  # noqa: C901
+    request: ChatRequest, memory: ReplyMemory | None = None, example_style: str = "placeholder"
+) -> list[dict[str, str]]:
     """The conversation as text-protocol turns (system, then user and assistant alternating,
     ending with a user turn, or with an assistant turn the model continues: a prefill), ready
     for ``ChatFormat.render``. ProxyError 400 when it cannot be one (an assistant turn before
     any user turn, or calls without their results at the end). Under ``response_format`` a
     final assistant message is the answer to write as JSON (a user turn asks for it).
     Linear in the conversation: consecutive user and tool messages are joined once, and the
-    keys that look up the model's own replies are a running hash."""
+    keys that look up the model's own replies are a running hash. Tools without examples of
+    their own get placeholder exchanges in ``example_style`` (prompts.EXAMPLE_STYLES)."""
     system_texts = [m["content"] for m in request.messages if m["role"] == "system" and m["content"].strip()]
     if request.format is not None:
         system_texts.append(request.format.instruction())
     system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
     turns: list[dict[str, str]] = [
         {"role": "system", "content": system},
-        *prompts.example_turns(prompts.worked_examples(request.tools, request.tools.examples or None)),
+        *prompts.example_turns(prompts.worked_examples(request.tools, request.tools.examples or None, example_style)),
     ]
     names: dict[str, str] = {}
     keys = _Keys()

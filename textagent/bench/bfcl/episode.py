@@ -22,7 +22,7 @@ from ...agent import Agent
 from ...backends.base import Usage
 from ...checks import from_names
 from ...modes import mode_needs
-from ...prompts import placeholder_examples, system_prompt
+from ...prompts import system_prompt
 from ...tools import Tool, ToolSet
 from ..baseline import AGENT_OPTIONS, NoFeedbackTextMode
 from .multi_turn import MAX_CALL_STEPS, MultiTurnItem, Simulator, call_string, score_item
@@ -87,8 +87,7 @@ def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any, tools: Any) -> 
         kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
     if settings.grouped_listing and mode in ("text", "constrained", "text-no-feedback"):
         kwargs["system_prompt"] = system_prompt(tools, grouped=True)  # the words descriptions share, said once
-    if settings.example_style != "placeholder" and mode in ("text", "constrained", "text-no-feedback"):
-        kwargs["example"] = placeholder_examples(list(tools.values()), settings.example_style)
+    kwargs["example_style"] = settings.example_style  # the text modes' placeholder exchanges
     if settings.stream and not mode_needs(mode).chat:
         kwargs["stream"] = True
     return kwargs
