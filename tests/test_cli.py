@@ -329,16 +329,8 @@ def test_tools_option_loads_demo_names_and_module_functions(server, capsys):
 def test_example_style_option_reads_the_examples_built_for_tools_without_any(server, capsys):
     server.json("/completion", completion("ANSWER: ok"), repeat=True)
     prompts = []
+    args = ["run", "--endpoint", server.url, "--chat-format", "chatml", "--tools", "textagent.toolkits.demo:multiply"]
     for style in ("placeholder", "concrete"):
-        args = [
-            "run",
-            "--endpoint",
-            server.url,
-            "--chat-format",
-            "chatml",
-            "--tools",
-            "textagent.toolkits.demo:multiply",
-        ]
         code, _, _ = run_cli(capsys, *args, "--example-style", style, "q")
         assert code == 0
         prompts.append(server.bodies("/completion")[-1]["prompt"])

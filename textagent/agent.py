@@ -91,11 +91,7 @@ class Agent:
         self.max_calls_per_reply, self.step_observation_limit = max_calls_per_reply, step_observation_limit
         self.checks = as_checks(checks)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
-        if example_style not in prompts.EXAMPLE_STYLES:
-            raise ValueError(
-                f"unknown example style {example_style!r}; choose one of {', '.join(prompts.EXAMPLE_STYLES)}"
-            )
-        self.example_style = example_style
+        self.example_style = prompts.example_style(example_style)
         self.format = get_format(chat_format)
         self.mode = get_mode(mode)
         self.auto_examples = isinstance(example, str) and example == "auto"

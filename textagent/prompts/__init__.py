@@ -28,6 +28,7 @@ __all__ = [
     "describe_tool",
     "example_args",
     "example_call",
+    "example_style",
     "example_turns",
     "feedback",
     "for_family",
@@ -52,6 +53,13 @@ _ANSWERS = {  # style: the answers of the one-call, the pair and the two-tool ex
     "concrete": ("example_concrete_answer.txt", "example_concrete_pair_answer.txt", "example_concrete_two_answer.txt"),
 }
 EXAMPLE_STYLES = tuple(_ANSWERS)
+
+
+def example_style(style: str) -> str:
+    """``style`` if it names an example style (EXAMPLE_STYLES); else ValueError, worded for a user."""
+    if style not in EXAMPLE_STYLES:
+        raise ValueError(f"unknown example style {style!r}; choose one of {', '.join(EXAMPLE_STYLES)}")
+    return style
 
 
 @cache
@@ -246,8 +254,7 @@ def placeholder_examples(tool_list: list[Any], style: str = "placeholder") -> li
     names the values its calls use: a model that sees where a call's values come from takes them
     from its own question, not from the placeholder. ``style`` (EXAMPLE_STYLES) is how results
     and answers read."""
-    if style not in EXAMPLE_STYLES:
-        raise ValueError(f"unknown example style {style!r}: one of {', '.join(EXAMPLE_STYLES)}")
+    example_style(style)
     if not tool_list:
         return []
     chosen = _example_tool(tool_list, None)

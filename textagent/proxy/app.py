@@ -78,10 +78,7 @@ class ProxyConfig:
     example_style: str = "placeholder"  # how placeholder examples read (prompts.EXAMPLE_STYLES)
 
     def __post_init__(self) -> None:
-        if self.example_style not in prompts.EXAMPLE_STYLES:
-            raise ValueError(
-                f"unknown example style {self.example_style!r}; choose one of {', '.join(prompts.EXAMPLE_STYLES)}"
-            )
+        prompts.example_style(self.example_style)
 
 
 class _JSON(JSONResponse):
