@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import paired
-from ..metrics import episode_tokens, latest_records, wilson
+from ..metrics import copied_example, episode_tokens, latest_records, wilson
 
-__all__ = ["multi_turn_rows", "render_multi_turn", "turn_outcomes"]
+__all__ = ["multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
 
 
 def _records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -36,6 +36,15 @@ def turn_outcomes(records: Sequence[Mapping[str, Any]], mode: str) -> dict[tuple
         for k in range(int(mt.get("turns") or 0)):
             out[(str(r["task"]), int(r.get("repeat", 0)), k)] = k < int(mt.get("turns_right") or 0)
     return out
+
+
+def turn_answers(record: Mapping[str, Any]) -> list[str]:
+    """The answers that ended the turns of one item, in order (each turn's ``result`` in the trace)."""
+    return [
+        str(s.get("answer"))
+        for s in record.get("trace") or ()
+        if isinstance(s, Mapping) and s.get("type") == "result" and s.get("answer") is not None
+    ]
 
 
 def _pct(k: int, n: int) -> str:
@@ -59,6 +68,7 @@ def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) 
             mts = [r["multi_turn"] for r in mine]
             turns = sum(int(m.get("turns") or 0) for m in mts)
             right_turns = sum(int(m.get("turns_right") or 0) for m in mts)
+            answers = [a for r in mine for a in turn_answers(r)]
             rows.append(
                 [
                     category,
@@ -69,6 +79,7 @@ def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) 
                     f"{sum(int(m.get('empty_turns') or 0) for m in mts)}/{turns}",
                     f"{sum(int(m.get('format_errors') or 0) for m in mts) / n:.2f}",
                     f"{sum(int(m.get('refused_calls') or 0) for m in mts) / n:.2f}",
+                    f"{sum(copied_example(a) for a in answers)}/{len(answers)}",
                     f"{sum(int(r.get('steps') or 0) for r in mine) / n:.1f}",
                     f"{sum(episode_tokens(r.get('usage')) for r in mine) / n:,.0f}",
                     f"{sum(float(r.get('seconds') or 0) for r in mine) / n:.0f} s",
@@ -86,6 +97,7 @@ _HEADER = [
     "empty turns",
     "format errors / item",
     "refused calls / item",
+    "answers copying an example",
     "steps / item",
     "tokens / item",
     "time / item",
@@ -96,7 +108,8 @@ _EXPLAIN = (
     "again (BFCL's limit; the item fails). Empty turns: turns whose ground truth has calls in which no call "
     "ran. Format errors: replies that did not parse (text modes; each was answered with feedback, or ended "
     "the turn in `text-no-feedback` and `bfcl-prompt`). Refused calls: calls not run because the tool is "
-    "unknown or the arguments do not fit its schema (the model is told why). Tokens: prompt tokens the "
+    "unknown or the arguments do not fit its schema (the model is told why). Answers copying an example: turns ended by an answer that holds a phrase "
+    "of a worked example instead of a result (bench.metrics.copied_example). Tokens: prompt tokens the "
     "server evaluated plus tokens generated."
 )
 

@@ -1,0 +1,64 @@
+"""The BFCL multi-turn section of the bench report: rows, copied answers, pairs on items and turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textagent.bench.bfcl.multi_report import multi_turn_rows, render_multi_turn, turn_answers, turn_outcomes
+
+
+def _record(task: str, mode: str, turns_right: int, answers: list[str | None], **mt: Any) -> dict[str, Any]:
+    trace: list[dict[str, Any]] = [{"type": "start", "task": "q"}]
+    for answer in answers:
+        trace += [{"type": "step", "raw": f"ANSWER: {answer}"}, {"type": "result", "answer": answer}]
+    return {
+        "task": task,
+        "kind": "multi_turn_base",
+        "mode": mode,
+        "repeat": 0,
+        "success": turns_right == len(answers),
+        "stop_reason": "answer",
+        "steps": 2 * len(answers),
+        "seconds": 10.0,
+        "usage": {"prompt_evaluated": 100, "completion_tokens": 20},
+        "trace": trace,
+        "multi_turn": {"turns": len(answers), "turns_right": turns_right, **mt},
+    }
+
+
+def test_turn_answers_are_the_answers_that_ended_each_turn():
+    record = _record("multi_turn_base_1", "text", 1, ["Done.", None, "find returned a result each."])
+    assert turn_answers(record) == ["Done.", "find returned a result each."]
+
+
+def test_rows_count_answers_copying_an_example_per_mode():
+    records = [
+        _record("multi_turn_base_1", "text", 2, ["The file is moved.", "It holds 3 lines."]),
+        _record("multi_turn_base_1", "proxy", 1, ["cat and echo returned a result each.", "The result is 42."]),
+    ]
+    rows = {row[1]: row for row in multi_turn_rows(records, ["text", "proxy"])}
+    copied = 8  # the column after "refused calls / item"
+    assert rows["text"][copied] == "0/2" and rows["proxy"][copied] == "2/2"
+    assert rows["text"][2].endswith("1/1") and rows["proxy"][2].endswith("0/1")
+
+
+def test_turn_outcomes_count_a_turn_right_only_when_every_turn_before_it_is():
+    records = [_record("multi_turn_base_1", "text", 1, ["a", "b", "c"])]
+    assert turn_outcomes(records, "text") == {
+        ("multi_turn_base_1", 0, 0): True,
+        ("multi_turn_base_1", 0, 1): False,
+        ("multi_turn_base_1", 0, 2): False,
+    }
+
+
+def test_section_pairs_the_modes_on_items_and_on_turns_and_skips_failed_episodes():
+    records = [
+        _record("multi_turn_base_1", "text", 2, ["a", "b"]),
+        _record("multi_turn_base_1", "native", 0, ["a", "b"]),
+        {**_record("multi_turn_base_2", "native", 0, ["a"]), "stop_reason": "backend_error"},
+    ]
+    text = render_multi_turn(records, ["text", "native"])
+    assert "| multi_turn_base | native |" in text and "1/1" in text
+    assert "### Paired, on items" in text and "### Paired, on turns" in text
+    assert "| text − native | 1 |" in text and "| text − native | 2 |" in text
+    assert render_multi_turn([r for r in records if r["mode"] == "x"], ["text"]) == ""
