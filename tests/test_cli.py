@@ -693,12 +693,13 @@ def test_the_command_line_takes_its_choices_from_the_tables_without_loading_back
     """--api and --chat-format list what backends.APIS and templates.FORMATS offer; reading
     those tables loads no HTTP client (the backends package loads its names on first use)."""
     from textagent.backends import APIS
-    from textagent.conventions import API_CHOICES, CHAT_FORMAT_CHOICES, EXAMPLE_STYLE_CHOICES
+    from textagent.conventions import API_CHOICES, CHAT_FORMAT_CHOICES, DEFAULT_EXAMPLE_STYLE, EXAMPLE_STYLE_CHOICES
+    from textagent.prompts import DEFAULT_EXAMPLE_STYLE as PROMPTS_DEFAULT
     from textagent.prompts import EXAMPLE_STYLES
     from textagent.templates import FORMATS
 
     assert tuple(APIS) == API_CHOICES and ("server", *FORMATS) == CHAT_FORMAT_CHOICES
-    assert EXAMPLE_STYLES == EXAMPLE_STYLE_CHOICES
+    assert EXAMPLE_STYLES == EXAMPLE_STYLE_CHOICES and DEFAULT_EXAMPLE_STYLE == PROMPTS_DEFAULT
     code = (
         "import sys, textagent.cli\n"
         "print(sorted(m for m in sys.modules if m == 'requests' or m.startswith('textagent.backends.')))"

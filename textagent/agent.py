@@ -70,7 +70,7 @@ class Agent:
         chat_format: str | ChatFormat = CHATML,
         system_prompt: str | None = None,
         example: Any = "auto",
-        example_style: str = "placeholder",
+        example_style: str = prompts.DEFAULT_EXAMPLE_STYLE,
         strict: bool = False,
         checks: Sequence[Check] = (),
         max_calls_per_reply: int | None = 16,

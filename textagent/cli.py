@@ -25,9 +25,9 @@ from .conventions import (
     CHAT_FORMAT_CHOICES,
     ENV_BASE_URL,
     ENV_OLLAMA_HOST,
-    EXAMPLE_STYLE_CHOICES,
     EXIT_CODES,
     EXIT_ERROR,
+    add_example_style_option,
     add_model_options,
     add_prefix_cache_option,
     add_token_options,
@@ -549,12 +549,8 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
         "(llama.cpp); native: the server's function calling on /v1/chat/completions "
         "(native+fallback also reads calls the model wrote as text)",
     )
-    r.add_argument(
-        "--example-style",
-        choices=EXAMPLE_STYLE_CHOICES,
-        default="placeholder",
-        help="how the worked examples for tools without examples of their own read (--tools "
-        "module:function, --mcp): placeholder (default) or concrete (made-up results stated in words)",
+    add_example_style_option(
+        r, "the worked examples for tools without examples of their own (--tools module:function, --mcp)"
     )
     r.add_argument(
         "--grammar-field",

@@ -17,12 +17,14 @@ from .templates import FORMATS
 __all__ = [
     "API_CHOICES",
     "CHAT_FORMAT_CHOICES",
+    "DEFAULT_EXAMPLE_STYLE",
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_OLLAMA_HOST",
     "EXAMPLE_STYLE_CHOICES",
     "EXIT_CODES",
     "EXIT_ERROR",
+    "add_example_style_option",
     "add_model_options",
     "add_token_options",
     "apply_conventions",
@@ -48,9 +50,10 @@ EXIT_ERROR = 1
 # "server": the chat template llama.cpp applies (asked from the server)
 API_CHOICES = tuple(APIS)
 CHAT_FORMAT_CHOICES = ("server", *FORMATS)
-# prompts.EXAMPLE_STYLES, spelled here so that a command's parser does not load the prompts (and
+# prompts.EXAMPLE_STYLES and its default, spelled here so that a command's parser does not load the prompts (and
 # the grammar) to list them; a test holds the two equal
 EXAMPLE_STYLE_CHOICES = ("placeholder", "concrete")
+DEFAULT_EXAMPLE_STYLE = "placeholder"  # prompts.DEFAULT_EXAMPLE_STYLE, the same way
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +115,17 @@ def add_token_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token-budget", type=positive(int), help="token budget for the whole run")
     p.add_argument("--reply-tokens", type=positive(int), default=512, help="max tokens of one reply (default 512)")
     p.add_argument("--max-tokens", type=positive(int), dest="old_budget", help=argparse.SUPPRESS)  # deprecated
+
+
+def add_example_style_option(p: argparse.ArgumentParser, examples: str) -> None:
+    """--example-style: how ``examples`` (the worked examples built for tools without their own) read."""
+    p.add_argument(
+        "--example-style",
+        choices=EXAMPLE_STYLE_CHOICES,
+        default=DEFAULT_EXAMPLE_STYLE,
+        help=f"how {examples} read: placeholder (bracketed results to fill in, '(what f returned)') or "
+        "concrete (made-up results stated in words, 'The result is 42.'); default %(default)s (docs/bench.md)",
+    )
 
 
 def ollama_url(host: str) -> str:

@@ -278,3 +278,11 @@ def test_compare_counts_the_episodes_whose_replies_are_the_same_word_for_word(tm
     text = REP.compare_runs(a, b)
     assert "Same replies, word for word: 6 of the 7 episodes both ran." in text
     assert f"They part in 1, e.g. `{episodes[2]['task']}` (repeat 0) at reply {len(steps)}." in text
+
+
+def test_settings_line_names_the_example_style_and_an_older_run_read_as_placeholder(tmp_path):
+    settings = {"reply_tokens": 256, "temperature": 0.0, "seed": 0, "max_seconds": 300}
+    run = make_run(tmp_path / "a", meta={"settings": {**settings, "example_style": "concrete"}})
+    assert "worked examples in the concrete style (`--example-style`)" in REP.render_markdown(*REP.load_run(run))
+    old = make_run(tmp_path / "b", meta={"settings": settings})
+    assert "worked examples in the placeholder style" in REP.render_markdown(*REP.load_run(old))

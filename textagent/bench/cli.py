@@ -30,7 +30,7 @@ from .._redact import redact
 from ..conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
-    EXAMPLE_STYLE_CHOICES,
+    add_example_style_option,
     add_model_options,
     add_prefix_cache_option,
     apply_conventions,
@@ -184,13 +184,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="text modes: words the tools' descriptions share (BFCL's multi-turn class paragraph) are "
         "said once above them, not in every description (about half the system prompt on BFCL multi-turn)",
     )
-    p.add_argument(
-        "--example-style",
-        choices=EXAMPLE_STYLE_CHOICES,
-        default="placeholder",
-        help="how the placeholder worked examples of the text modes and the proxy show a result and "
-        "the answer: '(what f returned)' (placeholder, default) or made-up values stated in words (concrete)",
-    )
+    add_example_style_option(p, "the worked examples of the text modes and the proxy for tools without their own")
     p.add_argument(
         "--native-examples",
         action="store_true",

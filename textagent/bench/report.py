@@ -173,11 +173,8 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
                 else ""
             )
             + (", text modes list the tools grouped (`--grouped-listing`)" if st.get("grouped_listing") else "")
-            + (
-                f", placeholder examples in the {st['example_style']} style (`--example-style`)"
-                if st.get("example_style", "placeholder") != "placeholder"
-                else ""
-            )
+            # a run from before the option had the placeholder style
+            + f", worked examples in the {st.get('example_style', 'placeholder')} style (`--example-style`)"
         )
     if len(meta.get("commands", [])) > 1:
         facts.append(

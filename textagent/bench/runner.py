@@ -87,7 +87,7 @@ class Settings:
     first_reply: bool = False  # BFCL: stop each episode after its first reply (BFCL's own view)
     native_examples: bool = False  # ablation: native modes shown the text modes' placeholder examples
     grouped_listing: bool = False  # text modes: words the tools' descriptions share said once (prompts.tool_listing)
-    example_style: str = "placeholder"  # how placeholder examples show results (prompts.EXAMPLE_STYLES)
+    example_style: str = prompts.DEFAULT_EXAMPLE_STYLE  # how placeholder examples show results (prompts.EXAMPLE_STYLES)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ..protocol.binding import tool_specs
 from ..protocol.types import NAME_RE
 
 __all__ = [
+    "DEFAULT_EXAMPLE_STYLE",
     "EXAMPLE_STYLES",
     "FAMILIES",
     "Prompts",
@@ -53,6 +54,7 @@ _ANSWERS = {  # style: the answers of the one-call, the pair and the two-tool ex
     "concrete": ("example_concrete_answer.txt", "example_concrete_pair_answer.txt", "example_concrete_two_answer.txt"),
 }
 EXAMPLE_STYLES = tuple(_ANSWERS)
+DEFAULT_EXAMPLE_STYLE = "placeholder"
 
 
 def example_style(style: str) -> str:
@@ -229,7 +231,7 @@ class Worked(NamedTuple):
     replies: tuple[int, ...] = ()
 
 
-def worked_examples(tools: Any, example: Any = None, style: str = "placeholder") -> list[Worked]:
+def worked_examples(tools: Any, example: Any = None, style: str = DEFAULT_EXAMPLE_STYLE) -> list[Worked]:
     """The worked examples: ``example`` is a tools.Example or a sequence of them; None builds
     placeholder exchanges from the tools of the set, in ``style`` (none for an empty set)."""
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
@@ -247,7 +249,7 @@ def worked_examples(tools: Any, example: Any = None, style: str = "placeholder")
     ]
 
 
-def placeholder_examples(tool_list: list[Any], style: str = "placeholder") -> list[Worked]:
+def placeholder_examples(tool_list: list[Any], style: str = DEFAULT_EXAMPLE_STYLE) -> list[Worked]:
     """Worked examples for tools that come without any: one call, a question answered without
     tools, two calls of the same tool in one reply, and (when a second tool takes arguments) two
     tools called in one reply, built from the tools of the set. Each task

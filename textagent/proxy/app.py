@@ -75,7 +75,7 @@ class ProxyConfig:
     header_timeout: float = 10.0  # seconds to receive a request's headers (slower: closed)
     max_queue: int = 64  # requests read or waiting for a slot at once (more: 503)
     allowed_origins: tuple[str, ...] = ()  # web origins allowed without an API key ("*": any)
-    example_style: str = "placeholder"  # how placeholder examples read (prompts.EXAMPLE_STYLES)
+    example_style: str = prompts.DEFAULT_EXAMPLE_STYLE  # how placeholder examples read (prompts.EXAMPLE_STYLES)
 
     def __post_init__(self) -> None:
         prompts.example_style(self.example_style)

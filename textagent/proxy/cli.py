@@ -20,8 +20,8 @@ from ..conventions import (
     ENV_API_KEY,
     ENV_BASE_URL,
     ENV_OLLAMA_HOST,
-    EXAMPLE_STYLE_CHOICES,
     EXIT_ERROR,
+    add_example_style_option,
     add_prefix_cache_option,
     gguf_help,
     ollama_url,
@@ -66,14 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="text: free generation, parsed and repaired (default); constrained: the upstream is held "
         "to the tools' GBNF grammar (llama.cpp)",
     )
-    p.add_argument(
-        "--example-style",
-        choices=EXAMPLE_STYLE_CHOICES,
-        default="placeholder",
-        help="how the worked examples for a client's tools without examples read: placeholder "
-        "(default: bracketed results to fill in) or concrete (made-up results stated in words; "
-        "tried on BFCL dev, not the default: docs/bench.md)",
-    )
+    add_example_style_option(p, "the worked examples for a client's tools read")
     p.add_argument(
         "--chat-format",
         choices=CHAT_FORMAT_CHOICES,

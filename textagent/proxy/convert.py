@@ -434,7 +434,7 @@ def _assistant_text(message: Mapping[str, Any]) -> str:
 
 
 def transcript(  # noqa: C901
-    request: ChatRequest, memory: ReplyMemory | None = None, example_style: str = "placeholder"
+    request: ChatRequest, memory: ReplyMemory | None = None, example_style: str = prompts.DEFAULT_EXAMPLE_STYLE
 ) -> list[dict[str, str]]:
     """The conversation as text-protocol turns (system, then user and assistant alternating,
     ending with a user turn, or with an assistant turn the model continues: a prefill), ready
