@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="text: free generation, parsed and repaired (default); constrained: the upstream is held "
         "to the tools' GBNF grammar (llama.cpp)",
     )
-    add_example_style_option(p, "the worked examples for a client's tools read")
+    add_example_style_option(p, "the worked examples for a client's tools")
     p.add_argument(
         "--chat-format",
         choices=CHAT_FORMAT_CHOICES,
