@@ -307,11 +307,25 @@ def test_answers_copying_a_placeholder_example_are_counted():
         "f returned a result for each.",
         "The result is 17.",
         "The answers are 42 and 17.",
+        "The movies playing are: (list of movie titles).",
+        "The field is (calculate_electric_field returned).",
+        "The area is: (calculate the area using Heron's formula)",
+        "The name of the python file in the current directory is: (name of the python file).",
+        "The roots are (the roots of the quadratic equation).",
+        "The birthdate is (the birthdate returned by scientist_info.get_birthdate).",
     ):
         assert copied_example(copied), copied
     for fine in ("The factorial of 5 is 120.", "It returned to Paris.", "The search returned 3 results.", None, ""):
         assert not copied_example(fine), fine
-    for fine in ("The result is 420.", "Between 42 and 170.", "The result is 42 metres."):
+    for fine in (
+        "The result is 420.",
+        "Between 42 and 170.",
+        "The result is 42 metres.",
+        "It is 18 °C in Paris (the warmest day of the week so far).",
+        "The file is deploy.py (the only Python file there).",
+        "The molecule (the one with id DNA123) is ATGC.",
+        "The settings are (number: integer, formatted: boolean).",
+    ):
         assert not copied_example(fine), fine
 
 

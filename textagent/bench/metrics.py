@@ -298,18 +298,23 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
 
 
 # The phrases of the placeholder worked examples (prompts/common/example_*.txt) that a model copies
-# into its answers: "math_factorial returned: 120", "(what f returned)", "returned a result each";
-# and of the concrete style's, whose made-up results are 42 and 17 ("The result is 42.", and "The
-# result is 17." after a call whose result the model had not seen).
+# into its answers: "math_factorial returned: 120", "(what f returned)" or "(f returned)", "returned a
+# result each"; their bracketed form made the model's own where a value belongs ("are: (list of movie
+# titles)", "is (name of the python file)": described, never stated; no digit, at most 12 words);
+# and the concrete style's made-up results, 42 and 17 ("The result is 42.", and "The result is 17."
+# after a call whose result the model had not seen).
 _COPIED = re.compile(
-    r"\b[\w.]+ returned: |\(what [\w.]+ returned\)|returned a result (?:for )?each\b"
+    r"\b[\w.]+ returned: |\((?:what )?[\w.]+ returned\)|returned a result (?:for )?each\b"
+    r"|(?:\b(?:is|are|was|were)\b:?|:)\s*"
+    r"\((?:what|the|name of|list of|number of|result|details|value|information|calculate)\b(?:[^()\d\s]*\s?){1,12}\)"
     r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$",
     re.I,
 )
 
 
 def copied_example(answer: Any) -> bool:
-    """Whether a final answer holds a phrase of the placeholder worked examples."""
+    """Whether a final answer holds a phrase of the worked examples, or their bracketed placeholder
+    where a value belongs."""
     return isinstance(answer, str) and _COPIED.search(answer) is not None
 
 
