@@ -456,8 +456,10 @@ def test_an_upstream_that_went_away_is_503(upstream, proxy):
     assert error_of(post(proxy, {"messages": ASK}), 503)["code"] == "upstream_unreachable"
 
 
-def test_health_answers_while_the_upstream_is_down_and_requests_get_503():
-    up = Upstream(UpstreamConfig(endpoint=closed_port_url(), chat_format="chatml", timeout=60))
+def test_health_answers_while_the_upstream_is_down_and_requests_get_503(caplog):
+    # long enough to be seen starting on a busy machine; the test waits the start out, so that
+    # its failure is logged here and not into a later test's output
+    up = Upstream(UpstreamConfig(endpoint=closed_port_url(), chat_format="chatml", timeout=8))
     with ProxyServer(up) as proxy:
         health = requests.get(proxy.url + "/health", timeout=5)
         assert health.status_code == 503 and health.json()["status"] == "starting"
@@ -467,6 +469,8 @@ def test_health_answers_while_the_upstream_is_down_and_requests_get_503():
         assert error_of(post(proxy, {"messages": ASK}), 503)["code"] == "upstream_failed"
         assert error_of(requests.get(proxy.url + "/v1/nothing", timeout=5), 404)
         assert error_of(requests.get(proxy.url + "/v1/chat/completions", timeout=5), 405)
+        assert up.wait(60) and up.state == "failed" and "no server at" in up.detail
+    assert "upstream failed to start: no server at" in caplog.text
 
 
 def test_models_and_health(upstream, proxy):
