@@ -108,9 +108,9 @@ _EXPLAIN = (
     "again (BFCL's limit; the item fails). Empty turns: turns whose ground truth has calls in which no call "
     "ran. Format errors: replies that did not parse (text modes; each was answered with feedback, or ended "
     "the turn in `text-no-feedback` and `bfcl-prompt`). Refused calls: calls not run because the tool is "
-    "unknown or the arguments do not fit its schema (the model is told why). Answers copying an example: turns ended by an answer that holds a phrase "
-    "of a worked example instead of a result (bench.metrics.copied_example). Tokens: prompt tokens the "
-    "server evaluated plus tokens generated."
+    "unknown or the arguments do not fit its schema (the model is told why). Answers copying an example: "
+    "turns ended by an answer that holds a phrase of a worked example instead of a result "
+    "(bench.metrics.copied_example). Tokens: prompt tokens the server evaluated plus tokens generated."
 )
 
 
