@@ -164,9 +164,34 @@ def test_the_concrete_style_shows_made_up_results_stated_in_words_and_no_bracket
     assert [c[2] for c in two.calls] == ["42", "17"] and "42" in two.answer and "17" in two.answer
     text = json.dumps(prompts.example_turns(shown))
     assert "returned" not in text and "(what" not in text
-    with pytest.raises(ValueError, match="unknown example style 'vivid'; choose one of placeholder, concrete"):
+    with pytest.raises(ValueError, match="unknown example style 'vivid'; choose one of placeholder, concrete, status"):
         prompts.placeholder_examples([book], style="vivid")
     assert prompts.example_style("concrete") == "concrete"
+
+
+def test_the_status_style_shows_results_with_no_value_and_answers_that_say_what_ran():
+    """Issue 41: the concrete style's made-up values were copied as answers and as arguments."""
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    shown = prompts.placeholder_examples([book, weather], style="status")
+    placeholder = prompts.placeholder_examples([book, weather])
+    assert [(w.task, [c[:2] for c in w.calls]) for w in shown] == [
+        (w.task, [c[:2] for c in w.calls]) for w in placeholder
+    ]
+    single, _, pair, two = shown
+    ((name, args, result),) = single.calls
+    assert result == '{"status": "success"}'
+    assert single.answer.startswith(f"{name} ran with ") and single.answer.endswith(" and reported success.")
+    assert all(f"{k} {json.dumps(v)}" in single.answer for k, v in args.items())
+    assert {c[2] for c in pair.calls + two.calls} == {'{"status": "success"}'}
+    assert pair.answer.endswith("both reported success.") and two.answer.endswith("both reported success.")
+    assert "weather with city" in two.answer
+    text = json.dumps(prompts.example_turns(shown))
+    assert "returned" not in text and "(what" not in text and "42" not in text
 
 
 def test_every_demo_and_bench_example_call_binds_to_its_tool():

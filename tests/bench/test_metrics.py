@@ -329,6 +329,20 @@ def test_answers_copying_a_placeholder_example_are_counted():
         assert not copied_example(fine), fine
 
 
+def test_a_status_answer_is_copied_only_when_the_tool_it_names_did_not_run():
+    """The status style's answer says what ran: the truth after that call, a copied claim without it."""
+    from textagent.bench.metrics import called_tools, copied_example
+
+    answer = 'get_weather ran with city "Paris" and reported success.'
+    record = {"answer": answer, "calls": [{"name": "get_weather", "args": {"city": "Paris"}}]}
+    assert not copied_example(answer, called_tools(record))
+    assert copied_example(answer, called_tools({"calls": []})) and copied_example(answer, {"clock"})
+    assert copied_example("f ran for x 1, and for x 2; both reported success.", set())
+    assert copied_example(answer)  # nothing known of the calls: counted
+    for fine in ("It ran with no trouble.", "The backup reported success.", "The job ran for 2 hours."):
+        assert not copied_example(fine, set()), fine
+
+
 @pytest.mark.parametrize("style", EXAMPLE_STYLES)
 def test_every_answer_of_the_made_up_examples_counts_as_copied(style):
     """The check follows the templates: each answer a placeholder example shows, in each style,

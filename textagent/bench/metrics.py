@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -283,7 +283,7 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
             s.decode_failure_rate = sum(f["native_decode_failures"] for f in facts) / steps if steps else 0.0
         s.seconds_per_task = sum(float(r.get("seconds") or 0) for r in rs) / len(rs)
         s.tool_errors = sum(f["tool_errors"] for f in facts)
-        s.copied_answers = sum(copied_example(r.get("answer")) for r in rs)
+        s.copied_answers = sum(copied_example(r.get("answer"), called_tools(r)) for r in rs)
         s.answered_without_call = sum(skipped_call(r) for r in rs)
         for r in rs:
             # recomputed: records stay comparable as the taxonomy evolves; a BFCL item keeps
@@ -312,10 +312,26 @@ _COPIED = re.compile(
 )
 
 
-def copied_example(answer: Any) -> bool:
+# The status style's answer ("f ran with x 1 and reported success.") says what ran: true when the
+# episode ran f, a copied claim when it did not.
+_STATUS = re.compile(r"\b([\w.-]+) ran (?:with|for)\b.*\breported success\b", re.I | re.S)
+
+
+def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
     """Whether a final answer holds a phrase of the worked examples, or their bracketed placeholder
-    where a value belongs."""
-    return isinstance(answer, str) and _COPIED.search(answer) is not None
+    where a value belongs. ``called``: the names of the tools the episode (or turn) ran; a status
+    answer counts unless the tool it names is among them (all of them count when None)."""
+    if not isinstance(answer, str):
+        return False
+    if _COPIED.search(answer):
+        return True
+    claimed = _STATUS.search(answer)
+    return claimed is not None and (called is None or claimed.group(1) not in called)
+
+
+def called_tools(record: Mapping[str, Any]) -> set[str]:
+    """The names of the tools an episode ran (its record's ``calls``)."""
+    return {str(c.get("name")) for c in record.get("calls") or () if isinstance(c, Mapping)}
 
 
 def skipped_call(record: Mapping[str, Any]) -> bool:

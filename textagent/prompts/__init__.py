@@ -47,11 +47,13 @@ __all__ = [
 
 FAMILIES = ("text", "native", "proxy")
 # How placeholder examples show a tool's result and the answer: "placeholder" as a description
-# in brackets ("(what f returned)"), "concrete" as made-up values stated in words (issue 41:
-# models copied the bracketed form into their answers).
+# in brackets ("(what f returned)"), "concrete" as made-up values stated in words, "status" as a
+# result that carries no value and an answer that says what ran (issue 41: models copied the
+# bracketed form, then the concrete values, into their answers).
 _ANSWERS = {  # style: the answers of the one-call, the pair and the two-tool example
     "placeholder": ("example_answer.txt", "example_pair_answer.txt", "example_two_answer.txt"),
     "concrete": ("example_concrete_answer.txt", "example_concrete_pair_answer.txt", "example_concrete_two_answer.txt"),
+    "status": ("example_status_answer.txt", "example_status_pair_answer.txt", "example_status_two_answer.txt"),
 }
 EXAMPLE_STYLES = tuple(_ANSWERS)
 DEFAULT_EXAMPLE_STYLE = "placeholder"
@@ -264,13 +266,8 @@ def placeholder_examples(tool_list: list[Any], style: str = DEFAULT_EXAMPLE_STYL
     props = chosen.properties
     others = {k: _schema.other_value(v, props.get(k) or {}) for k, v in args.items()}
     fields = {"name": chosen.name, "values": _described(args), "others": _described(others)}
-    if style == "concrete":
-        first, second = template("example_concrete_results.txt").substitute().split()
-        fields.update(result=first, result2=second)
-        results = (first, second)
-    else:
-        result = template("example_result.txt").substitute(fields)
-        results = (result, result)
+    results = _results(style, fields)
+    fields.update(result=results[0], result2=results[1])
     answers = _ANSWERS[style]
     # The order matters to the 0.5B (BFCL dev, docs/bench.md): with the question answered without
     # tools first, it answered single-call questions ("the weather in Paris") in words; shown
@@ -294,6 +291,18 @@ def placeholder_examples(tool_list: list[Any], style: str = DEFAULT_EXAMPLE_STYL
     ]
 
 
+def _results(style: str, fields: dict[str, str]) -> tuple[str, str]:
+    """The made-up results of the examples' first and second call, in ``style``."""
+    if style == "concrete":
+        first, second = template("example_concrete_results.txt").substitute().split()
+        return first, second
+    if style == "status":
+        result = template("example_status_result.txt").substitute()
+    else:
+        result = template("example_result.txt").substitute(fields)
+    return result, result
+
+
 def _two_tools(
     tool_list: list[Any],
     chosen: Any,
@@ -311,7 +320,7 @@ def _two_tools(
         return []
     args2 = example_args(second)
     fields = {**fields, "name2": second.name, "values2": _described(args2)}
-    result2 = results[1] if style == "concrete" else template("example_result.txt").substitute(name=second.name)
+    result2 = template("example_result.txt").substitute(name=second.name) if style == "placeholder" else results[1]
     return [
         Worked(
             template("example_two_task.txt").substitute(fields),

@@ -8,9 +8,13 @@ from textagent.bench.bfcl.multi_report import multi_turn_rows, render_multi_turn
 
 
 def _record(task: str, mode: str, turns_right: int, answers: list[str | None], **mt: Any) -> dict[str, Any]:
-    trace: list[dict[str, Any]] = [{"type": "start", "task": "q"}]
-    for answer in answers:
-        trace += [{"type": "step", "raw": f"ANSWER: {answer}"}, {"type": "result", "answer": answer}]
+    trace: list[dict[str, Any]] = []
+    for answer in answers:  # each turn as a trace has it: its start, its step, its result
+        trace += [
+            {"type": "start", "task": "q"},
+            {"type": "step", "raw": f"ANSWER: {answer}"},
+            {"type": "result", "answer": answer},
+        ]
     return {
         "task": task,
         "kind": "multi_turn_base",
@@ -26,9 +30,17 @@ def _record(task: str, mode: str, turns_right: int, answers: list[str | None], *
     }
 
 
-def test_turn_answers_are_the_answers_that_ended_each_turn():
+def test_turn_answers_are_the_answers_that_ended_each_turn_with_the_tools_each_turn_called():
     record = _record("multi_turn_base_1", "text", 1, ["Done.", None, "find returned a result each."])
-    assert turn_answers(record) == ["Done.", "find returned a result each."]
+    record["trace"][1]["calls"] = [{"name": "ls", "args": {}}]  # the first turn's step
+    assert turn_answers(record) == [("Done.", {"ls"}), ("find returned a result each.", set())]
+
+
+def test_a_status_answer_counts_as_copied_only_in_a_turn_that_did_not_run_the_tool_it_names():
+    record = _record("multi_turn_base_1", "text", 2, ["ls ran with a true and reported success."] * 2)
+    record["trace"][1]["calls"] = [{"name": "ls", "args": {"a": True}}]
+    rows = multi_turn_rows([record], ["text"])
+    assert rows[0][8] == "1/2"
 
 
 def test_rows_count_answers_copying_an_example_per_mode():

@@ -38,13 +38,21 @@ def turn_outcomes(records: Sequence[Mapping[str, Any]], mode: str) -> dict[tuple
     return out
 
 
-def turn_answers(record: Mapping[str, Any]) -> list[str]:
-    """The answers that ended the turns of one item, in order (each turn's ``result`` in the trace)."""
-    return [
-        str(s.get("answer"))
-        for s in record.get("trace") or ()
-        if isinstance(s, Mapping) and s.get("type") == "result" and s.get("answer") is not None
-    ]
+def turn_answers(record: Mapping[str, Any]) -> list[tuple[str, set[str]]]:
+    """The answers that ended the turns of one item, in order (each turn's ``result`` in the
+    trace), each with the names of the tools its turn called."""
+    answers: list[tuple[str, set[str]]] = []
+    called: set[str] = set()
+    for event in record.get("trace") or ():
+        if not isinstance(event, Mapping):
+            continue
+        if event.get("type") == "start":
+            called = set()
+        elif event.get("type") == "step":
+            called |= {str(c.get("name")) for c in event.get("calls") or () if isinstance(c, Mapping)}
+        elif event.get("type") == "result" and event.get("answer") is not None:
+            answers.append((str(event["answer"]), called))
+    return answers
 
 
 def _pct(k: int, n: int) -> str:
@@ -79,7 +87,7 @@ def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) 
                     f"{sum(int(m.get('empty_turns') or 0) for m in mts)}/{turns}",
                     f"{sum(int(m.get('format_errors') or 0) for m in mts) / n:.2f}",
                     f"{sum(int(m.get('refused_calls') or 0) for m in mts) / n:.2f}",
-                    f"{sum(copied_example(a) for a in answers)}/{len(answers)}",
+                    f"{sum(copied_example(a, called) for a, called in answers)}/{len(answers)}",
                     f"{sum(int(r.get('steps') or 0) for r in mine) / n:.1f}",
                     f"{sum(episode_tokens(r.get('usage')) for r in mine) / n:,.0f}",
                     f"{sum(float(r.get('seconds') or 0) for r in mine) / n:.0f} s",
