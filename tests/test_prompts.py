@@ -25,6 +25,12 @@ def book(restaurant: str, people: int, time: Literal["18:00", "19:00"], outdoor:
     return "ok"
 
 
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return "sunny"
+
+
 def test_a_tool_is_listed_with_one_line_per_parameter_and_nothing_that_looks_like_a_call():
     text = prompts.describe_tool(book)
     assert text.splitlines() == [
@@ -128,11 +134,6 @@ def test_without_examples_two_tools_that_take_arguments_are_shown_called_in_one_
         """Ping."""
         return "pong"
 
-    @tool
-    def weather(city: str) -> str:
-        """The weather in a city."""
-        return "sunny"
-
     *_, pair, two = prompts.worked_examples(ToolSet([ping, book, weather]))
     assert "twice" not in pair.task  # asked like a question about several things
     assert two.replies == (2,) and [c[0] for c in two.calls] == ["book", "weather"]
@@ -144,21 +145,21 @@ def test_without_examples_two_tools_that_take_arguments_are_shown_called_in_one_
     assert len(prompts.worked_examples(ToolSet([ping, book]))) == 3
 
 
-def test_the_concrete_style_shows_made_up_results_stated_in_words_and_no_bracketed_placeholder():
-    """Issue 41: "(what f returned)" and "f returned: ..." were copied into real answers."""
-
-    @tool
-    def weather(city: str) -> str:
-        """The weather in a city."""
-        return "sunny"
-
-    shown = prompts.placeholder_examples([book, weather], style="concrete")
+def _in_style(style: str) -> list[prompts.Worked]:
+    """The examples for book and weather in ``style``: the same tasks and calls as the placeholder
+    style's; only the results and the answers differ."""
+    shown = prompts.placeholder_examples([book, weather], style=style)
     placeholder = prompts.placeholder_examples([book, weather])
-    # the same tasks and calls; only the results and the answers differ
     assert [(w.task, [c[:2] for c in w.calls]) for w in shown] == [
         (w.task, [c[:2] for c in w.calls]) for w in placeholder
     ]
-    single, _, pair, two = shown
+    return shown
+
+
+def test_the_concrete_style_shows_made_up_results_stated_in_words_and_no_bracketed_placeholder():
+    """Issue 41: "(what f returned)" and "f returned: ..." were copied into real answers."""
+
+    single, _, pair, two = shown = _in_style("concrete")
     assert single.calls[0][2] == "42" and single.answer == "The result is 42."
     assert [c[2] for c in pair.calls] == ["42", "17"] and pair.answer == "The results are 42 and 17."
     assert [c[2] for c in two.calls] == ["42", "17"] and "42" in two.answer and "17" in two.answer
@@ -172,17 +173,7 @@ def test_the_concrete_style_shows_made_up_results_stated_in_words_and_no_bracket
 def test_the_status_style_shows_results_with_no_value_and_answers_that_say_what_ran():
     """Issue 41: the concrete style's made-up values were copied as answers and as arguments."""
 
-    @tool
-    def weather(city: str) -> str:
-        """The weather in a city."""
-        return "sunny"
-
-    shown = prompts.placeholder_examples([book, weather], style="status")
-    placeholder = prompts.placeholder_examples([book, weather])
-    assert [(w.task, [c[:2] for c in w.calls]) for w in shown] == [
-        (w.task, [c[:2] for c in w.calls]) for w in placeholder
-    ]
-    single, _, pair, two = shown
+    single, _, pair, two = shown = _in_style("status")
     ((name, args, result),) = single.calls
     assert result == '{"status": "success"}'
     assert single.answer.startswith(f"{name} ran with ") and single.answer.endswith(" and reported success.")
