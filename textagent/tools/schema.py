@@ -61,12 +61,26 @@ def _enum_schema(values: list[Any]) -> dict[str, Any]:
     return schema
 
 
-def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:  # noqa: C901
+def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:
     """JSON schema for a Python type hint. Raises TypeError for types JSON cannot carry."""
     if hint is inspect.Parameter.empty or hint is Any or hint is object:
         return {}
     if hint is None or hint is type(None):
         return {"type": "null"}
+    for reader in (_typing_form_schema, _class_schema, _container_schema):
+        schema = reader(hint, where)
+        if schema is not None:
+            return schema
+    raise TypeError(
+        f"{where}: cannot derive a JSON schema from type {hint!r}; use str, int, float, bool, "
+        "Literal, an Enum, Optional, list[...], dict[str, ...], datetime.date/datetime/time, a "
+        "dataclass, a TypedDict or a pydantic model, or give the schema explicitly "
+        "(Tool(name, description, parameters, fn) or Tool.from_openai)"
+    )
+
+
+def _typing_form_schema(hint: Any, where: str) -> dict[str, Any] | None:
+    """Required/NotRequired, Annotated, Literal and unions; None for any other hint."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in _KEY_MARKS:  # TypedDict's Required[...] / NotRequired[...]
@@ -80,23 +94,32 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:  
                 schema.update(copy.deepcopy(dict(meta)))
         return schema
     if origin is typing.Literal:
-        values = [v.value if isinstance(v, enum.Enum) else v for v in args]
-        return _enum_schema(values)
+        return _enum_schema([v.value if isinstance(v, enum.Enum) else v for v in args])
     if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
-        members = [a for a in args if a is not type(None)]
-        nullable = len(members) != len(args)
-        subs = [schema_for_type(a, where=where) for a in members]
-        if any(s == {} for s in subs):
-            return {}
-        if nullable:
-            if len(subs) == 1 and set(subs[0]) <= {"type", "enum"} and isinstance(subs[0].get("type"), str):
-                only = dict(subs[0])
-                only["type"] = [only["type"], "null"]
-                if "enum" in only:
-                    only["enum"] = [*only["enum"], None]
-                return only
-            subs.append({"type": "null"})
-        return subs[0] if len(subs) == 1 else {"anyOf": subs}
+        return _union_schema(args, where)
+    return None
+
+
+def _union_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
+    members = [a for a in args if a is not type(None)]
+    nullable = len(members) != len(args)
+    subs = [schema_for_type(a, where=where) for a in members]
+    if any(s == {} for s in subs):
+        return {}
+    if nullable:
+        if len(subs) == 1 and set(subs[0]) <= {"type", "enum"} and isinstance(subs[0].get("type"), str):
+            only = dict(subs[0])
+            only["type"] = [only["type"], "null"]
+            if "enum" in only:
+                only["enum"] = [*only["enum"], None]
+            return only
+        subs.append({"type": "null"})
+    return subs[0] if len(subs) == 1 else {"anyOf": subs}
+
+
+def _class_schema(hint: Any, where: str) -> dict[str, Any] | None:
+    """Enums, dates, pydantic models, dataclasses, TypedDicts and JSON's scalar types; None for
+    any other hint."""
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum_schema([m.value for m in hint])
     if isinstance(hint, type) and hint in _DATE_TYPES:
@@ -111,28 +134,22 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:  
         return {"type": _JSON_TYPES[hint]}
     if isinstance(hint, type) and issubclass(hint, str):
         return {"type": "string"}
-    container = origin or hint
+    return None
+
+
+def _container_schema(hint: Any, where: str) -> dict[str, Any] | None:
+    """Sequences, tuples and mappings (bare or parametrized); None for any other hint."""
+    args = typing.get_args(hint)
+    container = typing.get_origin(hint) or hint
     if container in (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable):
-        schema = {"type": "array"}
+        schema: dict[str, Any] = {"type": "array"}
         if args:
             item = schema_for_type(args[0], where=where)
             if item:
                 schema["items"] = item
         return schema
     if container is tuple:
-        if not args or (len(args) == 2 and args[1] is Ellipsis):
-            schema = {"type": "array"}
-            if args and schema_for_type(args[0], where=where):
-                schema["items"] = schema_for_type(args[0], where=where)
-            return schema
-        if args == ((),):
-            return {"type": "array", "maxItems": 0}
-        return {
-            "type": "array",
-            "prefixItems": [schema_for_type(a, where=where) for a in args],
-            "minItems": len(args),
-            "maxItems": len(args),
-        }
+        return _tuple_schema(args, where)
     if container in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
         schema = {"type": "object"}
         if len(args) == 2:
@@ -142,12 +159,23 @@ def schema_for_type(hint: Any, *, where: str = "parameter") -> dict[str, Any]:  
             if value:
                 schema["additionalProperties"] = value
         return schema
-    raise TypeError(
-        f"{where}: cannot derive a JSON schema from type {hint!r}; use str, int, float, bool, "
-        "Literal, an Enum, Optional, list[...], dict[str, ...], datetime.date/datetime/time, a "
-        "dataclass, a TypedDict or a pydantic model, or give the schema explicitly "
-        "(Tool(name, description, parameters, fn) or Tool.from_openai)"
-    )
+    return None
+
+
+def _tuple_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
+    if not args or (len(args) == 2 and args[1] is Ellipsis):
+        schema: dict[str, Any] = {"type": "array"}
+        if args and schema_for_type(args[0], where=where):
+            schema["items"] = schema_for_type(args[0], where=where)
+        return schema
+    if args == ((),):
+        return {"type": "array", "maxItems": 0}
+    return {
+        "type": "array",
+        "prefixItems": [schema_for_type(a, where=where) for a in args],
+        "minItems": len(args),
+        "maxItems": len(args),
+    }
 
 
 _KEY_MARKS = {getattr(typing, n) for n in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, n)}
