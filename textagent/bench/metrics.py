@@ -330,7 +330,8 @@ def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
 
 
 def called_tools(record: Mapping[str, Any]) -> set[str]:
-    """The names of the tools an episode ran (its record's ``calls``)."""
+    """The names of the tools an episode ran (its record's ``calls``), or a trace step called
+    (the step's ``calls``)."""
     return {str(c.get("name")) for c in record.get("calls") or () if isinstance(c, Mapping)}
 
 

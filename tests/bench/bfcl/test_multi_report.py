@@ -39,8 +39,8 @@ def test_turn_answers_are_the_answers_that_ended_each_turn_with_the_tools_each_t
 def test_a_status_answer_counts_as_copied_only_in_a_turn_that_did_not_run_the_tool_it_names():
     record = _record("multi_turn_base_1", "text", 2, ["ls ran with a true and reported success."] * 2)
     record["trace"][1]["calls"] = [{"name": "ls", "args": {"a": True}}]
-    rows = multi_turn_rows([record], ["text"])
-    assert rows[0][8] == "1/2"
+    copied = 8  # the column after "refused calls / item"
+    assert multi_turn_rows([record], ["text"])[0][copied] == "1/2"
 
 
 def test_rows_count_answers_copying_an_example_per_mode():

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import paired
-from ..metrics import copied_example, episode_tokens, latest_records, wilson
+from ..metrics import called_tools, copied_example, episode_tokens, latest_records, wilson
 
 __all__ = ["multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
 
@@ -49,7 +49,7 @@ def turn_answers(record: Mapping[str, Any]) -> list[tuple[str, set[str]]]:
         if event.get("type") == "start":
             called = set()
         elif event.get("type") == "step":
-            called |= {str(c.get("name")) for c in event.get("calls") or () if isinstance(c, Mapping)}
+            called |= called_tools(event)
         elif event.get("type") == "result" and event.get("answer") is not None:
             answers.append((str(event["answer"]), called))
     return answers
