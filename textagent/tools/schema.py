@@ -142,16 +142,11 @@ def _container_schema(hint: Any, where: str) -> dict[str, Any] | None:
     args = typing.get_args(hint)
     container = typing.get_origin(hint) or hint
     if container in (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable):
-        schema: dict[str, Any] = {"type": "array"}
-        if args:
-            item = schema_for_type(args[0], where=where)
-            if item:
-                schema["items"] = item
-        return schema
+        return _array_schema(args[0] if args else None, where)
     if container is tuple:
         return _tuple_schema(args, where)
     if container in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
-        schema = {"type": "object"}
+        schema: dict[str, Any] = {"type": "object"}
         if len(args) == 2:
             if args[0] not in (str, Any):
                 raise TypeError(f"{where}: JSON objects only have string keys; use dict[str, ...] (got {hint!r})")
@@ -162,12 +157,18 @@ def _container_schema(hint: Any, where: str) -> dict[str, Any] | None:
     return None
 
 
+def _array_schema(item_hint: Any, where: str) -> dict[str, Any]:
+    """An array, of ``item_hint``'s items when it says something about them (None: any items)."""
+    schema: dict[str, Any] = {"type": "array"}
+    item = schema_for_type(item_hint, where=where) if item_hint is not None else {}
+    if item:
+        schema["items"] = item
+    return schema
+
+
 def _tuple_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
-    if not args or (len(args) == 2 and args[1] is Ellipsis):
-        schema: dict[str, Any] = {"type": "array"}
-        if args and schema_for_type(args[0], where=where):
-            schema["items"] = schema_for_type(args[0], where=where)
-        return schema
+    if not args or (len(args) == 2 and args[1] is Ellipsis):  # tuple, tuple[X, ...]: like list[X]
+        return _array_schema(args[0] if args else None, where)
     if args == ((),):
         return {"type": "array", "maxItems": 0}
     return {
