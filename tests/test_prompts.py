@@ -187,7 +187,8 @@ def test_the_status_style_shows_results_with_no_value_and_answers_that_say_what_
 
 def test_every_demo_and_bench_example_call_binds_to_its_tool():
     """An example the model copies must itself be a valid call (values may differ from the demo data)."""
-    from textagent.bench.tools import EXAMPLES, TOOL_BUILDERS, Env
+    from textagent.bench.examples import EXAMPLES
+    from textagent.bench.tools import TOOL_BUILDERS, Env
 
     env = Env()
     for example in (*demo.DEMO_EXAMPLES, *EXAMPLES):

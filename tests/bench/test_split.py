@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from textagent.bench.examples import EXAMPLES
 from textagent.bench.tasks import load_tasks
-from textagent.bench.tools import EXAMPLES
 from textagent.toolkits.demo import DEMO_EXAMPLES
 
 THRESHOLD = 0.3
