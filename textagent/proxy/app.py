@@ -8,11 +8,11 @@ one JSON line on the ``textagent.proxy.access`` logger and, with a trace directo
 Nothing that can take long runs on the event loop, so ``/health`` always answers at once:
 reading the request and its tools' schemas, and writing the transcript, run in worker threads
 of their own; a request waits for an upstream slot on the event loop (in arrival order, holding
-no thread), at most ``max_queue`` of them (more: 503 ``proxy_busy``); the upstream work runs in a
+no thread: slots.py), at most ``max_queue`` of them (more: 503 ``proxy_busy``); the upstream work runs in a
 worker thread while the client's connection is watched: a client that goes away is never sent
 upstream, and one that goes away mid-generation closes it.
 
-Browsers are kept out unless asked in: a request from a web page of another origin is refused
+Browsers are kept out unless asked in (guard.py): a request from a web page of another origin is refused
 (403) unless the proxy has an API key or the origin is allowed (``allowed_origins``); on a
 loopback address, so is a ``Host`` that is not a loopback name or the proxy's own (DNS
 rebinding); and a body must be declared ``application/json`` (415), which no page can send
@@ -22,46 +22,39 @@ to another origin without the proxy's consent.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 import threading
-import time
-import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import prompts
 from ..errors import BackendError
-from ..trace import json_line
 from .convert import ChatRequest, ReplyMemory, TooDeep, loads, message_key, parse_request, transcript
 from .errors import Cancelled, ModelFailed, ProxyError, error_body, from_backend_error
+from .exchange import JSON, Exchange, error_response
+from .guard import Guard
 from .relay import answer
 from .repair import Answer
 from .responses import ResponsesShape, parse_responses
-from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object, dump
+from .slots import SlotQueue
+from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object
 from .upstream import Upstream
 
 __all__ = ["REPAIRS_HEADER", "ProxyApp", "ProxyConfig", "create_app"]
 
 log = logging.getLogger(__name__)
-access_log = logging.getLogger("textagent.proxy.access")
 
 REPAIRS_HEADER = "x-textagent-repairs"
-_WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 
 
 @dataclass
@@ -81,13 +74,6 @@ class ProxyConfig:
         prompts.example_style(self.example_style)
 
 
-class _JSON(JSONResponse):
-    """Strict JSON that UTF-8 can hold (a lone surrogate as its escape), whatever the model wrote."""
-
-    def render(self, content: Any) -> bytes:
-        return dump(content)
-
-
 class _ChatShape:
     """The answer as ``chat.completion`` and ``chat.completion.chunk`` objects."""
 
@@ -100,224 +86,6 @@ class _ChatShape:
         return ChatChunks(id=id, model=model, include_usage=request.include_usage)
 
 
-class _Exchange:
-    """One request: its id, timing and what the access log and the trace say about it."""
-
-    def __init__(self, request: Request, prefix: str = "req-"):
-        self.id = prefix + uuid.uuid4().hex[:24]
-        self.started = time.monotonic()
-        self.record: dict[str, Any] = {
-            "id": self.id,
-            "method": request.method,
-            "path": request.url.path,
-            "client": request.client.host if request.client else None,
-        }
-
-    def done(self, status: int, trace_dir: Path | None, trace: dict[str, Any] | None = None) -> None:
-        self.record.update(status=status, ms=round((time.monotonic() - self.started) * 1000, 1))
-        access_log.info(json_line(self.record))
-        if trace_dir is not None and trace is not None:
-            try:
-                (trace_dir / f"{self.id}.json").write_text(json_line({**self.record, **trace}) + "\n", encoding="utf-8")
-            except (OSError, ValueError, RecursionError) as exc:
-                log.warning("could not write the trace of %s: %s", self.id, exc)
-
-
-def _error(exc: ProxyError, headers: dict[str, str] | None = None) -> JSONResponse:
-    return _JSON(exc.body(), status_code=exc.status, headers=headers)
-
-
-# -- who may ask ---------------------------------------------------------------------------------
-
-
-def _is_loopback(host: str) -> bool:
-    host = host.lower().rstrip(".").removeprefix("[").removesuffix("]")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return address.is_loopback or bool(mapped and mapped.is_loopback)
-
-
-def _host_of(header: str) -> str:
-    """The name in a ``Host`` header (``name:port``, ``[v6]:port``)."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1:].split("]", 1)[0]
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
-
-
-class _Guard:
-    """ASGI middleware refusing what a web page could send: another origin's request (unless the
-    proxy has an API key, or the origin is allowed), and, on loopback, a ``Host`` that is neither a
-    loopback name nor the proxy's own host (a DNS-rebound name)."""
-
-    def __init__(self, app: ASGIApp, *, host: str, config: ProxyConfig):
-        self.app, self.config = app, config
-        name = _host_of(host) if host.startswith("[") else host.lower()
-        self.own = None if name in _WILDCARD_HOSTS else name.rstrip(".")
-        self.loopback = self.own is not None and _is_loopback(self.own)
-        self.origins = {o.rstrip("/").lower() for o in config.allowed_origins}
-
-    def refusal(self, headers: Headers) -> ProxyError | None:
-        host = headers.get("host")
-        if self.loopback and host is not None:
-            name = _host_of(host).rstrip(".")
-            if not (_is_loopback(name) or name == self.own):
-                return ProxyError(
-                    403,
-                    f"the Host {host[:80]!r} is not this proxy's: it answers on loopback "
-                    "names only (localhost, 127.0.0.1, ::1)",
-                    code="host_not_allowed",
-                )
-        origin = headers.get("origin")
-        if origin is None or self.config.api_key is not None or "*" in self.origins:
-            return None
-        if origin.rstrip("/").lower() in self.origins:
-            return None
-        try:
-            name = (urlsplit(origin).hostname or "").rstrip(".")
-        except ValueError:
-            name = ""
-        if name and (_is_loopback(name) or name == self.own):
-            return None
-        return ProxyError(
-            403,
-            f"requests from the web origin {origin[:80]!r} are not allowed: start the proxy with "
-            "--api-key, or allow the origin with --allow-origin",
-            code="origin_not_allowed",
-        )
-
-    def cors_origin(self, headers: Headers) -> str | None:
-        """The ``Access-Control-Allow-Origin`` a request gets: its origin when ``--allow-origin``
-        names it ("*": any), else none (a browser then cannot read the answer)."""
-        origin = headers.get("origin")
-        if origin is None:
-            return None
-        if "*" in self.origins:
-            return "*"
-        return origin if origin.rstrip("/").lower() in self.origins else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        refused = self.refusal(headers)
-        if refused is not None:
-            ex = _Exchange(Request(scope))
-            ex.record["refused"] = refused.code
-            ex.done(refused.status, None)
-            await _error(refused)(scope, receive, send)
-            return
-        allowed = self.cors_origin(headers)
-        if scope["method"] == "OPTIONS" and headers.get("access-control-request-method"):
-            # a browser's preflight: answered here, for the routes the proxy serves
-            ex = _Exchange(Request(scope))
-            status = 204 if allowed else 403
-            ex.done(status, None)
-            if allowed is None:
-                await _error(
-                    ProxyError(
-                        403,
-                        "cross-origin requests are allowed only from the origins named with --allow-origin",
-                        code="origin_not_allowed",
-                    )
-                )(scope, receive, send)
-                return
-            await Response(
-                status_code=204,
-                headers={
-                    "access-control-allow-origin": allowed,
-                    "vary": "Origin",
-                    "access-control-allow-methods": "GET, POST, OPTIONS",
-                    "access-control-allow-headers": "authorization, content-type",
-                    "access-control-max-age": "600",
-                },
-            )(scope, receive, send)
-            return
-        if allowed is None:
-            await self.app(scope, receive, send)
-            return
-
-        async def with_cors(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                message = {
-                    **message,
-                    "headers": [
-                        *message.get("headers", []),
-                        (b"access-control-allow-origin", allowed.encode("latin-1")),
-                        (b"vary", b"Origin"),
-                    ],
-                }
-            await send(message)
-
-        await self.app(scope, receive, with_cors)
-
-
-# -- waiting for a slot --------------------------------------------------------------------------
-
-
-class _Waiter:
-    __slots__ = ("event",)
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-
-
-class _Queue:
-    """The requests between their body and an upstream slot, on the event loop: at most
-    ``size`` at once, and the slots handed out in arrival order."""
-
-    def __init__(self, upstream: Upstream, size: int):
-        self.upstream, self.size = upstream, size
-        self.admitted = 0
-        self.waiters: deque[_Waiter] = deque()
-
-    def admit(self) -> None:
-        if self.admitted >= self.size:
-            raise ProxyError(503, f"the proxy has {self.size} requests waiting already; retry later", code="proxy_busy")
-        self.admitted += 1
-
-    def leave(self) -> None:
-        self.admitted -= 1
-
-    async def slot(self, key: str, cancelled: threading.Event) -> int:
-        """A slot for the conversation ``key``; Cancelled if the client goes away first, 503
-        after the upstream's ``slot_wait``."""
-        waiter = _Waiter()
-        self.waiters.append(waiter)
-        deadline = anyio.current_time() + self.upstream.config.slot_wait
-        try:
-            while True:
-                if cancelled.is_set():
-                    raise Cancelled()
-                if self.waiters[0] is waiter:
-                    slot = self.upstream.try_acquire(key)
-                    if slot is not None:
-                        return slot
-                left = deadline - anyio.current_time()
-                if left <= 0:
-                    raise ProxyError(503, "every upstream slot is busy; retry later", code="upstream_busy")
-                with anyio.move_on_after(min(left, 0.2)):  # also: look at `cancelled` now and then
-                    await waiter.event.wait()
-                waiter.event = anyio.Event()
-        finally:
-            self.waiters.remove(waiter)
-            self.wake()
-
-    def release(self, slot: int) -> None:
-        self.upstream.release(slot)
-        self.wake()
-
-    def wake(self) -> None:
-        if self.waiters:
-            self.waiters[0].event.set()
-
-
 class ProxyApp:
     """The proxy's state and request handlers: the reply memory, the slot queue, the thread
     pools, and one method per route; :meth:`starlette` is the ASGI app."""
@@ -325,7 +93,7 @@ class ProxyApp:
     def __init__(self, upstream: Upstream, config: ProxyConfig):
         self.upstream, self.config = upstream, config
         self.memory = ReplyMemory()
-        self.queue = _Queue(upstream, config.max_queue)
+        self.queue = SlotQueue(upstream, config.max_queue)
         self.limiters: dict[str, anyio.CapacityLimiter] = {}
 
     def starlette(self, host: str = "127.0.0.1") -> Starlette:
@@ -342,7 +110,9 @@ class ProxyApp:
                 Route("/v1/responses", self.responses, methods=["POST"]),
             ],
             exception_handlers=handlers,
-            middleware=[Middleware(_Guard, host=host, config=self.config)],
+            middleware=[
+                Middleware(Guard, host=host, api_key=self.config.api_key, allowed_origins=self.config.allowed_origins)
+            ],
         )
 
     def limiter(self, name: str) -> anyio.CapacityLimiter:
@@ -401,23 +171,21 @@ class ProxyApp:
 
     # -- routes -----------------------------------------------------------------------------------
     async def health(self, request: Request) -> Response:
-        ex = _Exchange(request)
+        ex = Exchange(request)
         state = await anyio.to_thread.run_sync(self.upstream.health, limiter=self.limiter("health"))
         ready = state["state"] == "ready"
         ex.done(200 if ready else 503, None)
-        return _JSON(
-            {"status": "ok" if ready else state["state"], "upstream": state}, status_code=200 if ready else 503
-        )
+        return JSON({"status": "ok" if ready else state["state"], "upstream": state}, status_code=200 if ready else 503)
 
     async def models(self, request: Request) -> Response:
-        ex = _Exchange(request)
+        ex = Exchange(request)
         try:
             self.authorized(request)
         except ProxyError as exc:
             ex.done(exc.status, None)
-            return _error(exc)
+            return error_response(exc)
         ex.done(200, None)
-        return _JSON(
+        return JSON(
             {
                 "object": "list",
                 "data": [{"id": self.upstream.model, "object": "model", "created": 0, "owned_by": "textagent"}],
@@ -437,11 +205,11 @@ class ProxyApp:
             "/v1/models and /health",
             405: f"{request.method} is not allowed on {request.url.path}",
         }.get(status, "internal error")
-        return _JSON(error_body(status, message), status_code=status)
+        return JSON(error_body(status, message), status_code=status)
 
     async def crashed(self, request: Request, exc: Exception) -> Response:
         log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-        return _JSON(
+        return JSON(
             error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"), status_code=500
         )
 
@@ -450,11 +218,11 @@ class ProxyApp:
     def failed(exc: Exception) -> Response:
         """The response to a request that failed before its answer began."""
         if isinstance(exc, ProxyError):
-            return _error(exc, {"retry-after": "1"} if exc.code == "proxy_busy" else None)
+            return error_response(exc, {"retry-after": "1"} if exc.code == "proxy_busy" else None)
         if isinstance(exc, Cancelled):
             return Response(status_code=499)
         log.error("internal error answering a request", exc_info=exc)
-        return _JSON(
+        return JSON(
             error_body(500, f"internal error in the proxy ({type(exc).__name__}); see its log"), status_code=500
         )
 
@@ -467,7 +235,7 @@ class ProxyApp:
         )
 
     def ended(
-        self, ex: _Exchange, trace: dict[str, Any], status: int, result: Answer | None, error: Exception | None
+        self, ex: Exchange, trace: dict[str, Any], status: int, result: Answer | None, error: Exception | None
     ) -> None:
         """The access log line and trace of a request that ended."""
         if isinstance(error, ModelFailed):  # the replies that did not meet the request
@@ -497,7 +265,7 @@ class ProxyApp:
         """One request to ``/v1/chat/completions`` or ``/v1/responses``: ``read`` makes the
         ChatRequest of its body, ``shape`` writes the answer (``complete``) or the events of a
         streamed one (``writer``)."""
-        ex = _Exchange(request, prefix)
+        ex = Exchange(request, prefix)
         trace: dict[str, Any] = {}
         admitted = streamed = False
 
@@ -549,7 +317,7 @@ class ProxyApp:
             if not streamed:
                 leave_queue()
         self.ended(ex, trace, 200, result, None)
-        return _JSON(
+        return JSON(
             shape.complete(result, id=ex.id, model=model, request=chat_request),
             headers={REPAIRS_HEADER: str(result.repairs)},
         )

@@ -166,9 +166,9 @@ def _access_log(on: bool) -> None:
 
 def exposure_warning(host: str, api_key: str | None) -> str | None:
     """What to say when the proxy listens where others can reach it with no key."""
-    from .app import _is_loopback
+    from .guard import is_loopback
 
-    if api_key or _is_loopback(host):
+    if api_key or is_loopback(host):
         return None
     return (
         f"warning: listening on {host} without --api-key: anyone who can reach this address can use the "
