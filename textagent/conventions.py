@@ -26,6 +26,8 @@ __all__ = [
     "EXIT_ERROR",
     "add_example_style_option",
     "add_model_options",
+    "add_prefix_cache_option",
+    "add_server_options",
     "add_token_options",
     "apply_conventions",
     "check_names",
@@ -108,6 +110,18 @@ def add_prefix_cache_option(p: argparse.ArgumentParser) -> None:
         action="store_false",
         help="the embedded server evaluates the fixed prompt prefix (system prompt, tools, examples) "
         "afresh instead of restoring it from disk (`textagent cache` shows and clears the files)",
+    )
+
+
+def add_server_options(p: argparse.ArgumentParser) -> None:
+    """What the embedded llama-server takes beyond the model: the prefix cache and extra arguments."""
+    add_prefix_cache_option(p)
+    p.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0",
     )
 
 

@@ -10,7 +10,7 @@ from ..conventions import (
     CHAT_FORMAT_CHOICES,
     add_example_style_option,
     add_model_options,
-    add_prefix_cache_option,
+    add_server_options,
     check_names,
 )
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
@@ -65,14 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="embedded server: context per slot (default 8192; 32768 when BFCL multi-turn items are run: "
         "BFCL's own prompt alone reaches ~9.3k tokens, and a conversation grows with every turn)",
     )
-    add_prefix_cache_option(p)
-    p.add_argument(
-        "--server-arg",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0",
-    )
+    add_server_options(p)
     p.add_argument(
         "--chat-format",
         default="server",

@@ -22,7 +22,7 @@ from ..conventions import (
     ENV_OLLAMA_HOST,
     EXIT_ERROR,
     add_example_style_option,
-    add_prefix_cache_option,
+    add_server_options,
     gguf_help,
     ollama_url,
 )
@@ -80,14 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="embedded server: context per slot (default 8192); a conversation longer than that is "
         "refused with 400 context_length_exceeded, never cut",
     )
-    add_prefix_cache_option(p)
-    p.add_argument(
-        "--server-arg",
-        action="append",
-        default=[],
-        metavar="ARG",
-        help="embedded server: an extra llama-server argument (repeatable), e.g. --server-arg=--poll --server-arg=0",
-    )
+    add_server_options(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument(
         "--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: a free one)"
