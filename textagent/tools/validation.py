@@ -8,7 +8,7 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
@@ -300,53 +300,89 @@ def _suggest(word: str, options: Iterable[str]) -> str | None:
     return lowered[match[0]] if match else None
 
 
-def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:  # noqa: C901
+def _error_messages(errors: Iterable[jsonschema.ValidationError]) -> list[str]:
     messages: list[str] = []
-    seen: set[str] = set()
-
-    def add(msg: str) -> None:
-        if msg not in seen:
-            seen.add(msg)
-            messages.append(msg)
-
     for err in errors:
-        path = format_path(err.absolute_path)
-        at = say("arg_at", path=path) if path else ""
-        kind = err.validator
-        # the keyword's value in the schema: set on every error a validator yields (the stubs also
-        # allow jsonschema's Unset, for an error made by hand)
-        rule: Any = err.validator_value
-        if kind == "required" and isinstance(err.instance, dict):
-            for key in rule:
-                if key not in err.instance:
-                    add(say("key_missing", at=at, key=key) if path else say("arg_missing", key=key))
-        elif kind == "additionalProperties" and isinstance(err.instance, dict) and isinstance(err.schema, Mapping):
-            known = list((err.schema.get("properties") or {}).keys())
-            patterns = list((err.schema.get("patternProperties") or {}).keys())
-            for key in err.instance:
-                if key in known or any(_search(p, key) for p in patterns if isinstance(key, str)):
-                    continue
-                add(unexpected(key, known, at if path else None))
-        elif kind == "type":
-            expected = rule
-            if isinstance(expected, list):
-                expected = functools.reduce(lambda a, b: say("arg_type_alternatives", first=a, second=b), expected)
-            add(say("arg_wrong_type", at=at, value=_short_repr(err.instance), expected=expected))
-        elif kind == "enum":
-            choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in rule)
-            add(say("arg_not_in_enum", at=at, value=_short_repr(err.instance), choices=choices))
-        elif kind == "format" and rule in DATE_FORMATS:
-            add(bad_date(at, err.instance, rule))
-        elif kind in ("anyOf", "oneOf") and err.context:
-            best = jsonschema.exceptions.best_match(err.context)
-            inner = _error_messages([best])
-            add(inner[0] if inner else say("arg_invalid", at=at, value=_short_repr(err.instance)))
-        else:
-            msg = err.message
-            if len(msg) > 200:
-                msg = msg[:200] + "…"
-            add(at + msg)
+        for message in _messages_of(err):
+            if message not in messages:  # two errors can come to the same words
+                messages.append(message)
     return messages
+
+
+def _messages_of(err: jsonschema.ValidationError) -> list[str]:
+    """What the model is told of one error: in words of our own for the keywords it meets most,
+    else jsonschema's message, clipped."""
+    path = format_path(err.absolute_path)
+    at = say("arg_at", path=path) if path else ""
+    reader = _BY_KEYWORD.get(str(err.validator))
+    said = reader(err, path, at) if reader is not None else None
+    if said is not None:
+        return said
+    msg = err.message
+    return [at + (msg[:200] + "…" if len(msg) > 200 else msg)]
+
+
+# Each reader takes (error, path, "at <path>: ") and gives the messages, or None where the error is
+# not of the shape it knows (jsonschema's own message is said then). ``validator_value`` is the
+# keyword's value in the schema: set on every error a validator yields (the stubs also allow
+# jsonschema's Unset, for an error made by hand).
+
+
+def _required(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | None:
+    if not isinstance(err.instance, dict):
+        return None
+    rule: Any = err.validator_value
+    return [
+        say("key_missing", at=at, key=k) if path else say("arg_missing", key=k) for k in rule if k not in err.instance
+    ]
+
+
+def _additional(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | None:
+    if not (isinstance(err.instance, dict) and isinstance(err.schema, Mapping)):
+        return None
+    known = list((err.schema.get("properties") or {}).keys())
+    patterns = list((err.schema.get("patternProperties") or {}).keys())
+    return [
+        unexpected(key, known, at if path else None)
+        for key in err.instance
+        if not (key in known or any(_search(p, key) for p in patterns if isinstance(key, str)))
+    ]
+
+
+def _type(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | None:
+    expected: Any = err.validator_value
+    if isinstance(expected, list):
+        expected = functools.reduce(lambda a, b: say("arg_type_alternatives", first=a, second=b), expected)
+    return [say("arg_wrong_type", at=at, value=_short_repr(err.instance), expected=expected)]
+
+
+def _enum(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | None:
+    rule: Any = err.validator_value
+    choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in rule)
+    return [say("arg_not_in_enum", at=at, value=_short_repr(err.instance), choices=choices)]
+
+
+def _format(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | None:
+    rule: Any = err.validator_value
+    return [bad_date(at, err.instance, rule)] if rule in DATE_FORMATS else None
+
+
+def _alternatives(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | None:
+    if not err.context:
+        return None
+    inner = _error_messages([jsonschema.exceptions.best_match(err.context)])
+    return [inner[0] if inner else say("arg_invalid", at=at, value=_short_repr(err.instance))]
+
+
+_BY_KEYWORD: dict[str, Callable[[jsonschema.ValidationError, str, str], list[str] | None]] = {
+    "required": _required,
+    "additionalProperties": _additional,
+    "type": _type,
+    "enum": _enum,
+    "format": _format,
+    "anyOf": _alternatives,
+    "oneOf": _alternatives,
+}
 
 
 def check_shape(value: Any) -> None:
