@@ -91,7 +91,7 @@ class Tool:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def from_function(cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:  # noqa: C901
+    def from_function(cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> Tool:
         """Build a tool from a function: name, docstring text and a schema from the type hints.
 
         Parameters without a default are required; defaults are recorded as ``"default"``; a
@@ -106,16 +106,7 @@ class Tool:
         if not tool_name or tool_name == "<lambda>":
             raise ValueError(f"cannot name a tool for {fn!r} (a lambda or partial?); pass name=...")
         doc_description, doc_params = parse_docstring(inspect.getdoc(fn))
-        try:
-            signature = inspect.signature(fn)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"tool {tool_name}: cannot read the signature of {fn!r}: {err}") from None
-        try:
-            hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception as err:  # NameError for unresolvable forward refs, and others
-            raise TypeError(
-                f"tool {tool_name}: cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: {err}"
-            ) from None
+        signature, hints = _signature_and_hints(fn, tool_name)
         properties: dict[str, Any] = {}
         required: list[str] = []
         converters: dict[str, Callable[[Any], Any]] = {}
@@ -130,19 +121,9 @@ class Tool:
             if param.kind is param.POSITIONAL_ONLY:
                 raise TypeError(f"tool {tool_name}: positional-only parameter `{pname}` cannot be passed by name")
             hint = hints.get(pname, inspect.Parameter.empty)
-            schema = schema_for_type(hint, where=f"tool {tool_name}, parameter `{pname}`")
-            if pname in doc_params and "description" not in schema:
-                schema["description"] = doc_params[pname]
-            _hoist_defs(schema, defs)
+            properties[pname] = _parameter_schema(tool_name, param, hint, doc_params.get(pname), defs)
             if param.default is param.empty:
                 required.append(pname)
-            else:
-                default = _plain(param.default)
-                if default is None and schema and not _accepts_null(schema):
-                    schema = _nullable(schema)  # `x: list = None` means "list or nothing"
-                if _jsonable(default):
-                    schema["default"] = json.loads(json.dumps(default))  # tuples -> lists
-            properties[pname] = schema
             conv = _converter(hint)
             if conv is not None:
                 converters[pname] = conv
@@ -322,3 +303,36 @@ def tool(
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _signature_and_hints(fn: Callable[..., Any], tool_name: str) -> tuple[inspect.Signature, dict[str, Any]]:
+    """The function's signature and resolved type hints; a TypeError naming the tool if either fails."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"tool {tool_name}: cannot read the signature of {fn!r}: {err}") from None
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as err:  # NameError for unresolvable forward refs, and others
+        raise TypeError(
+            f"tool {tool_name}: cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: {err}"
+        ) from None
+    return signature, hints
+
+
+def _parameter_schema(
+    tool_name: str, param: inspect.Parameter, hint: Any, doc: str | None, defs: dict[str, Any]
+) -> dict[str, Any]:
+    """One parameter's JSON schema: from its hint, with the docstring's text and its default;
+    the schema's ``$defs`` are moved into ``defs`` (the tool's)."""
+    schema = schema_for_type(hint, where=f"tool {tool_name}, parameter `{param.name}`")
+    if doc is not None and "description" not in schema:
+        schema["description"] = doc
+    _hoist_defs(schema, defs)
+    if param.default is not param.empty:
+        default = _plain(param.default)
+        if default is None and schema and not _accepts_null(schema):
+            schema = _nullable(schema)  # `x: list = None` means "list or nothing"
+        if _jsonable(default):
+            schema["default"] = json.loads(json.dumps(default))  # tuples -> lists
+    return schema
