@@ -35,7 +35,7 @@ class ToolSet(Mapping[str, Tool]):
     then repeat the refused call word for word.
     """
 
-    def __init__(  # noqa: C901
+    def __init__(
         self,
         tools: Iterable[Tool | Callable[..., Any] | ToolSet] | Mapping[str, Any] | Tool | None = (),
         *,
@@ -57,38 +57,42 @@ class ToolSet(Mapping[str, Tool]):
         self.examples: tuple[Example, ...] = examples
         if tools is None:
             return
-        if isinstance(tools, (Tool, ToolSet)) or (callable(tools) and not isinstance(tools, (Mapping, Iterable))):
-            tools = [tools]
-        items: list[Tool] = []
-        if isinstance(tools, Mapping):
-            for key, value in tools.items():
-                if isinstance(value, Tool):
-                    items.append(value if value.name == key else value._renamed(key))
-                else:
-                    items.append(Tool.from_function(value, name=key))
-        else:
-            for item in tools:
-                if isinstance(item, ToolSet):  # its tools, examples and max_examples come along
-                    items.extend(item.values())
-                    examples += tuple(e for e in item.examples if e not in examples)
-                    if self.max_examples is None:
-                        self.max_examples = item.max_examples
-                elif isinstance(item, str):
-                    raise TypeError(
-                        f"got the tool name {item!r}: pass the ToolSet itself or toolset.values() "
-                        "(iterating a ToolSet gives its tool names), and add tools with "
-                        "toolset.with_tools(f) or toolset + [f], which keep its examples"
-                    )
-                else:
-                    items.append(item if isinstance(item, Tool) else Tool.from_function(item))
-        self.examples = examples
-        for item in items:
+        for item in self._collect(tools):
             if item.name in self._tools:
                 raise ValueError(f"two tools are named {item.name!r}; tool names must be unique")
             self._tools[item.name] = item
-        unknown = sorted({name for e in examples for name, _, _ in e.calls if name not in self._tools})
+        unknown = sorted({name for e in self.examples for name, _, _ in e.calls if name not in self._tools})
         if unknown:
             raise ValueError(f"the example calls tools that are not in this set: {', '.join(unknown)}")
+
+    def _collect(self, tools: Any) -> list[Tool]:
+        """The Tools that ``tools`` holds; a ToolSet among them brings its examples along, and its
+        ``max_examples`` when this set has none."""
+        if isinstance(tools, (Tool, ToolSet)) or (callable(tools) and not isinstance(tools, (Mapping, Iterable))):
+            tools = [tools]
+        if isinstance(tools, Mapping):
+            return [
+                (value if value.name == key else value._renamed(key))
+                if isinstance(value, Tool)
+                else Tool.from_function(value, name=key)
+                for key, value in tools.items()
+            ]
+        items: list[Tool] = []
+        for item in tools:
+            if isinstance(item, ToolSet):
+                items.extend(item.values())
+                self.examples += tuple(e for e in item.examples if e not in self.examples)
+                if self.max_examples is None:
+                    self.max_examples = item.max_examples
+            elif isinstance(item, str):
+                raise TypeError(
+                    f"got the tool name {item!r}: pass the ToolSet itself or toolset.values() "
+                    "(iterating a ToolSet gives its tool names), and add tools with "
+                    "toolset.with_tools(f) or toolset + [f], which keep its examples"
+                )
+            else:
+                items.append(item if isinstance(item, Tool) else Tool.from_function(item))
+        return items
 
     def with_tools(self, *tools: Tool | Callable[..., Any] | ToolSet) -> ToolSet:
         """A new ToolSet: these tools (Tools, functions, or ToolSets, whose examples come too)
