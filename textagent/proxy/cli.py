@@ -169,7 +169,43 @@ def exposure_warning(host: str, api_key: str | None) -> str | None:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901
+class _Refused(Exception):
+    """A command line the proxy cannot start with: the message, and the exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.code = code
+
+
+def _endpoint_and_trace(args: argparse.Namespace) -> tuple[str | None, Path | None]:
+    """The upstream endpoint (None: the embedded server) and the trace folder, made; _Refused
+    when the options do not go together."""
+    endpoint = args.endpoint
+    if not endpoint and args.api == "completions" and os.environ.get(ENV_BASE_URL, "").strip():
+        endpoint = os.environ[ENV_BASE_URL].strip()
+    if not endpoint and args.api == "ollama" and os.environ.get(ENV_OLLAMA_HOST, "").strip():
+        endpoint = ollama_url(os.environ[ENV_OLLAMA_HOST])
+    if not endpoint and args.api != "llamacpp":
+        raise _Refused(f"--api {args.api} needs --endpoint")
+    if args.mode == "constrained" and args.api != "llamacpp":
+        raise _Refused("--mode constrained needs a llama.cpp upstream (--api llamacpp)")
+    if endpoint and (args.ctx_size or args.server_arg):
+        raise _Refused(
+            "--ctx-size and --server-arg size the embedded server; with --endpoint the upstream's own settings apply",
+            code=2,
+        )
+    if args.max_repairs < 0:
+        raise _Refused("--max-repairs must be 0 or more")
+    trace_dir = Path(args.trace) if args.trace else None
+    if trace_dir is not None:
+        try:
+            trace_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _Refused(f"--trace {trace_dir}: {exc.strerror or exc}") from None
+    return endpoint, trace_dir
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         import uvicorn
@@ -179,34 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:  # noqa: C901
     except ImportError as exc:
         print(f"textagent proxy: needs the proxy extra (pip install 'textagent[proxy]'): {exc}", file=sys.stderr)
         return EXIT_ERROR
-    endpoint = args.endpoint
-    if not endpoint and args.api == "completions" and os.environ.get(ENV_BASE_URL, "").strip():
-        endpoint = os.environ[ENV_BASE_URL].strip()
-    if not endpoint and args.api == "ollama" and os.environ.get(ENV_OLLAMA_HOST, "").strip():
-        endpoint = ollama_url(os.environ[ENV_OLLAMA_HOST])
-    if not endpoint and args.api != "llamacpp":
-        print(f"textagent proxy: --api {args.api} needs --endpoint", file=sys.stderr)
-        return EXIT_ERROR
-    if args.mode == "constrained" and args.api != "llamacpp":
-        print("textagent proxy: --mode constrained needs a llama.cpp upstream (--api llamacpp)", file=sys.stderr)
-        return EXIT_ERROR
-    if endpoint and (args.ctx_size or args.server_arg):
-        print(
-            "textagent proxy: --ctx-size and --server-arg size the embedded server; with --endpoint the "
-            "upstream's own settings apply",
-            file=sys.stderr,
-        )
-        return 2
-    if args.max_repairs < 0:
-        print("textagent proxy: --max-repairs must be 0 or more", file=sys.stderr)
-        return EXIT_ERROR
-    trace_dir = Path(args.trace) if args.trace else None
-    if trace_dir is not None:
-        try:
-            trace_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            print(f"textagent proxy: --trace {trace_dir}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_ERROR
+    try:
+        endpoint, trace_dir = _endpoint_and_trace(args)
+    except _Refused as refused:
+        print(f"textagent proxy: {refused}", file=sys.stderr)
+        return refused.code
     upstream_key = args.upstream_api_key
     if upstream_key is None and args.api == "completions":
         upstream_key = os.environ.get(ENV_API_KEY)
