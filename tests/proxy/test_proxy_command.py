@@ -98,3 +98,32 @@ def test_bad_slots_are_one_line_usage_errors(capsys, value, says):
         main(["proxy", "--endpoint", "http://127.0.0.1:9", "--slots", value])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and f"argument --slots: {says}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said", "code"),
+    [
+        (["--api", "completions"], "--api completions needs --endpoint", 1),
+        (["--api", "ollama"], "--api ollama needs --endpoint", 1),
+        (["--api", "ollama", "--endpoint", "http://127.0.0.1:9", "--mode", "constrained"], "needs a llama.cpp", 1),
+        (["--max-repairs", "-1"], "--max-repairs must be 0 or more", 1),
+        (["--endpoint", "http://127.0.0.1:9", "--server-arg=--poll"], "size the embedded server", 2),
+    ],
+)
+def test_options_that_do_not_go_together_are_refused_before_anything_starts(monkeypatch, capsys, argv, said, code):
+    from textagent.proxy.cli import main
+
+    for name in ("OPENAI_BASE_URL", "OLLAMA_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.startswith("textagent proxy: ") and said in err and err.count("\n") == 1
+
+
+def test_a_trace_folder_that_cannot_be_made_is_refused(tmp_path, capsys):
+    from textagent.proxy.cli import main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["--endpoint", "http://127.0.0.1:9", "--trace", str(blocker / "traces")]) == 1
+    assert f"--trace {blocker / 'traces'}: " in capsys.readouterr().err
