@@ -342,6 +342,26 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert cli.main(["--help"]) == 0
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--concurrency", "0"], "--concurrency and --repeat must be at least 1"),
+        (["--repeat", "0"], "--concurrency and --repeat must be at least 1"),
+        (["--api", "ollama"], "--api ollama needs --model"),
+        (["--api", "completions"], "the embedded server speaks llamacpp; pass --endpoint"),
+        (["--first-reply", "--endpoint", "http://127.0.0.1:9"], "--first-reply is for BFCL tasks"),
+    ],
+)
+def test_cli_refuses_what_cannot_run_before_making_anything(tmp_path, capsys, monkeypatch, argv, said):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    out = tmp_path / "run"
+    assert cli.main(["--out", str(out), "--modes", "text", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("textagent bench: ") and said in err
+    assert not out.exists()
+
+
 def test_cli_refuses_a_dead_endpoint_before_running_any_episode(tmp_path, capsys):
     with FakeServer() as srv:
         srv.json("/health", {"error": {"code": 500, "message": "kaput"}}, status=500)

@@ -131,82 +131,19 @@ def print_table(out_dir: Path, modes: Sequence[str]) -> None:
         print(n.ljust(width) + "  " + "  ".join(r[n].replace("**", "").rjust(c) for r, c in zip(rows, cols)))
 
 
-def run(args: argparse.Namespace) -> int:  # noqa: C901
-    if args.compare:
-        print(compare_runs(*args.compare), end="")
-        return 0
-    if args.check_suite:
-        return _check_suite(args)
-    if args.trace_of:
-        return _print_trace(args)
-    if args.report:
-        path = write_report(args.report)
-        _say(f"wrote {path}")
-        return 0
-    if not args.out:
-        _say("textagent bench: --out DIR is required (or --compare A B, or --report DIR)")
-        return 2
-    if args.concurrency < 1 or args.repeat < 1:
-        _say("textagent bench: --concurrency and --repeat must be at least 1")
-        return 2
-    requested = [m.strip() for m in args.modes.split(",") if m.strip()]
-    unknown = [m for m in requested if m not in MODES]
-    if unknown:
-        _say(f"textagent bench: unknown mode {', '.join(unknown)}; choose from {', '.join(MODES)}")
-        return 2
-    apply_conventions(args)
-    if args.api == "ollama" and not args.model:
-        _say("textagent bench: --api ollama needs --model, the Ollama model name (e.g. qwen2.5-coder:0.5b)")
-        return 2
-    modes, unavailable = mode_availability(requested, api=args.api)
-    for mode, why in unavailable.items():
-        _say(f"textagent bench: skipping mode {mode}: {why}")
-    if not modes:
-        _say("textagent bench: no mode can run")
-        return 1
-    tasks = load_selected(args)
-    if not tasks:
-        _say("textagent bench: no tasks selected")
-        return 2
-    if args.first_reply and any(t.bfcl is None for t in tasks):
-        _say(
-            "textagent bench: --first-reply is for BFCL tasks (--tasks bfcl:...): the suite's tasks are "
-            "solved only by a final answer"
-        )
-        return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    settings = Settings(
-        reply_tokens=args.reply_tokens,
-        max_steps=args.max_steps,
-        max_seconds=args.max_seconds,
-        temperature=args.temperature,
-        seed=args.seed,
-        pin_slots=not args.no_pin,
-        checks=args.checks,
-        examples=args.examples,
-        stream=args.stream,
-        first_reply=args.first_reply,
-        native_examples=args.native_examples,
-        example_style=args.example_style,
-        grouped_listing=args.grouped_listing,
-    )
-    previous, done = _read_meta(out), load_records(out)
-    if done and not args.resume:
-        _say(
-            f"textagent bench: {out} holds {len(done)} episodes of an earlier run "
-            f"(`{previous.get('command', '?')}`); --resume goes on with it (episodes already there are not "
-            "run again, new modes and tasks are added), or choose another --out"
-        )
-        return 2
-    if done:
-        differ = _settings_differ(previous.get("settings") or {}, asdict(settings))
-        if differ:
-            _say(
-                f"textagent bench: --resume: {out} was run with other settings ({differ}); its episodes and "
-                "these would not be comparable: choose another --out"
-            )
-            return 2
+def run(args: argparse.Namespace) -> int:
+    done_otherwise = _not_a_run(args)
+    if done_otherwise is not None:
+        return done_otherwise
+    try:
+        modes, unavailable, tasks, settings = _what_to_run(args)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        previous, done = _read_meta(out), load_records(out)
+        _check_resume(args, out, previous, done, settings)
+    except _Refused as refused:
+        _say(f"textagent bench: {refused}")
+        return refused.code
     factory = BackendFactory(
         api=args.api, chat_format=args.chat_format, model_name=args.model, api_key=args.api_key, timeout=args.timeout
     )
@@ -218,51 +155,13 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             check_endpoint(url, args.api, api_key=args.api_key, on_wait=_say)
         model = args.model or ""
         if not endpoints:
-            from ..endpoint import Endpoint
-            from ..local import DEFAULT_MODEL
-
-            if args.api != "llamacpp":
-                _say("textagent bench: the embedded server speaks llamacpp; pass --endpoint for other APIs")
-                return 2
-            from .bfcl.tasks import is_multi_turn
-
-            ctx = args.ctx_size or (32768 if any(is_multi_turn(t) for t in tasks) else 8192)
-            server = Endpoint(
-                gguf=args.gguf,
-                chat_format=None if args.chat_format == "server" else args.chat_format,
-                timeout=args.timeout,
-                reuse_served=False,  # a server of the run's own, sized for it
-                server={
-                    "parallel": args.concurrency,
-                    "threads": args.threads or None,
-                    "poll": args.poll,
-                    "extra_args": args.server_arg,
-                    "ctx_size": ctx,
-                },
-                prefix_cache=args.prefix_cache,
-                progress=_say,
-            )
-            server.open()
+            server, model = _embedded_server(args, tasks)
             assert server.url is not None
             endpoints = [server.url]
             factory.endpoints[server.url] = server
-            model = (
-                f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}, -c {ctx} per slot"
-                + (f", -t {args.threads}" if args.threads else "")
-                + (f", --poll {args.poll}" if args.poll is not None else "")
-                + "".join(f" {a}" for a in args.server_arg)
-                + ")"
-            )
-        workers: list[Slot] = []
-        for url in endpoints:
-            slots = factory.slots(url)
-            k = args.concurrency
-            if slots is not None and k > slots:
-                _say(f"textagent bench: {url} has {slots} slots; running {slots} episodes at once there, not {k}")
-                k = slots
-            if not model and args.api == "llamacpp":
-                model = _server_model(url)
-            workers += [Slot(url, i if args.api == "llamacpp" else None) for i in range(k)]
+        workers = _workers(args, endpoints, factory)
+        if not model and args.api == "llamacpp":
+            model = _server_model(endpoints[0])
         if "proxy" in modes:  # textagent proxy in front of each worker's slot, on the same server
             proxies += _start_proxies(args, workers, factory)
         meta = _meta(args, tasks, modes, unavailable, endpoints, model, settings)
@@ -310,6 +209,140 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             proxy.stop()
         if server is not None:
             server.stop()
+
+
+def _not_a_run(args: argparse.Namespace) -> int | None:
+    """The exit code of --compare, --check-suite, --trace-of or --report, which run no episode;
+    None when a run is asked for."""
+    if args.compare:
+        print(compare_runs(*args.compare), end="")
+        return 0
+    if args.check_suite:
+        return _check_suite(args)
+    if args.trace_of:
+        return _print_trace(args)
+    if args.report:
+        _say(f"wrote {write_report(args.report)}")
+        return 0
+    return None
+
+
+class _Refused(Exception):
+    """A bench that cannot start as asked: the message, and the exit code (2: usage)."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], list[Any], Settings]:
+    """The modes that can run (and why the others cannot), the tasks and the settings; _Refused
+    when the command line asks for something that cannot run."""
+    if not args.out:
+        raise _Refused("--out DIR is required (or --compare A B, or --report DIR)")
+    if args.concurrency < 1 or args.repeat < 1:
+        raise _Refused("--concurrency and --repeat must be at least 1")
+    requested = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in requested if m not in MODES]
+    if unknown:
+        raise _Refused(f"unknown mode {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    apply_conventions(args)
+    if args.api == "ollama" and not args.model:
+        raise _Refused("--api ollama needs --model, the Ollama model name (e.g. qwen2.5-coder:0.5b)")
+    if not args.endpoint and args.api != "llamacpp":
+        raise _Refused("the embedded server speaks llamacpp; pass --endpoint for other APIs")
+    modes, unavailable = mode_availability(requested, api=args.api)
+    for mode, why in unavailable.items():
+        _say(f"textagent bench: skipping mode {mode}: {why}")
+    if not modes:
+        raise _Refused("no mode can run", code=1)
+    tasks = load_selected(args)
+    if not tasks:
+        raise _Refused("no tasks selected")
+    if args.first_reply and any(t.bfcl is None for t in tasks):
+        raise _Refused(
+            "--first-reply is for BFCL tasks (--tasks bfcl:...): the suite's tasks are solved only by a final answer"
+        )
+    settings = Settings(
+        reply_tokens=args.reply_tokens,
+        max_steps=args.max_steps,
+        max_seconds=args.max_seconds,
+        temperature=args.temperature,
+        seed=args.seed,
+        pin_slots=not args.no_pin,
+        checks=args.checks,
+        examples=args.examples,
+        stream=args.stream,
+        first_reply=args.first_reply,
+        native_examples=args.native_examples,
+        example_style=args.example_style,
+        grouped_listing=args.grouped_listing,
+    )
+    return modes, unavailable, tasks, settings
+
+
+def _check_resume(
+    args: argparse.Namespace, out: Path, previous: dict[str, Any], done: list[Any], settings: Settings
+) -> None:
+    """_Refused when ``out`` holds episodes that this run would not go on with."""
+    if done and not args.resume:
+        raise _Refused(
+            f"{out} holds {len(done)} episodes of an earlier run "
+            f"(`{previous.get('command', '?')}`); --resume goes on with it (episodes already there are not "
+            "run again, new modes and tasks are added), or choose another --out"
+        )
+    differ = _settings_differ(previous.get("settings") or {}, asdict(settings)) if done else ""
+    if differ:
+        raise _Refused(
+            f"--resume: {out} was run with other settings ({differ}); its episodes and "
+            "these would not be comparable: choose another --out"
+        )
+
+
+def _workers(args: argparse.Namespace, endpoints: Sequence[str], factory: BackendFactory) -> list[Slot]:
+    """--concurrency workers an endpoint, or as many as it has slots; on llama.cpp each pinned to its slot."""
+    workers: list[Slot] = []
+    for url in endpoints:
+        slots = factory.slots(url)
+        k = args.concurrency
+        if slots is not None and k > slots:
+            _say(f"textagent bench: {url} has {slots} slots; running {slots} episodes at once there, not {k}")
+            k = slots
+        workers += [Slot(url, i if args.api == "llamacpp" else None) for i in range(k)]
+    return workers
+
+
+def _embedded_server(args: argparse.Namespace, tasks: Sequence[Any]) -> tuple[Any, str]:
+    """A llama-server of the run's own, sized for its tasks and open, and how the report names it."""
+    from ..endpoint import Endpoint
+    from ..local import DEFAULT_MODEL
+    from .bfcl.tasks import is_multi_turn
+
+    ctx = args.ctx_size or (32768 if any(is_multi_turn(t) for t in tasks) else 8192)
+    server = Endpoint(
+        gguf=args.gguf,
+        chat_format=None if args.chat_format == "server" else args.chat_format,
+        timeout=args.timeout,
+        reuse_served=False,  # a server of the run's own, sized for it
+        server={
+            "parallel": args.concurrency,
+            "threads": args.threads or None,
+            "poll": args.poll,
+            "extra_args": args.server_arg,
+            "ctx_size": ctx,
+        },
+        prefix_cache=args.prefix_cache,
+        progress=_say,
+    )
+    server.open()
+    model = (
+        f"{args.gguf or DEFAULT_MODEL} (embedded llama-server, -np {args.concurrency}, -c {ctx} per slot"
+        + (f", -t {args.threads}" if args.threads else "")
+        + (f", --poll {args.poll}" if args.poll is not None else "")
+        + "".join(f" {a}" for a in args.server_arg)
+        + ")"
+    )
+    return server, model
 
 
 def _print_trace(args: argparse.Namespace) -> int:
