@@ -134,11 +134,52 @@ def _modes(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> lis
     return order + [m for m in seen if m not in order]
 
 
-def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]], *, chart: str | None = None) -> str:  # noqa: C901
+def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]], *, chart: str | None = None) -> str:
     records = latest_records(records)
     modes = _modes(meta, records)
     summaries = summarize(records, modes)
     out: list[str] = ["# textagent bench report", ""]
+    facts = _facts(meta, len(records))
+    out += [*facts, ""] if facts else []
+
+    out += ["## Modes side by side", ""]
+    if modes:
+        rows = [[name] + [dict(metric_rows(summaries[m]))[name] for m in modes] for name in _METRIC_NAMES]
+        out.append(_table(["metric", *modes], rows))
+    else:
+        out.append("No episodes finished yet.")
+    unavailable = meta.get("unavailable") or {}
+    if unavailable:
+        out += ["", "Not run: " + "; ".join(f"**{m}**: {why}" for m, why in unavailable.items()) + "."]
+    out += ["", _DEFINITIONS, ""]
+    out += _throughput_section(records)
+    from .bfcl.report import render_bfcl
+
+    first_reply = bool((meta.get("settings") or {}).get("first_reply"))
+    bfcl_section = render_bfcl(records, modes, first_reply=first_reply)
+    if bfcl_section:
+        out += [bfcl_section, ""]
+    from .bfcl.multi_report import render_multi_turn
+
+    multi_section = render_multi_turn(records, modes)
+    if multi_section:
+        out += [multi_section, ""]
+    paired_section = render_paired(records, modes)
+    if paired_section:
+        out += [paired_section, ""]
+
+    if chart:
+        out += [f"![success and tokens per solved task by mode; failure taxonomy]({chart})", ""]
+    elif meta.get("chart_note"):
+        out += [f"_{meta['chart_note']}_", ""]
+
+    out += _failure_section(summaries, modes)
+    out += _worst_section(records, modes)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _facts(meta: Mapping[str, Any], finished: int) -> list[str]:
+    """The lines under the title: when, where, what model, which tasks, the settings, the commands."""
     facts = []
     if meta.get("started"):
         facts.append(
@@ -183,23 +224,16 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     elif meta.get("command"):
         facts.append(f"- **command**: `{meta['command']}`")
     planned = meta.get("planned")
-    if planned and planned > len(records):
+    if planned and planned > finished:
         facts.append(
-            f"- **partial run**: {len(records)} of {planned} episodes finished "
-            "(the same command with `--resume` goes on)"
+            f"- **partial run**: {finished} of {planned} episodes finished (the same command with `--resume` goes on)"
         )
-    out += [*facts, ""] if facts else []
+    return facts
 
-    out += ["## Modes side by side", ""]
-    if modes:
-        rows = [[name] + [dict(metric_rows(summaries[m]))[name] for m in modes] for name in _METRIC_NAMES]
-        out.append(_table(["metric", *modes], rows))
-    else:
-        out.append("No episodes finished yet.")
-    unavailable = meta.get("unavailable") or {}
-    if unavailable:
-        out += ["", "Not run: " + "; ".join(f"**{m}**: {why}" for m, why in unavailable.items()) + "."]
-    out += ["", _DEFINITIONS, ""]
+
+def _throughput_section(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The "Throughput per endpoint" section (none without timings)."""
+    out: list[str] = []
     speeds = throughput(records)
     if speeds:
         out += [
@@ -228,26 +262,12 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
             ),
             "",
         ]
-    from .bfcl.report import render_bfcl
+    return out
 
-    first_reply = bool((meta.get("settings") or {}).get("first_reply"))
-    bfcl_section = render_bfcl(records, modes, first_reply=first_reply)
-    if bfcl_section:
-        out += [bfcl_section, ""]
-    from .bfcl.multi_report import render_multi_turn
 
-    multi_section = render_multi_turn(records, modes)
-    if multi_section:
-        out += [multi_section, ""]
-    paired_section = render_paired(records, modes)
-    if paired_section:
-        out += [paired_section, ""]
-
-    if chart:
-        out += [f"![success and tokens per solved task by mode; failure taxonomy]({chart})", ""]
-    elif meta.get("chart_note"):
-        out += [f"_{meta['chart_note']}_", ""]
-
+def _failure_section(summaries: Mapping[str, Any], modes: Sequence[str]) -> list[str]:
+    """The failure taxonomy and the success by task kind, a column a mode."""
+    out: list[str] = []
     out += ["## Failure taxonomy", "", "Each failed episode gets the first class that applies, in this order.", ""]
     if modes:
         rows = []
@@ -261,6 +281,12 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         kinds = list(dict.fromkeys(k for m in modes for k in summaries[m].by_kind))
         rows = [[k, *[_frac(summaries[m].by_kind.get(k)) for m in modes]] for k in kinds]
         out.append(_table(["kind", *modes], rows))
+    return out
+
+
+def _worst_section(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> list[str]:
+    """The five worst tasks of each mode."""
+    out: list[str] = []
     out += [
         "",
         "## Worst tasks per mode",
@@ -282,7 +308,7 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
                 [f"`{t['task']}`", t["kind"], f"{t['successes']}/{t['episodes']}", labels, f"{t['mean_steps']:.1f}"]
             )
         out += [_table(["task", "kind", "solved", "failure", "steps"], rows, "lllll"), ""]
-    return "\n".join(out).rstrip() + "\n"
+    return out
 
 
 def render_paired(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> str:
