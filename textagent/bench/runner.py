@@ -220,7 +220,7 @@ def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
     return (str(record.get("task")), str(record.get("mode")), int(record.get("repeat", 0)))
 
 
-def run_episode(  # noqa: C901
+def run_episode(
     task: Task,
     mode: str,
     backend: Any,
@@ -249,36 +249,10 @@ def run_episode(  # noqa: C901
     max_steps = min(task.max_steps, settings.max_steps) if settings.max_steps else task.max_steps
     if settings.first_reply:
         max_steps = 1
-    needs = _needs(mode)
     started = time.monotonic()
     error_text, agent, start = None, None, None
     try:
-        question = task.question
-        kwargs: dict[str, Any] = {}  # the mode and its Agent options
-        if mode == "baseline":
-            kwargs = {"mode": BaselineMode(), **AGENT_OPTIONS}
-        elif mode == "bfcl-prompt":
-            from .bfcl.prompt_mode import BfclPromptMode
-
-            item = task.bfcl
-            question = item.user_text if item is not None else task.question
-            kwargs = {"mode": BfclPromptMode(documents, item.system_text if item is not None else ""), **AGENT_OPTIONS}
-        elif mode == "proxy":
-            from .proxy_client import ProxyClientMode
-
-            kwargs = {"mode": ProxyClientMode(), "checks": from_names(settings.checks)}
-        else:
-            kwargs = {"mode": mode, "checks": from_names(settings.checks)}
-            if mode == "text-no-feedback":
-                kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
-            if settings.grouped_listing and not needs.tools:
-                kwargs["system_prompt"] = prompts.system_prompt(tools, grouped=True)
-            kwargs["example_style"] = settings.example_style  # the text modes' placeholder exchanges
-            if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
-                # the ablation: native modes shown the exchanges the text modes get ("auto" shows them none)
-                kwargs["example"] = prompts.placeholder_examples(list(tools.values()), settings.example_style)
-            if settings.stream and not needs.chat:  # the text modes stream
-                kwargs["stream"] = True
+        question, kwargs = _mode_options(task, mode, tools, documents, settings)
         agent = Agent(
             backend,
             tools,
@@ -298,27 +272,10 @@ def run_episode(  # noqa: C901
     seconds = time.monotonic() - started
     # the trace from the run itself: its steps so far when it raised
     trace = run_records(start, result.steps if result is not None else agent.steps if agent is not None else [], result)
-    if result is not None:
-        calls: list[dict[str, Any]] = [
-            {"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
-            for s in result.steps
-            for o in s.outcomes
-        ]
-        attempted: list[str] = []
-        for s in result.steps:
-            names = [c.name for c in s.calls] or [o.name for o in s.outcomes]
-            if not names and s.decode_failure and not s.rescued:
-                # native: a call written into content is still a call the model tried to make
-                calls_in_content = s.details.get("content_calls") or []
-                names = [str(c.get("name")) for c in calls_in_content if isinstance(c, dict)]
-            attempted.extend(names)
-        answered = result.stop_reason == "answer"
-        answer, stop_reason = result.answer, result.stop_reason
-        usage = result.usage.to_dict()
-        if result.error is not None:
-            error_text = f"{type(result.error).__name__}: {result.error}"
-    else:
-        calls, attempted, answered, answer, stop_reason, usage = [], [], False, None, "error", Usage().to_dict()
+    calls, attempted, answer, stop_reason, usage = _what_happened(result)
+    answered = stop_reason == "answer"
+    if result is not None and result.error is not None:
+        error_text = f"{type(result.error).__name__}: {result.error}"
     attempted = [name_map.get(n, n) for n in attempted]
     outcome = Outcome(answer=answer, answered=answered, calls=calls, attempted=attempted, state=env.state())
     bfcl_scores = None
@@ -354,6 +311,62 @@ def run_episode(  # noqa: C901
         failure=failure,
         bfcl=bfcl_scores,
     ).to_record()
+
+
+def _mode_options(
+    task: Task, mode: str, tools: Any, documents: list[dict[str, Any]], settings: Settings
+) -> tuple[str, dict[str, Any]]:
+    """The question as ``mode`` asks it, and the mode and Agent options of the run's settings."""
+    question = task.question
+    if mode == "baseline":
+        return question, {"mode": BaselineMode(), **AGENT_OPTIONS}
+    if mode == "bfcl-prompt":
+        from .bfcl.prompt_mode import BfclPromptMode
+
+        item = task.bfcl
+        question = item.user_text if item is not None else task.question
+        return question, {
+            "mode": BfclPromptMode(documents, item.system_text if item is not None else ""),
+            **AGENT_OPTIONS,
+        }
+    if mode == "proxy":
+        from .proxy_client import ProxyClientMode
+
+        return question, {"mode": ProxyClientMode(), "checks": from_names(settings.checks)}
+    needs = _needs(mode)
+    kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks)}
+    if mode == "text-no-feedback":
+        kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
+    if settings.grouped_listing and not needs.tools:
+        kwargs["system_prompt"] = prompts.system_prompt(tools, grouped=True)
+    kwargs["example_style"] = settings.example_style  # the text modes' placeholder exchanges
+    if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
+        # the ablation: native modes shown the exchanges the text modes get ("auto" shows them none)
+        kwargs["example"] = prompts.placeholder_examples(list(tools.values()), settings.example_style)
+    if settings.stream and not needs.chat:  # the text modes stream
+        kwargs["stream"] = True
+    return question, kwargs
+
+
+def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | None, str, dict[str, Any]]:
+    """From a run's result (None: it raised): the calls run, the tool names the model tried, the
+    answer, the stop reason and the usage."""
+    if result is None:
+        return [], [], None, "error", Usage().to_dict()
+    calls: list[dict[str, Any]] = [
+        {"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
+        for s in result.steps
+        for o in s.outcomes
+    ]
+    attempted: list[str] = []
+    for s in result.steps:
+        names = [c.name for c in s.calls] or [o.name for o in s.outcomes]
+        if not names and s.decode_failure and not s.rescued:
+            # native: a call written into content is still a call the model tried to make
+            calls_in_content = s.details.get("content_calls") or []
+            names = [str(c.get("name")) for c in calls_in_content if isinstance(c, dict)]
+        attempted.extend(names)
+    return calls, attempted, result.answer, result.stop_reason, result.usage.to_dict()
 
 
 def _episode(task: Task, mode: str, repeat: int, *, endpoint: str | None, **fields: Any) -> Episode:
