@@ -522,7 +522,7 @@ class BenchOutcome:
     planned: int = 0
 
 
-def run_bench(  # noqa: C901
+def run_bench(
     tasks: Sequence[Task],
     modes: Sequence[str],
     out_dir: str | Path,
@@ -556,26 +556,10 @@ def run_bench(  # noqa: C901
         bar = progress
     else:
         bar = Progress(len(todo), stream=stream, enabled=bool(progress))
-    # One job per (task, repeat): a worker runs that task's modes one after another on its own
-    # slot, so modes that send the same first prompt (text, constrained, baseline) find it in the
-    # slot's KV cache instead of each evaluating it on another slot at the same time.
-    grouped: dict[tuple[str, int], list[tuple[Task, str, int]]] = {}
-    for item in todo:
-        grouped.setdefault((item[0].id, item[2]), []).append(item)
-    jobs: queue.Queue[list[tuple[Task, str, int]]] = queue.Queue()
-    for group in grouped.values():
-        jobs.put(group)
+    jobs = _jobs(todo)
     stop = threading.Event()
     lock = threading.Lock()
-    if path.exists() and path.stat().st_size:
-        with open(path, "rb") as f:  # a line cut off by a crash: start the next one on a fresh line
-            f.seek(-1, os.SEEK_END)
-            needs_newline = f.read(1) != b"\n"
-    else:
-        needs_newline = False
-    sink = open(path, "a", encoding="utf-8")  # noqa: SIM115 - the returned writer owns it
-    if needs_newline:
-        sink.write("\n")
+    sink = _append_to(path)
 
     def finish(record: dict[str, Any]) -> None:
         # the trace is in the record (`bench --report DIR --trace-of TASK` prints it): no file per episode
@@ -631,6 +615,34 @@ def run_bench(  # noqa: C901
             sink.close()
             bar.close()
     return result
+
+
+def _jobs(todo: Sequence[tuple[Task, str, int]]) -> queue.Queue[list[tuple[Task, str, int]]]:
+    """One job per (task, repeat): a worker runs that task's modes one after another on its own
+    slot, so modes that send the same first prompt (text, constrained, baseline) find it in the
+    slot's KV cache instead of each evaluating it on another slot at the same time."""
+    grouped: dict[tuple[str, int], list[tuple[Task, str, int]]] = {}
+    for item in todo:
+        grouped.setdefault((item[0].id, item[2]), []).append(item)
+    jobs: queue.Queue[list[tuple[Task, str, int]]] = queue.Queue()
+    for group in grouped.values():
+        jobs.put(group)
+    return jobs
+
+
+def _append_to(path: Path) -> IO[str]:
+    """``path`` open for appending records; a line cut off by a crash is ended first, so the next
+    record starts on a fresh line."""
+    if path.exists() and path.stat().st_size:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            needs_newline = f.read(1) != b"\n"
+    else:
+        needs_newline = False
+    sink = open(path, "a", encoding="utf-8")  # noqa: SIM115 - the caller owns it
+    if needs_newline:
+        sink.write("\n")
+    return sink
 
 
 def _turned(modes: Sequence[str], i: int) -> list[str]:
