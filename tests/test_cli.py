@@ -671,7 +671,8 @@ def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
     import argparse
 
     from textagent.bench.cli import _meta
-    from textagent.bench.runner import Settings, Slot, _error_record
+    from textagent.bench.backends import Slot
+    from textagent.bench.runner import Settings, _error_record
     from textagent.bench.tasks import Task
 
     url = "http://admin:s3cr3t-pw@127.0.0.1:9"

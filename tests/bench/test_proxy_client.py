@@ -70,8 +70,9 @@ def test_bfcl_multi_turn_ground_truth_through_the_proxy_scores_right(upstream, p
 def test_the_bench_gives_each_worker_slot_a_proxy_of_its_own(upstream):
     """With the proxy beside other modes on one server, each worker's proxy episodes use that
     worker's slot alone, as its other modes do, so no mode evicts another's conversation."""
+    from textagent.bench.backends import BackendFactory, Slot
     from textagent.bench.cli import _start_proxies, build_parser
-    from textagent.bench.runner import BackendFactory, Slot, run_episode
+    from textagent.bench.runner import run_episode
     from textagent.bench.tasks import load_tasks
 
     upstream.json("/props", {"total_slots": 2}, repeat=True)
@@ -97,10 +98,11 @@ def test_the_bench_gives_each_worker_slot_a_proxy_of_its_own(upstream):
 def test_the_bench_proxy_shows_the_runs_example_style(upstream):
     """``--example-style`` reaches the proxy the bench starts, as it reaches the text modes: the
     proxy writes the placeholder exchanges for the client's tools in that style."""
+    from textagent.bench.backends import BackendFactory, Slot
     from textagent.bench.bfcl.data import fetch_wheel
     from textagent.bench.bfcl.tasks import bfcl_tasks
     from textagent.bench.cli import _start_proxies, build_parser
-    from textagent.bench.runner import BackendFactory, Slot, run_episode
+    from textagent.bench.runner import run_episode
 
     fetch_wheel()
     item = bfcl_tasks("bfcl:simple_python")[1]  # tools without examples of their own

@@ -1,5 +1,5 @@
 """The runner: JSONL per episode, traces, concurrency over slots, resume after an interruption,
-the baseline loop, mode availability, and the CLI against a scripted llama.cpp server."""
+the baseline loop and the CLI against a scripted llama.cpp server."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import time
 import pytest
 
 from textagent.backends.scripted import ScriptedBackend
+from textagent.bench import backends as B
 from textagent.bench import cli
 from textagent.bench import runner as R
 from textagent.bench.tasks import load_tasks
@@ -43,7 +44,7 @@ def test_run_bench_writes_one_json_line_per_episode_and_its_trace(tmp_path):
         SOME,
         ["text", "baseline"],
         tmp_path,
-        workers=[R.Slot("u", 0), R.Slot("u", 1)],
+        workers=[B.Slot("u", 0), B.Slot("u", 1)],
         backend_for=reference_factory(SOME, calls),
         progress=False,
     )
@@ -128,7 +129,7 @@ def _resume_after_interruption(tmp_path):
     R.run_episode = counting
     try:
         first = R.run_bench(
-            tasks, ["text"], tmp_path, workers=[R.Slot("u", 0)], backend_for=backend_for, progress=False
+            tasks, ["text"], tmp_path, workers=[B.Slot("u", 0)], backend_for=backend_for, progress=False
         )
     except KeyboardInterrupt:  # delivered after run_bench returned: still a clean stop
         first = None
@@ -139,7 +140,7 @@ def _resume_after_interruption(tmp_path):
         assert first.interrupted
     assert 3 <= len(kept) < 6 and all(r["success"] for r in kept)
     second = R.run_bench(
-        tasks, ["text"], tmp_path, workers=[R.Slot("u", 0)], backend_for=reference_factory(tasks), progress=False
+        tasks, ["text"], tmp_path, workers=[B.Slot("u", 0)], backend_for=reference_factory(tasks), progress=False
     )
     assert not second.interrupted and second.skipped == len(kept)
     done = R.load_records(tmp_path)
@@ -155,7 +156,7 @@ def test_a_line_cut_off_by_a_crash_is_skipped_and_backend_errors_are_retried(tmp
     with open(tmp_path / R.EPISODES_FILE, "w") as f:
         f.write(json.dumps(good) + "\n" + json.dumps(error) + "\n" + '{"task": "cut off mid-wri')
     outcome = R.run_bench(
-        tasks, ["text"], tmp_path, workers=[R.Slot("u", None)], backend_for=reference_factory(tasks), progress=False
+        tasks, ["text"], tmp_path, workers=[B.Slot("u", None)], backend_for=reference_factory(tasks), progress=False
     )
     assert outcome.skipped == 1 and [r["task"] for r in outcome.records] == [tasks[1].id]
     lines = (tmp_path / R.EPISODES_FILE).read_text().splitlines()
@@ -169,7 +170,7 @@ def test_a_harness_failure_is_recorded_not_raised(tmp_path):
     def broken(mode, slot):
         raise RuntimeError("no template")
 
-    outcome = R.run_bench(SUITE[:1], ["text"], tmp_path, workers=[R.Slot("u", 0)], backend_for=broken, progress=False)
+    outcome = R.run_bench(SUITE[:1], ["text"], tmp_path, workers=[B.Slot("u", 0)], backend_for=broken, progress=False)
     (record,) = outcome.records
     assert record["failure"] == "backend_error" and "no template" in record["error"]
 
@@ -197,28 +198,6 @@ def test_a_reply_cut_at_observation_is_a_hallucination_from_its_stop_word():
     assert record["hallucinated"]
     grammar = R.run_episode(task, "constrained", ScriptedBackend(["ANSWER: 20"]))
     assert all(r["stop_word"] is None for r in grammar["trace"] if r["type"] == "step")  # grammar: none
-
-
-def test_mode_availability():
-    ok, missing = R.mode_availability(["text", "baseline", "bogus"])
-    assert ok == ["text", "baseline"] and "unknown mode" in missing["bogus"]
-    ok, missing = R.mode_availability(["text", "constrained", "native", "native+fallback"])
-    assert ok == ["text", "constrained", "native", "native+fallback"] and not missing
-    # the mode says what it needs, the API what it offers (one rule with `textagent run`)
-    ok, missing = R.mode_availability(["constrained", "native"], api="completions")
-    assert ok == ["native"] and "llama.cpp" in missing["constrained"]
-    ok, missing = R.mode_availability(["text", "constrained", "native"], api="ollama")
-    assert ok == ["text"] and "grammar" in missing["constrained"] and "chat" in missing["native"]
-
-
-def test_backend_per_mode():
-    from textagent.backends import ChatAsTextBackend, LlamaCppBackend, OpenAICompletionsBackend
-
-    assert isinstance(R.make_backend("text", "http://h:1"), LlamaCppBackend)
-    assert isinstance(R.make_backend("constrained", "http://h:1", api="llamacpp"), LlamaCppBackend)
-    assert isinstance(R.make_backend("native", "http://h:1"), ChatAsTextBackend)
-    assert isinstance(R.make_backend("text", "http://h:1", api="completions"), OpenAICompletionsBackend)
-    assert isinstance(R.make_backend("baseline", "http://h:1", api="chat"), ChatAsTextBackend)
 
 
 def test_non_text_modes_reach_the_agent(monkeypatch):
@@ -554,7 +533,7 @@ def test_a_tasks_modes_run_one_after_another_on_one_slot(tmp_path):
         SOME[:4],
         ["text", "baseline"],
         tmp_path,
-        workers=[R.Slot("u", 0), R.Slot("u", 1)],
+        workers=[B.Slot("u", 0), B.Slot("u", 1)],
         backend_for=backend_for,
         progress=False,
     )
@@ -569,7 +548,7 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
         SOME[:2],
         ["text"],
         tmp_path,
-        workers=[R.Slot("u", 0)],
+        workers=[B.Slot("u", 0)],
         backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"),
         progress=False,
     )
@@ -585,7 +564,7 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
         SOME[:2],
         ["text"],
         tmp_path,
-        workers=[R.Slot("u", 0)],
+        workers=[B.Slot("u", 0)],
         backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"),
         progress=False,
     )

@@ -72,7 +72,7 @@ def test_measure_reads_each_first_reply_from_the_episode_trace(monkeypatch):
     from httpfake import FakeServer
 
     import textagent.local
-    from textagent.bench import runner as R
+    from textagent.bench import backends as B
     from textagent.bench.tasks import load_tasks
 
     with FakeServer() as srv:
@@ -107,7 +107,7 @@ def test_measure_reads_each_first_reply_from_the_episode_trace(monkeypatch):
 
         monkeypatch.setattr(textagent.local, "LocalServer", Server)
         # a named chat format: the scripted server has no chat template to render
-        monkeypatch.setattr(R, "BackendFactory", functools.partial(R.BackendFactory, chat_format="chatml"))
+        monkeypatch.setattr(B, "BackendFactory", functools.partial(B.BackendFactory, chat_format="chatml"))
         config = S.parse_config("ngram-simple")
         result = S.measure(
             config,

@@ -35,7 +35,8 @@ from .metrics import summarize
 from .options import DEFAULT_MODES, build_parser
 from .records import meta_problem
 from .report import RUN_FILE, compare_runs, metric_rows, write_report
-from .runner import MODES, BackendFactory, Settings, Slot, load_records, mode_availability, run_bench
+from .backends import MODES, BackendFactory, Slot, mode_availability
+from .runner import Settings, load_records, run_bench
 from .tasks import TaskFileError, default_suite_path, load_tasks
 
 __all__ = ["build_parser", "main", "run"]

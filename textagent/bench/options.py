@@ -14,7 +14,7 @@ from ..conventions import (
     check_names,
 )
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
-from .runner import MODES
+from .backends import MODES
 
 __all__ = ["DEFAULT_MODES", "add_arguments", "build_parser"]
 

@@ -30,15 +30,12 @@ from .. import prompts
 from .._redact import redact
 from ..agent import Agent
 from ..backends.base import Capabilities, Completion, Usage
-from ..backends.factory import api_capabilities, connect
 from ..checks import from_names
-from ..endpoint import Endpoint
 from ..errors import BackendError
 from ..jsonl import read_jsonl
-from ..modes import MODES as AGENT_MODE_NAMES
-from ..modes import Needs, mode_needs
 from ..templates import ChatFormat
 from ..trace import json_line, run_records
+from .backends import Slot, needs_of
 from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
 from .progress import Progress
 from .records import Episode, record_problem
@@ -46,28 +43,16 @@ from .tasks import CheckResult, Outcome, Task, call_specs, check_task
 from .tools import Env, make_toolset
 
 __all__ = [
-    "AGENT_MODES",
     "EPISODES_FILE",
-    "MODES",
-    "BackendFactory",
     "ReferenceBackend",
     "Settings",
-    "Slot",
     "check_suite",
     "episode_key",
     "load_records",
-    "make_backend",
-    "mode_availability",
     "run_bench",
     "run_episode",
 ]
 
-AGENT_MODES = tuple(AGENT_MODE_NAMES)  # the Agent's own modes (textagent.modes.MODES)
-#: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
-#: text-no-feedback: text mode with the run (a multi-turn item: the turn) ended at the first reply that
-#: does not parse, as BFCL ends it: the feedback ablation.
-#: proxy: function calling through `textagent proxy` (started by the bench), asked by the openai client.
-MODES = (*AGENT_MODES, "baseline", "bfcl-prompt", "text-no-feedback", "proxy")
 EPISODES_FILE = "episodes.jsonl"
 log = logging.getLogger("textagent.bench")
 
@@ -88,127 +73,6 @@ class Settings:
     native_examples: bool = False  # ablation: native modes shown the text modes' placeholder examples
     grouped_listing: bool = False  # text modes: words the tools' descriptions share said once (prompts.tool_listing)
     example_style: str = prompts.DEFAULT_EXAMPLE_STYLE  # how placeholder examples show results (prompts.EXAMPLE_STYLES)
-
-
-@dataclass(frozen=True)
-class Slot:
-    """Where a worker sends its episodes: a server URL and the slot it pins (None: no pinning)."""
-
-    endpoint: str
-    slot: int | None = None
-
-
-# --------------------------------------------------------------------------------------------
-# Modes and backends
-# --------------------------------------------------------------------------------------------
-
-
-def _needs(mode: str) -> Needs:
-    """What a bench mode needs of its backend: the Agent's modes say; baseline and bfcl-prompt
-    send text completions; proxy asks a proxy in front of a llama.cpp server (its chat template)."""
-    if mode == "proxy":
-        return Needs(chat=True, tools=True)
-    return mode_needs(mode) if mode in AGENT_MODES else Needs()
-
-
-def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[list[str], dict[str, str]]:
-    """(modes that can run, {mode: why not}) on an endpoint of this API."""
-    ok: list[str] = []
-    missing: dict[str, str] = {}
-    can = api_capabilities(api)
-    for mode in modes:
-        if mode not in MODES:
-            missing[mode] = f"unknown mode; choose from {', '.join(MODES)}"
-        elif _needs(mode).grammar and not can.grammar:
-            missing[mode] = "needs a llama.cpp endpoint (--api llamacpp): it sends a GBNF grammar"
-        elif _needs(mode).chat and not can.chat:
-            missing[mode] = "needs an OpenAI-style /v1/chat/completions endpoint (llama.cpp, --api completions or chat)"
-        else:
-            ok.append(mode)
-    return ok, missing
-
-
-def make_backend(
-    mode: str,
-    url: str,
-    *,
-    api: str = "llamacpp",
-    model_name: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 300,
-) -> Any:
-    """The backend a mode needs on ``url`` (backends.connect): modes that need chat talk to
-    /v1/chat/completions (ChatAsTextBackend.chat), the others use the endpoint's own API."""
-    return connect(api, url, model=model_name, api_key=api_key, timeout=timeout, chat=_needs(mode).chat)
-
-
-class BackendFactory:
-    """``backend_for(mode, slot) -> (backend, chat_format)`` for real endpoints.
-
-    One backend per (mode, endpoint, slot), i.e. per worker thread, made by the endpoint's
-    :class:`~textagent.endpoint.Endpoint` (``endpoints``: the embedded server's is put there by
-    the bench; one is made for each other URL); the chat format is learned once per endpoint from
-    llama.cpp's ``/apply-template`` (``chat_format="server"``) or named.
-    """
-
-    def __init__(
-        self,
-        *,
-        api: str = "llamacpp",
-        chat_format: str | ChatFormat = "server",
-        model_name: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 300,
-        proxies: Mapping[tuple[str, int | None], str] | None = None,
-    ):
-        self.api, self.chat_format, self.model_name = api, chat_format, model_name
-        self.api_key, self.timeout = api_key, timeout
-        # (endpoint, slot) -> the URL of the textagent proxy in front of it (slot None: all slots)
-        self.proxies = dict(proxies or {})
-        self.endpoints: dict[str, Endpoint] = {}
-        self._backends: dict[tuple[str, str, int | None], Any] = {}
-        self._lock = threading.Lock()
-
-    def endpoint(self, url: str) -> Endpoint:
-        """The Endpoint of ``url`` (made on first use for a URL the bench did not start)."""
-        with self._lock:
-            if url not in self.endpoints:
-                self.endpoints[url] = Endpoint(
-                    url,
-                    api=self.api,
-                    model=self.model_name,
-                    api_key=self.api_key,
-                    timeout=self.timeout,
-                    chat_format=None if self.chat_format == "server" else self.chat_format,
-                )
-            return self.endpoints[url]
-
-    def __call__(self, mode: str, slot: Slot) -> tuple[Any, ChatFormat]:
-        key = (mode, slot.endpoint, slot.slot)
-        with self._lock:
-            backend = self._backends.get(key)
-        if backend is None and mode == "proxy":
-            from .proxy_client import OpenAIClientChat
-
-            url = self.proxies.get((slot.endpoint, slot.slot)) or self.proxies.get((slot.endpoint, None))
-            if url is None:
-                raise BackendError(f"mode proxy: no textagent proxy was started for {slot.endpoint}")
-            backend = OpenAIClientChat(url, timeout=self.timeout)
-            with self._lock:
-                self._backends[key] = backend
-        if backend is None:
-            backend = self.endpoint(slot.endpoint).connect(chat=_needs(mode).chat)
-            with self._lock:
-                self._backends[key] = backend
-        return backend, self.format_for(slot.endpoint)
-
-    def format_for(self, endpoint: str) -> ChatFormat:
-        """The chat format the text modes write for ``endpoint`` (learned once)."""
-        return self.endpoint(endpoint).chat_format()
-
-    def slots(self, endpoint: str) -> int | None:
-        """How many slots a llama.cpp server has (``/props`` total_slots), if it says."""
-        return self.endpoint(endpoint).slots()
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,7 +197,7 @@ def _mode_options(
         from .proxy_client import ProxyClientMode
 
         return question, {"mode": ProxyClientMode(), "checks": from_names(settings.checks)}
-    needs = _needs(mode)
+    needs = needs_of(mode)
     kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks)}
     if mode == "text-no-feedback":
         kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
@@ -438,7 +302,7 @@ def _episode_tools(task: Task, mode: str, env: Env) -> tuple[Any, dict[str, str]
         from .bfcl.tasks import item_documents
 
         documents = item_documents(task.bfcl)
-        tools, names = make_tools(documents, native=_needs(mode).tools)
+        tools, names = make_tools(documents, native=needs_of(mode).tools)
         return tools, names, documents
     from .bfcl.schema import function_docs
 

@@ -154,7 +154,8 @@ def measure(
     from ..errors import TextagentError
     from ..local import LocalServer
     from ..steps import Step
-    from .runner import BackendFactory, Settings, Slot, run_episode
+    from .backends import BackendFactory, Slot
+    from .runner import Settings, run_episode
 
     args = server_args(config, draft_path)
     result = ConfigResult(config.name, args)
