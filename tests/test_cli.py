@@ -670,8 +670,8 @@ def test_an_endpoints_password_never_reaches_stderr_the_trace_or_json(capsys, tm
 def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
     import argparse
 
-    from textagent.bench.cli import _meta
     from textagent.bench.backends import Slot
+    from textagent.bench.cli import _meta
     from textagent.bench.runner import Settings, _error_record
     from textagent.bench.tasks import Task
 

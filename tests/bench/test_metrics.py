@@ -313,6 +313,7 @@ def test_answers_copying_a_placeholder_example_are_counted():
         "The name of the python file in the current directory is: (name of the python file).",
         "The roots are (the roots of the quadratic equation).",
         "The birthdate is (the birthdate returned by scientist_info.get_birthdate).",
+        "No tool is needed for that.",  # the direct example's tail as the whole answer
     ):
         assert copied_example(copied), copied
     for fine in ("The factorial of 5 is 120.", "It returned to Paris.", "The search returned 3 results.", None, ""):
@@ -325,8 +326,37 @@ def test_answers_copying_a_placeholder_example_are_counted():
         "The file is deploy.py (the only Python file there).",
         "The molecule (the one with id DNA123) is ATGC.",
         "The settings are (number: integer, formatted: boolean).",
+        "Paris is in France; no tool is needed for that.",
     ):
         assert not copied_example(fine), fine
+
+
+def test_answers_repeating_the_feedback_are_counted():
+    """Answers seen in bench runs: the model wrote the feedback it had been sent as its answer."""
+    from textagent.bench.metrics import repeated_feedback
+
+    for parroted in (
+        "The call failed. Call the tool again (with corrected arguments if they were wrong); answer only from "
+        "a call that worked.",
+        "board_game_search returned an error. Call the tool again (with corrected arguments if they were wrong)",
+        "format error: Your reply was cut off at the length limit in the middle of line 14, so none of it was run.",
+        "ERROR: unknown tool `calculate_prime_factors`.\nThe call did not run. Call the tool\n again with corrected "
+        "arguments.",
+    ):
+        assert repeated_feedback(parroted), parroted
+    for fine in ("The call to the weather service worked: 18 °C.", "Call me again tomorrow.", None, ""):
+        assert not repeated_feedback(fine), fine
+
+
+def test_the_feedback_sentences_come_from_every_feedback_template():
+    """The sentences are read from the templates, so a reworded feedback is still counted."""
+    from textagent import prompts
+    from textagent.bench.metrics import _FEEDBACK_TEMPLATES, feedback_sentences
+
+    sentences = feedback_sentences()
+    for family, name in _FEEDBACK_TEMPLATES:
+        text = " ".join(prompts.for_family(family).template(name).template.split()).lower()
+        assert any(sentence in text for sentence in sentences), (family, name)
 
 
 def test_a_status_answer_is_copied_only_when_the_tool_it_names_did_not_run():

@@ -26,16 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from .._redact import redact
-from ..conventions import (
-    apply_conventions,
-)
+from ..conventions import apply_conventions
 from ..errors import BackendError, TextagentError
+from .backends import MODES, BackendFactory, Slot, mode_availability
 from .health import check_endpoint
 from .metrics import summarize
 from .options import DEFAULT_MODES, build_parser
 from .records import meta_problem
 from .report import RUN_FILE, compare_runs, metric_rows, write_report
-from .backends import MODES, BackendFactory, Slot, mode_availability
 from .runner import Settings, load_records, run_bench
 from .tasks import TaskFileError, default_suite_path, load_tasks
 

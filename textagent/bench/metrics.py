@@ -7,6 +7,7 @@ an episode are those of its run (textagent.steps.Result), read back from the rec
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -217,6 +218,7 @@ class ModeSummary:
     seconds_per_task: float = 0.0
     tool_errors: int = 0
     copied_answers: int = 0  # final answers holding a placeholder example's phrase
+    feedback_answers: int = 0  # final answers repeating a sentence of textagent's feedback to the model
     answered_without_call: int = 0  # episodes that needed a call and answered without one
     failures: dict[str, int] = field(default_factory=dict)
     by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> [successes, episodes]
@@ -284,6 +286,7 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
         s.seconds_per_task = sum(float(r.get("seconds") or 0) for r in rs) / len(rs)
         s.tool_errors = sum(f["tool_errors"] for f in facts)
         s.copied_answers = sum(copied_example(r.get("answer"), called_tools(r)) for r in rs)
+        s.feedback_answers = sum(repeated_feedback(r.get("answer")) for r in rs)
         s.answered_without_call = sum(skipped_call(r) for r in rs)
         for r in rs:
             # recomputed: records stay comparable as the taxonomy evolves; a BFCL item keeps
@@ -307,7 +310,9 @@ _COPIED = re.compile(
     r"\b[\w.]+ returned: |\((?:what )?[\w.]+ returned\)|returned a result (?:for )?each\b"
     r"|(?:\b(?:is|are|was|were)\b:?|:)\s*"
     r"\((?:what|the|name of|list of|number of|result|details|value|information|calculate)\b(?:[^()\d\s]*\s?){1,12}\)"
-    r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$",
+    r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$"
+    # the direct example's tail ("...; no tool is needed for that.") given as the whole answer
+    r"|^\s*no tool is needed(?: for (?:that|this))?\.?\s*$",
     re.I,
 )
 
@@ -327,6 +332,44 @@ def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
         return True
     claimed = _STATUS.search(answer)
     return claimed is not None and (called is None or claimed.group(1) not in called)
+
+
+# Feedback the model is sent when a reply or a call goes wrong (prompts/<family>/<name>.txt).
+_FEEDBACK_TEMPLATES = (
+    ("text", "observation_error"),
+    ("text", "format_error"),
+    ("text", "empty_reply"),
+    ("text", "reply_cut"),
+    ("native", "tool_error"),
+    ("native", "bad_arguments"),
+    ("native", "empty_reply"),
+)
+
+
+@functools.cache
+def feedback_sentences() -> tuple[str, ...]:
+    """The sentences of textagent's feedback to the model that stand whole in their templates
+    (no placeholder in them, at least five words), lower-cased: what an answer repeats when the
+    model parrots the feedback ("The call failed. Call the tool again ...") instead of answering."""
+    from .. import prompts
+
+    found: list[str] = []
+    for family, name in _FEEDBACK_TEMPLATES:
+        text = prompts.for_family(family).template(name).template
+        for piece in re.split(r"\$\{?\w+\}?", text):
+            for sentence in re.split(r"(?<=[.;:])\s+|\n", piece):
+                sentence = " ".join(sentence.split()).strip(" ,.;:")
+                if len(sentence.split()) >= 5 and sentence.lower() not in found:
+                    found.append(sentence.lower())
+    return tuple(found)
+
+
+def repeated_feedback(answer: Any) -> bool:
+    """Whether a final answer holds a whole sentence of textagent's feedback to the model."""
+    if not isinstance(answer, str):
+        return False
+    text = " ".join(answer.split()).lower()
+    return any(sentence in text for sentence in feedback_sentences())
 
 
 def called_tools(record: Mapping[str, Any]) -> set[str]:

@@ -99,6 +99,7 @@ def metric_rows(s: ModeSummary) -> list[tuple[str, str]]:
         ("time per task", f"{s.seconds_per_task:.1f} s"),
         ("tool errors", str(s.tool_errors)),
         ("answers copying an example's phrase", str(s.copied_answers)),
+        ("answers repeating the feedback", str(s.feedback_answers)),
         ("answered without a call where one was needed", str(s.answered_without_call)),
     ]
 
@@ -116,6 +117,7 @@ _METRIC_NAMES = [
     "time per task",
     "tool errors",
     "answers copying an example's phrase",
+    "answers repeating the feedback",
     "answered without a call where one was needed",
 ]
 
@@ -335,7 +337,10 @@ _DEFINITIONS = (
     "Recovery rate: episodes whose first reply was a format error and that later produced a usable reply "
     "after the feedback. Native decode failure: a native-mode reply whose call came back as text in "
     "`content` instead of `tool_calls`. `baseline` is the seed-style loop (regex `TOOL: (\\w+) ARGS: (.*)` "
-    "+ `json.loads`, one call per reply, no feedback) on the same prompt."
+    "+ `json.loads`, one call per reply, no feedback) on the same prompt. Answers copying an example's "
+    "phrase: final answers holding a phrase of the placeholder worked examples (`bench.metrics.copied_example`); "
+    "answers repeating the feedback: final answers holding a whole sentence of what textagent tells the model "
+    "when a reply or call goes wrong (`bench.metrics.repeated_feedback`)."
 )
 
 
@@ -544,6 +549,7 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
             "time per task": _delta(x.seconds_per_task, y.seconds_per_task),
             "tool errors": _delta(x.tool_errors, y.tool_errors, digits=0),
             "answers copying an example's phrase": _delta(x.copied_answers, y.copied_answers, digits=0),
+            "answers repeating the feedback": _delta(x.feedback_answers, y.feedback_answers, digits=0),
             "answered without a call where one was needed": _delta(
                 x.answered_without_call, y.answered_without_call, digits=0
             ),

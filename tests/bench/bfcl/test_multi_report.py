@@ -54,6 +54,13 @@ def test_rows_count_answers_copying_an_example_per_mode():
     assert rows["text"][2].endswith("1/1") and rows["proxy"][2].endswith("0/1")
 
 
+def test_rows_count_turn_answers_repeating_the_feedback():
+    parroted = "The call failed. Call the tool again (with corrected arguments if they were wrong)."
+    record = _record("multi_turn_base_41", "text", 0, ["It holds 3 lines.", parroted])
+    feedback = 9  # the column after "answers copying an example"
+    assert multi_turn_rows([record], ["text"])[0][feedback] == "1/2"
+
+
 def test_turn_outcomes_count_a_turn_right_only_when_every_turn_before_it_is():
     records = [_record("multi_turn_base_1", "text", 1, ["a", "b", "c"])]
     assert turn_outcomes(records, "text") == {

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import paired
-from ..metrics import called_tools, copied_example, episode_tokens, latest_records, wilson
+from ..metrics import called_tools, copied_example, episode_tokens, latest_records, repeated_feedback, wilson
 
 __all__ = ["multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
 
@@ -88,6 +88,7 @@ def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) 
                     f"{sum(int(m.get('format_errors') or 0) for m in mts) / n:.2f}",
                     f"{sum(int(m.get('refused_calls') or 0) for m in mts) / n:.2f}",
                     f"{sum(copied_example(a, called) for a, called in answers)}/{len(answers)}",
+                    f"{sum(repeated_feedback(a) for a, _ in answers)}/{len(answers)}",
                     f"{sum(int(r.get('steps') or 0) for r in mine) / n:.1f}",
                     f"{sum(episode_tokens(r.get('usage')) for r in mine) / n:,.0f}",
                     f"{sum(float(r.get('seconds') or 0) for r in mine) / n:.0f} s",
@@ -106,6 +107,7 @@ _HEADER = [
     "format errors / item",
     "refused calls / item",
     "answers copying an example",
+    "answers repeating the feedback",
     "steps / item",
     "tokens / item",
     "time / item",
@@ -118,7 +120,8 @@ _EXPLAIN = (
     "the turn in `text-no-feedback` and `bfcl-prompt`). Refused calls: calls not run because the tool is "
     "unknown or the arguments do not fit its schema (the model is told why). Answers copying an example: "
     "turns ended by an answer that holds a phrase of a worked example instead of a result "
-    "(bench.metrics.copied_example). Tokens: prompt tokens the server evaluated plus tokens generated."
+    "(bench.metrics.copied_example); answers repeating the feedback: turn answers holding a sentence of "
+    "what textagent tells the model when a reply or call goes wrong (bench.metrics.repeated_feedback). Tokens: prompt tokens the server evaluated plus tokens generated."
 )
 
 
