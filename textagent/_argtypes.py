@@ -8,7 +8,15 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["nonempty", "port_number", "positive", "slot_list"]
+__all__ = ["Refused", "nonempty", "port_number", "positive", "slot_list"]
+
+
+class Refused(Exception):
+    """Options that parse but cannot run together: the one-line message, and the exit code (2: usage)."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
 
 
 def positive(kind: type) -> Callable[[str], Any]:

@@ -25,6 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from .._argtypes import Refused
 from .._redact import redact
 from ..conventions import apply_conventions
 from ..errors import BackendError, TextagentError
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         previous, done = _read_meta(out), load_records(out)
         _check_resume(args, out, previous, done, settings)
-    except _Refused as refused:
+    except Refused as refused:
         _say(f"textagent bench: {refused}")
         return refused.code
     factory = BackendFactory(
@@ -226,40 +227,32 @@ def _not_a_run(args: argparse.Namespace) -> int | None:
     return None
 
 
-class _Refused(Exception):
-    """A bench that cannot start as asked: the message, and the exit code (2: usage)."""
-
-    def __init__(self, message: str, code: int = 2):
-        super().__init__(message)
-        self.code = code
-
-
 def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], list[Any], Settings]:
-    """The modes that can run (and why the others cannot), the tasks and the settings; _Refused
+    """The modes that can run (and why the others cannot), the tasks and the settings; Refused
     when the command line asks for something that cannot run."""
     if not args.out:
-        raise _Refused("--out DIR is required (or --compare A B, or --report DIR)")
+        raise Refused("--out DIR is required (or --compare A B, or --report DIR)")
     if args.concurrency < 1 or args.repeat < 1:
-        raise _Refused("--concurrency and --repeat must be at least 1")
+        raise Refused("--concurrency and --repeat must be at least 1")
     requested = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in requested if m not in MODES]
     if unknown:
-        raise _Refused(f"unknown mode {', '.join(unknown)}; choose from {', '.join(MODES)}")
+        raise Refused(f"unknown mode {', '.join(unknown)}; choose from {', '.join(MODES)}")
     apply_conventions(args)
     if args.api == "ollama" and not args.model:
-        raise _Refused("--api ollama needs --model, the Ollama model name (e.g. qwen2.5-coder:0.5b)")
+        raise Refused("--api ollama needs --model, the Ollama model name (e.g. qwen2.5-coder:0.5b)")
     if not args.endpoint and args.api != "llamacpp":
-        raise _Refused("the embedded server speaks llamacpp; pass --endpoint for other APIs")
+        raise Refused("the embedded server speaks llamacpp; pass --endpoint for other APIs")
     modes, unavailable = mode_availability(requested, api=args.api)
     for mode, why in unavailable.items():
         _say(f"textagent bench: skipping mode {mode}: {why}")
     if not modes:
-        raise _Refused("no mode can run", code=1)
+        raise Refused("no mode can run", code=1)
     tasks = load_selected(args)
     if not tasks:
-        raise _Refused("no tasks selected")
+        raise Refused("no tasks selected")
     if args.first_reply and any(t.bfcl is None for t in tasks):
-        raise _Refused(
+        raise Refused(
             "--first-reply is for BFCL tasks (--tasks bfcl:...): the suite's tasks are solved only by a final answer"
         )
     settings = Settings(
@@ -283,16 +276,16 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
 def _check_resume(
     args: argparse.Namespace, out: Path, previous: dict[str, Any], done: list[Any], settings: Settings
 ) -> None:
-    """_Refused when ``out`` holds episodes that this run would not go on with."""
+    """Refused when ``out`` holds episodes that this run would not go on with."""
     if done and not args.resume:
-        raise _Refused(
+        raise Refused(
             f"{out} holds {len(done)} episodes of an earlier run "
             f"(`{previous.get('command', '?')}`); --resume goes on with it (episodes already there are not "
             "run again, new modes and tasks are added), or choose another --out"
         )
     differ = _settings_differ(previous.get("settings") or {}, asdict(settings)) if done else ""
     if differ:
-        raise _Refused(
+        raise Refused(
             f"--resume: {out} was run with other settings ({differ}); its episodes and "
             "these would not be comparable: choose another --out"
         )

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._argtypes import nonempty, port_number, positive, slot_list
+from .._argtypes import Refused, nonempty, port_number, positive, slot_list
 from ..conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
@@ -169,16 +169,8 @@ def exposure_warning(host: str, api_key: str | None) -> str | None:
     )
 
 
-class _Refused(Exception):
-    """A command line the proxy cannot start with: the message, and the exit code."""
-
-    def __init__(self, message: str, code: int = EXIT_ERROR):
-        super().__init__(message)
-        self.code = code
-
-
 def _endpoint_and_trace(args: argparse.Namespace) -> tuple[str | None, Path | None]:
-    """The upstream endpoint (None: the embedded server) and the trace folder, made; _Refused
+    """The upstream endpoint (None: the embedded server) and the trace folder, made; Refused
     when the options do not go together."""
     endpoint = args.endpoint
     if not endpoint and args.api == "completions" and os.environ.get(ENV_BASE_URL, "").strip():
@@ -186,22 +178,22 @@ def _endpoint_and_trace(args: argparse.Namespace) -> tuple[str | None, Path | No
     if not endpoint and args.api == "ollama" and os.environ.get(ENV_OLLAMA_HOST, "").strip():
         endpoint = ollama_url(os.environ[ENV_OLLAMA_HOST])
     if not endpoint and args.api != "llamacpp":
-        raise _Refused(f"--api {args.api} needs --endpoint")
+        raise Refused(f"--api {args.api} needs --endpoint", code=EXIT_ERROR)
     if args.mode == "constrained" and args.api != "llamacpp":
-        raise _Refused("--mode constrained needs a llama.cpp upstream (--api llamacpp)")
+        raise Refused("--mode constrained needs a llama.cpp upstream (--api llamacpp)", code=EXIT_ERROR)
     if endpoint and (args.ctx_size or args.server_arg):
-        raise _Refused(
+        raise Refused(
             "--ctx-size and --server-arg size the embedded server; with --endpoint the upstream's own settings apply",
             code=2,
         )
     if args.max_repairs < 0:
-        raise _Refused("--max-repairs must be 0 or more")
+        raise Refused("--max-repairs must be 0 or more", code=EXIT_ERROR)
     trace_dir = Path(args.trace) if args.trace else None
     if trace_dir is not None:
         try:
             trace_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _Refused(f"--trace {trace_dir}: {exc.strerror or exc}") from None
+            raise Refused(f"--trace {trace_dir}: {exc.strerror or exc}", code=EXIT_ERROR) from None
     return endpoint, trace_dir
 
 
@@ -217,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         endpoint, trace_dir = _endpoint_and_trace(args)
-    except _Refused as refused:
+    except Refused as refused:
         print(f"textagent proxy: {refused}", file=sys.stderr)
         return refused.code
     upstream_key = args.upstream_api_key

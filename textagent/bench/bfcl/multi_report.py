@@ -121,7 +121,8 @@ _EXPLAIN = (
     "unknown or the arguments do not fit its schema (the model is told why). Answers copying an example: "
     "turns ended by an answer that holds a phrase of a worked example instead of a result "
     "(bench.metrics.copied_example); answers repeating the feedback: turn answers holding a sentence of "
-    "what textagent tells the model when a reply or call goes wrong (bench.metrics.repeated_feedback). Tokens: prompt tokens the server evaluated plus tokens generated."
+    "what textagent tells the model when a reply or call goes wrong (bench.metrics.repeated_feedback). "
+    "Tokens: prompt tokens the server evaluated plus tokens generated."
 )
 
 
