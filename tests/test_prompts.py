@@ -165,7 +165,7 @@ def test_the_concrete_style_shows_made_up_results_stated_in_words_and_no_bracket
     assert [c[2] for c in two.calls] == ["42", "17"] and "42" in two.answer and "17" in two.answer
     text = json.dumps(prompts.example_turns(shown))
     assert "returned" not in text and "(what" not in text
-    with pytest.raises(ValueError, match="unknown example style 'vivid'; choose one of placeholder, concrete, status"):
+    with pytest.raises(ValueError, match="unknown example style 'vivid'; choose one of placeholder, concrete, status, value"):
         prompts.placeholder_examples([book], style="vivid")
     assert prompts.example_style("concrete") == "concrete"
 
@@ -183,6 +183,20 @@ def test_the_status_style_shows_results_with_no_value_and_answers_that_say_what_
     assert "weather with city" in two.answer
     text = json.dumps(prompts.example_turns(shown))
     assert "returned" not in text and "(what" not in text and "42" not in text
+
+
+def test_the_value_style_shows_a_status_with_a_value_and_answers_that_name_the_tool_and_value():
+    """Issue 41: the status style's results carried nothing, and the model skipped more calls."""
+
+    single, _, pair, two = shown = _in_style("value")
+    ((name, _, result),) = single.calls
+    assert json.loads(result) == {"status": "success", "value": 42}
+    assert single.answer == f"{name} reported success with the value 42."
+    assert [json.loads(c[2])["value"] for c in pair.calls + two.calls] == [42, 17, 42, 17]
+    assert " 42 for " in pair.answer and " 17 for " in pair.answer
+    assert two.answer.startswith(f"{name} reported 42, and ") and two.answer.endswith(" reported 17.")
+    text = json.dumps(prompts.example_turns(shown))
+    assert "returned" not in text and "(what" not in text
 
 
 def test_every_demo_and_bench_example_call_binds_to_its_tool():

@@ -54,7 +54,7 @@ API_CHOICES = tuple(APIS)
 CHAT_FORMAT_CHOICES = ("server", *FORMATS)
 # prompts.EXAMPLE_STYLES and its default, spelled here so that a command's parser does not load the prompts (and
 # the grammar) to list them; a test holds the two equal
-EXAMPLE_STYLE_CHOICES = ("placeholder", "concrete", "status")
+EXAMPLE_STYLE_CHOICES = ("placeholder", "concrete", "status", "value")
 DEFAULT_EXAMPLE_STYLE = "placeholder"  # prompts.DEFAULT_EXAMPLE_STYLE, the same way
 
 log = logging.getLogger(__name__)
@@ -138,8 +138,9 @@ def add_example_style_option(p: argparse.ArgumentParser, examples: str) -> None:
         choices=EXAMPLE_STYLE_CHOICES,
         default=DEFAULT_EXAMPLE_STYLE,
         help=f"how {examples} read: placeholder (bracketed results to fill in, '(what f returned)'), "
-        "concrete (made-up results stated in words, 'The result is 42.') or status (a result with no value, "
-        "'f ran with x 1 and reported success.'); default %(default)s (docs/bench.md)",
+        "concrete (made-up results stated in words, 'The result is 42.'), status (a result with no value, "
+        "'f ran with x 1 and reported success.') or value (a status with a value, 'f reported success with "
+        "the value 42.'); default %(default)s (docs/bench.md)",
     )
 
 

@@ -307,6 +307,8 @@ def test_answers_copying_a_placeholder_example_are_counted():
         "f returned a result for each.",
         "The result is 17.",
         "The answers are 42 and 17.",
+        "get_weather reported success with the value 42.",
+        "f reported 42 for x 1, and 17 for x 2.",
         "The movies playing are: (list of movie titles).",
         "The field is (calculate_electric_field returned).",
         "The area is: (calculate the area using Heron's formula)",
@@ -327,6 +329,8 @@ def test_answers_copying_a_placeholder_example_are_counted():
         "The molecule (the one with id DNA123) is ATGC.",
         "The settings are (number: integer, formatted: boolean).",
         "Paris is in France; no tool is needed for that.",
+        "The sensor reported 42.5 degrees.",
+        "The server reported success.",
     ):
         assert not copied_example(fine), fine
 

@@ -311,6 +311,8 @@ _COPIED = re.compile(
     r"|(?:\b(?:is|are|was|were)\b:?|:)\s*"
     r"\((?:what|the|name of|list of|number of|result|details|value|information|calculate)\b(?:[^()\d\s]*\s?){1,12}\)"
     r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$"
+    # the value style's made-up values, stated as reported ("f reported success with the value 42.")
+    r"|\breported (?:success with the value )?(?:42|17)\b(?![.,]\d)"
     # the direct example's tail ("...; no tool is needed for that.") given as the whole answer
     r"|^\s*no tool is needed(?: for (?:that|this))?\.?\s*$",
     re.I,

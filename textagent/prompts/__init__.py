@@ -48,12 +48,15 @@ __all__ = [
 FAMILIES = ("text", "native", "proxy")
 # How placeholder examples show a tool's result and the answer: "placeholder" as a description
 # in brackets ("(what f returned)"), "concrete" as made-up values stated in words, "status" as a
-# result that carries no value and an answer that says what ran (issue 41: models copied the
-# bracketed form, then the concrete values, into their answers).
+# result that carries no value and an answer that says what ran, "value" as a status with a value
+# and an answer that names the tool and the value it reported (issue 41: models copied the
+# bracketed form, then the concrete values, into their answers; with "status" they skipped more
+# calls, as if tools had nothing to tell).
 _ANSWERS = {  # style: the answers of the one-call, the pair and the two-tool example
     "placeholder": ("example_answer.txt", "example_pair_answer.txt", "example_two_answer.txt"),
     "concrete": ("example_concrete_answer.txt", "example_concrete_pair_answer.txt", "example_concrete_two_answer.txt"),
     "status": ("example_status_answer.txt", "example_status_pair_answer.txt", "example_status_two_answer.txt"),
+    "value": ("example_value_answer.txt", "example_value_pair_answer.txt", "example_value_two_answer.txt"),
 }
 EXAMPLE_STYLES = tuple(_ANSWERS)
 DEFAULT_EXAMPLE_STYLE = "placeholder"
@@ -266,6 +269,8 @@ def placeholder_examples(tool_list: list[Any], style: str = DEFAULT_EXAMPLE_STYL
     props = chosen.properties
     others = {k: _schema.other_value(v, props.get(k) or {}) for k, v in args.items()}
     fields = {"name": chosen.name, "values": _described(args), "others": _described(others)}
+    value, value2 = template("example_concrete_results.txt").substitute().split()
+    fields.update(value=value, value2=value2)
     results = _results(style, fields)
     fields.update(result=results[0], result2=results[1])
     answers = _ANSWERS[style]
@@ -294,8 +299,10 @@ def placeholder_examples(tool_list: list[Any], style: str = DEFAULT_EXAMPLE_STYL
 def _results(style: str, fields: dict[str, str]) -> tuple[str, str]:
     """The made-up results of the examples' first and second call, in ``style``."""
     if style == "concrete":
-        first, second = template("example_concrete_results.txt").substitute().split()
-        return first, second
+        return fields["value"], fields["value2"]
+    if style == "value":
+        shown = template("example_value_result.txt")
+        return shown.substitute(value=fields["value"]), shown.substitute(value=fields["value2"])
     if style == "status":
         result = template("example_status_result.txt").substitute()
     else:
