@@ -165,7 +165,9 @@ def test_the_concrete_style_shows_made_up_results_stated_in_words_and_no_bracket
     assert [c[2] for c in two.calls] == ["42", "17"] and "42" in two.answer and "17" in two.answer
     text = json.dumps(prompts.example_turns(shown))
     assert "returned" not in text and "(what" not in text
-    with pytest.raises(ValueError, match="unknown example style 'vivid'; choose one of placeholder, concrete, status, value"):
+    with pytest.raises(
+        ValueError, match="unknown example style 'vivid'; choose one of placeholder, concrete, status, value"
+    ):
         prompts.placeholder_examples([book], style="vivid")
     assert prompts.example_style("concrete") == "concrete"
 
