@@ -41,10 +41,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import requests
+
+from .._resources import data_text
 
 __all__ = [
     "Config",
@@ -66,143 +69,12 @@ PROMPT_TOKENS = 500
 QUICK = {"threads": "2", "poll": "0,50", "parallel": "1,2", "cache_reuse": "0", "rounds": 1}
 FULL = {"threads": "1,2", "poll": "0,50", "parallel": "1,2,4", "cache_reuse": "0", "rounds": 2}
 
-# Plain words, mostly one token each: a prompt of N words is about N tokens (calibrated with the
-# server's /tokenize when it answers).
-_WORDS = [
-    "time",
-    "year",
-    "people",
-    "way",
-    "day",
-    "man",
-    "thing",
-    "woman",
-    "life",
-    "child",
-    "world",
-    "school",
-    "state",
-    "family",
-    "student",
-    "group",
-    "country",
-    "problem",
-    "hand",
-    "part",
-    "place",
-    "case",
-    "week",
-    "company",
-    "system",
-    "program",
-    "question",
-    "work",
-    "government",
-    "number",
-    "night",
-    "point",
-    "home",
-    "water",
-    "room",
-    "mother",
-    "area",
-    "money",
-    "story",
-    "fact",
-    "month",
-    "lot",
-    "right",
-    "study",
-    "book",
-    "eye",
-    "job",
-    "word",
-    "business",
-    "issue",
-    "side",
-    "kind",
-    "head",
-    "house",
-    "service",
-    "friend",
-    "father",
-    "power",
-    "hour",
-    "game",
-    "line",
-    "end",
-    "member",
-    "law",
-    "car",
-    "city",
-    "community",
-    "name",
-    "president",
-    "team",
-    "minute",
-    "idea",
-    "kid",
-    "body",
-    "information",
-    "back",
-    "parent",
-    "face",
-    "others",
-    "level",
-    "office",
-    "door",
-    "health",
-    "person",
-    "art",
-    "war",
-    "history",
-    "party",
-    "result",
-    "change",
-    "morning",
-    "reason",
-    "research",
-    "girl",
-    "guy",
-    "moment",
-    "air",
-    "teacher",
-    "force",
-    "education",
-    "river",
-    "stone",
-    "paper",
-    "green",
-    "small",
-    "large",
-    "early",
-    "young",
-    "old",
-    "great",
-    "little",
-    "other",
-    "long",
-    "high",
-    "different",
-    "important",
-    "public",
-    "bad",
-    "same",
-    "able",
-    "open",
-    "free",
-    "light",
-    "cold",
-    "warm",
-    "quick",
-    "slow",
-    "bright",
-    "dark",
-    "round",
-    "sharp",
-    "clean",
-    "simple",
-]
+
+@cache
+def _words() -> list[str]:
+    """Plain words, mostly one token each: a prompt of N words is about N tokens (calibrated with
+    the server's /tokenize when it answers)."""
+    return data_text("bench", "filler_words.txt").split()
 
 
 # -- configs and arguments -----------------------------------------------------------------------
@@ -318,7 +190,7 @@ def make_prompt(nonce: str, words: int) -> str:
     so that no two requests share a prefix or a long chunk."""
     rng = random.Random(nonce)
     lines = [f"Request {nonce}. Continue the list of words below."]
-    body = [rng.choice(_WORDS) for _ in range(words)]
+    body = [rng.choice(_words()) for _ in range(words)]
     lines += [" ".join(body[i : i + 12]) for i in range(0, len(body), 12)]
     return "\n".join(lines) + "\n"
 
