@@ -494,6 +494,24 @@ def _same_replies(rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[st
     return line
 
 
+def _turn_pairs(
+    rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[str, Any]], modes: Sequence[str], header: list[str]
+) -> list[str]:
+    """The same pairs on the turns of BFCL multi-turn items (a turn is right when every turn up to
+    it is), as a run's own report pairs its modes; nothing when neither run has such items."""
+    from .bfcl.multi_report import turn_outcomes
+
+    rows = []
+    for mode in modes:
+        ta, tb = turn_outcomes(rec_a, mode), turn_outcomes(rec_b, mode)
+        if ta and tb:
+            rows.append(paired.row(paired.pair_outcomes(f"{mode}: B", "A", tb, ta)))
+    if not rows:
+        return []
+    header = [header[0], "turns both ran", *header[2:]]
+    return ["### Paired, on turns (a turn is right when every turn up to it is)", "", _table(header, rows), ""]
+
+
 def compare_runs(a: str | Path, b: str | Path) -> str:
     """A markdown diff of two runs: metrics per mode (A, B, change), failure classes, tasks that flipped."""
     meta_a, rec_a = load_run(a)
@@ -518,6 +536,7 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
             _table(header, rows),
             "",
         ]
+        out += _turn_pairs(rec_a, rec_b, shared, header)
     for mode in modes:
         x, y = sa.get(mode, ModeSummary(mode)), sb.get(mode, ModeSummary(mode))
         out += [f"## {mode}", ""]

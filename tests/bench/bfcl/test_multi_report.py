@@ -81,3 +81,40 @@ def test_section_pairs_the_modes_on_items_and_on_turns_and_skips_failed_episodes
     assert "### Paired, on items" in text and "### Paired, on turns" in text
     assert "| text − native | 1 |" in text and "| text − native | 2 |" in text
     assert render_multi_turn([r for r in records if r["mode"] == "x"], ["text"]) == ""
+
+
+def test_compare_pairs_two_runs_on_turns_as_well_as_items(tmp_path):
+    """Two runs of multi-turn items (two models, or before and after a change) pair on turns too."""
+    import json
+
+    from textagent.bench.report import compare_runs
+
+    def run(name: str, turns_right: dict[str, int]) -> Any:
+        folder = tmp_path / name
+        folder.mkdir()
+        records = [_record(task, "text", right, ["Done."] * 4) for task, right in turns_right.items()]
+        (folder / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        return folder
+
+    a = run("a", {"multi_turn_base_1": 4, "multi_turn_base_2": 1, "multi_turn_base_3": 0})
+    b = run("b", {"multi_turn_base_1": 2, "multi_turn_base_2": 1, "multi_turn_base_3": 0})
+    text = compare_runs(a, b)
+    items = text.split("## Paired differences", 1)[1].split("### Paired, on turns", 1)[0]
+    assert "| text: B − A | 3 | 0 / 1 | 0 | 1 |" in items
+    turns = text.split("### Paired, on turns", 1)[1].split("\n## ", 1)[0]
+    # 12 turns; A right on 5 (4 + 1), B on 3 (2 + 1): B lost turns 3 and 4 of the first item
+    assert "| mode: B − A | turns both ran | right B / A | B only | A only |" in turns
+    assert "| text: B − A | 12 | 3 / 5 | 0 | 2 |" in turns
+
+
+def test_compare_of_single_turn_runs_has_no_turn_pairs(tmp_path):
+    import json
+
+    from textagent.bench.report import compare_runs
+
+    record = {**_record("simple_1", "text", 0, ["Done."]), "kind": "simple_python"}
+    del record["multi_turn"]
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "episodes.jsonl").write_text(json.dumps(record) + "\n")
+    assert "on turns" not in compare_runs(tmp_path / "a", tmp_path / "b")
