@@ -498,8 +498,8 @@ def _turn_pairs(
     rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[str, Any]], modes: Sequence[str], header: list[str]
 ) -> list[str]:
     """The same pairs on the turns of BFCL multi-turn items (a turn is right when every turn up to
-    it is), as a run's own report pairs its modes; nothing when neither run has such items."""
-    from .bfcl.multi_report import turn_outcomes
+    it is), as a run's own report pairs its modes; nothing unless both runs have such items."""
+    from .bfcl.multi_report import TURNS_HEADING, turn_outcomes
 
     rows = []
     for mode in modes:
@@ -509,7 +509,7 @@ def _turn_pairs(
     if not rows:
         return []
     header = [header[0], "turns both ran", *header[2:]]
-    return ["### Paired, on turns (a turn is right when every turn up to it is)", "", _table(header, rows), ""]
+    return [TURNS_HEADING, "", _table(header, rows), ""]
 
 
 def compare_runs(a: str | Path, b: str | Path) -> str:

@@ -269,7 +269,7 @@ def placeholder_examples(tool_list: list[Any], style: str = DEFAULT_EXAMPLE_STYL
     props = chosen.properties
     others = {k: _schema.other_value(v, props.get(k) or {}) for k, v in args.items()}
     fields = {"name": chosen.name, "values": _described(args), "others": _described(others)}
-    value, value2 = template("example_concrete_results.txt").substitute().split()
+    value, value2 = template("example_values.txt").substitute().split()
     fields.update(value=value, value2=value2)
     results = _results(style, fields)
     fields.update(result=results[0], result2=results[1])

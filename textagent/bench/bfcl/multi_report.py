@@ -15,7 +15,10 @@ from typing import Any
 from .. import paired
 from ..metrics import called_tools, copied_example, episode_tokens, latest_records, repeated_feedback, wilson
 
-__all__ = ["multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
+__all__ = ["TURNS_HEADING", "multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
+
+
+TURNS_HEADING = "### Paired, on turns (a turn is right when every turn up to it is)"
 
 
 def _records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -149,7 +152,7 @@ def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]
             "",
             _table(paired.HEADER, items),
             "",
-            "### Paired, on turns (a turn is right when every turn up to it is)",
+            TURNS_HEADING,
             "",
             _table(paired.HEADER, turns),
             "",
