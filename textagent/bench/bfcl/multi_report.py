@@ -15,7 +15,7 @@ from typing import Any
 from .. import paired
 from ..metrics import called_tools, copied_example, episode_tokens, latest_records, repeated_feedback, wilson
 
-__all__ = ["TURNS_HEADING", "multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
+__all__ = ["TURNS_HEADING", "feedback_turns", "multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
 
 
 TURNS_HEADING = "### Paired, on turns (a turn is right when every turn up to it is)"
@@ -58,6 +58,18 @@ def turn_answers(record: Mapping[str, Any]) -> list[tuple[str, set[str]]]:
     return answers
 
 
+def feedback_turns(record: Mapping[str, Any]) -> tuple[int, int]:
+    """(right, told): the item's turns in which the model was told of a format error or a refused
+    call, and how many of those turns were right. What the loop's feedback turned into right turns."""
+    mt = record["multi_turn"]
+    told = right = 0
+    for k, turn in enumerate(mt.get("per_turn") or ()):
+        if int(turn.get("format_errors") or 0) or int(turn.get("refused_calls") or 0):
+            told += 1
+            right += k < int(mt.get("turns_right") or 0)
+    return right, told
+
+
 def _pct(k: int, n: int) -> str:
     if not n:
         return "—"
@@ -80,6 +92,7 @@ def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) 
             turns = sum(int(m.get("turns") or 0) for m in mts)
             right_turns = sum(int(m.get("turns_right") or 0) for m in mts)
             answers = [a for r in mine for a in turn_answers(r)]
+            told = [feedback_turns(r) for r in mine]
             rows.append(
                 [
                     category,
@@ -90,6 +103,7 @@ def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) 
                     f"{sum(int(m.get('empty_turns') or 0) for m in mts)}/{turns}",
                     f"{sum(int(m.get('format_errors') or 0) for m in mts) / n:.2f}",
                     f"{sum(int(m.get('refused_calls') or 0) for m in mts) / n:.2f}",
+                    f"{sum(k for k, _ in told)}/{sum(t for _, t in told)}",
                     f"{sum(copied_example(a, called) for a, called in answers)}/{len(answers)}",
                     f"{sum(repeated_feedback(a) for a, _ in answers)}/{len(answers)}",
                     f"{sum(int(r.get('steps') or 0) for r in mine) / n:.1f}",
@@ -109,6 +123,7 @@ _HEADER = [
     "empty turns",
     "format errors / item",
     "refused calls / item",
+    "turns told of a mistake: right",
     "answers copying an example",
     "answers repeating the feedback",
     "steps / item",
@@ -121,7 +136,9 @@ _EXPLAIN = (
     "again (BFCL's limit; the item fails). Empty turns: turns whose ground truth has calls in which no call "
     "ran. Format errors: replies that did not parse (text modes; each was answered with feedback, or ended "
     "the turn in `text-no-feedback` and `bfcl-prompt`). Refused calls: calls not run because the tool is "
-    "unknown or the arguments do not fit its schema (the model is told why). Answers copying an example: "
+    "unknown or the arguments do not fit its schema (the model is told why). Turns told of a mistake: "
+    "turns in which the model got a format error or a refused call back, and how many of them were right "
+    "(what the feedback turned into right turns; bench.bfcl.multi_report.feedback_turns). Answers copying an example: "
     "turns ended by an answer that holds a phrase of a worked example instead of a result "
     "(bench.metrics.copied_example); answers repeating the feedback: turn answers holding a sentence of "
     "what textagent tells the model when a reply or call goes wrong (bench.metrics.repeated_feedback). "
