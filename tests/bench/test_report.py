@@ -7,49 +7,11 @@ import json
 
 import pytest
 
-from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import report as REP
-from textagent.bench.runner import EPISODES_FILE, ReferenceBackend, run_episode
-from textagent.bench.tasks import load_tasks
-
-SUITE = {t.id: t for t in load_tasks()}
-IDS = [
-    "single-calc-mul",
-    "single-weather-berlin",
-    "notool-capital-france",
-    "chain-calc-seed",
-    "bare-is-prime",
-    "typed-currency",
-    "distract-divide",
-]
+from textagent.bench.runner import EPISODES_FILE
 
 
-def make_run(path, *, broken=(), modes=("text", "baseline"), meta=None):
-    """A run directory: reference replies (solved) except for the tasks in ``broken``."""
-    path.mkdir(parents=True, exist_ok=True)
-    tasks = [SUITE[i] for i in IDS]
-    good = ReferenceBackend(tasks)
-    with open(path / EPISODES_FILE, "w") as f:
-        for task in tasks:
-            for mode in modes:
-                backend = ScriptedBackend(["ANSWER: no idea"]) if task.id in broken else good
-                record = run_episode(task, mode, backend, chat_format="chatml")
-                f.write(json.dumps(record) + "\n")
-    meta = {
-        "modes": list(modes),
-        "started": "2026-11-29T12:00:00+00:00",
-        "model": "tiny",
-        "planned": 99,
-        "machine": {"cpu": "Test CPU", "cores": 2, "system": "Linux", "python": "3.11"},
-        "command": "textagent bench --out x",
-        "unavailable": {"native": "no mode= yet"},
-        **(meta or {}),
-    }
-    (path / REP.RUN_FILE).write_text(json.dumps(meta))
-    return path
-
-
-def test_markdown_has_the_side_by_side_table_taxonomy_and_worst_tasks(tmp_path):
+def test_markdown_has_the_side_by_side_table_taxonomy_and_worst_tasks(tmp_path, make_run):
     run = make_run(tmp_path / "run", broken=("bare-is-prime", "single-calc-mul"))
     meta, records = REP.load_run(run)
     text = REP.render_markdown(meta, records, chart="report.png")
@@ -67,13 +29,13 @@ def test_markdown_has_the_side_by_side_table_taxonomy_and_worst_tasks(tmp_path):
     assert "Test CPU, 2 cores" in text
 
 
-def test_every_solved_mode_says_so(tmp_path):
+def test_every_solved_mode_says_so(tmp_path, make_run):
     run = make_run(tmp_path / "run", modes=("text",))
     text = REP.render_markdown(*REP.load_run(run))
     assert "Every task solved." in text and "**100.0 %**" in text
 
 
-def test_write_report_draws_the_chart(tmp_path):
+def test_write_report_draws_the_chart(tmp_path, make_run):
     pytest.importorskip("matplotlib")
     run = make_run(tmp_path / "run", broken=("bare-is-prime",))
     path = REP.write_report(run)
@@ -101,7 +63,7 @@ def _outline(text, renderer):
     return MPath([anchor + (x * c - y * s_, x * s_ + y * c) for x, y in corners])  # noqa: RUF005 - numpy addition
 
 
-def test_chart_labels_do_not_overlap(tmp_path, monkeypatch):
+def test_chart_labels_do_not_overlap(tmp_path, monkeypatch, make_run):
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
 
@@ -137,7 +99,7 @@ def test_chart_labels_do_not_overlap(tmp_path, monkeypatch):
     assert not any(a.overlaps(b) for i, a in enumerate(labels) for b in labels[i + 1 :])
 
 
-def test_write_report_without_matplotlib_says_so(tmp_path, monkeypatch):
+def test_write_report_without_matplotlib_says_so(tmp_path, monkeypatch, make_run):
     run = make_run(tmp_path / "run")
     real_import = builtins.__import__
 
@@ -161,36 +123,7 @@ def test_empty_and_missing_runs(tmp_path):
         REP.load_run(tmp_path / "nothing")
 
 
-def test_compare_two_runs(tmp_path):
-    before = make_run(tmp_path / "a", broken=("bare-is-prime", "single-calc-mul", "typed-currency"))
-    after = make_run(tmp_path / "b", broken=("typed-currency", "distract-divide"))
-    text = REP.compare_runs(before, after)
-    assert "## text" in text and "## baseline" in text
-    assert "| metric | A | B | B − A |" in text
-    assert "+14.3 pp" in text  # 4/7 -> 5/7
-    assert "Better in B: `bare-is-prime`" in text and "`single-calc-mul`" in text
-    assert "Worse in B: `distract-divide` (→ no_call)" in text
-    assert "| no call where one was needed | 3 | 2 | -1 |" in text
-
-
-def test_compare_with_a_mode_only_in_one_run(tmp_path):
-    a = make_run(tmp_path / "a", modes=("text",))
-    b = make_run(tmp_path / "b", modes=("text", "baseline"))
-    text = REP.compare_runs(a, b)
-    assert "## baseline\n\nOnly in B." in text
-
-
-def test_compare_notes_different_task_sets(tmp_path):
-    a = make_run(tmp_path / "a", modes=("text",))
-    b = make_run(tmp_path / "b", modes=("text",))
-    lines = (b / EPISODES_FILE).read_text().splitlines()
-    (b / EPISODES_FILE).write_text("\n".join(lines[:-2]) + "\n")
-    text = REP.compare_runs(a, b)
-    assert "only in A: 2, only in B: 0" in text and "| mean steps |" in text
-    assert "±0" in REP.compare_runs(a, a)
-
-
-def test_report_has_paired_differences_for_every_pair_of_modes(tmp_path):
+def test_report_has_paired_differences_for_every_pair_of_modes(tmp_path, make_run):
     run = make_run(tmp_path / "run", modes=("text", "baseline"), meta={"modes": ["text", "baseline", "constrained"]})
     episodes = [json.loads(line) for line in (run / EPISODES_FILE).read_text().splitlines()]
     episodes += [{**r, "mode": "constrained"} for r in episodes if r["mode"] == "baseline"]
@@ -206,19 +139,9 @@ def test_report_has_paired_differences_for_every_pair_of_modes(tmp_path):
     assert "| text − baseline |" in section and "| baseline − constrained | 7 | 6 / 6 | 0 | 0 | +0.0" in section
 
 
-def test_a_single_mode_report_has_no_paired_section(tmp_path):
+def test_a_single_mode_report_has_no_paired_section(tmp_path, make_run):
     run = make_run(tmp_path / "run", modes=("text",))
     assert "Paired differences" not in REP.render_markdown(*REP.load_run(run))
-
-
-def test_compare_pairs_the_episodes_both_runs_share(tmp_path):
-    before = make_run(tmp_path / "a", broken=("bare-is-prime", "single-calc-mul", "typed-currency"))
-    after = make_run(tmp_path / "b", broken=("typed-currency", "distract-divide"))
-    text = REP.compare_runs(before, after)
-    section = text.split("## Paired differences", 1)[1].split("\n## ", 1)[0]
-    # text: B solves bare-is-prime and single-calc-mul, loses distract-divide
-    assert "| mode: B − A | items both ran | right B / A | B only | A only |" in section
-    assert "| text: B − A | 7 | 5 / 4 | 2 | 1 | +14.3 (" in section and "| 1 | noise |" in section
 
 
 def test_malformed_records_and_run_json_are_named_and_skipped_not_tracebacks(tmp_path, caplog):
@@ -254,7 +177,7 @@ def test_malformed_records_and_run_json_are_named_and_skipped_not_tracebacks(tmp
     assert code == 2
 
 
-def test_trace_of_prints_an_episodes_trace_from_the_records(tmp_path, capsys):
+def test_trace_of_prints_an_episodes_trace_from_the_records(tmp_path, capsys, make_run):
     import json as _json
 
     from textagent.bench.cli import main as bench_main
@@ -267,20 +190,7 @@ def test_trace_of_prints_an_episodes_trace_from_the_records(tmp_path, capsys):
     assert bench_main(["--trace-of", "bare-is-prime"]) == 2
 
 
-def test_compare_counts_the_episodes_whose_replies_are_the_same_word_for_word(tmp_path):
-    a = make_run(tmp_path / "a", modes=("text",))
-    b = make_run(tmp_path / "b", modes=("text",))
-    assert "Same replies, word for word: 7 of the 7 episodes both ran." in REP.compare_runs(a, b)
-    episodes = [json.loads(line) for line in (b / EPISODES_FILE).read_text().splitlines()]
-    steps = [s for s in episodes[2]["trace"] if s["type"] == "step"]
-    steps[-1]["raw"] += " (said otherwise)"
-    (b / EPISODES_FILE).write_text("".join(json.dumps(r) + "\n" for r in episodes))
-    text = REP.compare_runs(a, b)
-    assert "Same replies, word for word: 6 of the 7 episodes both ran." in text
-    assert f"They part in 1, e.g. `{episodes[2]['task']}` (repeat 0) at reply {len(steps)}." in text
-
-
-def test_settings_line_names_the_example_style_and_an_older_run_read_as_placeholder(tmp_path):
+def test_settings_line_names_the_example_style_and_an_older_run_read_as_placeholder(tmp_path, make_run):
     settings = {"reply_tokens": 256, "temperature": 0.0, "seed": 0, "max_seconds": 300}
     run = make_run(tmp_path / "a", meta={"settings": {**settings, "example_style": "concrete"}})
     assert "worked examples in the concrete style (`--example-style`)" in REP.render_markdown(*REP.load_run(run))

@@ -30,11 +30,12 @@ from .._redact import redact
 from ..conventions import apply_conventions
 from ..errors import BackendError, TextagentError
 from .backends import MODES, BackendFactory, Slot, mode_availability
+from .compare import compare_runs
 from .health import check_endpoint
 from .metrics import summarize
 from .options import DEFAULT_MODES, build_parser
 from .records import meta_problem
-from .report import RUN_FILE, compare_runs, metric_rows, write_report
+from .report import RUN_FILE, metric_rows, write_report
 from .runner import Settings, load_records, run_bench
 from .tasks import TaskFileError, default_suite_path, load_tasks
 

@@ -1,5 +1,6 @@
 """The bench report: ``report.md`` (modes side by side, failure taxonomy, worst tasks; their
-traces are printed by ``--trace-of``), ``report.png`` (when matplotlib is installed), and the diff of two runs."""
+traces are printed by ``--trace-of``) and ``report.png`` (when matplotlib is installed). The diff
+of two runs is bench.compare."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from .runner import EPISODES_FILE, load_records
 
 __all__ = [
     "RUN_FILE",
-    "compare_runs",
     "load_run",
     "metric_rows",
     "render_markdown",
@@ -451,157 +451,3 @@ def write_report(out_dir: str | Path) -> Path:
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
     return path
-
-
-# --------------------------------------------------------------------------------------------
-# Compare two runs
-# --------------------------------------------------------------------------------------------
-
-
-def _delta(a: float | None, b: float | None, *, pct: bool = False, digits: int = 1) -> str:
-    if a is None or b is None:
-        return "—"
-    d = (b - a) * (100 if pct else 1)
-    unit = " pp" if pct else ""
-    if abs(d) < 0.5 * 10**-digits:
-        return f"±0{unit}"
-    return f"{d:+,.{digits}f}{unit}"
-
-
-def _replies(records: Sequence[Mapping[str, Any]], mode: str) -> dict[tuple[str, int], list[str]]:
-    """Each episode's replies, in order, from its trace (the newest record of an episode)."""
-    return {
-        (r["task"], r.get("repeat", 0)): [s.get("raw", "") for s in r.get("trace", []) if s.get("type") == "step"]
-        for r in records
-        if r.get("mode") == mode
-    }
-
-
-def _same_replies(rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[str, Any]], mode: str) -> str:
-    """How many episodes both runs finished had the same replies, word for word (what two
-    configurations of one server at temperature 0 should give), and where the first others part."""
-    ra, rb = _replies(rec_a, mode), _replies(rec_b, mode)
-    both = sorted(ra.keys() & rb.keys())
-    differ = [k for k in both if ra[k] != rb[k]]
-    line = f"Same replies, word for word: {len(both) - len(differ)} of the {len(both)} episodes both ran."
-    if differ:
-        task, repeat = differ[0]
-        step = next(
-            (i for i, (x, y) in enumerate(zip(ra[differ[0]], rb[differ[0]])) if x != y),
-            min(len(ra[differ[0]]), len(rb[differ[0]])),
-        )
-        line += f" They part in {len(differ)}, e.g. `{task}` (repeat {repeat}) at reply {step + 1}."
-    return line
-
-
-def _turn_pairs(
-    rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[str, Any]], modes: Sequence[str], header: list[str]
-) -> list[str]:
-    """The same pairs on the turns of BFCL multi-turn items (a turn is right when every turn up to
-    it is), as a run's own report pairs its modes; nothing unless both runs have such items."""
-    from .bfcl.multi_report import TURNS_HEADING, turn_outcomes
-
-    rows = []
-    for mode in modes:
-        ta, tb = turn_outcomes(rec_a, mode), turn_outcomes(rec_b, mode)
-        if ta and tb:
-            rows.append(paired.row(paired.pair_outcomes(f"{mode}: B", "A", tb, ta)))
-    if not rows:
-        return []
-    header = [header[0], "turns both ran", *header[2:]]
-    return [TURNS_HEADING, "", _table(header, rows), ""]
-
-
-def compare_runs(a: str | Path, b: str | Path) -> str:
-    """A markdown diff of two runs: metrics per mode (A, B, change), failure classes, tasks that flipped."""
-    meta_a, rec_a = load_run(a)
-    meta_b, rec_b = load_run(b)
-    modes = list(dict.fromkeys(_modes(meta_a, rec_a) + _modes(meta_b, rec_b)))
-    sa, sb = summarize(rec_a, modes), summarize(rec_b, modes)
-    out = [f"# bench compare: A = `{a}`, B = `{b}`", ""]
-    shared = [m for m in modes if paired.outcomes(rec_a, m) and paired.outcomes(rec_b, m)]
-    if shared:
-        rows = []
-        for mode in shared:
-            p = paired.pair_outcomes(f"{mode}: B", "A", paired.outcomes(rec_b, mode), paired.outcomes(rec_a, mode))
-            rows.append(paired.row(p))
-        header = ["mode: B − A", *paired.HEADER[1:]]
-        header[2], header[3], header[4], header[5] = "right B / A", "B only", "A only", "points B − A (95 % paired CI)"
-        out += [
-            "## Paired differences",
-            "",
-            "Each mode of B against the same mode of A, on the episodes (task, repeat) both runs finished. "
-            + paired.EXPLAIN,
-            "",
-            _table(header, rows),
-            "",
-        ]
-        out += _turn_pairs(rec_a, rec_b, shared, header)
-    for mode in modes:
-        x, y = sa.get(mode, ModeSummary(mode)), sb.get(mode, ModeSummary(mode))
-        out += [f"## {mode}", ""]
-        if not x.episodes or not y.episodes:
-            out += [f"Only in {'B' if not x.episodes else 'A'}.", ""]
-            continue
-        keys_a = {(r["task"], r.get("repeat", 0)) for r in rec_a if r.get("mode") == mode}
-        keys_b = {(r["task"], r.get("repeat", 0)) for r in rec_b if r.get("mode") == mode}
-        if keys_a != keys_b:
-            out += [
-                f"Note: the runs differ in episodes (only in A: {len(keys_a - keys_b)}, only in B: "
-                f"{len(keys_b - keys_a)}); rates are not over the same tasks.",
-                "",
-            ]
-        out += [_same_replies(rec_a, rec_b, mode), ""]
-        ra, rb = dict(metric_rows(x)), dict(metric_rows(y))
-        numeric = {
-            "success rate (95 % CI)": _delta(x.success_rate, y.success_rate, pct=True),
-            "mean steps": _delta(x.mean_steps, y.mean_steps, digits=2),
-            "tokens per solved task": _delta(x.tokens_per_solved, y.tokens_per_solved, digits=0),
-            "prompt tokens sent per episode": _delta(
-                x.prompt_tokens_per_episode, y.prompt_tokens_per_episode, digits=0
-            ),
-            "KV reuse": _delta(x.kv_reuse, y.kv_reuse, pct=True),
-            "step 1: prompt tokens evaluated / sent": _delta(x.first_evaluated, y.first_evaluated, digits=0),
-            "format-error rate (per step)": _delta(x.format_error_rate, y.format_error_rate, pct=True),
-            "recovery rate (first-step format errors fixed)": _delta(x.recovery_rate, y.recovery_rate, pct=True),
-            "native decode-failure rate (per step)": _delta(x.decode_failure_rate, y.decode_failure_rate, pct=True),
-            "time per task": _delta(x.seconds_per_task, y.seconds_per_task),
-            "tool errors": _delta(x.tool_errors, y.tool_errors, digits=0),
-            "answers copying an example's phrase": _delta(x.copied_answers, y.copied_answers, digits=0),
-            "answers repeating the feedback": _delta(x.feedback_answers, y.feedback_answers, digits=0),
-            "answered without a call where one was needed": _delta(
-                x.answered_without_call, y.answered_without_call, digits=0
-            ),
-        }
-        rows = [[name, ra[name], rb[name], numeric[name]] for name in _METRIC_NAMES]
-        out += [_table(["metric", "A", "B", "B − A"], rows), ""]
-        rows = []
-        for label in FAILURES:
-            ca, cb = x.failures.get(label, 0), y.failures.get(label, 0)
-            if ca or cb:
-                rows.append([FAILURE_TITLES[label], str(ca), str(cb), f"{cb - ca:+d}"])
-        if rows:
-            out += [_table(["failure class", "A", "B", "B − A"], rows), ""]
-        ta = {t["task"]: t for t in task_scores(rec_a, mode)}
-        tb = {t["task"]: t for t in task_scores(rec_b, mode)}
-        better = sorted(k for k in ta.keys() & tb.keys() if tb[k]["rate"] > ta[k]["rate"])
-        worse = sorted(k for k in ta.keys() & tb.keys() if tb[k]["rate"] < ta[k]["rate"])
-        if better:
-            out += [
-                "Better in B: "
-                + ", ".join(
-                    f"`{k}` ({'/'.join(sorted(set(ta[k]['failures']))) or '?'} → "
-                    f"{_frac([tb[k]['successes'], tb[k]['episodes']])})"
-                    for k in better
-                ),
-                "",
-            ]
-        if worse:
-            out += [
-                "Worse in B: "
-                + ", ".join(f"`{k}` (→ {'/'.join(sorted(set(tb[k]['failures']))) or '?'})" for k in worse),
-                "",
-            ]
-        if not better and not worse:
-            out += ["No task changed outcome.", ""]
-    return "\n".join(out).rstrip() + "\n"

@@ -106,7 +106,7 @@ def test_compare_pairs_two_runs_on_turns_as_well_as_items(tmp_path):
     """Two runs of multi-turn items (two models, or before and after a change) pair on turns too."""
     import json
 
-    from textagent.bench.report import compare_runs
+    from textagent.bench.compare import compare_runs
 
     def run(name: str, turns_right: dict[str, int]) -> Any:
         folder = tmp_path / name
@@ -129,7 +129,7 @@ def test_compare_pairs_two_runs_on_turns_as_well_as_items(tmp_path):
 def test_compare_of_single_turn_runs_has_no_turn_pairs(tmp_path):
     import json
 
-    from textagent.bench.report import compare_runs
+    from textagent.bench.compare import compare_runs
 
     record = {**_record("simple_1", "text", 0, ["Done."]), "kind": "simple_python"}
     del record["multi_turn"]

@@ -1,0 +1,60 @@
+"""The diff of two bench runs: metrics side by side, paired differences, same replies, flipped tasks."""
+
+from __future__ import annotations
+
+import json
+
+from textagent.bench.compare import compare_runs
+from textagent.bench.runner import EPISODES_FILE
+
+
+def test_compare_two_runs(tmp_path, make_run):
+    before = make_run(tmp_path / "a", broken=("bare-is-prime", "single-calc-mul", "typed-currency"))
+    after = make_run(tmp_path / "b", broken=("typed-currency", "distract-divide"))
+    text = compare_runs(before, after)
+    assert "## text" in text and "## baseline" in text
+    assert "| metric | A | B | B − A |" in text
+    assert "+14.3 pp" in text  # 4/7 -> 5/7
+    assert "Better in B: `bare-is-prime`" in text and "`single-calc-mul`" in text
+    assert "Worse in B: `distract-divide` (→ no_call)" in text
+    assert "| no call where one was needed | 3 | 2 | -1 |" in text
+
+
+def test_compare_with_a_mode_only_in_one_run(tmp_path, make_run):
+    a = make_run(tmp_path / "a", modes=("text",))
+    b = make_run(tmp_path / "b", modes=("text", "baseline"))
+    text = compare_runs(a, b)
+    assert "## baseline\n\nOnly in B." in text
+
+
+def test_compare_notes_different_task_sets(tmp_path, make_run):
+    a = make_run(tmp_path / "a", modes=("text",))
+    b = make_run(tmp_path / "b", modes=("text",))
+    lines = (b / EPISODES_FILE).read_text().splitlines()
+    (b / EPISODES_FILE).write_text("\n".join(lines[:-2]) + "\n")
+    text = compare_runs(a, b)
+    assert "only in A: 2, only in B: 0" in text and "| mean steps |" in text
+    assert "±0" in compare_runs(a, a)
+
+
+def test_compare_pairs_the_episodes_both_runs_share(tmp_path, make_run):
+    before = make_run(tmp_path / "a", broken=("bare-is-prime", "single-calc-mul", "typed-currency"))
+    after = make_run(tmp_path / "b", broken=("typed-currency", "distract-divide"))
+    text = compare_runs(before, after)
+    section = text.split("## Paired differences", 1)[1].split("\n## ", 1)[0]
+    # text: B solves bare-is-prime and single-calc-mul, loses distract-divide
+    assert "| mode: B − A | items both ran | right B / A | B only | A only |" in section
+    assert "| text: B − A | 7 | 5 / 4 | 2 | 1 | +14.3 (" in section and "| 1 | noise |" in section
+
+
+def test_compare_counts_the_episodes_whose_replies_are_the_same_word_for_word(tmp_path, make_run):
+    a = make_run(tmp_path / "a", modes=("text",))
+    b = make_run(tmp_path / "b", modes=("text",))
+    assert "Same replies, word for word: 7 of the 7 episodes both ran." in compare_runs(a, b)
+    episodes = [json.loads(line) for line in (b / EPISODES_FILE).read_text().splitlines()]
+    steps = [s for s in episodes[2]["trace"] if s["type"] == "step"]
+    steps[-1]["raw"] += " (said otherwise)"
+    (b / EPISODES_FILE).write_text("".join(json.dumps(r) + "\n" for r in episodes))
+    text = compare_runs(a, b)
+    assert "Same replies, word for word: 6 of the 7 episodes both ran." in text
+    assert f"They part in 1, e.g. `{episodes[2]['task']}` (repeat 0) at reply {len(steps)}." in text
