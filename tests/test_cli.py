@@ -671,7 +671,7 @@ def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
     import argparse
 
     from textagent.bench.backends import Slot
-    from textagent.bench.cli import _meta
+    from textagent.bench.run_file import new_meta
     from textagent.bench.runner import Settings, _error_record
     from textagent.bench.tasks import Task
 
@@ -684,7 +684,7 @@ def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
         repeat=1,
         concurrency=1,
     )
-    meta = _meta(args, [], ["text"], {}, [url], "m", Settings())
+    meta = new_meta(args, [], ["text"], {}, [url], "m", Settings())
     record = _error_record(Task("t", "q", (), ()), "text", 0, Slot(url, 0), RuntimeError("x"))
     shown = json.dumps(meta) + json.dumps(record)
     assert "s3cr3t-pw" not in shown and "k3y-value" not in shown and "http://***@127.0.0.1:9" in shown

@@ -12,11 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as _dt
-import json
-import os
-import platform
-import shlex
 import signal
 import sys
 import threading
@@ -29,39 +24,21 @@ from .._argtypes import Refused
 from .._redact import redact
 from ..conventions import apply_conventions
 from ..errors import BackendError, TextagentError
+from . import run_file
 from .backends import MODES, BackendFactory, Slot, mode_availability
 from .compare import compare_runs
 from .health import check_endpoint
 from .metrics import summarize
 from .options import DEFAULT_MODES, build_parser
-from .records import meta_problem
-from .report import RUN_FILE, metric_rows, write_report
+from .report import metric_rows, write_report
 from .runner import Settings, load_records, run_bench
-from .tasks import TaskFileError, default_suite_path, load_tasks
+from .tasks import TaskFileError, load_tasks
 
 __all__ = ["build_parser", "main", "run"]
 
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu or platform.machine(),
-        "cores": os.cpu_count(),
-        "system": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "host": platform.node(),
-    }
 
 
 def load_selected(args: argparse.Namespace) -> list[Any]:
@@ -140,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         modes, unavailable, tasks, settings = _what_to_run(args)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        previous, done = _read_meta(out), load_records(out)
+        previous, done = run_file.read_meta(out), load_records(out)
         _check_resume(args, out, previous, done, settings)
     except Refused as refused:
         _say(f"textagent bench: {refused}")
@@ -165,10 +142,10 @@ def run(args: argparse.Namespace) -> int:
             model = _server_model(endpoints[0])
         if "proxy" in modes:  # textagent proxy in front of each worker's slot, on the same server
             proxies += _start_proxies(args, workers, factory)
-        meta = _meta(args, tasks, modes, unavailable, endpoints, model, settings)
+        meta = run_file.new_meta(args, tasks, modes, unavailable, endpoints, model, settings)
         if done:
-            meta = _merged(previous, meta)
-        _write_meta(out, meta)
+            meta = run_file.merged(previous, meta)
+        run_file.write_meta(out, meta)
         _say(
             f"textagent bench: {len(tasks)} tasks x {len(modes)} modes ({', '.join(modes)}) x {args.repeat} "
             f"on {len(endpoints)} endpoint(s), {len(workers)} at once; results in {out}/"
@@ -186,9 +163,9 @@ def run(args: argparse.Namespace) -> int:
             )
         if outcome.skipped:
             _say(f"textagent bench: resumed; {outcome.skipped} episodes were already done")
-        meta["finished"] = None if outcome.interrupted else _now()
+        meta["finished"] = None if outcome.interrupted else run_file.now()
         meta["interrupted"] = outcome.interrupted
-        _write_meta(out, meta)
+        run_file.write_meta(out, meta)
         report = write_report(out)
         print_table(out, modes)
         _say(f"textagent bench: report at {report}")
@@ -284,7 +261,7 @@ def _check_resume(
             f"(`{previous.get('command', '?')}`); --resume goes on with it (episodes already there are not "
             "run again, new modes and tasks are added), or choose another --out"
         )
-    differ = _settings_differ(previous.get("settings") or {}, asdict(settings)) if done else ""
+    differ = run_file.settings_differ(previous.get("settings") or {}, asdict(settings)) if done else ""
     if differ:
         raise Refused(
             f"--resume: {out} was run with other settings ({differ}); its episodes and "
@@ -440,106 +417,6 @@ def _server_model(url: str) -> str:
         return ""
     path = props.get("model_path") or ""
     return Path(path).name if path else ""
-
-
-def _now() -> str:
-    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-
-
-def _meta(
-    args: argparse.Namespace,
-    tasks: list[Any],
-    modes: list[str],
-    unavailable: dict[str, str],
-    endpoints: list[str],
-    model: str,
-    settings: Settings,
-) -> dict[str, Any]:
-    from .. import __version__
-
-    return {  # endpoint URLs without their credentials (http://user:password@host)
-        "command": redact(
-            ("textagent bench " + shlex.join(args._argv))
-            if getattr(args, "_argv", None) is not None
-            else "textagent " + shlex.join(sys.argv[1:]),
-            [args.api_key or ""],
-        ),
-        "started": _now(),
-        "finished": None,
-        "machine": _machine(),
-        "model": model,
-        "endpoints": [redact(e) for e in endpoints],
-        "api": args.api,
-        "modes": modes,
-        "unavailable": unavailable,
-        "tasks_file": args.tasks or str(default_suite_path().name) + " (shipped suite)",
-        "split": getattr(args, "split", "all"),
-        "limit_per_category": getattr(args, "limit_per_category", None),
-        "n_tasks": len(tasks),
-        "tasks": [t.id for t in tasks],
-        "repeat": args.repeat,
-        "concurrency": args.concurrency,
-        "settings": asdict(settings),
-        "planned": len(tasks) * len(modes) * args.repeat,
-        "textagent": __version__,
-    }
-
-
-def _settings_differ(before: dict[str, Any], now: dict[str, Any]) -> str:
-    """The settings two runs set differently, as ``name: before -> now`` (a setting a run of an
-    older version lacks had its default then)."""
-    defaults = asdict(Settings())
-    return ", ".join(
-        f"{k}: {before.get(k, defaults.get(k))!r} -> {now[k]!r}"
-        for k in now
-        if (k in before or k in defaults) and before.get(k, defaults.get(k)) != now[k]
-    )
-
-
-def _merged(previous: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
-    """The run.json of a resumed run: its first start, every command that added to it, and the
-    modes, tasks and planned episodes of all of them."""
-    if not previous:
-        return meta
-    modes = list(dict.fromkeys([*previous.get("modes", []), *meta["modes"]]))
-    tasks = list(dict.fromkeys([*previous.get("tasks", []), *meta["tasks"]]))
-    planned = {
-        (t, m, r)
-        for run in (previous, meta)
-        for t in run.get("tasks", [])
-        for m in run.get("modes", [])
-        for r in range(run.get("repeat", 1))
-    }
-    commands = previous.get("commands") or ([previous["command"]] if previous.get("command") else [])
-    return {
-        **meta,
-        "started": previous.get("started", meta["started"]),
-        "resumed": [*previous.get("resumed", []), _now()],
-        "commands": list(dict.fromkeys([*commands, meta["command"]])),
-        "modes": modes,
-        "tasks": tasks,
-        "n_tasks": len(tasks),
-        "planned": len(planned),
-        "unavailable": {**previous.get("unavailable", {}), **meta["unavailable"]},
-    }
-
-
-def _read_meta(out: Path) -> dict[str, Any]:
-    """The run.json of ``out`` ({} when there is none); TaskFileError when it cannot be used."""
-    try:
-        data = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
-    except OSError:
-        return {}
-    except ValueError as exc:
-        raise TaskFileError(f"{out / RUN_FILE} is not JSON ({exc}); move it away to start the run afresh") from None
-    problem = meta_problem(data)
-    if problem is not None:
-        raise TaskFileError(f"{out / RUN_FILE}: {problem}; fix it or move it away to start the run afresh")
-    return dict(data)
-
-
-def _write_meta(out: Path, meta: dict[str, Any]) -> None:
-    (out / RUN_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,6 +23,7 @@ from .metrics import (
     throughput,
 )
 from .records import meta_problem
+from .run_file import RUN_FILE
 from .runner import EPISODES_FILE, load_records
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "write_report",
 ]
 
-RUN_FILE = "run.json"
 log = logging.getLogger("textagent.bench")
 
 
