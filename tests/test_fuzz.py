@@ -54,6 +54,28 @@ def test_a_planted_crash_is_reported_with_a_small_reproducer(monkeypatch, tmp_pa
     assert any(f.reproducer == "ARGS: {" for f in campaign.failures if f.source == "mutation")
 
 
+def test_a_planted_bug_in_the_argument_layer_or_the_grammar_generator_is_reported(monkeypatch):
+    from textagent.tools import Tool
+
+    real_bind = Tool.bind
+
+    def bind(self, args):
+        if isinstance(args, dict) and len(args) >= 2:
+            raise KeyError("planted")
+        return real_bind(self, args)
+
+    monkeypatch.setattr(Tool, "bind", bind)
+    campaign = fuzz.Campaign()
+    fuzz._args_phase(campaign, 200, float("inf"), 0)
+    [failure] = campaign.failures
+    assert failure.source == "args" and "KeyError" in failure.message and ".bind(" in failure.reproducer
+
+    monkeypatch.setattr(fuzz, "gbnf_problems", lambda grammar: ["planted"])
+    campaign = fuzz.Campaign()
+    fuzz._gbnf_phase(campaign, 5, float("inf"), 0)
+    assert [(f.source, f.message) for f in campaign.failures] == [("gbnf", "planted")]
+
+
 def test_check_accepts_parse_errors_with_positions_inside():
     assert fuzz.check("TOOL: ARGS: {") is None
     assert fuzz.check("plain prose") is None

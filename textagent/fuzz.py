@@ -99,12 +99,27 @@ class _OutOfTime(BaseException):
     so hypothesis does not take it for a failure (and shrink it): it ends the run at once."""
 
 
-def _run_until(test: Callable[[], None]) -> None:
-    """Run a hypothesis test; the deadline ending it is not an error."""
+def _falsified(target: Callable[..., None], count: int, seed: int) -> bool:
+    """Run a hypothesis test (``@given`` applied) for up to ``count`` examples from ``seed``,
+    shrinking a failure; True when it failed. The deadline ending it (_OutOfTime) is not a failure."""
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import seed as hseed
+
+    test = settings(
+        max_examples=count,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )(target)
     try:
-        test()
+        hseed(seed)(test)()
     except _OutOfTime:
         pass
+    except AssertionError:
+        return True
+    return False
 
 
 @dataclass
@@ -287,8 +302,7 @@ _cpu = time.thread_time
 
 def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int, tools: Any, pool: list[str]) -> None:
     """Each strategy in turn; every generated reply also joins ``pool``, the mutation corpus."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from . import testing
@@ -324,18 +338,7 @@ def _hypothesis_phase(campaign: Campaign, count: int, deadline: float, seed: int
         seen: list[int] = [0]
         failing: list[tuple[Any, str]] = []
         target = _target(prop, seen, failing, ends, pool)
-        test = settings(
-            max_examples=per_source,
-            deadline=None,
-            database=None,
-            derandomize=False,
-            phases=[Phase.generate, Phase.shrink],
-            suppress_health_check=list(HealthCheck),
-            print_blob=False,
-        )(given(strategy)(target))
-        try:
-            _run_until(hseed(seed)(test))
-        except AssertionError:
+        if _falsified(given(strategy)(target), per_source, seed):
             value, problem = failing[-1]
             text = value[1] if isinstance(value, tuple) else value
             campaign.failures.append(Failure(f"hypothesis:{name}", problem, text))
@@ -362,8 +365,7 @@ def _target(
 
 def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> None:
     """Random JSON and strings bound to the demo tools: only ToolArgumentError may come out."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from . import testing
@@ -392,17 +394,7 @@ def _args_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
             failing.append(((tool.name, args), f"{type(exc).__name__}: {exc}"))
             raise AssertionError(failing[-1][1]) from exc
 
-    test = settings(
-        max_examples=count,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )(target)
-    try:
-        _run_until(hseed(seed)(test))
-    except AssertionError:
+    if _falsified(target, count, seed):
         (name, args), problem = failing[-1]
         campaign.failures.append(Failure("args", problem, f"{name}.bind({args!r})"))
     campaign.examples["args"] = seen[0]
@@ -434,8 +426,7 @@ def gbnf_problems(grammar: str) -> list[str]:
 
 def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> None:
     """Random JSON schemas -> constrained mode's grammar: no crash, structurally sound GBNF."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
+    from hypothesis import given
     from hypothesis import strategies as st
 
     from .gbnf import reply_grammar
@@ -462,17 +453,7 @@ def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
             failing.append((schemas, "; ".join(problems[:3])))
             raise AssertionError(failing[-1][1])
 
-    test = settings(
-        max_examples=count,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )(target)
-    try:
-        _run_until(hseed(seed)(test))
-    except AssertionError:
+    if _falsified(target, count, seed):
         schemas, problem = failing[-1]
         campaign.failures.append(Failure("gbnf", problem, repr(schemas)))
     campaign.examples["gbnf"] = seen[0]
