@@ -99,6 +99,7 @@ def test_section_pairs_the_modes_on_items_and_on_turns_and_skips_failed_episodes
     assert "| multi_turn_base | native |" in text and "1/1" in text
     assert "### Paired, on items" in text and "### Paired, on turns" in text
     assert "| text − native | 1 |" in text and "| text − native | 2 |" in text
+    assert "| A − B | turns both ran |" in text.split("### Paired, on turns", 1)[1]
     assert render_multi_turn([r for r in records if r["mode"] == "x"], ["text"]) == ""
 
 

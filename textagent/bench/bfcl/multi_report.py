@@ -171,7 +171,7 @@ def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]
             "",
             TURNS_HEADING,
             "",
-            _table(paired.HEADER, turns),
+            _table([paired.HEADER[0], "turns both ran", *paired.HEADER[2:]], turns),
             "",
             paired.EXPLAIN,
             "",
