@@ -176,7 +176,7 @@ def classify(record: Mapping[str, Any]) -> str | None:
     if "not_called" in checks:
         return "wrong_tool"
     if "calls" in checks:
-        from .tasks import diagnose_calls
+        from .checking import diagnose_calls
 
         return diagnose_calls(record.get("call_specs") or [], record.get("calls") or []) or "invalid_args"
     return "wrong_answer"

@@ -37,9 +37,10 @@ from ..templates import ChatFormat
 from ..trace import json_line, run_records
 from .backends import Slot, needs_of
 from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
+from .checking import CheckResult, Outcome, call_specs, check_task
 from .progress import Progress
 from .records import Episode, record_problem
-from .tasks import CheckResult, Outcome, Task, call_specs, check_task
+from .tasks import Task
 from .tools import Env, make_toolset
 
 __all__ = [
