@@ -81,7 +81,15 @@ def test_an_unknown_category_is_a_usage_error(wheel: Path, tmp_path: Path, capsy
     assert (
         cli.main(["--tasks", "bfcl:multi_turn_composite", "--out", str(tmp_path / "o"), "--endpoint", "http://x"]) == 2
     )
-    assert "unsupported BFCL category 'multi_turn_composite'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unsupported BFCL category 'multi_turn_composite'" in err
+    assert "irrelevance" in err and "multi_turn_miss_param" in err  # both kinds are listed
+
+
+def test_the_prefix_may_be_given_once_or_with_every_category(wheel: Path) -> None:
+    once = cli.load_selected(_args(tasks="bfcl:parallel,irrelevance", order="file"))
+    every = cli.load_selected(_args(tasks="bfcl:parallel, bfcl:irrelevance", order="file"))
+    assert [t.id for t in every] == [t.id for t in once] and len(once) == 8
 
 
 def run_bfcl(out: Path, replies: list[str], *extra: str) -> tuple[dict, int]:

@@ -37,13 +37,16 @@ def item_question(item: BfclItem) -> str:
 
 def bfcl_tasks(spec: str | Sequence[str], *, progress: Callable[[str], None] = lambda _: None) -> list[Task]:
     """Tasks of ``bfcl:CAT[,CAT...]`` (or a list of categories), in BFCL's order per category."""
-    if isinstance(spec, str):
-        spec = spec[len(PREFIX) :] if spec.startswith(PREFIX) else spec
-        categories = [c.strip() for c in spec.split(",") if c.strip()]
-    else:
-        categories = list(spec)
+    known = ", ".join(AST_CATEGORIES + MULTI_TURN_CATEGORIES)
+    # ``bfcl:a,b`` and ``bfcl:a,bfcl:b`` name the same two categories
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    categories = [c.strip().removeprefix(PREFIX).strip() for c in names]
+    categories = [c for c in categories if c]
     if not categories:
-        raise TaskFileError(f"bfcl: name at least one category: {', '.join(AST_CATEGORIES + MULTI_TURN_CATEGORIES)}")
+        raise TaskFileError(f"bfcl: name at least one category: {known}")
+    unknown = [c for c in categories if c not in AST_CATEGORIES and c not in MULTI_TURN_CATEGORIES]
+    if unknown:
+        raise TaskFileError(f"unknown or unsupported BFCL category {unknown[0]!r}; the categories: {known}")
     tasks = []
     for category in dict.fromkeys(categories):
         if category in MULTI_TURN_CATEGORIES:
