@@ -324,6 +324,35 @@ def test_consecutive_format_errors_stop_the_run_and_a_good_step_resets_the_count
     assert result.stop_reason == "format_errors" and len(result.steps) == 6
 
 
+def test_max_repeats_ends_the_run_once_the_same_calls_come_that_many_times_in_a_row():
+    light = 'TOOL: toggle_light ARGS: {"room": "kitchen", "on": true}'
+    result, _ = run([light] * 5 + ["ANSWER: done"], max_steps=10)  # off by default: no such limit
+    assert result.stop_reason == "answer" and len(result.steps) == 6
+    result, _ = run([light] * 5 + ["ANSWER: done"], max_repeats=3)
+    assert result.stop_reason == "repeated" and len(result.steps) == 3
+    assert all(s.outcomes and s.outcomes[0].ok for s in result.steps)  # the third ran too, then the run ended
+
+
+def test_another_call_a_format_error_or_an_args_change_breaks_the_row():
+    a = 'TOOL: calculate ARGS: {"expression": "1+1"}'
+    b = 'TOOL: calculate ARGS: {"expression": "1+2"}'
+    for replies in ([a, a, b, a, a], [a, a, "TOOL: ARGS: {}", a, a]):
+        result, _ = run([*replies, "ANSWER: 2"], max_repeats=3)
+        assert result.stop_reason == "answer", replies
+
+
+def test_max_repeats_counts_each_question_of_a_conversation_afresh():
+    a = 'TOOL: calculate ARGS: {"expression": "1+1"}'
+    agent = Agent(ScriptedBackend([a, a, "ANSWER: 2", a, "ANSWER: 2"]), demo.demo_tools(), max_repeats=3)
+    assert agent.run("q1").stop_reason == "answer" and agent.run("q2").stop_reason == "answer"
+
+
+@pytest.mark.parametrize("value", [0, 1])
+def test_max_repeats_below_two_is_refused(value):
+    with pytest.raises(ValueError, match="max_repeats must be at least 2"):
+        Agent(ScriptedBackend([]), demo.demo_tools(), max_repeats=value)
+
+
 def test_backend_error_keeps_the_exception_and_the_trace(tmp_path):
     path = tmp_path / "t.jsonl"
     failure = BackendConnectionError("no server at http://127.0.0.1:9")
@@ -342,6 +371,7 @@ def test_every_stop_reason_is_reachable():
     reached.add(run(["TOOL: get_time"] * 9, max_tokens=900)[0].stop_reason)
     reached.add(run(["TOOL: get_time"] * 3, max_seconds=0)[0].stop_reason)
     reached.add(run(["TOOL:"] * 3)[0].stop_reason)
+    reached.add(run(["TOOL: get_time"] * 3, max_repeats=2)[0].stop_reason)
     reached.add(run([])[0].stop_reason)  # ScriptExhausted is a BackendError
 
     class Submitting(TextMode):  # a mode that runs no tools hands the reply on (the proxy's)

@@ -169,6 +169,7 @@ def test_unknown_checks_are_refused_by_name(capsys):
         ("max_steps", ["--max-steps", "2"], ["TOOL: get_time"] * 2),
         ("format_errors", [], ["TOOL:"] * 3),
         ("token_budget", ["--token-budget", "25"], ["TOOL: get_time"] * 3),
+        ("repeated", ["--max-repeats", "2"], ["TOOL: get_time"] * 2),
     ],
 )
 def test_each_stop_reason_has_its_exit_code(server, capsys, reason, argv, replies):
@@ -370,6 +371,8 @@ def test_unknown_tool_option_is_a_clear_error(capsys):
     [
         (["run", "--timeout", "0", "q"], "argument --timeout: must be a finite number greater than 0"),
         (["run", "--max-steps", "0", "q"], "argument --max-steps: must be a finite number greater than 0"),
+        (["run", "--max-repeats", "1", "q"], "argument --max-repeats: the same calls 2 or more times in a row, not 1"),
+        (["chat", "--max-repeats", "two"], "argument --max-repeats: 'two' is not a whole number"),
         (["run", "--max-seconds", "nan", "q"], "argument --max-seconds: must be a finite number greater than 0"),
         (["run", "--max-steps", "two", "q"], "argument --max-steps: 'two' is not a whole number"),
     ],

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Refused", "nonempty", "port_number", "positive", "slot_list"]
+__all__ = ["Refused", "nonempty", "port_number", "positive", "repeat_limit", "slot_list"]
 
 
 class Refused(Exception):
@@ -33,6 +33,17 @@ def positive(kind: type) -> Callable[[str], Any]:
 
     convert.__name__ = f"positive {kind.__name__}"
     return convert
+
+
+def repeat_limit(text: str) -> int:
+    """``--max-repeats``: a whole number from 2 (one reply is not a repeat)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"the same calls 2 or more times in a row, not {value}")
+    return value
 
 
 def port_number(text: str) -> int:

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from ._argtypes import nonempty, port_number, positive
+from ._argtypes import nonempty, port_number, positive, repeat_limit
 from .conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
@@ -115,6 +115,11 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
         "takes the grammar (llama.cpp: grammar; vLLM: guided_grammar)",
     )
     r.add_argument("--max-steps", type=positive(int), default=10, help="replies per question (default 10)")
+    r.add_argument(
+        "--max-repeats",
+        type=repeat_limit,
+        help="end a question when this many replies in a row made the same calls (opt-in; default: no such limit)",
+    )
     add_token_options(r)
     r.add_argument("--max-seconds", type=positive(float), help="wall-time budget for the whole run")
     r.add_argument(

@@ -48,7 +48,8 @@ class Agent:
 
     Limits: ``max_steps`` replies; ``max_tokens`` tokens spent in the run (prompt tokens
     evaluated plus completion); ``max_seconds``; ``max_format_errors`` unusable replies in a
-    row; ``reply_tokens`` one reply; ``max_calls_per_reply``; ``observation_limit`` one result,
+    row; ``max_repeats`` (opt-in, None by default) replies in a row with the same calls;
+    ``reply_tokens`` one reply; ``max_calls_per_reply``; ``observation_limit`` one result,
     ``step_observation_limit`` the results of one step. ``example``: "auto", an Example, a
     sequence of them, or None; ``example_style``: how "auto"'s placeholder exchanges read
     (prompts.EXAMPLE_STYLES). ``checks``: textagent.checks objects (none by default).
@@ -64,6 +65,7 @@ class Agent:
         max_tokens: int | None = None,
         max_seconds: float | None = None,
         max_format_errors: int = 3,
+        max_repeats: int | None = None,
         observation_limit: int = 4000,
         tool_timeout: float | None = 30,
         reply_tokens: int = 512,
@@ -83,12 +85,15 @@ class Agent:
             raise ValueError("max_steps must be at least 1")
         if max_calls_per_reply is not None and max_calls_per_reply < 1:
             raise ValueError("max_calls_per_reply must be at least 1 (or None for no limit)")
+        if max_repeats is not None and max_repeats < 2:
+            raise ValueError("max_repeats must be at least 2: the same calls that many times in a row (or None)")
         drop_deprecated(backend_options)
         check_options(backend, backend_options, Agent.__init__)
         self.backend, self.tools = backend, tools if isinstance(tools, ToolSet) else ToolSet(tools)
         self.max_steps, self.max_tokens, self.max_seconds = max_steps, max_tokens, max_seconds
         self.max_format_errors, self.reply_tokens, self.tool_timeout = max_format_errors, reply_tokens, tool_timeout
         self.max_calls_per_reply, self.step_observation_limit = max_calls_per_reply, step_observation_limit
+        self.max_repeats = max_repeats
         self.checks = as_checks(checks)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
         self.example_style = prompts.example_style(example_style)
@@ -158,6 +163,8 @@ class Agent:
         self._ask(task)
         self.steps = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
+        self.same_in_a_row = 0  # see _count_repeats
+        self._last_calls: list[tuple[str, Any]] | None = None
         error: BaseException | None = None
         with TraceWriter(self.trace) as trace:
             trace.write(self.start_record(task))
@@ -234,6 +241,7 @@ class Agent:
         except FormatError as err:
             step.parse_error = err.parse_error
             self.bad_in_a_row += 1
+            self._last_calls = None  # a reply in between: the calls after it are not "in a row"
             self.mode.reject(step, err.observation)
             if self.bad_in_a_row >= self.max_format_errors:
                 raise _Stop("format_errors") from None
@@ -245,6 +253,7 @@ class Agent:
                 sent = check.on_answer(self._view(), answer)
                 if sent:
                     step.sent_back = sent if isinstance(sent, SentBack) else SentBack(check.name, sent)
+                    self._last_calls = None
                     self.mode.reject(step, step.sent_back.text)
                     return step
             self.mode.answer(step)
@@ -258,9 +267,21 @@ class Agent:
             note for check in self.checks if hasattr(check, "on_step") for note in check.on_step(self._view(), step)
         ]
         self.mode.observe(step, step.notes)
+        self._count_repeats(step)
         return step
 
     # -- pieces -----------------------------------------------------------------------------
+    def _count_repeats(self, step: Step) -> None:
+        """End the run (``repeated``) once ``max_repeats`` replies in a row made the same calls,
+        after the last of them ran: a model that sends back what it sent before, whatever the
+        results said, is looping (opt-in: by default the other limits end such a run)."""
+        assert step.reply is not None
+        calls = [(c.name, c.args) for c in step.reply.calls]
+        self.same_in_a_row = self.same_in_a_row + 1 if calls == self._last_calls else 1
+        self._last_calls = calls
+        if self.max_repeats is not None and self.same_in_a_row >= self.max_repeats:
+            raise _Stop("repeated")
+
     def start_record(self, task: str) -> dict[str, Any]:
         """The first trace line of a run of ``task`` on this agent (trace.start_record), the
         next question of its conversation."""

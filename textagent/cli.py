@@ -201,6 +201,7 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
         mode=args.mode,
         example_style=args.example_style,
         max_steps=args.max_steps,
+        max_repeats=args.max_repeats,
         max_tokens=args.token_budget,
         reply_tokens=args.reply_tokens,
         max_seconds=args.max_seconds,

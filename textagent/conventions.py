@@ -45,6 +45,7 @@ EXIT_CODES = {
     "time_limit": 5,
     "format_errors": 6,
     "backend_error": 7,
+    "repeated": 9,  # only with --max-repeats
 }
 EXIT_ERROR = 1
 

@@ -17,7 +17,16 @@ from .tools import ToolOutcome
 __all__ = ["STOP_REASONS", "Note", "Result", "SentBack", "Step", "tokens_spent"]
 
 # "submitted": a mode that runs no tools handed a usable reply on (the proxy's, to its client)
-STOP_REASONS = ("answer", "max_steps", "token_budget", "time_limit", "format_errors", "backend_error", "submitted")
+STOP_REASONS = (
+    "answer",
+    "max_steps",
+    "token_budget",
+    "time_limit",
+    "format_errors",
+    "repeated",
+    "backend_error",
+    "submitted",
+)
 
 
 @dataclass(frozen=True)

@@ -628,3 +628,13 @@ def test_the_example_style_reaches_text_modes_and_native_modes_only_in_the_ablat
         R.run_episode(task, "native", chat, settings=R.Settings(example_style="concrete", native_examples=ablation))
         said = json.dumps(chat.requests[0])
         assert ("The result is 42." in said) is ablation
+
+
+def test_max_repeats_ends_a_text_episode_as_a_loop_and_leaves_the_seed_baseline_alone():
+    task = BY_ID["single-calc-mul"]
+    call = 'TOOL: calculate ARGS: {"expression": "17 * 24"}'
+    settings = R.Settings(max_repeats=2)
+    record = R.run_episode(task, "text", ScriptedBackend([call] * 4 + ["ANSWER: 408"]), settings=settings)
+    assert record["stop_reason"] == "repeated" and record["steps"] == 2 and record["failure"] == "loop"
+    baseline = R.run_episode(task, "baseline", ScriptedBackend([call] * 2 + ["ANSWER: 408"]), settings=settings)
+    assert baseline["stop_reason"] == "answer"  # the seed's loop keeps its own limits

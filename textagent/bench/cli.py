@@ -236,6 +236,7 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
     settings = Settings(
         reply_tokens=args.reply_tokens,
         max_steps=args.max_steps,
+        max_repeats=args.max_repeats,
         max_seconds=args.max_seconds,
         temperature=args.temperature,
         seed=args.seed,

@@ -161,7 +161,7 @@ def classify(record: Mapping[str, Any]) -> str | None:
         return "call_not_needed"
     if facts["hallucinated"]:
         return "hallucinated_observation"
-    if facts["loop"]:
+    if facts["loop"] or stop == "repeated":  # "repeated": ended by --max-repeats
         return "loop"
     if (
         stop == "format_errors"

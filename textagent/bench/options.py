@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._argtypes import nonempty
+from .._argtypes import nonempty, repeat_limit
 from ..conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
@@ -117,6 +117,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument("--reply-tokens", type=int, default=256, help="max tokens per model reply (default 256)")
     p.add_argument("--max-steps", type=int, help="cap every task's max_steps")
+    p.add_argument(
+        "--max-repeats",
+        type=repeat_limit,
+        help="end an episode (a multi-turn item: the turn) when this many replies in a row made the same calls; "
+        "textagent's modes and the proxy's client (not bfcl-prompt or baseline, which keep their own loops' "
+        "rules); opt-in, default no such limit",
+    )
     p.add_argument(
         "--first-reply",
         action="store_true",

@@ -62,6 +62,7 @@ log = logging.getLogger("textagent.bench")
 class Settings:
     reply_tokens: int = 256
     max_steps: int | None = None  # caps every task's own max_steps
+    max_repeats: int | None = None  # opt-in: replies in a row with the same calls end the run (Agent.max_repeats)
     max_seconds: float | None = 300.0  # per episode
     observation_limit: int = 4000
     temperature: float = 0.0
@@ -197,9 +198,13 @@ def _mode_options(
     if mode == "proxy":
         from .proxy_client import ProxyClientMode
 
-        return question, {"mode": ProxyClientMode(), "checks": from_names(settings.checks)}
+        return question, {
+            "mode": ProxyClientMode(),
+            "checks": from_names(settings.checks),
+            "max_repeats": settings.max_repeats,
+        }
     needs = needs_of(mode)
-    kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks)}
+    kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks), "max_repeats": settings.max_repeats}
     if mode == "text-no-feedback":
         kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
     if settings.grouped_listing and not needs.tools:

@@ -156,6 +156,21 @@ def test_a_model_that_never_stops_calling_is_force_quit(wheel) -> None:
     assert out["multi_turn"]["per_turn"][0]["calls"] == mt.MAX_CALL_STEPS + 1
 
 
+@pytest.mark.parametrize("mode", ["text", "bfcl-prompt"])
+def test_max_repeats_ends_the_turn_not_the_item_and_leaves_bfcls_own_mode_alone(wheel, mode) -> None:
+    item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
+    call = "[ls()]" if mode == "bfcl-prompt" else "TOOL: ls ARGS: {}"
+    replies = [call] * 3 + ["ANSWER: done"] * len(item.turns) * 2
+    settings = Settings(max_repeats=3)
+    out = run_multi_turn(item, mode, ScriptedBackend(replies), chat_format="chatml", settings=settings, options={})
+    first = out["multi_turn"]["per_turn"][0]
+    if mode == "text":
+        assert first["stop_reason"] == "repeated" and first["steps"] == 3
+        assert not out["multi_turn"]["force_quit"] and len(out["multi_turn"]["per_turn"]) == len(item.turns)
+    else:  # BFCL's loop: the same call again is a step like any other
+        assert first["steps"] > 3
+
+
 def test_the_ablation_shows_no_feedback_in_the_turns_after(wheel) -> None:
     item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
     backend = ScriptedBackend(['TOOL: cd ARGS: {"folder": "document"', *["ANSWER: done"] * 4])

@@ -79,10 +79,10 @@ def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any, tools: Any) -> 
     if mode == "proxy":
         from ..proxy_client import ProxyClientMode
 
-        return {"mode": ProxyClientMode(), "checks": from_names(settings.checks)}
-    if mode == "bfcl-prompt":
+        return {"mode": ProxyClientMode(), "checks": from_names(settings.checks), "max_repeats": settings.max_repeats}
+    if mode == "bfcl-prompt":  # BFCL's own loop: its 20 steps a turn are its only limit
         return {"mode": BfclPromptMode(list(item.functions)), **AGENT_OPTIONS}
-    kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks)}
+    kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks), "max_repeats": settings.max_repeats}
     if mode == "text-no-feedback":
         kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
     if settings.grouped_listing and mode in ("text", "constrained", "text-no-feedback"):
