@@ -30,13 +30,12 @@ from .. import prompts
 from .._redact import redact
 from ..agent import Agent
 from ..backends.base import Capabilities, Completion, Usage
-from ..checks import from_names
 from ..errors import BackendError
 from ..jsonl import read_jsonl
 from ..templates import ChatFormat
 from ..trace import json_line, run_records
 from .backends import Slot, needs_of
-from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
+from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode, loop_options
 from .checking import CheckResult, Outcome, call_specs, check_task
 from .progress import Progress
 from .records import Episode, record_problem
@@ -198,13 +197,9 @@ def _mode_options(
     if mode == "proxy":
         from .proxy_client import ProxyClientMode
 
-        return question, {
-            "mode": ProxyClientMode(),
-            "checks": from_names(settings.checks),
-            "max_repeats": settings.max_repeats,
-        }
+        return question, {"mode": ProxyClientMode(), **loop_options(settings)}
     needs = needs_of(mode)
-    kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks), "max_repeats": settings.max_repeats}
+    kwargs: dict[str, Any] = {"mode": mode, **loop_options(settings)}
     if mode == "text-no-feedback":
         kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
     if settings.grouped_listing and not needs.tools:

@@ -20,11 +20,10 @@ from typing import Any
 
 from ...agent import Agent
 from ...backends.base import Usage
-from ...checks import from_names
 from ...modes import mode_needs
 from ...prompts import system_prompt
 from ...tools import Tool, ToolSet
-from ..baseline import AGENT_OPTIONS, NoFeedbackTextMode
+from ..baseline import AGENT_OPTIONS, NoFeedbackTextMode, loop_options
 from .multi_turn import MAX_CALL_STEPS, MultiTurnItem, Simulator, call_string, score_item
 from .prompt_mode import BfclPromptMode, held_out_message
 from .schema import native_names, to_json_schema
@@ -79,10 +78,10 @@ def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any, tools: Any) -> 
     if mode == "proxy":
         from ..proxy_client import ProxyClientMode
 
-        return {"mode": ProxyClientMode(), "checks": from_names(settings.checks), "max_repeats": settings.max_repeats}
+        return {"mode": ProxyClientMode(), **loop_options(settings)}
     if mode == "bfcl-prompt":  # BFCL's own loop: its 20 steps a turn are its only limit
         return {"mode": BfclPromptMode(list(item.functions)), **AGENT_OPTIONS}
-    kwargs: dict[str, Any] = {"mode": mode, "checks": from_names(settings.checks), "max_repeats": settings.max_repeats}
+    kwargs: dict[str, Any] = {"mode": mode, **loop_options(settings)}
     if mode == "text-no-feedback":
         kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
     if settings.grouped_listing and mode in ("text", "constrained", "text-no-feedback"):
