@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from .. import prompts
 from ..backends.base import Completion
-from ..checks import from_names
 from ..modes import FormatError, TextMode
 from ..protocol import Reply, ToolCall
 from ..steps import Note, Step
 from ..tools import ToolOutcome
 
-__all__ = ["AGENT_OPTIONS", "SEED_CALL", "BaselineMode", "NoFeedbackTextMode", "loop_options"]
+__all__ = ["AGENT_OPTIONS", "SEED_CALL", "BaselineMode", "NoFeedbackTextMode"]
 
 # The seed loops' regex: the first TOOL line, its arguments read with json.loads.
 SEED_CALL = re.compile(r"TOOL: (\w+) ARGS: (.*)")
@@ -31,13 +29,6 @@ _SEED_ANSWER = re.compile(r"^\s*(?:FINAL\s+)?ANSWER\s*:\s*", re.I | re.M)
 #: The Agent settings under which the bench's comparison modes run as the seeds' loop did: the
 #: first unusable reply ends the run, no cap on calls or on a step's results, no checks.
 AGENT_OPTIONS = {"max_format_errors": 1, "max_calls_per_reply": None, "step_observation_limit": None, "checks": ()}
-
-
-def loop_options(settings: Any) -> dict[str, Any]:
-    """The Agent options of a bench run's settings for textagent's own loop (its modes and the
-    proxy's client, single- and multi-turn alike): the checks and the opt-in repeat limit. The
-    comparison modes take AGENT_OPTIONS instead."""
-    return {"checks": from_names(settings.checks), "max_repeats": settings.max_repeats}
 
 
 class BaselineMode(TextMode):

@@ -34,8 +34,9 @@ from ..errors import BackendError
 from ..jsonl import read_jsonl
 from ..templates import ChatFormat
 from ..trace import json_line, run_records
+from .agent_options import agent_options
 from .backends import Slot, needs_of
-from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode, loop_options
+from .baseline import BaselineMode
 from .checking import CheckResult, Outcome, call_specs, check_task
 from .progress import Progress
 from .records import Episode, record_problem
@@ -181,36 +182,17 @@ def run_episode(
 def _mode_options(
     task: Task, mode: str, tools: Any, documents: list[dict[str, Any]], settings: Settings
 ) -> tuple[str, dict[str, Any]]:
-    """The question as ``mode`` asks it, and the mode and Agent options of the run's settings."""
-    question = task.question
+    """The question as ``mode`` asks it, and the Agent options of the mode under the run's settings."""
+    item = task.bfcl
     if mode == "baseline":
-        return question, {"mode": BaselineMode(), **AGENT_OPTIONS}
+        return task.question, agent_options(mode, settings, tools, comparison=BaselineMode())
     if mode == "bfcl-prompt":
         from .bfcl.prompt_mode import BfclPromptMode
 
-        item = task.bfcl
+        comparison = BfclPromptMode(documents, item.system_text if item is not None else "")
         question = item.user_text if item is not None else task.question
-        return question, {
-            "mode": BfclPromptMode(documents, item.system_text if item is not None else ""),
-            **AGENT_OPTIONS,
-        }
-    if mode == "proxy":
-        from .proxy_client import ProxyClientMode
-
-        return question, {"mode": ProxyClientMode(), **loop_options(settings)}
-    needs = needs_of(mode)
-    kwargs: dict[str, Any] = {"mode": mode, **loop_options(settings)}
-    if mode == "text-no-feedback":
-        kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
-    if settings.grouped_listing and not needs.tools:
-        kwargs["system_prompt"] = prompts.system_prompt(tools, grouped=True)
-    kwargs["example_style"] = settings.example_style  # the text modes' placeholder exchanges
-    if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
-        # the ablation: native modes shown the exchanges the text modes get ("auto" shows them none)
-        kwargs["example"] = prompts.placeholder_examples(list(tools.values()), settings.example_style)
-    if settings.stream and not needs.chat:  # the text modes stream
-        kwargs["stream"] = True
-    return question, kwargs
+        return question, agent_options(mode, settings, tools, comparison=comparison)
+    return task.question, agent_options(mode, settings, tools)
 
 
 def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | None, str, dict[str, Any]]:

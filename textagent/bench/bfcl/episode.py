@@ -20,10 +20,8 @@ from typing import Any
 
 from ...agent import Agent
 from ...backends.base import Usage
-from ...modes import mode_needs
-from ...prompts import system_prompt
 from ...tools import Tool, ToolSet
-from ..baseline import AGENT_OPTIONS, NoFeedbackTextMode, loop_options
+from ..agent_options import agent_options
 from .multi_turn import MAX_CALL_STEPS, MultiTurnItem, Simulator, call_string, score_item
 from .prompt_mode import BfclPromptMode, held_out_message
 from .schema import native_names, to_json_schema
@@ -74,24 +72,6 @@ def _runner(sim: Simulator, name: str, executed: list[str]) -> Any:
     return run
 
 
-def _agent_kwargs(mode: str, item: MultiTurnItem, settings: Any, tools: Any) -> dict[str, Any]:
-    if mode == "proxy":
-        from ..proxy_client import ProxyClientMode
-
-        return {"mode": ProxyClientMode(), **loop_options(settings)}
-    if mode == "bfcl-prompt":  # BFCL's own loop: its 20 steps a turn are its only limit
-        return {"mode": BfclPromptMode(list(item.functions)), **AGENT_OPTIONS}
-    kwargs: dict[str, Any] = {"mode": mode, **loop_options(settings)}
-    if mode == "text-no-feedback":
-        kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
-    if settings.grouped_listing and mode in ("text", "constrained", "text-no-feedback"):
-        kwargs["system_prompt"] = system_prompt(tools, grouped=True)  # the words descriptions share, said once
-    kwargs["example_style"] = settings.example_style  # the text modes' placeholder exchanges
-    if settings.stream and not mode_needs(mode).chat:
-        kwargs["stream"] = True
-    return kwargs
-
-
 def run_multi_turn(
     item: MultiTurnItem, mode: str, backend: Any, *, chat_format: Any, settings: Any, options: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -110,6 +90,7 @@ def run_multi_turn(
     started = time.monotonic()
     try:
         check = mode != "bfcl-prompt"
+        comparison = BfclPromptMode(list(item.functions)) if mode == "bfcl-prompt" else None  # BFCL's own loop
         tools, mapping = simulator_tools(item.functions, sim, executed, native=native, check=check)
         step_calls: list[list[str]] = []
 
@@ -128,7 +109,7 @@ def run_multi_turn(
             chat_format=chat_format,
             on_step=on_step,
             trace=trace,
-            **_agent_kwargs(mode, item, settings, tools),
+            **agent_options(mode, settings, tools, comparison=comparison),
             **options,
         )
         for turn in range(len(item.turns)):

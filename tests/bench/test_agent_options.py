@@ -1,0 +1,80 @@
+"""bench/agent_options.py: a bench mode's Agent options under a run's settings, one place for the
+single- and the multi-turn episode."""
+
+from dataclasses import replace
+
+import pytest
+
+from textagent import Agent, ScriptedBackend, ToolSet
+from textagent.bench.agent_options import agent_options
+from textagent.bench.baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
+from textagent.bench.proxy_client import ProxyClientMode
+from textagent.bench.runner import Settings
+
+
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: the city
+    """
+    return city
+
+
+def bare_tools():
+    return ToolSet([lookup])  # no worked example of its own
+
+
+class _Quiet:
+    """A check that never objects."""
+
+    name = "quiet"
+
+    def on_answer(self, run, answer):
+        return None
+
+
+def test_the_loop_options_reach_textagents_own_loop_and_not_the_comparison_modes(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "optionchecks", types.SimpleNamespace(Quiet=_Quiet))
+    settings = Settings(checks="optionchecks:Quiet", max_repeats=3)
+    for mode in ("text", "constrained", "native", "native+fallback", "text-no-feedback", "proxy"):
+        options = agent_options(mode, settings, bare_tools())
+        assert options["max_repeats"] == 3 and len(options["checks"]) == 1, mode
+    for mode, comparison in (("baseline", BaselineMode()), ("bfcl-prompt", object())):
+        options = agent_options(mode, settings, bare_tools(), comparison=comparison)
+        assert options == {"mode": comparison, **AGENT_OPTIONS}  # run as their originals ran
+
+
+def test_a_comparison_mode_without_its_mode_object_is_a_bug():
+    with pytest.raises(ValueError, match="baseline"):
+        agent_options("baseline", Settings(), bare_tools())
+
+
+def test_each_mode_gets_its_own_mode_and_the_text_modes_their_settings():
+    settings = Settings(grouped_listing=True, stream=True, example_style="concrete")
+    text = agent_options("text", settings, bare_tools())
+    assert text["mode"] == "text" and text["stream"] and "system_prompt" in text
+    assert text["example_style"] == "concrete"
+    ablation = agent_options("text-no-feedback", settings, bare_tools())
+    assert isinstance(ablation["mode"], NoFeedbackTextMode) and ablation["max_format_errors"] == 1
+    assert "system_prompt" in ablation  # listed as text mode lists
+    native = agent_options("native", settings, bare_tools())
+    assert "stream" not in native and "system_prompt" not in native and "example" not in native
+    assert isinstance(agent_options("proxy", settings, bare_tools())["mode"], ProxyClientMode)
+
+
+def test_the_examples_ablation_shows_native_modes_the_text_modes_exchanges():
+    settings = replace(Settings(), native_examples=True)
+    native = agent_options("native+fallback", settings, bare_tools())
+    assert any(call[0] == "lookup" for worked in native["example"] for call in worked.calls)
+    assert "example" not in agent_options("text", settings, bare_tools())  # text modes have theirs
+
+
+def test_the_options_build_an_agent_that_runs():
+    backend = ScriptedBackend(['TOOL: lookup ARGS: {"city": "Paris"}', "ANSWER: Paris."])
+    options = agent_options("text", Settings(max_repeats=2), bare_tools())
+    result = Agent(backend, bare_tools(), chat_format="chatml", **options).run("Where?")
+    assert result.stop_reason == "answer" and result.answer == "Paris."
