@@ -294,6 +294,29 @@ def test_the_example_style_reads_the_built_examples_and_an_unknown_one_is_refuse
         Agent(ScriptedBackend(["ANSWER: x"]), [lookup], example_style="fancy")
 
 
+def test_the_example_tool_choice_shows_the_tools_closest_to_each_first_question():
+    @tool
+    def lookup(word: str) -> str:
+        """Look a word up in the dictionary."""
+        return word
+
+    @tool
+    def convert(amount: float, currency: str) -> str:
+        """Convert an amount of money to a currency."""
+        return currency
+
+    _, first = run(["ANSWER: x"], tools=[lookup, convert], task="Convert 5 euros to dollars")
+    assert first.prompts[0].index("TOOL: lookup") < first.prompts[0].index("TOOL: convert")  # the set's first
+    agent = Agent(ScriptedBackend(["ANSWER: x", "ANSWER: y"]), [lookup, convert], example_tool="closest")
+    agent.run("Convert 5 euros to dollars")
+    sent = agent.backend.prompts[0]
+    assert sent.index("TOOL: convert") < sent.index("TOOL: lookup")  # the closest is shown first
+    agent.run("And what does 'cat' mean?")  # a follow-up: the examples stay as they were
+    assert agent.backend.prompts[1].startswith(sent.rsplit("<|im_start|>assistant", 1)[0])
+    with pytest.raises(ValueError, match="unknown example tool choice 'best'"):
+        Agent(ScriptedBackend(["ANSWER: x"]), [lookup], example_tool="best")
+
+
 # -- stop reasons ------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -339,6 +340,18 @@ def test_example_style_option_reads_the_examples_built_for_tools_without_any(ser
     with pytest.raises(SystemExit) as exc:
         run_cli(capsys, "run", "--endpoint", server.url, "--example-style", "fancy", "q")
     assert exc.value.code == 2 and "invalid choice: 'fancy'" in capsys.readouterr().err
+
+
+def test_example_tool_option_shows_the_tools_closest_to_the_question(server, capsys):
+    server.json("/completion", completion("ANSWER: ok"), repeat=True)
+    shown = []
+    tools = "textagent.toolkits.demo:multiply,textagent.toolkits.demo:get_weather"
+    args = ["run", "--endpoint", server.url, "--chat-format", "chatml", "--tools", tools]
+    for choice in ("first", "closest"):
+        code, _, _ = run_cli(capsys, *args, "--example-tool", choice, "What is the weather in Rome?")
+        assert code == 0
+        shown.append(re.search(r"TOOL: (\w+) ARGS", server.bodies("/completion")[-1]["prompt"]).group(1))
+    assert shown == ["multiply", "get_weather"]
 
 
 def test_tools_option_keeps_the_demo_examples_of_the_chosen_tools(server, capsys):
@@ -704,6 +717,10 @@ def test_the_command_line_takes_its_choices_from_the_tables_without_loading_back
 
     assert tuple(APIS) == API_CHOICES and ("server", *FORMATS) == CHAT_FORMAT_CHOICES
     assert EXAMPLE_STYLES == EXAMPLE_STYLE_CHOICES and DEFAULT_EXAMPLE_STYLE == PROMPTS_DEFAULT
+    from textagent import conventions, prompts
+
+    assert prompts.EXAMPLE_TOOLS == conventions.EXAMPLE_TOOL_CHOICES
+    assert prompts.DEFAULT_EXAMPLE_TOOL == conventions.DEFAULT_EXAMPLE_TOOL
     code = (
         "import sys, textagent.cli\n"
         "print(sorted(m for m in sys.modules if m == 'requests' or m.startswith('textagent.backends.')))"

@@ -145,6 +145,28 @@ def test_without_examples_two_tools_that_take_arguments_are_shown_called_in_one_
     assert len(prompts.worked_examples(ToolSet([ping, book]))) == 3
 
 
+def test_the_examples_can_show_the_tools_closest_to_the_question():
+    """Issue 41: with the first tool of the set shown, the model answered from memory questions
+    whose own tool the examples did not show. ``question`` puts the closest tools first."""
+
+    @tool
+    def ping() -> str:
+        """Ping the server."""
+        return "pong"
+
+    tools = ToolSet([book, weather, ping])
+    first = prompts.worked_examples(tools)
+    closest = prompts.worked_examples(tools, question="What is the weather like in Oslo tomorrow?")
+    assert first[0].calls[0][0] == "book" and closest[0].calls[0][0] == "weather"
+    assert [c[0] for c in closest[-1].calls] == ["weather", "book"]  # the next closest takes arguments
+    # a question no tool is close to keeps the set's order; so does a tie
+    assert prompts.worked_examples(tools, question="Hello there") == first
+    # the closest tool that takes no arguments is passed over, as the first one is
+    assert prompts.worked_examples(tools, question="ping")[0].calls[0][0] == "book"
+    with pytest.raises(ValueError, match="unknown example tool choice 'best'; choose one of first, closest"):
+        prompts.example_tool("best")
+
+
 def _in_style(style: str) -> list[prompts.Worked]:
     """The examples for book and weather in ``style``: the same tasks and calls as the placeholder
     style's; only the results and the answers differ."""

@@ -52,7 +52,8 @@ class Agent:
     ``reply_tokens`` one reply; ``max_calls_per_reply``; ``observation_limit`` one result,
     ``step_observation_limit`` the results of one step. ``example``: "auto", an Example, a
     sequence of them, or None; ``example_style``: how "auto"'s placeholder exchanges read
-    (prompts.EXAMPLE_STYLES). ``checks``: textagent.checks objects (none by default).
+    (prompts.EXAMPLE_STYLES); ``example_tool``: which tools they show, the first of the set that
+    takes arguments or those closest to the question (prompts.EXAMPLE_TOOLS). ``checks``: textagent.checks objects (none by default).
     """
 
     def __init__(
@@ -73,6 +74,7 @@ class Agent:
         system_prompt: str | None = None,
         example: Any = "auto",
         example_style: str = prompts.DEFAULT_EXAMPLE_STYLE,
+        example_tool: str = prompts.DEFAULT_EXAMPLE_TOOL,
         strict: bool = False,
         checks: Sequence[Check] = (),
         max_calls_per_reply: int | None = 16,
@@ -97,6 +99,7 @@ class Agent:
         self.checks = as_checks(checks)
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
         self.example_style = prompts.example_style(example_style)
+        self.example_tool = prompts.example_tool(example_tool)
         self.format = get_format(chat_format)
         self.mode = get_mode(mode)
         self.auto_examples = isinstance(example, str) and example == "auto"
@@ -141,8 +144,8 @@ class Agent:
 
     def _auto_examples(self, task: str | None = None) -> list[prompts.Worked]:
         """``example="auto"``: the tools' own examples (those closest to ``task`` when the set
-        shows only some); for tools without any, placeholder exchanges built from a tool in
-        ``example_style``, in the text modes only: they are a device of the text protocol, and a
+        shows only some); for tools without any, placeholder exchanges in ``example_style`` built
+        from the set's first tools or, ``example_tool="closest"``, those closest to ``task``, in the text modes only: they are a device of the text protocol, and a
         function-calling client sends the server no such turns."""
         own = (
             self.tools.examples_for(task)
@@ -151,7 +154,8 @@ class Agent:
         )
         if not own and needs_of(self.mode).tools:
             return []
-        return prompts.worked_examples(self.tools, own or None, self.example_style)
+        question = task if self.example_tool == "closest" else None
+        return prompts.worked_examples(self.tools, own or None, self.example_style, question)
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:
@@ -216,8 +220,8 @@ class Agent:
             self.mode.follow(task, self._added)
         else:
             examples = self.examples
-            if self.auto_examples and self.tools.max_examples is not None:
-                examples = self._auto_examples(task)
+            if self.auto_examples and (self.tools.max_examples is not None or self.example_tool == "closest"):
+                examples = self._auto_examples(task)  # chosen for this question
             self.shown = examples
             self.mode.start(task, examples)
         self.task, self._added = task, []

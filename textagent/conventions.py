@@ -18,13 +18,15 @@ __all__ = [
     "API_CHOICES",
     "CHAT_FORMAT_CHOICES",
     "DEFAULT_EXAMPLE_STYLE",
+    "DEFAULT_EXAMPLE_TOOL",
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_OLLAMA_HOST",
     "EXAMPLE_STYLE_CHOICES",
+    "EXAMPLE_TOOL_CHOICES",
     "EXIT_CODES",
     "EXIT_ERROR",
-    "add_example_style_option",
+    "add_example_options",
     "add_model_options",
     "add_prefix_cache_option",
     "add_server_options",
@@ -57,6 +59,8 @@ CHAT_FORMAT_CHOICES = ("server", *FORMATS)
 # the grammar) to list them; a test holds the two equal
 EXAMPLE_STYLE_CHOICES = ("placeholder", "concrete", "status", "value")
 DEFAULT_EXAMPLE_STYLE = "placeholder"  # prompts.DEFAULT_EXAMPLE_STYLE, the same way
+EXAMPLE_TOOL_CHOICES = ("first", "closest")  # prompts.EXAMPLE_TOOLS
+DEFAULT_EXAMPLE_TOOL = "first"  # prompts.DEFAULT_EXAMPLE_TOOL
 
 log = logging.getLogger(__name__)
 
@@ -132,8 +136,9 @@ def add_token_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=positive(int), dest="old_budget", help=argparse.SUPPRESS)  # deprecated
 
 
-def add_example_style_option(p: argparse.ArgumentParser, examples: str) -> None:
-    """--example-style: how ``examples`` (the worked examples built for tools without their own) read."""
+def add_example_options(p: argparse.ArgumentParser, examples: str) -> None:
+    """--example-style and --example-tool: how ``examples`` (the worked examples built for tools
+    without their own) read, and which tools they show."""
     p.add_argument(
         "--example-style",
         choices=EXAMPLE_STYLE_CHOICES,
@@ -142,6 +147,13 @@ def add_example_style_option(p: argparse.ArgumentParser, examples: str) -> None:
         "concrete (made-up results stated in words, 'The result is 42.'), status (a result with no value, "
         "'f ran with x 1 and reported success.') or value (a status with a value, 'f reported success with "
         "the value 42.'); default %(default)s (docs/bench.md)",
+    )
+    p.add_argument(
+        "--example-tool",
+        choices=EXAMPLE_TOOL_CHOICES,
+        default=DEFAULT_EXAMPLE_TOOL,
+        help=f"which tools {examples} show: first (the first that takes arguments) or closest (those whose "
+        "name and description are closest to the question); default %(default)s",
     )
 
 

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Example", "select_examples"]
+__all__ = ["Example", "closeness", "select_examples"]
 
 
 @dataclass(frozen=True)
@@ -44,20 +44,24 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def closeness(texts: list[str], question: str) -> list[float]:
+    """How close each of ``texts`` is to ``question``, 0 to 1: a weighted Jaccard of their
+    words, each word weighted by its rarity among ``texts`` ("what", "the" say little), so that a
+    short text that is all about the question beats a long one that merely contains it."""
+    words = [_words(t) for t in texts]
+    wanted = _words(question)
+    df = collections.Counter(w for ws in words for w in ws)
+    weight = {w: 1 + math.log((1 + len(texts)) / (1 + df[w])) for w in set(df) | wanted}
+    return [sum(weight[w] for w in ws & wanted) / (sum(weight[w] for w in ws | wanted) or 1) for ws in words]
+
+
 def select_examples(pool: tuple[Example, ...], task: str, max_examples: int | None) -> tuple[Example, ...]:
     """The examples to show before ``task``: all of ``pool`` when ``max_examples`` is None, else
     the examples without calls and the ``max_examples`` tool examples closest to the task (see
     ToolSet)."""
     if max_examples is None:
         return pool
-    words = [_words(e.task) for e in pool]
-    # Weighted Jaccard, each word weighted by its rarity in the pool ("what", "the" say
-    # little): a short example that is all about the question beats a long one that
-    # merely contains it.
-    wanted = _words(task)
-    df = collections.Counter(w for ws in words for w in ws)
-    weight = {w: 1 + math.log((1 + len(pool)) / (1 + df[w])) for w in set(df) | wanted}
-    score = [sum(weight[w] for w in ws & wanted) / (sum(weight[w] for w in ws | wanted) or 1) for ws in words]
+    score = closeness([e.task for e in pool], task)
     calling = [i for i, e in enumerate(pool) if e.calls]
     direct = [i for i, e in enumerate(pool) if not e.calls]
     ranked = sorted(calling, key=lambda i: -score[i])[:max_examples]  # stable: ties by order

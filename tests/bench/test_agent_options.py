@@ -54,10 +54,10 @@ def test_a_comparison_mode_without_its_mode_object_is_a_bug():
 
 
 def test_each_mode_gets_its_own_mode_and_the_text_modes_their_settings():
-    settings = Settings(grouped_listing=True, stream=True, example_style="concrete")
+    settings = Settings(grouped_listing=True, stream=True, example_style="concrete", example_tool="closest")
     text = agent_options("text", settings, bare_tools())
     assert text["mode"] == "text" and text["stream"] and "system_prompt" in text
-    assert text["example_style"] == "concrete"
+    assert (text["example_style"], text["example_tool"]) == ("concrete", "closest")
     ablation = agent_options("text-no-feedback", settings, bare_tools())
     assert isinstance(ablation["mode"], NoFeedbackTextMode) and ablation["max_format_errors"] == 1
     assert "system_prompt" in ablation  # listed as text mode lists

@@ -196,3 +196,8 @@ def test_settings_line_names_the_example_style_and_an_older_run_read_as_placehol
     assert "worked examples in the concrete style (`--example-style`)" in REP.render_markdown(*REP.load_run(run))
     old = make_run(tmp_path / "b", meta={"settings": settings})
     assert "worked examples in the placeholder style" in REP.render_markdown(*REP.load_run(old))
+    assert "--example-tool" not in REP.render_markdown(*REP.load_run(old))
+    closest = make_run(tmp_path / "c", meta={"settings": {**settings, "example_tool": "closest"}})
+    assert "the tools closest to each question (`--example-tool closest`)" in REP.render_markdown(
+        *REP.load_run(closest)
+    )

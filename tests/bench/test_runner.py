@@ -6,6 +6,7 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -628,6 +629,22 @@ def test_the_example_style_reaches_text_modes_and_native_modes_only_in_the_ablat
         R.run_episode(task, "native", chat, settings=R.Settings(example_style="concrete", native_examples=ablation))
         said = json.dumps(chat.requests[0])
         assert ("The result is 42." in said) is ablation
+
+
+def test_the_example_tool_choice_reaches_the_text_modes():
+    """``--example-tool closest``: the placeholder examples show the item's closest tool (on
+    BFCL's `multiple_2`, "What is the capital of Brazil?", the capital lookup, not the first tool)."""
+    from textagent.bench.bfcl.data import fetch_wheel
+    from textagent.bench.bfcl.tasks import bfcl_tasks
+
+    fetch_wheel()
+    task = next(t for t in bfcl_tasks("bfcl:multiple") if t.id.endswith("multiple_2"))
+    shown = {}
+    for choice in ("first", "closest"):
+        text = ScriptedBackend(["ANSWER: done"])
+        R.run_episode(task, "text", text, settings=R.Settings(example_tool=choice))
+        shown[choice] = re.search(r"TOOL: (\S+) ARGS", text.prompts[0]).group(1)
+    assert shown == {"first": "country_info.largest_city", "closest": "country_info.capital"}
 
 
 def test_max_repeats_ends_a_text_episode_as_a_loop_and_leaves_the_seed_baseline_alone():

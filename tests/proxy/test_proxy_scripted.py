@@ -4,6 +4,7 @@ streaming, every error status, slots, a client that goes away."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -93,6 +94,26 @@ def test_the_example_style_reads_the_placeholder_exchanges_for_the_clients_tools
     assert "The result is 42." in shown["concrete"] and "returned)" not in shown["concrete"]
     with pytest.raises(ValueError, match="unknown example style 'bracketed'; choose one of placeholder, concrete"):
         ProxyConfig(example_style="bracketed")
+
+
+def test_the_example_tool_choice_shows_the_tools_closest_to_the_first_question(upstream):
+    """``ProxyConfig(example_tool="closest")``: the examples show the client's tool closest to
+    the conversation's first user message; a later turn starts with the same examples."""
+    upstream.json("/completion", said("ANSWER: It is noon."), repeat=True)
+    asked = [{"role": "user", "content": "What time is it in Lima?"}]
+    for choice, first in (("first", "get_weather"), ("closest", "get_time")):
+        proxy = start(upstream, example_tool=choice)
+        try:
+            assert post(proxy, {"model": "m", "messages": asked, "tools": [WEATHER, TIME]}).status_code == 200
+            later = [*asked, {"role": "assistant", "content": "It is noon."}, {"role": "user", "content": "Rain?"}]
+            assert post(proxy, {"model": "m", "messages": later, "tools": [WEATHER, TIME]}).status_code == 200
+        finally:
+            proxy.stop()
+        one, two = (p["prompt"] for p in prompts_sent(upstream)[-2:])
+        assert re.search(r"TOOL: (\w+) ARGS", one).group(1) == first
+        assert two.startswith(one.rsplit("<|im_start|>assistant", 1)[0])  # the cache holds
+    with pytest.raises(ValueError, match="unknown example tool choice 'best'"):
+        ProxyConfig(example_tool="best")
 
 
 def test_an_answer_comes_back_as_content(upstream, proxy):

@@ -34,7 +34,12 @@ def agent_options(mode: str, settings: Any, tools: Any, *, comparison: Any = Non
 
         return {"mode": ProxyClientMode(), **loop}
     needs = needs_of(mode)
-    kwargs: dict[str, Any] = {"mode": mode, **loop, "example_style": settings.example_style}
+    kwargs: dict[str, Any] = {
+        "mode": mode,
+        **loop,
+        "example_style": settings.example_style,
+        "example_tool": settings.example_tool,
+    }
     if mode == "text-no-feedback":
         kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
     if settings.grouped_listing and not needs.tools:

@@ -247,6 +247,7 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
         first_reply=args.first_reply,
         native_examples=args.native_examples,
         example_style=args.example_style,
+        example_tool=args.example_tool,
         grouped_listing=args.grouped_listing,
     )
     return modes, unavailable, tasks, settings
@@ -364,7 +365,9 @@ def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: B
                 slots=() if slot is None else (slot,),
             )
         )
-        proxy = ProxyServer(upstream, ProxyConfig(example_style=args.example_style)).start()
+        proxy = ProxyServer(
+            upstream, ProxyConfig(example_style=args.example_style, example_tool=args.example_tool)
+        ).start()
         started.append(proxy)
         if not upstream.wait(120) or upstream.state != "ready":
             for p in started:

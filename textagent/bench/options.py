@@ -8,7 +8,7 @@ from .._argtypes import nonempty, repeat_limit
 from ..conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
-    add_example_style_option,
+    add_example_options,
     add_model_options,
     add_server_options,
     check_names,
@@ -152,7 +152,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="text modes: words the tools' descriptions share (BFCL's multi-turn class paragraph) are "
         "said once above them, not in every description (about half the system prompt on BFCL multi-turn)",
     )
-    add_example_style_option(p, "the worked examples of the text modes and the proxy for tools without their own")
+    add_example_options(p, "the worked examples of the text modes and the proxy for tools without their own")
     p.add_argument(
         "--native-examples",
         action="store_true",

@@ -218,6 +218,11 @@ def _facts(meta: Mapping[str, Any], finished: int) -> list[str]:
             + (", text modes list the tools grouped (`--grouped-listing`)" if st.get("grouped_listing") else "")
             # a run from before the option had the placeholder style
             + f", worked examples in the {st.get('example_style', 'placeholder')} style (`--example-style`)"
+            + (
+                ", showing the tools closest to each question (`--example-tool closest`)"
+                if st.get("example_tool") == "closest"
+                else ""
+            )
         )
     if len(meta.get("commands", [])) > 1:
         facts.append(

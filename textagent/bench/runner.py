@@ -75,6 +75,7 @@ class Settings:
     native_examples: bool = False  # ablation: native modes shown the text modes' placeholder examples
     grouped_listing: bool = False  # text modes: words the tools' descriptions share said once (prompts.tool_listing)
     example_style: str = prompts.DEFAULT_EXAMPLE_STYLE  # how placeholder examples show results (prompts.EXAMPLE_STYLES)
+    example_tool: str = prompts.DEFAULT_EXAMPLE_TOOL  # which tools placeholder examples show (prompts.EXAMPLE_TOOLS)
 
 
 # --------------------------------------------------------------------------------------------

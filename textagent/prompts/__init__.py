@@ -14,13 +14,16 @@ from string import Template
 from typing import Any, NamedTuple
 
 from .. import _schema
+from ..examples import closeness
 from ..protocol import ParseError, ToolCall, render_call
 from ..protocol.binding import tool_specs
 from ..protocol.types import NAME_RE
 
 __all__ = [
     "DEFAULT_EXAMPLE_STYLE",
+    "DEFAULT_EXAMPLE_TOOL",
     "EXAMPLE_STYLES",
+    "EXAMPLE_TOOLS",
     "FAMILIES",
     "Prompts",
     "Worked",
@@ -30,6 +33,7 @@ __all__ = [
     "example_args",
     "example_call",
     "example_style",
+    "example_tool",
     "example_turns",
     "feedback",
     "for_family",
@@ -60,6 +64,21 @@ _ANSWERS = {  # style: the answers of the one-call, the pair and the two-tool ex
 }
 EXAMPLE_STYLES = tuple(_ANSWERS)
 DEFAULT_EXAMPLE_STYLE = "placeholder"
+
+
+# Which tool the placeholder examples show: "first", the first of the set that takes arguments;
+# "closest", the one whose name and description are closest to the question (issue 41: with the
+# first, the 1.5B answered from memory on BFCL `multiple` items whose own tool the examples did
+# not show).
+EXAMPLE_TOOLS = ("first", "closest")
+DEFAULT_EXAMPLE_TOOL = "first"
+
+
+def example_tool(choice: str) -> str:
+    """``choice`` if it names a way to choose the examples' tool (EXAMPLE_TOOLS); else ValueError."""
+    if choice not in EXAMPLE_TOOLS:
+        raise ValueError(f"unknown example tool choice {choice!r}; choose one of {', '.join(EXAMPLE_TOOLS)}")
+    return choice
 
 
 def example_style(style: str) -> str:
@@ -236,12 +255,15 @@ class Worked(NamedTuple):
     replies: tuple[int, ...] = ()
 
 
-def worked_examples(tools: Any, example: Any = None, style: str = DEFAULT_EXAMPLE_STYLE) -> list[Worked]:
+def worked_examples(
+    tools: Any, example: Any = None, style: str = DEFAULT_EXAMPLE_STYLE, question: str | None = None
+) -> list[Worked]:
     """The worked examples: ``example`` is a tools.Example or a sequence of them; None builds
-    placeholder exchanges from the tools of the set, in ``style`` (none for an empty set)."""
+    placeholder exchanges from the tools of the set, in ``style`` (none for an empty set), around
+    the tools closest to ``question`` when it is given."""
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
     if example is None:
-        return placeholder_examples(tool_list, style)
+        return placeholder_examples(tool_list, style, question)
     examples = [example] if hasattr(example, "calls") else list(example)
     return [
         Worked(
@@ -254,16 +276,22 @@ def worked_examples(tools: Any, example: Any = None, style: str = DEFAULT_EXAMPL
     ]
 
 
-def placeholder_examples(tool_list: list[Any], style: str = DEFAULT_EXAMPLE_STYLE) -> list[Worked]:
+def placeholder_examples(
+    tool_list: list[Any], style: str = DEFAULT_EXAMPLE_STYLE, question: str | None = None
+) -> list[Worked]:
     """Worked examples for tools that come without any: one call, a question answered without
     tools, two calls of the same tool in one reply, and (when a second tool takes arguments) two
     tools called in one reply, built from the tools of the set. Each task
     names the values its calls use: a model that sees where a call's values come from takes them
     from its own question, not from the placeholder. ``style`` (EXAMPLE_STYLES) is how results
-    and answers read."""
+    and answers read. ``question``: the examples show the tools closest to it (by the words of
+    their names and descriptions), not the first of the set."""
     example_style(style)
     if not tool_list:
         return []
+    if question is not None:
+        score = closeness([f"{t.name} {t.description}" for t in tool_list], question)
+        tool_list = [t for _, t in sorted(zip(score, tool_list, strict=True), key=lambda st: -st[0])]
     chosen = _example_tool(tool_list, None)
     args = example_args(chosen)
     props = chosen.properties

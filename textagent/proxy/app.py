@@ -69,9 +69,11 @@ class ProxyConfig:
     max_queue: int = 64  # requests read or waiting for a slot at once (more: 503)
     allowed_origins: tuple[str, ...] = ()  # web origins allowed without an API key ("*": any)
     example_style: str = prompts.DEFAULT_EXAMPLE_STYLE  # how placeholder examples read (prompts.EXAMPLE_STYLES)
+    example_tool: str = prompts.DEFAULT_EXAMPLE_TOOL  # which tools they show (prompts.EXAMPLE_TOOLS)
 
     def __post_init__(self) -> None:
         prompts.example_style(self.example_style)
+        prompts.example_tool(self.example_tool)
 
 
 class _ChatShape:
@@ -288,7 +290,12 @@ class ProxyApp:
             self.upstream.require()
             self.upstream.backend_for(chat_request.sampling)  # a field the upstream cannot take: 400 now
             turns = await anyio.to_thread.run_sync(
-                transcript, chat_request, self.memory, self.config.example_style, limiter=self.limiter("cpu")
+                transcript,
+                chat_request,
+                self.memory,
+                self.config.example_style,
+                self.config.example_tool,
+                limiter=self.limiter("cpu"),
             )
             model = chat_request.model or self.upstream.model
             if chat_request.stream:

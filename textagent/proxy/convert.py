@@ -424,6 +424,11 @@ def parse_request(body: Any) -> ChatRequest:
     )
 
 
+def _first_question(request: ChatRequest) -> str | None:
+    """The content of the conversation's first user message (None: it has none)."""
+    return next((m["content"] for m in request.messages if m["role"] == "user"), None)
+
+
 def _assistant_text(message: Mapping[str, Any]) -> str:
     """An assistant message the proxy has no record of, as the text protocol writes it."""
     calls = message.get("tool_calls") or []
@@ -434,7 +439,10 @@ def _assistant_text(message: Mapping[str, Any]) -> str:
 
 
 def transcript(  # noqa: C901
-    request: ChatRequest, memory: ReplyMemory | None = None, example_style: str = prompts.DEFAULT_EXAMPLE_STYLE
+    request: ChatRequest,
+    memory: ReplyMemory | None = None,
+    example_style: str = prompts.DEFAULT_EXAMPLE_STYLE,
+    example_tool: str = prompts.DEFAULT_EXAMPLE_TOOL,
 ) -> list[dict[str, str]]:
     """The conversation as text-protocol turns (system, then user and assistant alternating,
     ending with a user turn, or with an assistant turn the model continues: a prefill), ready
@@ -443,14 +451,23 @@ def transcript(  # noqa: C901
     final assistant message is the answer to write as JSON (a user turn asks for it).
     Linear in the conversation: consecutive user and tool messages are joined once, and the
     keys that look up the model's own replies are a running hash. Tools without examples of
-    their own get placeholder exchanges in ``example_style`` (prompts.EXAMPLE_STYLES)."""
+    their own get placeholder exchanges in ``example_style`` (prompts.EXAMPLE_STYLES), showing the
+    tools closest to the first user message when ``example_tool`` is "closest" (the first, so that
+    every request of a conversation starts alike and the server's cache holds)."""
     system_texts = [m["content"] for m in request.messages if m["role"] == "system" and m["content"].strip()]
     if request.format is not None:
         system_texts.append(request.format.instruction())
     system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
     turns: list[dict[str, str]] = [
         {"role": "system", "content": system},
-        *prompts.example_turns(prompts.worked_examples(request.tools, request.tools.examples or None, example_style)),
+        *prompts.example_turns(
+            prompts.worked_examples(
+                request.tools,
+                request.tools.examples or None,
+                example_style,
+                _first_question(request) if example_tool == "closest" else None,
+            )
+        ),
     ]
     names: dict[str, str] = {}
     keys = _Keys()
