@@ -53,7 +53,8 @@ class Agent:
     ``step_observation_limit`` the results of one step. ``example``: "auto", an Example, a
     sequence of them, or None; ``example_style``: how "auto"'s placeholder exchanges read
     (prompts.EXAMPLE_STYLES); ``example_tool``: which tools they show, the first of the set that
-    takes arguments or those closest to the question (prompts.EXAMPLE_TOOLS). ``checks``: textagent.checks objects (none by default).
+    takes arguments or those closest to the question (prompts.EXAMPLE_TOOLS). ``checks``:
+    textagent.checks objects (none by default).
     """
 
     def __init__(
@@ -145,8 +146,9 @@ class Agent:
     def _auto_examples(self, task: str | None = None) -> list[prompts.Worked]:
         """``example="auto"``: the tools' own examples (those closest to ``task`` when the set
         shows only some); for tools without any, placeholder exchanges in ``example_style`` built
-        from the set's first tools or, ``example_tool="closest"``, those closest to ``task``, in the text modes only: they are a device of the text protocol, and a
-        function-calling client sends the server no such turns."""
+        from the set's first tools or, ``example_tool="closest"``, those closest to ``task``, in the
+        text modes only: they are a device of the text protocol, and a function-calling client
+        sends the server no such turns."""
         own = (
             self.tools.examples_for(task)
             if task is not None and self.tools.max_examples is not None
