@@ -156,13 +156,15 @@ def test_the_examples_can_show_the_tools_closest_to_the_question():
 
     tools = ToolSet([book, weather, ping])
     first = prompts.worked_examples(tools)
-    closest = prompts.worked_examples(tools, question="What is the weather like in Oslo tomorrow?")
+    closest = prompts.worked_examples(tools, question="What is the weather like in Oslo tomorrow?", tool="closest")
     assert first[0].calls[0][0] == "book" and closest[0].calls[0][0] == "weather"
+    # the question chooses nothing unless asked to
+    assert prompts.worked_examples(tools, question="What is the weather like in Oslo tomorrow?") == first
     assert [c[0] for c in closest[-1].calls] == ["weather", "book"]  # the next closest takes arguments
     # a question no tool is close to keeps the set's order; so does a tie
-    assert prompts.worked_examples(tools, question="Hello there") == first
+    assert prompts.worked_examples(tools, question="Hello there", tool="closest") == first
     # the closest tool that takes no arguments is passed over, as the first one is
-    assert prompts.worked_examples(tools, question="ping")[0].calls[0][0] == "book"
+    assert prompts.worked_examples(tools, question="ping", tool="closest")[0].calls[0][0] == "book"
     with pytest.raises(ValueError, match="unknown example tool choice 'best'; choose one of first, closest"):
         prompts.example_tool("best")
 

@@ -156,8 +156,7 @@ class Agent:
         )
         if not own and needs_of(self.mode).tools:
             return []
-        question = task if self.example_tool == "closest" else None
-        return prompts.worked_examples(self.tools, own or None, self.example_style, question)
+        return prompts.worked_examples(self.tools, own or None, self.example_style, task, self.example_tool)
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, task: str) -> Result:

@@ -330,6 +330,10 @@ def test_cli_usage_errors(tmp_path, capsys):
         (["--api", "ollama"], "--api ollama needs --model"),
         (["--api", "completions"], "the embedded server speaks llamacpp; pass --endpoint"),
         (["--first-reply", "--endpoint", "http://127.0.0.1:9"], "--first-reply is for BFCL tasks"),
+        (
+            ["--native-examples", "--example-tool", "closest", "--endpoint", "http://127.0.0.1:9"],
+            "drop --example-tool closest",
+        ),
     ],
 )
 def test_cli_refuses_what_cannot_run_before_making_anything(tmp_path, capsys, monkeypatch, argv, said):

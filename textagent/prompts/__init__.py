@@ -256,14 +256,19 @@ class Worked(NamedTuple):
 
 
 def worked_examples(
-    tools: Any, example: Any = None, style: str = DEFAULT_EXAMPLE_STYLE, question: str | None = None
+    tools: Any,
+    example: Any = None,
+    style: str = DEFAULT_EXAMPLE_STYLE,
+    question: str | None = None,
+    tool: str = DEFAULT_EXAMPLE_TOOL,
 ) -> list[Worked]:
     """The worked examples: ``example`` is a tools.Example or a sequence of them; None builds
     placeholder exchanges from the tools of the set, in ``style`` (none for an empty set), around
-    the tools closest to ``question`` when it is given."""
+    the set's first tools or, ``tool="closest"`` (EXAMPLE_TOOLS), those closest to ``question``."""
+    example_tool(tool)
     tool_list = list(tools.values()) if hasattr(tools, "values") else list(tools)
     if example is None:
-        return placeholder_examples(tool_list, style, question)
+        return placeholder_examples(tool_list, style, question if tool == "closest" else None)
     examples = [example] if hasattr(example, "calls") else list(example)
     return [
         Worked(

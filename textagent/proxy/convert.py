@@ -465,7 +465,8 @@ def transcript(  # noqa: C901
                 request.tools,
                 request.tools.examples or None,
                 example_style,
-                _first_question(request) if example_tool == "closest" else None,
+                _first_question(request),
+                example_tool,
             )
         ),
     ]
