@@ -147,7 +147,7 @@ def test_without_examples_two_tools_that_take_arguments_are_shown_called_in_one_
 
 def test_the_examples_can_show_the_tools_closest_to_the_question():
     """Issue 41: with the first tool of the set shown, the model answered from memory questions
-    whose own tool the examples did not show. ``question`` puts the closest tools first."""
+    whose own tool the examples did not show. ``tool="closest"`` puts those closest to ``question`` first."""
 
     @tool
     def ping() -> str:
