@@ -346,6 +346,18 @@ def test_cli_refuses_what_cannot_run_before_making_anything(tmp_path, capsys, mo
     assert not out.exists()
 
 
+def test_cli_refuses_native_examples_with_closest_before_loading_tasks(tmp_path, capsys, monkeypatch):
+    """The refusal needs only the command line: no task is read (BFCL's take seconds to load)."""
+
+    def no_loading(args):
+        raise AssertionError("tasks loaded before the refusal")
+
+    monkeypatch.setattr(cli, "load_selected", no_loading)
+    argv = ["--out", str(tmp_path / "run"), "--native-examples", "--example-tool", "closest"]
+    assert cli.main([*argv, "--endpoint", "http://127.0.0.1:9", "--tasks", "bfcl:multiple"]) == 2
+    assert "drop --example-tool closest" in capsys.readouterr().err
+
+
 def test_cli_refuses_a_dead_endpoint_before_running_any_episode(tmp_path, capsys):
     with FakeServer() as srv:
         srv.json("/health", {"error": {"code": 500, "message": "kaput"}}, status=500)

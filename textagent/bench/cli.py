@@ -216,6 +216,9 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
     unknown = [m for m in requested if m not in MODES]
     if unknown:
         raise Refused(f"unknown mode {', '.join(unknown)}; choose from {', '.join(MODES)}")
+    if args.native_examples and args.example_tool == "closest":
+        # the ablation builds its examples once, before any question is known
+        raise Refused("--native-examples shows the examples of the set's first tools; drop --example-tool closest")
     apply_conventions(args)
     if args.api == "ollama" and not args.model:
         raise Refused("--api ollama needs --model, the Ollama model name (e.g. qwen2.5-coder:0.5b)")
@@ -229,9 +232,6 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
     tasks = load_selected(args)
     if not tasks:
         raise Refused("no tasks selected")
-    if args.native_examples and args.example_tool == "closest":
-        # the ablation builds its examples once, before any question is known
-        raise Refused("--native-examples shows the examples of the set's first tools; drop --example-tool closest")
     if args.first_reply and any(t.bfcl is None for t in tasks):
         raise Refused(
             "--first-reply is for BFCL tasks (--tasks bfcl:...): the suite's tasks are solved only by a final answer"
