@@ -103,6 +103,24 @@ def test_section_pairs_the_modes_on_items_and_on_turns_and_skips_failed_episodes
     assert render_multi_turn([r for r in records if r["mode"] == "x"], ["text"]) == ""
 
 
+def test_a_run_of_several_categories_is_paired_over_all_and_per_category():
+    records = [
+        _record("multi_turn_base_1", "text", 2, ["a", "b"]),
+        _record("multi_turn_base_1", "bfcl-prompt", 0, ["a", "b"]),
+        {**_record("multi_turn_miss_func_1", "text", 0, ["a"]), "kind": "multi_turn_miss_func"},
+        {**_record("multi_turn_miss_func_1", "bfcl-prompt", 1, ["a"]), "kind": "multi_turn_miss_func"},
+    ]
+    items, turns = render_multi_turn(records, ["text", "bfcl-prompt"]).split("### Paired, on turns", 1)
+    assert "| text − bfcl-prompt | 2 | 1 / 1 | 1 | 1 |" in items
+    assert "| text − bfcl-prompt, multi_turn_base | 1 | 1 / 0 | 1 | 0 |" in items
+    assert "| text − bfcl-prompt, multi_turn_miss_func | 1 | 0 / 1 | 0 | 1 |" in items
+    assert "| text − bfcl-prompt | 3 | 2 / 1 | 2 | 1 |" in turns
+    assert "| text − bfcl-prompt, multi_turn_base | 2 | 2 / 0 | 2 | 0 |" in turns
+    assert "| text − bfcl-prompt, multi_turn_miss_func | 1 | 0 / 1 | 0 | 1 |" in turns
+    one = render_multi_turn(records[:2], ["text", "bfcl-prompt"])
+    assert "| text − bfcl-prompt | 1 |" in one and ", multi_turn_base |" not in one
+
+
 def test_compare_pairs_two_runs_on_turns_as_well_as_items(tmp_path):
     """Two runs of multi-turn items (two models, or before and after a change) pair on turns too."""
     import json

@@ -151,6 +151,15 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def _by_category(recs: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """All the records (named ""), then, when they hold more than one category, each category's:
+    a goal can be set per category (multi_turn_miss_func apart from multi_turn_miss_param)."""
+    kinds = sorted({str(r.get("kind")) for r in recs})
+    if len(kinds) < 2:
+        return [("", recs)]
+    return [("", recs), *((k, [r for r in recs if str(r.get("kind")) == k]) for k in kinds)]
+
+
 def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> str:
     """The section, or "" when the run has no multi-turn items."""
     recs = _records(records)
@@ -159,11 +168,15 @@ def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]
     out = ["## BFCL multi-turn", "", _table(_HEADER, multi_turn_rows(recs, modes)), "", _EXPLAIN, ""]
     shown = [m for m in modes if any(r.get("mode") == m for r in recs)]
     if len(shown) >= 2:
-        items = [paired.row(paired.pair(recs, a, b)) for a, b in paired.mode_pairs(shown)]
-        turns = [
-            paired.row(paired.pair_outcomes(a, b, turn_outcomes(recs, a), turn_outcomes(recs, b)))
-            for a, b in paired.mode_pairs(shown)
-        ]
+        items, turns = [], []
+        for a, b in paired.mode_pairs(shown):
+            for category, some in _by_category(recs):
+                item_row = paired.row(paired.pair(some, a, b))
+                turn_row = paired.row(paired.pair_outcomes(a, b, turn_outcomes(some, a), turn_outcomes(some, b)))
+                if category:
+                    item_row[0] = turn_row[0] = f"{item_row[0]}, {category}"
+                items.append(item_row)
+                turns.append(turn_row)
         out += [
             "### Paired, on items",
             "",
