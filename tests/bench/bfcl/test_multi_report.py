@@ -119,6 +119,10 @@ def test_a_run_of_several_categories_is_paired_over_all_and_per_category():
     assert "| text − bfcl-prompt, multi_turn_miss_func | 1 | 0 / 1 | 0 | 1 |" in turns
     one = render_multi_turn(records[:2], ["text", "bfcl-prompt"])
     assert "| text − bfcl-prompt | 1 |" in one and ", multi_turn_base |" not in one
+    # a category only one mode has run gets no row of its own
+    lopsided = render_multi_turn(records[:3], ["text", "bfcl-prompt"])
+    assert "| text − bfcl-prompt, multi_turn_base | 1 |" in lopsided
+    assert ", multi_turn_miss_func |" not in lopsided
 
 
 def test_compare_pairs_two_runs_on_turns_as_well_as_items(tmp_path):

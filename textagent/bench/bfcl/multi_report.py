@@ -171,7 +171,10 @@ def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]
         items, turns = [], []
         for a, b in paired.mode_pairs(shown):
             for category, some in _by_category(recs):
-                item_row = paired.row(paired.pair(some, a, b))
+                on_items = paired.pair(some, a, b)
+                if category and not on_items.items:
+                    continue  # a category one of the two modes has not run: nothing to pair
+                item_row = paired.row(on_items)
                 turn_row = paired.row(paired.pair_outcomes(a, b, turn_outcomes(some, a), turn_outcomes(some, b)))
                 if category:
                     item_row[0] = turn_row[0] = f"{item_row[0]}, {category}"
