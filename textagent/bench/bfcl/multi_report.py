@@ -169,8 +169,9 @@ def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]
     shown = [m for m in modes if any(r.get("mode") == m for r in recs)]
     if len(shown) >= 2:
         items, turns = [], []
+        groups = _by_category(recs)
         for a, b in paired.mode_pairs(shown):
-            for category, some in _by_category(recs):
+            for category, some in groups:
                 on_items = paired.pair(some, a, b)
                 if category and not on_items.items:
                     continue  # a category one of the two modes has not run: nothing to pair
