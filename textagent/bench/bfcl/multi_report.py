@@ -170,13 +170,15 @@ def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]
     if len(shown) >= 2:
         items, turns = [], []
         groups = _by_category(recs)
+        # each mode's turns worked out once per group, not once per pair of modes it is in
+        outcomes = {(category, m): turn_outcomes(some, m) for category, some in groups for m in shown}
         for a, b in paired.mode_pairs(shown):
             for category, some in groups:
                 on_items = paired.pair(some, a, b)
                 if category and not on_items.items:
                     continue  # a category one of the two modes has not run: nothing to pair
                 item_row = paired.row(on_items)
-                turn_row = paired.row(paired.pair_outcomes(a, b, turn_outcomes(some, a), turn_outcomes(some, b)))
+                turn_row = paired.row(paired.pair_outcomes(a, b, outcomes[category, a], outcomes[category, b]))
                 if category:
                     item_row[0] = turn_row[0] = f"{item_row[0]}, {category}"
                 items.append(item_row)
