@@ -51,7 +51,10 @@ def executed(result):
 def test_calculator_seed(seed_server, tmp_path):
     result = make_agent(seed_server, trace=tmp_path / "t.jsonl").run(SEEDS["calc"])
     calls = executed(result)
-    assert calls and calls[0][0] == "calculate", result.steps[0].raw
+    # `calculate` alone or `multiply` then `calculate` (the demo set has both; which one the 1.5B
+    # takes first differs between CPUs' kernels): either way a tool worked out the 508
+    assert calls and {c[0] for c in calls} <= {"calculate", "multiply"}, [s.raw for s in result.steps]
+    assert any("508" in str(c[2]) for c in calls), calls
     assert result.stop_reason == "answer"
     assert "508" in result.answer
     trace = load_trace(tmp_path / "t.jsonl")
