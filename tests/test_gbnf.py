@@ -150,7 +150,11 @@ FEATURES = [
     ({"enum": [1, "x", None, [1, 2], {"k": True}]}, ["1", '"x"', "null", "[1, 2]", '{"k": true}'], ["2", "true"]),
     ({"const": {"a": [1]}}, ['{"a": [1]}'], ['{"a": [2]}', "{}"]),
     ({"type": ["integer", "null"]}, ["-3", "null", "0"], ["1.5", '"1"', "01"]),
-    ({"type": "number"}, ["1", "-0.5", "2e10", "1.5E-07"], ["1.", ".5", "1e", "NaN", "Infinity", "1e100"]),
+    (
+        {"type": "number"},
+        ["1", "-0.5", "2e10", "1.5E-07", json.dumps(0.00012345678901234567)],
+        ["1.", ".5", "1e", "NaN", "Infinity", "1e100"],
+    ),
     ({"type": "boolean"}, ["true", "false"], ["True", "1"]),
     ({"type": "string", "minLength": 2, "maxLength": 3}, ['"ab"', '"abc"', '"\\n\\t"'], ['"a"', '"abcd"']),
     (
