@@ -373,6 +373,9 @@ def test_a_status_answer_is_copied_only_when_the_tool_it_names_did_not_run():
     assert copied_example(answer, called_tools({"calls": []})) and copied_example(answer, {"clock"})
     assert copied_example("f ran for x 1, and for x 2; both reported success.", set())
     assert copied_example(answer)  # nothing known of the calls: counted
+    # the claim in other words of what the tool reported counts too
+    claim = 'sports.most_points ran with league "NBA"; it reported the record for the most points.'
+    assert copied_example(claim, set()) and not copied_example(claim, {"sports.most_points"})
     for fine in ("It ran with no trouble.", "The backup reported success.", "The job ran for 2 hours."):
         assert not copied_example(fine, set()), fine
 

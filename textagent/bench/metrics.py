@@ -320,8 +320,9 @@ _COPIED = re.compile(
 
 
 # The status style's answer ("f ran with x 1 and reported success.") says what ran: true when the
-# episode ran f, a copied claim when it did not.
-_STATUS = re.compile(r"\b([\w.-]+) ran (?:with|for)\b.*\breported success\b", re.I | re.S)
+# episode ran f, a copied claim when it did not, in whatever words it says what f reported
+# ("f ran with league "NBA"; it reported the record ...", BFCL dev, the 1.5B).
+_STATUS = re.compile(r"\b([\w.-]+) ran (?:with|for)\b.*\breported\b", re.I | re.S)
 
 
 def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
