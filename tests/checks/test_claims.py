@@ -1,9 +1,9 @@
-"""The claims check: an answer saying a tool ran that did not, or holding an example's blank."""
+"""The claims check: an answer saying a tool ran that did not, or in the examples' wording."""
 
 import pytest
 
 from textagent import Agent, ScriptedBackend
-from textagent.checks.claims import Claims, blanks, unrun_claims
+from textagent.checks.claims import Claims, unrun_claims, wording
 from textagent.toolkits import demo
 from textagent.tools import tool
 
@@ -51,12 +51,15 @@ def test_a_tool_that_ran_may_be_said_to_have_run():
     [
         ("get_weather returned: (what get_weather returned).", ["(what get_weather returned)"]),
         ("The titles are: (list of movie titles)", ["(list of movie titles)"]),
+        ("calculate and multiply returned a result each.", ["returned a result each"]),
+        ("calculate_bmi returned a result for each.", ["returned a result for each"]),
         ("It is 8 C (46 F) in Paris.", []),
         ("The answer is (roughly) 8.", []),
+        ("Each call returned a result: 8 C and 12 C.", []),
     ],
 )
-def test_blanks_are_the_examples_brackets_where_a_value_belongs(answer, found):
-    assert blanks(answer) == found
+def test_the_examples_wording_is_their_blanks_and_a_result_each(answer, found):
+    assert wording(answer) == found
 
 
 def test_an_answer_claiming_a_call_that_never_ran_is_sent_back_once():
@@ -98,13 +101,15 @@ def test_a_refused_call_did_not_run_but_one_that_raised_did():
     assert agent.run("Paris?").answer == "lookup returned an error."
 
 
-def test_a_blank_is_sent_back_after_the_call_ran():
+def test_the_examples_wording_is_sent_back_after_the_call_ran():
     result = run(
         ['TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: It is (what get_weather returned).", "ANSWER: 8 C."]
     )
     assert result.steps[1].sent_back.found == ("(what get_weather returned)",)
-    assert '"(what get_weather returned)" where a result belongs' in result.steps[1].sent_back.text
+    assert result.steps[1].sent_back.text.startswith('Your ANSWER has "(what get_weather returned)": that is the')
     assert result.answer == "8 C."
+    result = run(['TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: get_weather returned a result for each."])
+    assert result.steps[1].sent_back.found == ("returned a result for each",)
 
 
 def test_answers_that_claim_nothing_are_taken():

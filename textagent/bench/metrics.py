@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Usage
-from ..checks.claims import BLANK
+from ..checks.claims import WORDING
 from ..steps import Result, Step
 
 __all__ = [
@@ -308,8 +308,8 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
 # and the concrete style's made-up results, 42 and 17 ("The result is 42.", and "The result is 17."
 # after a call whose result the model had not seen).
 _COPIED = re.compile(
-    r"\b[\w.]+ returned: |returned a result (?:for )?each\b|"
-    + BLANK  # the bracketed blanks, as the claims check finds them
+    r"\b[\w.]+ returned: |"
+    + WORDING  # the blanks and "returned a result for each", as the claims check finds them
     + r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$"
     # the value style's made-up values, stated as reported ("f reported success with the value 42.")
     r"|\breported (?:success with the value )?(?:42|17)\b(?![.,]\d)"
