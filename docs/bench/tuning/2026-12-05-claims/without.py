@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 from textagent.bench.bfcl.data import load_category
 from textagent.bench.bfcl.score import score_steps
-from textagent.bench.metrics import copied_example
+from textagent.bench.metrics import copied_example, skipped_call
 
 
 def _step(record):
@@ -22,7 +22,9 @@ def _step(record):
     if not record.get("format_error"):
         calls = [SimpleNamespace(name=c["name"], args=c.get("args", {})) for c in record.get("calls") or []]
         reply = SimpleNamespace(calls=calls)
-    outcomes = [SimpleNamespace(name=o["name"], args=o.get("args"), error=o.get("error")) for o in record.get("outcomes") or []]
+    outcomes = [
+        SimpleNamespace(name=o["name"], args=o.get("args"), error=o.get("error")) for o in record.get("outcomes") or []
+    ]
     return SimpleNamespace(reply=reply, outcomes=outcomes, details=record.get("details") or {})
 
 
@@ -35,7 +37,8 @@ def _mcnemar(won, lost):
 
 
 def main(run_dir, show_answers=False):
-    records = [json.loads(line) for line in open(f"{run_dir}/episodes.jsonl")]
+    with open(f"{run_dir}/episodes.jsonl") as f:
+        records = [json.loads(line) for line in f]
     items = {}
     for category in {r["kind"] for r in records}:
         items.update({i.id: i for i in load_category(category)})
@@ -63,11 +66,21 @@ def main(run_dir, show_answers=False):
                 agent_with=with_scores["agent"]["valid"],
                 agent_without=without_scores["agent"]["valid"],
                 first=r["bfcl"]["first"]["valid"],
+                skipped=skipped_call(r) and r["kind"] in ("simple_python", "multiple"),
+                lost=cut is not None and r["answer"] is None,
             )
         )
     n = len(rows)
     print(f"{run_dir}: {n} episodes; the check fired in {sum(x['fired'] for x in rows)}")
-    print(f"first reply right: {sum(x['first'] for x in rows)}/{n} (the same with and without)")
+    firsts = {}
+    for x in rows:
+        firsts[x["kind"]] = firsts.get(x["kind"], 0) + x["first"]
+    print(
+        f"first reply right: {sum(x['first'] for x in rows)}/{n} "
+        f"({' / '.join(f'{k} {firsts[k]}' for k in sorted(firsts))}; the same with and without); "
+        f"calls skipped where a tool fits (simple + multiple): {sum(x['skipped'] for x in rows)}"
+    )
+    print(f"answers lost to the step limit after a send-back: {sum(x['lost'] for x in rows)}")
     for label, key in (("without", "without"), ("with", "with")):
         by = {}
         for x in rows:
