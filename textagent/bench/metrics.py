@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.base import Usage
-from ..checks.claims import WORDING
 from ..steps import Result, Step
 
 __all__ = [
@@ -308,9 +307,10 @@ def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None 
 # and the concrete style's made-up results, 42 and 17 ("The result is 42.", and "The result is 17."
 # after a call whose result the model had not seen).
 _COPIED = re.compile(
-    r"\b[\w.]+ returned: |"
-    + WORDING  # the blanks and "returned a result for each", as the claims check finds them
-    + r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$"
+    r"\b[\w.]+ returned: |\((?:what )?[\w.]+ returned\)|returned a result (?:for )?each\b"
+    r"|(?:\b(?:is|are|was|were)\b:?|:)\s*"
+    r"\((?:what|the|name of|list of|number of|result|details|value|information|calculate)\b(?:[^()\d\s]*\s?){1,12}\)"
+    r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$"
     # the value style's made-up values, stated as reported ("f reported success with the value 42.")
     r"|\breported (?:success with the value )?(?:42|17)\b(?![.,]\d)"
     # the direct example's tail ("...; no tool is needed for that.") given as the whole answer
