@@ -58,9 +58,9 @@ CHAT_FORMAT_CHOICES = ("server", *FORMATS)
 # prompts.EXAMPLE_STYLES and its default, spelled here so that a command's parser does not load the prompts (and
 # the grammar) to list them; a test holds the two equal
 EXAMPLE_STYLE_CHOICES = ("placeholder", "concrete", "status", "value")
-DEFAULT_EXAMPLE_STYLE = "placeholder"  # prompts.DEFAULT_EXAMPLE_STYLE, the same way
+DEFAULT_EXAMPLE_STYLE = "status"  # prompts.DEFAULT_EXAMPLE_STYLE, the same way
 EXAMPLE_TOOL_CHOICES = ("first", "closest")  # prompts.EXAMPLE_TOOLS
-DEFAULT_EXAMPLE_TOOL = "first"  # prompts.DEFAULT_EXAMPLE_TOOL
+DEFAULT_EXAMPLE_TOOL = "closest"  # prompts.DEFAULT_EXAMPLE_TOOL
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,7 @@ _ANSWERS = {  # style: the answers of the one-call, the pair and the two-tool ex
     "value": ("example_value_answer.txt", "example_value_pair_answer.txt", "example_value_two_answer.txt"),
 }
 EXAMPLE_STYLES = tuple(_ANSWERS)
-DEFAULT_EXAMPLE_STYLE = "placeholder"
+DEFAULT_EXAMPLE_STYLE = "status"
 
 
 # Which tool the placeholder examples show: "first", the first of the set that takes arguments;
@@ -71,7 +71,7 @@ DEFAULT_EXAMPLE_STYLE = "placeholder"
 # first, the 1.5B answered from memory on BFCL `multiple` items whose own tool the examples did
 # not show).
 EXAMPLE_TOOLS = ("first", "closest")
-DEFAULT_EXAMPLE_TOOL = "first"
+DEFAULT_EXAMPLE_TOOL = "closest"
 
 
 def example_tool(choice: str) -> str:
