@@ -284,8 +284,11 @@ def test_the_example_style_reads_the_built_examples_and_an_unknown_one_is_refuse
         """Look a word up."""
         return word
 
-    _, plain = run(["ANSWER: x"], tools=[lookup])
+    _, default = run(["ANSWER: x"], tools=[lookup])
+    _, plain = run(["ANSWER: x"], tools=[lookup], example_style="placeholder")
     _, concrete = run(["ANSWER: x"], tools=[lookup], example_style="concrete")
+    assert 'OBSERVATION (lookup): {"status": "success"}' in default.prompts[0]  # status, the default
+    assert "ran with word" in default.prompts[0] and "(what lookup returned)" not in default.prompts[0]
     assert "(what lookup returned)" in plain.prompts[0] and "The result is 42." not in plain.prompts[0]
     assert "ANSWER: The result is 42." in concrete.prompts[0] and "returned)" not in concrete.prompts[0]
     _, own = run(["ANSWER: x"], example_style="concrete")  # the demo tools' own examples win
@@ -305,9 +308,9 @@ def test_the_example_tool_choice_shows_the_tools_closest_to_each_first_question(
         """Convert an amount of money to a currency."""
         return currency
 
-    _, first = run(["ANSWER: x"], tools=[lookup, convert], task="Convert 5 euros to dollars")
+    _, first = run(["ANSWER: x"], tools=[lookup, convert], task="Convert 5 euros to dollars", example_tool="first")
     assert first.prompts[0].index("TOOL: lookup") < first.prompts[0].index("TOOL: convert")  # the set's first
-    agent = Agent(ScriptedBackend(["ANSWER: x", "ANSWER: y"]), [lookup, convert], example_tool="closest")
+    agent = Agent(ScriptedBackend(["ANSWER: x", "ANSWER: y"]), [lookup, convert])  # closest, the default
     agent.run("Convert 5 euros to dollars")
     sent = agent.backend.prompts[0]
     assert sent.index("TOOL: convert") < sent.index("TOOL: lookup")  # the closest is shown first

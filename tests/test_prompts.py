@@ -158,8 +158,9 @@ def test_the_examples_can_show_the_tools_closest_to_the_question():
     first = prompts.worked_examples(tools)
     closest = prompts.worked_examples(tools, question="What is the weather like in Oslo tomorrow?", tool="closest")
     assert first[0].calls[0][0] == "book" and closest[0].calls[0][0] == "weather"
-    # the question chooses nothing unless asked to
-    assert prompts.worked_examples(tools, question="What is the weather like in Oslo tomorrow?") == first
+    # closest is the default; with tool="first" the question chooses nothing
+    assert prompts.worked_examples(tools, question="What is the weather like in Oslo tomorrow?") == closest
+    assert prompts.worked_examples(tools, question="What is the weather like in Oslo tomorrow?", tool="first") == first
     assert [c[0] for c in closest[-1].calls] == ["weather", "book"]  # the next closest takes arguments
     # a question no tool is close to keeps the set's order; so does a tie
     assert prompts.worked_examples(tools, question="Hello there", tool="closest") == first

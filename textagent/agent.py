@@ -51,9 +51,10 @@ class Agent:
     row; ``max_repeats`` (opt-in, None by default) replies in a row with the same calls;
     ``reply_tokens`` one reply; ``max_calls_per_reply``; ``observation_limit`` one result,
     ``step_observation_limit`` the results of one step. ``example``: "auto", an Example, a
-    sequence of them, or None; ``example_style``: how "auto"'s placeholder exchanges read
-    (prompts.EXAMPLE_STYLES); ``example_tool``: which tools they show, the first of the set that
-    takes arguments or those closest to the question (prompts.EXAMPLE_TOOLS). ``checks``:
+    sequence of them, or None; ``example_style``: how the exchanges "auto" builds read
+    (prompts.EXAMPLE_STYLES, status by default); ``example_tool``: which tools they show, those
+    closest to the question (the default) or the first of the set that takes arguments
+    (prompts.EXAMPLE_TOOLS). ``checks``:
     textagent.checks objects (none by default).
     """
 
@@ -145,8 +146,8 @@ class Agent:
 
     def _auto_examples(self, task: str | None = None) -> list[prompts.Worked]:
         """``example="auto"``: the tools' own examples (those closest to ``task`` when the set
-        shows only some); for tools without any, placeholder exchanges in ``example_style`` built
-        from the set's first tools or, ``example_tool="closest"``, those closest to ``task``, in the
+        shows only some); for tools without any, exchanges in ``example_style`` built around the
+        tools closest to ``task`` (``example_tool="closest"``) or the set's first, in the
         text modes only: they are a device of the text protocol, and a function-calling client
         sends the server no such turns."""
         own = (

@@ -331,8 +331,8 @@ def test_cli_usage_errors(tmp_path, capsys):
         (["--api", "completions"], "the embedded server speaks llamacpp; pass --endpoint"),
         (["--first-reply", "--endpoint", "http://127.0.0.1:9"], "--first-reply is for BFCL tasks"),
         (
-            ["--native-examples", "--example-tool", "closest", "--endpoint", "http://127.0.0.1:9"],
-            "drop --example-tool closest",
+            ["--native-examples", "--endpoint", "http://127.0.0.1:9"],
+            "add --example-tool first (closest is the default)",
         ),
     ],
 )
@@ -355,7 +355,7 @@ def test_cli_refuses_native_examples_with_closest_before_loading_tasks(tmp_path,
     monkeypatch.setattr(cli, "load_selected", no_loading)
     argv = ["--out", str(tmp_path / "run"), "--native-examples", "--example-tool", "closest"]
     assert cli.main([*argv, "--endpoint", "http://127.0.0.1:9", "--tasks", "bfcl:multiple"]) == 2
-    assert "drop --example-tool closest" in capsys.readouterr().err
+    assert "add --example-tool first" in capsys.readouterr().err
 
 
 def test_cli_refuses_a_dead_endpoint_before_running_any_episode(tmp_path, capsys):

@@ -156,8 +156,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument(
         "--native-examples",
         action="store_true",
-        help="ablation: native modes are shown the placeholder worked examples the text modes get "
-        "(by default they are asked as a function-calling client asks: no examples)",
+        help="ablation: native modes are shown the worked examples the text modes get, built around the "
+        "set's first tools (with --example-tool first; by default they are asked as a function-calling client "
+        "asks: no examples)",
     )
     p.add_argument(
         "--stream",
