@@ -201,5 +201,5 @@ def test_the_concrete_example_style_reaches_the_text_modes_and_still_scores_the_
     out = run_multi_turn(
         item, "text", concrete, chat_format="chatml", settings=Settings(example_style="concrete"), options={}
     )
-    assert out["success"] and "returned)" in plain.prompts[0]
+    assert out["success"] and "and reported success." in plain.prompts[0]  # status, the default
     assert "returned)" not in concrete.prompts[0] and "ANSWER: The result is 42." in concrete.prompts[0]
