@@ -68,9 +68,28 @@ def test_each_mode_gets_its_own_mode_and_the_text_modes_their_settings():
 
 def test_the_examples_ablation_shows_native_modes_the_text_modes_exchanges():
     settings = replace(Settings(), native_examples=True)
-    native = agent_options("native+fallback", settings, bare_tools())
+    native = agent_options("native+fallback", settings, bare_tools(), question="Where is Paris?")
     assert any(call[0] == "lookup" for worked in native["example"] for call in worked.calls)
     assert "example" not in agent_options("text", settings, bare_tools())  # text modes have theirs
+
+
+def test_the_examples_ablation_builds_around_the_question_under_closest():
+    def clock(zone: str) -> str:
+        """Tell the time in a time zone.
+
+        Args:
+            zone: the time zone
+        """
+        return zone
+
+    tools = ToolSet([lookup, clock])
+    settings = replace(Settings(), native_examples=True, example_tool="closest")
+    native = agent_options("native", settings, tools, question="What time is it in the Tokyo time zone?")
+    assert native["example"][0].calls[0][0] == "clock"
+    first = agent_options("native", replace(settings, example_tool="first"), tools)  # no question needed
+    assert first["example"][0].calls[0][0] == "lookup"
+    with pytest.raises(ValueError, match="needs the question"):
+        agent_options("native", settings, tools)
 
 
 def test_the_options_build_an_agent_that_runs():

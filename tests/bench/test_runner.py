@@ -330,10 +330,6 @@ def test_cli_usage_errors(tmp_path, capsys):
         (["--api", "ollama"], "--api ollama needs --model"),
         (["--api", "completions"], "the embedded server speaks llamacpp; pass --endpoint"),
         (["--first-reply", "--endpoint", "http://127.0.0.1:9"], "--first-reply is for BFCL tasks"),
-        (
-            ["--native-examples", "--endpoint", "http://127.0.0.1:9"],
-            "add --example-tool first (closest is the default)",
-        ),
     ],
 )
 def test_cli_refuses_what_cannot_run_before_making_anything(tmp_path, capsys, monkeypatch, argv, said):
@@ -344,18 +340,6 @@ def test_cli_refuses_what_cannot_run_before_making_anything(tmp_path, capsys, mo
     err = capsys.readouterr().err
     assert err.startswith("textagent bench: ") and said in err
     assert not out.exists()
-
-
-def test_cli_refuses_native_examples_with_closest_before_loading_tasks(tmp_path, capsys, monkeypatch):
-    """The refusal needs only the command line: no task is read (BFCL's take seconds to load)."""
-
-    def no_loading(args):
-        raise AssertionError("tasks loaded before the refusal")
-
-    monkeypatch.setattr(cli, "load_selected", no_loading)
-    argv = ["--out", str(tmp_path / "run"), "--native-examples", "--example-tool", "closest"]
-    assert cli.main([*argv, "--endpoint", "http://127.0.0.1:9", "--tasks", "bfcl:multiple"]) == 2
-    assert "add --example-tool first" in capsys.readouterr().err
 
 
 def test_cli_refuses_a_dead_endpoint_before_running_any_episode(tmp_path, capsys):
@@ -661,6 +645,33 @@ def test_the_example_tool_choice_reaches_the_text_modes():
         R.run_episode(task, "text", text, settings=R.Settings(example_tool=choice))
         shown[choice] = re.search(r"TOOL: (\S+) ARGS", text.prompts[0]).group(1)
     assert shown == {"first": "country_info.largest_city", "closest": "country_info.capital"}
+
+
+def test_the_examples_ablation_shows_native_modes_the_tools_the_text_modes_show():
+    """``--native-examples`` builds its examples around the tools ``--example-tool`` picks, for each
+    question, as the text modes do (multiple_2: the capital lookup under closest; native names
+    have no dots)."""
+    from textagent.backends.base import Capabilities, Completion
+    from textagent.bench.bfcl.data import fetch_wheel
+    from textagent.bench.bfcl.tasks import bfcl_tasks
+
+    class Chat:
+        capabilities = Capabilities(chat=True)
+
+        def __init__(self):
+            self.requests = []
+
+        def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
+            self.requests.append(messages)
+            return Completion("done", "stop", message={"role": "assistant", "content": "done"})
+
+    fetch_wheel()
+    task = next(t for t in bfcl_tasks("bfcl:multiple") if t.id.endswith("multiple_2"))
+    for choice, name in (("first", "country_info_largest_city"), ("closest", "country_info_capital")):
+        chat = Chat()
+        R.run_episode(task, "native", chat, settings=R.Settings(example_tool=choice, native_examples=True))
+        shown = [call["function"]["name"] for message in chat.requests[0] for call in message.get("tool_calls") or ()]
+        assert shown and shown[0] == name, choice
 
 
 def test_max_repeats_ends_a_text_episode_as_a_loop_and_leaves_the_seed_baseline_alone():

@@ -17,12 +17,16 @@ __all__ = ["COMPARISON_MODES", "agent_options"]
 COMPARISON_MODES = ("baseline", "bfcl-prompt")
 
 
-def agent_options(mode: str, settings: Any, tools: Any, *, comparison: Any = None) -> dict[str, Any]:
+def agent_options(
+    mode: str, settings: Any, tools: Any, *, comparison: Any = None, question: str | None = None
+) -> dict[str, Any]:
     """The keyword arguments of ``Agent`` (besides backend, tools and limits) for ``mode``.
 
     textagent's own loop (its modes and the proxy's client) takes the run's checks and repeat
     limit; the text modes take its example style, grouped listing and streaming; the native modes
-    take the examples ablation. ``comparison`` is the mode object of ``baseline`` or ``bfcl-prompt``.
+    take the examples ablation. ``comparison`` is the mode object of ``baseline`` or ``bfcl-prompt``;
+    ``question``: the (first) question, around which the ablation builds its examples as the text
+    modes build theirs.
     """
     if mode in COMPARISON_MODES:
         if comparison is None:
@@ -45,8 +49,12 @@ def agent_options(mode: str, settings: Any, tools: Any, *, comparison: Any = Non
     if settings.grouped_listing and not needs.tools:
         kwargs["system_prompt"] = prompts.system_prompt(tools, grouped=True)  # shared words said once
     if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):
-        # the ablation: native modes shown the exchanges the text modes get ("auto" shows them none)
-        kwargs["example"] = prompts.placeholder_examples(list(tools.values()), settings.example_style)
+        # the ablation: native modes shown the exchanges the text modes get ("auto" shows them none),
+        # around the same tools: those closest to the question under "closest", else the set's first
+        if settings.example_tool == "closest" and question is None:
+            raise ValueError("the examples ablation with example_tool 'closest' needs the question")
+        closest = question if settings.example_tool == "closest" else None
+        kwargs["example"] = prompts.placeholder_examples(list(tools.values()), settings.example_style, closest)
     if settings.stream and not needs.chat:  # the text modes stream
         kwargs["stream"] = True
     return kwargs

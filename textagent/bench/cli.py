@@ -216,12 +216,6 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
     unknown = [m for m in requested if m not in MODES]
     if unknown:
         raise Refused(f"unknown mode {', '.join(unknown)}; choose from {', '.join(MODES)}")
-    if args.native_examples and args.example_tool == "closest":
-        # the ablation builds its examples once, before any question is known
-        raise Refused(
-            "--native-examples shows the examples of the set's first tools, built before any question: "
-            "add --example-tool first (closest is the default)"
-        )
     apply_conventions(args)
     if args.api == "ollama" and not args.model:
         raise Refused("--api ollama needs --model, the Ollama model name (e.g. qwen2.5-coder:0.5b)")

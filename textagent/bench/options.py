@@ -157,8 +157,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--native-examples",
         action="store_true",
         help="ablation: native modes are shown the worked examples the text modes get, built around the "
-        "set's first tools (with --example-tool first; by default they are asked as a function-calling client "
-        "asks: no examples)",
+        "same tools (--example-tool); by default they are asked as a function-calling client asks: no examples",
     )
     p.add_argument(
         "--stream",

@@ -193,7 +193,7 @@ def _mode_options(
         comparison = BfclPromptMode(documents, item.system_text if item is not None else "")
         question = item.user_text if item is not None else task.question
         return question, agent_options(mode, settings, tools, comparison=comparison)
-    return task.question, agent_options(mode, settings, tools)
+    return task.question, agent_options(mode, settings, tools, question=task.question)
 
 
 def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | None, str, dict[str, Any]]:

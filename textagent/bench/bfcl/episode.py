@@ -109,7 +109,7 @@ def run_multi_turn(
             chat_format=chat_format,
             on_step=on_step,
             trace=trace,
-            **agent_options(mode, settings, tools, comparison=comparison),
+            **agent_options(mode, settings, tools, comparison=comparison, question=item.turn_text(0)),
             **options,
         )
         for turn in range(len(item.turns)):
