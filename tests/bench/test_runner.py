@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from textagent.backends.base import Capabilities, Completion
 from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import backends as B
 from textagent.bench import cli
@@ -22,6 +23,20 @@ from textagent.errors import BackendConnectionError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from httpfake import FakeServer, closed_port_url
+
+
+class RecordingChat:
+    """A chat backend that records the messages of each request and answers "done"."""
+
+    capabilities = Capabilities(chat=True)
+
+    def __init__(self):
+        self.requests = []
+
+    def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
+        self.requests.append(messages)
+        return Completion("done", "stop", message={"role": "assistant", "content": "done"})
+
 
 SUITE = load_tasks()
 BY_ID = {t.id: t for t in SUITE}
@@ -575,36 +590,23 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
 
 def test_native_modes_get_no_placeholder_examples_unless_the_ablation_asks(tmp_path):
     """Issue 38: native modes are asked as a function-calling client asks; the ablation is explicit."""
-    from textagent.backends.base import Capabilities, Completion
-
-    class Chat:
-        capabilities = Capabilities(chat=True)
-
-        def __init__(self):
-            self.requests = []
-
-        def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
-            self.requests.append([m["role"] for m in messages])
-            return Completion("done", "stop", message={"role": "assistant", "content": "done"})
-
     from textagent.bench.bfcl.data import fetch_wheel
     from textagent.bench.bfcl.tasks import bfcl_tasks
 
     fetch_wheel()
     task = bfcl_tasks("bfcl:simple_python")[1]  # tools without examples of their own
     for ablation, roles in ((False, ["system", "user"]), (True, None)):
-        chat = Chat()
+        chat = RecordingChat()
         R.run_episode(task, "native", chat, settings=R.Settings(native_examples=ablation))
         if roles is not None:
-            assert chat.requests[0] == roles
+            assert [m["role"] for m in chat.requests[0]] == roles
         else:
-            assert len(chat.requests[0]) > 2 and "assistant" in chat.requests[0]
+            assert len(chat.requests[0]) > 2 and "assistant" in [m["role"] for m in chat.requests[0]]
 
 
 def test_the_example_style_reaches_text_modes_and_native_modes_only_in_the_ablation(tmp_path):
     """Issue 41's examples are tried with --example-style; a native mode is shown them only as the
     ablation, in the same style."""
-    from textagent.backends.base import Capabilities, Completion
     from textagent.bench.bfcl.data import fetch_wheel
     from textagent.bench.bfcl.tasks import bfcl_tasks
 
@@ -614,18 +616,8 @@ def test_the_example_style_reaches_text_modes_and_native_modes_only_in_the_ablat
     R.run_episode(task, "text", text, settings=R.Settings(example_style="concrete"))
     assert "ANSWER: The result is 42." in text.prompts[0] and "returned)" not in text.prompts[0]
 
-    class Chat:
-        capabilities = Capabilities(chat=True)
-
-        def __init__(self):
-            self.requests = []
-
-        def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
-            self.requests.append(messages)
-            return Completion("done", "stop", message={"role": "assistant", "content": "done"})
-
     for ablation in (False, True):
-        chat = Chat()
+        chat = RecordingChat()
         R.run_episode(task, "native", chat, settings=R.Settings(example_style="concrete", native_examples=ablation))
         said = json.dumps(chat.requests[0])
         assert ("The result is 42." in said) is ablation
@@ -651,24 +643,13 @@ def test_the_examples_ablation_shows_native_modes_the_tools_the_text_modes_show(
     """``--native-examples`` builds its examples around the tools ``--example-tool`` picks, for each
     question, as the text modes do (multiple_2: the capital lookup under closest; native names
     have no dots)."""
-    from textagent.backends.base import Capabilities, Completion
     from textagent.bench.bfcl.data import fetch_wheel
     from textagent.bench.bfcl.tasks import bfcl_tasks
-
-    class Chat:
-        capabilities = Capabilities(chat=True)
-
-        def __init__(self):
-            self.requests = []
-
-        def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
-            self.requests.append(messages)
-            return Completion("done", "stop", message={"role": "assistant", "content": "done"})
 
     fetch_wheel()
     task = next(t for t in bfcl_tasks("bfcl:multiple") if t.id.endswith("multiple_2"))
     for choice, name in (("first", "country_info_largest_city"), ("closest", "country_info_capital")):
-        chat = Chat()
+        chat = RecordingChat()
         R.run_episode(task, "native", chat, settings=R.Settings(example_tool=choice, native_examples=True))
         shown = [call["function"]["name"] for message in chat.requests[0] for call in message.get("tool_calls") or ()]
         assert shown and shown[0] == name, choice
