@@ -378,6 +378,15 @@ def test_a_status_answer_is_copied_only_when_the_tool_it_names_did_not_run():
     assert copied_example(claim, set()) and not copied_example(claim, {"sports.most_points"})
     for fine in ("It ran with no trouble.", "The backup reported success.", "The job ran for 2 hours."):
         assert not copied_example(fine, set()), fine
+    # a function-named claim with no word of a report (BFCL test, the 1.5B); every name it claims
+    # must have run
+    for claim, ran in (
+        ('maps.route_times ran with route "Paris to Rome"; it returned the estimated time.', {"maps.shortest_path"}),
+        ('get_snow_report ran with location "Boston", and get_weather with location "Oslo".', set()),
+        ('get_weather ran with city "Oslo", and get_snow_report ran with location "Oslo".', {"get_weather"}),
+    ):
+        assert copied_example(claim, ran) and not copied_example(claim, ran | {"maps.route_times", "get_snow_report"})
+    assert not copied_example("The script deploy ran for a minute.", set())
 
 
 @pytest.mark.parametrize("style", EXAMPLE_STYLES)

@@ -321,8 +321,12 @@ _COPIED = re.compile(
 
 # The status style's answer ("f ran with x 1 and reported success.") says what ran: true when the
 # episode ran f, a copied claim when it did not, in whatever words it says what f reported
-# ("f ran with league "NBA"; it reported the record ...", BFCL dev, the 1.5B).
+# ("f ran with league "NBA"; it reported the record ...", BFCL dev, the 1.5B), or with no word of
+# a report when f looks like a function name ("maps.route_times ran with route ...; it returned
+# the estimated time", "get_snow_report ran with location "Boston"", BFCL test, the 1.5B): a name
+# with a dot or an underscore, so that "The job ran for 2 hours." is no claim.
 _STATUS = re.compile(r"\b([\w.-]+) ran (?:with|for)\b.*\breported\b", re.I | re.S)
+_NAMED_RUN = re.compile(r"\b([\w.-]*[_.][\w.-]*) ran (?:with|for)\b", re.I)
 
 
 def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
@@ -333,8 +337,11 @@ def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
         return False
     if _COPIED.search(answer):
         return True
-    claimed = _STATUS.search(answer)
-    return claimed is not None and (called is None or claimed.group(1) not in called)
+    claimed = {m.group(1) for m in _NAMED_RUN.finditer(answer)}
+    status = _STATUS.search(answer)
+    if status is not None:
+        claimed.add(status.group(1))
+    return bool(claimed) and (called is None or not claimed <= set(called))
 
 
 # Feedback the model is sent when a reply or a call goes wrong (prompts/<family>/<name>.txt).
