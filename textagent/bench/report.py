@@ -343,7 +343,8 @@ _DEFINITIONS = (
     "after the feedback. Native decode failure: a native-mode reply whose call came back as text in "
     "`content` instead of `tool_calls`. `baseline` is the seed-style loop (regex `TOOL: (\\w+) ARGS: (.*)` "
     "+ `json.loads`, one call per reply, no feedback) on the same prompt. Answers copying an example's "
-    "phrase: final answers holding a phrase of the placeholder worked examples (`bench.metrics.copied_example`); "
+    "phrase: final answers holding a phrase of the worked examples, or saying in their form that a tool ran "
+    "when it did not (`bench.metrics.copied_example`); "
     "answers repeating the feedback: final answers holding a whole sentence of what textagent tells the model "
     "when a reply or call goes wrong (`bench.metrics.repeated_feedback`)."
 )
