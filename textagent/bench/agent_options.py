@@ -53,8 +53,9 @@ def agent_options(
         # around the same tools: those closest to the question under "closest", else the set's first
         if settings.example_tool == "closest" and question is None:
             raise ValueError("the examples ablation with example_tool 'closest' needs the question")
-        closest = question if settings.example_tool == "closest" else None
-        kwargs["example"] = prompts.placeholder_examples(list(tools.values()), settings.example_style, closest)
+        kwargs["example"] = prompts.worked_examples(
+            tools, None, settings.example_style, question, settings.example_tool
+        )
     if settings.stream and not needs.chat:  # the text modes stream
         kwargs["stream"] = True
     return kwargs
