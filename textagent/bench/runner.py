@@ -3,7 +3,7 @@
     records = run_bench(tasks, ["text", "baseline"], "out/", workers=[Slot(url, 0), Slot(url, 1)],
                         backend_for=BackendFactory(api="llamacpp"))
 
-Each episode gets fresh tools (``bench.tools.Env``), runs the Agent in its mode (the seed-style
+Each episode gets fresh tools bound to its own world (``bench.world.Env``), runs the Agent in its mode (the seed-style
 ``baseline`` and BFCL's Prompt mode are modes of the same loop), is checked, classified and written as one JSON line to
 ``DIR/episodes.jsonl`` the moment it ends, with its full trace (``textagent bench --report DIR
 --trace-of TASK`` prints it). A resumed run (``bench --resume``) skips the

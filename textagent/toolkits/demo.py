@@ -229,7 +229,7 @@ def toggle_light(room: Annotated[str, {"examples": ["kitchen"]}], on: bool) -> s
 
 def switch_light(state: dict[str, bool], lock: threading.Lock, room: Any, on: Any) -> str:
     """What toggle_light does, on the lights in ``state`` (room -> on?) under ``lock``: the demo's
-    shared lights, or a bench episode's own (textagent.bench.tools)."""
+    shared lights, or a bench episode's own (textagent.bench.world)."""
     if not isinstance(room, str):
         raise TypeError(f'room must be text like "kitchen", not {type(room).__name__}')
     if not isinstance(on, bool):
