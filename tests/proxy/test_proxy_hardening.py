@@ -287,7 +287,9 @@ def test_the_client_never_gets_arguments_that_are_not_json(upstream, proxy, writ
 
 
 def test_the_transcript_of_a_long_conversation_is_linear(monkeypatch):
-    from textagent.proxy.convert import ReplyMemory, parse_request, transcript
+    from textagent.proxy.convert import parse_request
+    from textagent.proxy.memory import ReplyMemory
+    from textagent.proxy.transcript import transcript
 
     def conversation(turns: int) -> dict:
         messages = []

@@ -39,15 +39,17 @@ from starlette.routing import Route
 
 from .. import prompts
 from ..errors import BackendError
-from .convert import ChatRequest, ReplyMemory, TooDeep, loads, message_key, parse_request, transcript
+from .convert import ChatRequest, TooDeep, loads, parse_request
 from .errors import Cancelled, ModelFailed, ProxyError, error_body, from_backend_error
 from .exchange import JSON, Exchange, error_response
 from .guard import Guard
+from .memory import ReplyMemory, message_key
 from .relay import answer
 from .repair import Answer
 from .responses import ResponsesShape, parse_responses
 from .slots import SlotQueue
 from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object
+from .transcript import transcript
 from .upstream import Upstream
 
 __all__ = ["REPAIRS_HEADER", "ProxyApp", "ProxyConfig", "create_app"]
