@@ -18,6 +18,12 @@ from .world import Env, counted
 __all__ = ["RATES", "STOCKS", "TOOL_BUILDERS"]
 
 
+def _from_function(env: Env, fn: Callable[..., Any]) -> Tool:
+    """A tool whose schema is derived from ``fn`` (typed parameters, docstring), its calls counted in ``env``."""
+    tool = Tool.from_function(fn)
+    return counted(env, tool, tool.fn)
+
+
 # --------------------------------------------------------------------------------------------
 # Demo tools, made per-episode
 # --------------------------------------------------------------------------------------------
@@ -116,8 +122,7 @@ def _get_stock_price(env: Env) -> Tool:
             raise ValueError(f"unknown symbol {symbol[:20]!r}; known: {', '.join(STOCKS)}")
         return {"symbol": key, "price_usd": STOCKS[key]}
 
-    tool = Tool.from_function(get_stock_price)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, get_stock_price)
 
 
 def _convert_currency(env: Env) -> Tool:
@@ -132,8 +137,7 @@ def _convert_currency(env: Env) -> Tool:
         result = amount * RATES[from_currency] / RATES[to_currency]
         return {"amount": amount, "from": from_currency, "to": to_currency, "result": _tidy(result, 2)}
 
-    tool = Tool.from_function(convert_currency)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, convert_currency)
 
 
 def _convert_units(env: Env) -> Tool:
@@ -157,8 +161,7 @@ def _convert_units(env: Env) -> Tool:
             result = value * fa / fb
         return {"value": value, "from_unit": from_unit, "to_unit": to_unit, "result": _tidy(result, 2)}
 
-    tool = Tool.from_function(convert_units)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, convert_units)
 
 
 def booking_code(restaurant: str, people: int, time: str) -> str:
@@ -186,8 +189,7 @@ def _book_table(env: Env) -> Tool:
             env.bookings.append(booking)
         return booking
 
-    tool = Tool.from_function(book_table)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, book_table)
 
 
 def _get_forecast(env: Env) -> Tool:
@@ -207,8 +209,7 @@ def _get_forecast(env: Env) -> Tool:
             temps = [_tidy(t * 9 / 5 + 32, 1) for t in temps]
         return {"city": base["city"], "unit": unit, "daily_temps": temps, "condition": base["condition"]}
 
-    tool = Tool.from_function(get_forecast)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, get_forecast)
 
 
 def _set_thermostat(env: Env) -> Tool:
@@ -230,8 +231,7 @@ def _set_thermostat(env: Env) -> Tool:
             env.thermostats[room] = {"temperature": temperature, "mode": mode}
         return f"{room} thermostat set to {temperature:g} C ({mode})"
 
-    tool = Tool.from_function(set_thermostat)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, set_thermostat)
 
 
 def _is_prime(env: Env) -> Tool:
@@ -252,8 +252,7 @@ def _is_prime(env: Env) -> Tool:
             k += 1
         return True
 
-    tool = Tool.from_function(is_prime)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, is_prime)
 
 
 def _capital_of(env: Env) -> Tool:
@@ -268,8 +267,7 @@ def _capital_of(env: Env) -> Tool:
             raise ValueError(f"no data for {country[:40]!r}; known: {', '.join(sorted(c.title() for c in CAPITALS))}")
         return CAPITALS[key]
 
-    tool = Tool.from_function(capital_of)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, capital_of)
 
 
 def _get_population(env: Env) -> Tool:
@@ -284,8 +282,7 @@ def _get_population(env: Env) -> Tool:
             raise ValueError(f"no data for {city[:40]!r}; known: {', '.join(c.title() for c in POPULATION)}")
         return {"city": key.title(), "population": POPULATION[key]}
 
-    tool = Tool.from_function(get_population)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, get_population)
 
 
 def _word_count(env: Env) -> Tool:
@@ -297,8 +294,7 @@ def _word_count(env: Env) -> Tool:
         """
         return len(text.split())
 
-    tool = Tool.from_function(word_count)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, word_count)
 
 
 def _reverse_text(env: Env) -> Tool:
@@ -310,8 +306,7 @@ def _reverse_text(env: Env) -> Tool:
         """
         return text[::-1]
 
-    tool = Tool.from_function(reverse_text)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, reverse_text)
 
 
 # Long outputs: the useful part comes first; the rest is longer than the observation limit.
@@ -344,8 +339,7 @@ def _read_manual(env: Env) -> Tool:
             raise ValueError(f"no manual for {product[:40]!r}; known: X200, K9")
         return long_document(MANUALS[key])
 
-    tool = Tool.from_function(read_manual)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, read_manual)
 
 
 def _list_orders(env: Env) -> Tool:
@@ -369,8 +363,7 @@ def _list_orders(env: Env) -> Tool:
             )
         return orders
 
-    tool = Tool.from_function(list_orders)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, list_orders)
 
 
 def _read_log(env: Env) -> Tool:
@@ -392,8 +385,7 @@ def _read_log(env: Env) -> Tool:
         ]
         return "\n".join(lines)
 
-    tool = Tool.from_function(read_log)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, read_log)
 
 
 # Distractors: plausible tools no task in the suite needs.
@@ -408,8 +400,7 @@ def _send_email(env: Env) -> Tool:
         """
         return f"email to {to} queued (demo)"
 
-    tool = Tool.from_function(send_email)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, send_email)
 
 
 def _search_web(env: Env) -> Tool:
@@ -421,8 +412,7 @@ def _search_web(env: Env) -> Tool:
         """
         return "no results (the demo search engine is offline)"
 
-    tool = Tool.from_function(search_web)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, search_web)
 
 
 def _translate(env: Env) -> Tool:
@@ -435,8 +425,7 @@ def _translate(env: Env) -> Tool:
         """
         return f"[{target_language}] {text}"
 
-    tool = Tool.from_function(translate)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, translate)
 
 
 def _get_news(env: Env) -> Tool:
@@ -448,8 +437,7 @@ def _get_news(env: Env) -> Tool:
         """
         return [f"{topic.title()}: nothing new today (demo headline)"]
 
-    tool = Tool.from_function(get_news)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, get_news)
 
 
 def _create_event(env: Env) -> Tool:
@@ -463,8 +451,7 @@ def _create_event(env: Env) -> Tool:
         """
         return f"event {title!r} on {date} at {time} created (demo)"
 
-    tool = Tool.from_function(create_calendar_event)
-    return counted(env, tool, tool.fn)
+    return _from_function(env, create_calendar_event)
 
 
 TOOL_BUILDERS: dict[str, Callable[[Env], Tool]] = {
