@@ -41,7 +41,8 @@ from .checking import CheckResult, Outcome, call_specs, check_task
 from .progress import Progress
 from .records import Episode, record_problem
 from .tasks import Task
-from .tools import Env, make_toolset
+from .tools import make_toolset
+from .world import Env
 
 __all__ = [
     "EPISODES_FILE",
