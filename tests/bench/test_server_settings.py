@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from textagent.bench import server_settings as ss
-from textagent.bench.server_figures import Config, Measurement
+from textagent.bench.server_figures import Config, Measurement, summarize
 
 # llama.cpp's timings of one slot: 500 prompt tokens in 2 s, 64 generated in 3.2 s
 ONE_SLOT = {
@@ -117,7 +117,7 @@ def test_prompts_start_with_their_nonce_and_share_no_body():
 def test_main_writes_the_table_and_the_raw_json(monkeypatch, tmp_path, capsys):
     def fake_measure(config, loads, **kw):
         assert kw["rounds"] == 1 and kw["model"] is None
-        return [ss.summarize(config, load, [Measurement(5.3, [ONE_SLOT], [5.2])]) for load in loads]
+        return [summarize(config, load, [Measurement(5.3, [ONE_SLOT], [5.2])]) for load in loads]
 
     monkeypatch.setattr(ss, "measure_config", fake_measure)
     out = tmp_path / "res" / "settings.md"
