@@ -47,7 +47,8 @@ def _unavailable(reason: str):
 
 
 def _start(model: str, **kw):
-    from textagent.local import MODELS, LocalServer, _verified, find_server_binary, model_path
+    from textagent.local import MODELS, LocalServer, find_server_binary, model_path
+    from textagent.local.models import _verified
 
     try:
         find_server_binary()

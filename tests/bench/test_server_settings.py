@@ -210,7 +210,8 @@ def test_burners_burn_and_are_always_killed():
 def test_one_tiny_config_on_the_real_server():
     """SmolLM2-135M, two slots, a small prompt: the row has llama.cpp's numbers."""
     from textagent.errors import LocalServerError
-    from textagent.local import MODELS, _verified, find_server_binary, model_path
+    from textagent.local import MODELS, find_server_binary, model_path
+    from textagent.local.models import _verified
 
     try:
         find_server_binary()
