@@ -687,8 +687,9 @@ def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
     import argparse
 
     from textagent.bench.backends import Slot
+    from textagent.bench.episode import Settings
     from textagent.bench.run_file import new_meta
-    from textagent.bench.runner import Settings, _error_record
+    from textagent.bench.runner import _error_record
     from textagent.bench.tasks import Task
 
     url = "http://admin:s3cr3t-pw@127.0.0.1:9"

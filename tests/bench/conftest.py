@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from textagent.backends.scripted import ScriptedBackend
+from textagent.bench.episode import run_episode
+from textagent.bench.reference import ReferenceBackend
 from textagent.bench.report import RUN_FILE
-from textagent.bench.runner import EPISODES_FILE, ReferenceBackend, run_episode
+from textagent.bench.runner import EPISODES_FILE
 from textagent.bench.tasks import load_tasks
 
 SUITE = {t.id: t for t in load_tasks()}

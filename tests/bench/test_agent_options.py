@@ -8,8 +8,8 @@ import pytest
 from textagent import Agent, ScriptedBackend, ToolSet
 from textagent.bench.agent_options import agent_options
 from textagent.bench.baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
+from textagent.bench.episode import Settings
 from textagent.bench.proxy_client import ProxyClientMode
-from textagent.bench.runner import Settings
 
 
 def lookup(city: str) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 from textagent.bench.backends import BackendFactory, Slot, mode_availability
+from textagent.bench.episode import Settings
 from textagent.bench.report import write_report
-from textagent.bench.runner import Settings, load_records, run_bench
+from textagent.bench.runner import load_records, run_bench
 from textagent.bench.tasks import load_tasks
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import pytest
 from textagent.backends.base import Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import metrics as M
-from textagent.bench.runner import Settings, run_episode
+from textagent.bench.episode import Settings, run_episode
 from textagent.bench.tasks import load_tasks, parse_task
 from textagent.prompts import EXAMPLE_STYLES, placeholder_examples
 from textagent.steps import Note

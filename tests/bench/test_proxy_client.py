@@ -49,7 +49,7 @@ def test_bfcl_multi_turn_ground_truth_through_the_proxy_scores_right(upstream, p
     from textagent.bench.bfcl import multi_turn as mt
     from textagent.bench.bfcl.data import fetch_wheel
     from textagent.bench.bfcl.episode import run_multi_turn
-    from textagent.bench.runner import Settings
+    from textagent.bench.episode import Settings
     from textagent.protocol import ToolCall, render_call
 
     sys.path.insert(0, str(Path(__file__).resolve().parent / "bfcl"))
@@ -72,7 +72,7 @@ def test_the_bench_gives_each_worker_slot_a_proxy_of_its_own(upstream):
     worker's slot alone, as its other modes do, so no mode evicts another's conversation."""
     from textagent.bench.backends import BackendFactory, Slot
     from textagent.bench.cli import _start_proxies, build_parser
-    from textagent.bench.runner import run_episode
+    from textagent.bench.episode import run_episode
     from textagent.bench.tasks import load_tasks
 
     upstream.json("/props", {"total_slots": 2}, repeat=True)
@@ -102,7 +102,7 @@ def test_the_bench_proxy_shows_the_runs_example_style(upstream):
     from textagent.bench.bfcl.data import fetch_wheel
     from textagent.bench.bfcl.tasks import bfcl_tasks
     from textagent.bench.cli import _start_proxies, build_parser
-    from textagent.bench.runner import run_episode
+    from textagent.bench.episode import run_episode
 
     fetch_wheel()
     item = bfcl_tasks("bfcl:simple_python")[1]  # tools without examples of their own

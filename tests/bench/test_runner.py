@@ -6,37 +6,22 @@ from __future__ import annotations
 import _thread
 import json
 import os
-import re
 import sys
 import threading
 import time
 
 import pytest
 
-from textagent.backends.base import Capabilities, Completion
 from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import backends as B
 from textagent.bench import cli
 from textagent.bench import runner as R
+from textagent.bench.reference import ReferenceBackend
 from textagent.bench.tasks import load_tasks
 from textagent.errors import BackendConnectionError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from httpfake import FakeServer, closed_port_url
-
-
-class RecordingChat:
-    """A chat backend that records the messages of each request and answers "done"."""
-
-    capabilities = Capabilities(chat=True)
-
-    def __init__(self):
-        self.requests = []
-
-    def chat(self, messages, *, tools=None, tool_choice="auto", max_tokens, **options):
-        self.requests.append(messages)
-        return Completion("done", "stop", message={"role": "assistant", "content": "done"})
-
 
 SUITE = load_tasks()
 BY_ID = {t.id: t for t in SUITE}
@@ -44,7 +29,7 @@ SOME = [BY_ID[i] for i in ("single-calc-mul", "chain-calc-seed", "notool-capital
 
 
 def reference_factory(tasks, calls=None):
-    backend = R.ReferenceBackend(tasks)
+    backend = ReferenceBackend(tasks)
 
     def backend_for(mode, slot):
         if calls is not None:
@@ -95,18 +80,6 @@ def test_run_bench_writes_one_json_line_per_episode_and_its_trace(tmp_path):
     assert not (tmp_path / "traces").exists()
 
 
-def test_episodes_are_pinned_to_their_slot():
-    backend = ScriptedBackend(['TOOL: calculate ARGS: {"expression": "17*24"}', "ANSWER: 408"])
-    record = R.run_episode(
-        BY_ID["single-calc-mul"], "text", backend, chat_format="chatml", slot=3, settings=R.Settings(seed=7), repeat=2
-    )
-    assert record["success"]
-    assert all(c["id_slot"] == 3 and c["seed"] == 9 and c["temperature"] == 0.0 for c in backend.calls)
-    unpinned = ScriptedBackend(["ANSWER: Paris"])
-    R.run_episode(BY_ID["notool-capital-france"], "text", unpinned, slot=1, settings=R.Settings(pin_slots=False))
-    assert "id_slot" not in unpinned.calls[0]
-
-
 def test_resume_after_interruption_keeps_finished_episodes(tmp_path):
     # a process started in the background by a non-interactive shell ignores SIGINT, and then
     # interrupt_main() does nothing: give this test Python's own Ctrl-C handler
@@ -121,7 +94,7 @@ def test_resume_after_interruption_keeps_finished_episodes(tmp_path):
 
 def _resume_after_interruption(tmp_path):
     tasks = SUITE[:6]
-    reference = R.ReferenceBackend(tasks)
+    reference = ReferenceBackend(tasks)
     finished = []
 
     class Interrupting:
@@ -166,7 +139,7 @@ def _resume_after_interruption(tmp_path):
 
 def test_a_line_cut_off_by_a_crash_is_skipped_and_backend_errors_are_retried(tmp_path):
     tasks = SUITE[:2]
-    good = R.run_episode(tasks[0], "text", R.ReferenceBackend(tasks))
+    good = R.run_episode(tasks[0], "text", ReferenceBackend(tasks))
     error = R.run_episode(tasks[1], "text", ScriptedBackend([]))
     assert error["stop_reason"] == "backend_error"
     with open(tmp_path / R.EPISODES_FILE, "w") as f:
@@ -189,54 +162,6 @@ def test_a_harness_failure_is_recorded_not_raised(tmp_path):
     outcome = R.run_bench(SUITE[:1], ["text"], tmp_path, workers=[B.Slot("u", 0)], backend_for=broken, progress=False)
     (record,) = outcome.records
     assert record["failure"] == "backend_error" and "no template" in record["error"]
-
-
-def test_a_run_that_raises_keeps_its_steps_so_far_in_the_trace():
-    class Breaks(ScriptedBackend):
-        def complete(self, prompt, **kwargs):
-            if self.calls:
-                raise RuntimeError("mode bug")
-            return super().complete(prompt, **kwargs)
-
-    task = BY_ID["single-calc-mul"]
-    record = R.run_episode(task, "text", Breaks(['TOOL: calculate ARGS: {"expression": "17 * 24"}']))
-    assert record["stop_reason"] == "error" and "mode bug" in record["error"]
-    assert [r["type"] for r in record["trace"]] == ["start", "step"]
-    assert len({r["run"] for r in record["trace"]}) == 1
-    assert record["trace"][1]["stop_word"] is None  # text mode: the stop word of each reply
-
-
-def test_a_reply_cut_at_observation_is_a_hallucination_from_its_stop_word():
-    task = BY_ID["single-weather-berlin"]
-    record = R.run_episode(task, "text", ScriptedBackend(["Let me look it up.\nOBSERVATION: 20 °C"] * 3))
-    steps = [r for r in record["trace"] if r["type"] == "step"]
-    assert steps and all(s["stop_word"].startswith("OBSERVATION") for s in steps)
-    assert record["hallucinated"]
-    grammar = R.run_episode(task, "constrained", ScriptedBackend(["ANSWER: 20"]))
-    assert all(r["stop_word"] is None for r in grammar["trace"] if r["type"] == "step")  # grammar: none
-
-
-def test_non_text_modes_reach_the_agent(monkeypatch):
-    seen = {}
-
-    class FakeAgent:
-        steps = []
-
-        def __init__(self, backend, tools, **kw):
-            seen.update(kw)
-
-        def start_record(self, task):
-            return {"type": "start", "task": task}
-
-        def run(self, task):
-            raise RuntimeError("stop here")
-
-    monkeypatch.setattr(R, "Agent", FakeAgent)
-    record = R.run_episode(BY_ID["single-calc-mul"], "native", object())
-    assert seen["mode"] == "native" and record["stop_reason"] == "error" and "stop here" in record["error"]
-    seen.clear()
-    R.run_episode(BY_ID["single-calc-mul"], "text", object())
-    assert seen["mode"] == "text"
 
 
 # -- the command line ------------------------------------------------------------------------------
@@ -441,33 +366,6 @@ def test_mixed_order_takes_the_kinds_in_turn():
     assert {t.kind for t in mixed[: len(kinds)]} == kinds
 
 
-def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
-    from textagent.agent import Result, Step
-    from textagent.backends.base import Usage
-    from textagent.modes.native import NativeFacts
-
-    class NativeAgent:
-        def __init__(self, *a, **kw):
-            pass
-
-        def start_record(self, task):
-            return {"type": "start", "task": task}
-
-        def run(self, task):
-            step = Step(1, '{"name": "calculate", "arguments": {"expression": "hello"}}')
-            step.facts = NativeFacts(
-                "content",
-                decode_failure="json",
-                content_calls=[{"name": "calculate", "arguments": {"expression": "hello"}}],
-            )
-            return Result('{"name": "calculate", "arguments": {"expression": "hello"}}', "answer", [step], Usage(), 0.1)
-
-    monkeypatch.setattr(R, "Agent", NativeAgent)
-    record = R.run_episode(BY_ID["notool-greeting"], "native", object())
-    assert record["attempted"] == ["calculate"] and not record["success"]
-    assert record["failure"] == "call_not_needed"
-
-
 def test_sigterm_ends_the_run_like_ctrl_c():
     import signal as _signal
 
@@ -488,62 +386,10 @@ def test_the_mode_that_goes_first_turns_with_each_task():
     assert sorted(_turned(modes, 2)) == sorted(modes) and _turned([], 3) == []
 
 
-def test_all_examples_are_the_same_for_every_question_of_a_tool_set():
-    from textagent.backends.scripted import ScriptedBackend
-
-    def first_prompt(question_task, examples):
-        backend = ScriptedBackend(["ANSWER: done"])
-        R.run_episode(question_task, "text", backend, settings=R.Settings(examples=examples))
-        prompt = backend.prompts[0]
-        return prompt[: prompt.rindex(question_task.question)]
-
-    by_tools: dict = {}
-    for t in SUITE:
-        by_tools.setdefault(tuple(t.tools), []).append(t)
-    group = max(by_tools.values(), key=len)
-    a = group[0]
-    b = next(t for t in group if first_prompt(t, "per-task") != first_prompt(a, "per-task"))
-    assert first_prompt(a, "all") == first_prompt(b, "all")
-
-
-def test_stream_makes_the_text_modes_stream_and_stop_early():
-    from textagent.backends.base import Capabilities, Completion, Usage
-
-    class Streaming:
-        capabilities = Capabilities(streaming=True)
-
-        def __init__(self, replies):
-            self.replies, self.options = list(replies), []
-
-        def complete(self, prompt, *, stop, max_tokens, **options):
-            self.options.append(options)
-            text, on_text = "", options.get("on_text")
-            for ch in self.replies.pop(0):
-                text += ch
-                if on_text is not None and on_text(text):
-                    return Completion(text, "early_stop", usage=Usage(prompt_tokens=5, completion_tokens=len(text)))
-            return Completion(text, "stop", usage=Usage(prompt_tokens=5, completion_tokens=len(text)))
-
-    task = next(t for t in SUITE if t.id == "single-calc-mul")
-    backend = Streaming(
-        [
-            'TOOL: calculate ARGS: {"expression": "17 * 24"}\nThe result will be 408, I think.',
-            "ANSWER: 17 times 24 is 408.",
-        ]
-    )
-    record = R.run_episode(task, "text", backend, settings=R.Settings(stream=True))
-    assert record["success"] and backend.options[0]["stream"] is True and "on_text" in backend.options[0]
-    first = next(s for s in record["trace"] if s.get("type") == "step")
-    assert first["finish_reason"] == "early_stop" and first["details"]["early_stop"]["dropped"].startswith("The")
-    plain = Streaming(['TOOL: calculate ARGS: {"expression": "17 * 24"}', "ANSWER: 17 times 24 is 408."])
-    R.run_episode(task, "text", plain)
-    assert "stream" not in plain.options[0]
-
-
 def test_a_tasks_modes_run_one_after_another_on_one_slot(tmp_path):
     def backend_for(mode, slot):
         time.sleep(0.05)  # both workers busy at once: the old queue split a task's modes between them
-        return R.ReferenceBackend(SOME), "chatml"
+        return ReferenceBackend(SOME), "chatml"
 
     outcome = R.run_bench(
         SOME[:4],
@@ -565,7 +411,7 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
         ["text"],
         tmp_path,
         workers=[B.Slot("u", 0)],
-        backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"),
+        backend_for=lambda mode, slot: (ReferenceBackend(SOME), "chatml"),
         progress=False,
     )
     assert len(first.records) == 2
@@ -581,85 +427,8 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
         ["text"],
         tmp_path,
         workers=[B.Slot("u", 0)],
-        backend_for=lambda mode, slot: (R.ReferenceBackend(SOME), "chatml"),
+        backend_for=lambda mode, slot: (ReferenceBackend(SOME), "chatml"),
         progress=False,
     )
     assert again.skipped == 1 and [r["task"] for r in again.records] == [first.records[1]["task"]]
     assert len(R.load_records(tmp_path)) == 2
-
-
-def test_native_modes_get_no_placeholder_examples_unless_the_ablation_asks(tmp_path):
-    """Issue 38: native modes are asked as a function-calling client asks; the ablation is explicit."""
-    from textagent.bench.bfcl.data import fetch_wheel
-    from textagent.bench.bfcl.tasks import bfcl_tasks
-
-    fetch_wheel()
-    task = bfcl_tasks("bfcl:simple_python")[1]  # tools without examples of their own
-    for ablation, roles in ((False, ["system", "user"]), (True, None)):
-        chat = RecordingChat()
-        R.run_episode(task, "native", chat, settings=R.Settings(native_examples=ablation))
-        if roles is not None:
-            assert [m["role"] for m in chat.requests[0]] == roles
-        else:
-            assert len(chat.requests[0]) > 2 and "assistant" in [m["role"] for m in chat.requests[0]]
-
-
-def test_the_example_style_reaches_text_modes_and_native_modes_only_in_the_ablation(tmp_path):
-    """Issue 41's examples are tried with --example-style; a native mode is shown them only as the
-    ablation, in the same style."""
-    from textagent.bench.bfcl.data import fetch_wheel
-    from textagent.bench.bfcl.tasks import bfcl_tasks
-
-    fetch_wheel()
-    task = bfcl_tasks("bfcl:simple_python")[1]
-    text = ScriptedBackend(["ANSWER: done"])
-    R.run_episode(task, "text", text, settings=R.Settings(example_style="concrete"))
-    assert "ANSWER: The result is 42." in text.prompts[0] and "returned)" not in text.prompts[0]
-
-    for ablation in (False, True):
-        chat = RecordingChat()
-        R.run_episode(task, "native", chat, settings=R.Settings(example_style="concrete", native_examples=ablation))
-        said = json.dumps(chat.requests[0])
-        assert ("The result is 42." in said) is ablation
-
-
-def test_the_example_tool_choice_reaches_the_text_modes():
-    """``--example-tool closest``: the placeholder examples show the item's closest tool (on
-    BFCL's `multiple_2`, "What is the capital of Brazil?", the capital lookup, not the first tool)."""
-    from textagent.bench.bfcl.data import fetch_wheel
-    from textagent.bench.bfcl.tasks import bfcl_tasks
-
-    fetch_wheel()
-    task = next(t for t in bfcl_tasks("bfcl:multiple") if t.id.endswith("multiple_2"))
-    shown = {}
-    for choice in ("first", "closest"):
-        text = ScriptedBackend(["ANSWER: done"])
-        R.run_episode(task, "text", text, settings=R.Settings(example_tool=choice))
-        shown[choice] = re.search(r"TOOL: (\S+) ARGS", text.prompts[0]).group(1)
-    assert shown == {"first": "country_info.largest_city", "closest": "country_info.capital"}
-
-
-def test_the_examples_ablation_shows_native_modes_the_tools_the_text_modes_show():
-    """``--native-examples`` builds its examples around the tools ``--example-tool`` picks, for each
-    question, as the text modes do (multiple_2: the capital lookup under closest; native names
-    have no dots)."""
-    from textagent.bench.bfcl.data import fetch_wheel
-    from textagent.bench.bfcl.tasks import bfcl_tasks
-
-    fetch_wheel()
-    task = next(t for t in bfcl_tasks("bfcl:multiple") if t.id.endswith("multiple_2"))
-    for choice, name in (("first", "country_info_largest_city"), ("closest", "country_info_capital")):
-        chat = RecordingChat()
-        R.run_episode(task, "native", chat, settings=R.Settings(example_tool=choice, native_examples=True))
-        shown = [call["function"]["name"] for message in chat.requests[0] for call in message.get("tool_calls") or ()]
-        assert shown and shown[0] == name, choice
-
-
-def test_max_repeats_ends_a_text_episode_as_a_loop_and_leaves_the_seed_baseline_alone():
-    task = BY_ID["single-calc-mul"]
-    call = 'TOOL: calculate ARGS: {"expression": "17 * 24"}'
-    settings = R.Settings(max_repeats=2)
-    record = R.run_episode(task, "text", ScriptedBackend([call] * 4 + ["ANSWER: 408"]), settings=settings)
-    assert record["stop_reason"] == "repeated" and record["steps"] == 2 and record["failure"] == "loop"
-    baseline = R.run_episode(task, "baseline", ScriptedBackend([call] * 2 + ["ANSWER: 408"]), settings=settings)
-    assert baseline["stop_reason"] == "answer"  # the seed's loop keeps its own limits

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from textagent.bench import tasks as T
-from textagent.bench.runner import check_suite
+from textagent.bench.reference import check_suite
 from textagent.bench.tools import Env, make_toolset
 from textagent.protocol import ToolCall
 
@@ -208,7 +208,7 @@ def test_a_task_may_name_mcp_servers_for_its_tools(tmp_path):
     from pathlib import Path
 
     from textagent.backends.scripted import ScriptedBackend
-    from textagent.bench.runner import run_episode
+    from textagent.bench.episode import run_episode
     from textagent.bench.tools import MCP_POOL
 
     server = [sys.executable, str(Path(__file__).resolve().parents[1] / "tools" / "mcp_server.py")]

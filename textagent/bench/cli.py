@@ -27,11 +27,12 @@ from ..errors import BackendError, TextagentError
 from . import run_file
 from .backends import MODES, BackendFactory, Slot, mode_availability
 from .compare import compare_runs
+from .episode import Settings
 from .health import check_endpoint
 from .metrics import summarize
 from .options import DEFAULT_MODES, build_parser
 from .report import metric_rows, write_report
-from .runner import Settings, load_records, run_bench
+from .runner import load_records, run_bench
 from .tasks import TaskFileError, load_tasks
 
 __all__ = ["build_parser", "main", "run"]
@@ -380,7 +381,7 @@ def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: B
 
 
 def _check_suite(args: argparse.Namespace) -> int:
-    from .runner import check_suite
+    from .reference import check_suite
 
     tasks = load_selected(args)
     bad = 0

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .._redact import redact
+from .episode import Settings
 from .records import meta_problem
-from .runner import Settings
 from .tasks import TaskFileError, default_suite_path
 
 __all__ = ["RUN_FILE", "machine", "merged", "new_meta", "now", "read_meta", "settings_differ", "write_meta"]

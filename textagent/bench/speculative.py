@@ -155,7 +155,7 @@ def measure(
     from ..local import LocalServer
     from ..steps import Step
     from .backends import BackendFactory, Slot
-    from .runner import Settings, run_episode
+    from .episode import Settings, run_episode
 
     args = server_args(config, draft_path)
     result = ConfigResult(config.name, args)

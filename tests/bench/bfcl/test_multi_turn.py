@@ -13,7 +13,7 @@ from textagent.bench.bfcl import multi_turn as mt
 from textagent.bench.bfcl.data import BfclDataError, fetch_wheel
 from textagent.bench.bfcl.episode import run_multi_turn
 from textagent.bench.bfcl.prompt_mode import held_out_message
-from textagent.bench.runner import Settings
+from textagent.bench.episode import Settings
 from textagent.protocol import ToolCall, render_call
 
 

@@ -10,7 +10,7 @@ import pytest
 from textagent import ScriptedBackend
 from textagent.bench.bfcl.data import BfclItem
 from textagent.bench.bfcl.tasks import MAX_STEPS
-from textagent.bench.runner import run_episode
+from textagent.bench.episode import run_episode
 from textagent.bench.tasks import Task
 
 FIXTURES = (
