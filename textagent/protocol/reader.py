@@ -56,6 +56,73 @@ class _Answer:
         return "\n".join(self.parts).strip()
 
 
+class _Fences:
+    """A reply's code fences: the one open now, whether a call was read inside it, and the fence
+    lines that only wrapped calls or an answer (left out of the thought)."""
+
+    __slots__ = ("hidden", "open", "used")
+
+    def __init__(self) -> None:
+        self.open: int | None = None
+        self.used = False
+        self.hidden: set[int] = set()
+
+    def call_read(self) -> None:
+        if self.open is not None:
+            self.used = True
+
+    def answer_starts(self) -> bool:
+        """An ANSWER line: True when it is inside a fence, which then only wraps it."""
+        if self.open is None:
+            return False
+        self.hidden.add(self.open)
+        return True
+
+    def fence(self, i: int) -> None:
+        """A fence line ``i`` outside an answer: it opens a fence or closes the open one."""
+        if self.open is None:
+            self.open, self.used = i, False
+            return
+        if self.used:
+            self.hidden.update((self.open, i))
+        self.open = None
+
+    def hidden_lines(self) -> set[int]:
+        """At the end of the reply: a fence left open around calls is hidden too."""
+        if self.open is not None and self.used:
+            self.hidden.add(self.open)
+        return self.hidden
+
+
+class _Where:
+    """Where a call's arguments are (``Reader._arguments``): the next line to read, the offset in
+    the last segment where `{`/`[` tracking starts (None: nothing to scan), whether the arguments
+    may go on over the next lines, the offset just after `ARGS:`, and whether a fence opened
+    before the object is to be closed after it."""
+
+    __slots__ = ("args_at", "closing_fence", "gather", "nxt", "scan_from")
+
+    def __init__(self, nxt: int):
+        self.nxt = nxt
+        self.scan_from: int | None = None
+        self.gather = False
+        self.args_at: int | None = None
+        self.closing_fence = False
+
+
+def _multi_line_call(text: str) -> ToolCall | None:
+    """A call whose object spans lines, read without the grammar when it is strict JSON (no raw
+    newline in a string): the one-line shortcut's rule for several lines."""
+    fm = FAST_MULTI_RE.match(text)
+    if fm is None:
+        return None
+    try:
+        value = json.loads(fm.group(2), object_pairs_hook=unique_pairs)
+    except (ValueError, RecursionError):
+        return None
+    return ToolCall(fm.group(1), value) if type(value) is dict else None
+
+
 class Reader:
     """One parse of one reply. ``shortcut=False`` reads every call with the grammar, without the
     json.loads shortcut for canonical JSON lines (tests compare the two)."""
@@ -112,7 +179,7 @@ class Reader:
         return None
 
     # ---- the whole reply ----
-    def read(self, strict: bool, *, in_answer: bool = False, marks: list | None = None) -> Reply:  # noqa: C901
+    def read(self, strict: bool, *, in_answer: bool = False, marks: list | None = None) -> Reply:
         """The reply. ``in_answer``: the text continues an ANSWER (its lines belong to it until
         a call line). ``marks`` gets ``(line, in_answer, calls so far, at_end)`` where the loop
         starts reading each line (and once after the last): the state to go on from there."""
@@ -120,11 +187,9 @@ class Reader:
         n = len(lines)
         calls: list[ToolCall] = []
         prose: list[int] = []
-        hidden: set[int] = set()  # fence lines that only wrapped calls or an answer
+        fences = _Fences()
         answers: list[_Answer] = []
         dropped: list[Dropped] = []
-        fence_open: int | None = None
-        fence_used = False
         answer: _Answer | None = None
         if in_answer:
             answer = _Answer(0, "", False)
@@ -144,13 +209,12 @@ class Reader:
                 answer = None
                 read, i = self.read_call(i, info)
                 calls.extend(read)
-                if fence_open is not None:
-                    fence_used = True
+                fences.call_read()
                 continue
             if answer is not None:
                 if kind == "fence" and answer.in_fence:
                     answer.in_fence = False  # closes the fence the answer started in
-                    fence_open = None
+                    fences.open = None
                 else:
                     answer.parts.append(line)
                 i += 1
@@ -158,27 +222,25 @@ class Reader:
             if kind == "args":
                 raise self.error("args_without_tool", i + 1, info.kw + 1, expected=["TOOL: <name>"])
             if kind == "answer":
-                answer = _Answer(i + 1, unwrap(line, info)[info.end :], fence_open is not None)
-                if fence_open is not None:
-                    hidden.add(fence_open)
+                answer = _Answer(i + 1, unwrap(line, info)[info.end :], fences.answer_starts())
                 answers.append(answer)
             elif kind == "fence":
-                if fence_open is None:
-                    fence_open, fence_used = i, False
-                else:
-                    if fence_used:
-                        hidden.add(fence_open)
-                        hidden.add(i)
-                    fence_open = None
+                fences.fence(i)
                 prose.append(i)
             else:
                 prose.append(i)
             i += 1
         if marks is not None and not self.observed:
             marks.append((n, answer is not None, len(calls), self.at_end))
-        if fence_open is not None and fence_used:
-            hidden.add(fence_open)
+        hidden = fences.hidden_lines()
         thought = "\n".join(lines[j] for j in prose if j not in hidden).strip()
+        return self._reply(calls, answers, thought, dropped, strict)
+
+    def _reply(
+        self, calls: list[ToolCall], answers: list[_Answer], thought: str, dropped: list[Dropped], strict: bool
+    ) -> Reply:
+        """What was read, as a Reply: the calls (an ANSWER beside them is dropped), else the first
+        answer, else the prose as the answer (refused when ``strict``)."""
         if calls:
             dropped.extend(Dropped("answer_after_calls", a.line, a.text) for a in answers)
             dropped.sort(key=lambda d: d.line)
@@ -193,92 +255,97 @@ class Reader:
         return Reply(calls, thought, thought, dropped)
 
     # ---- one call ----
-    def read_call(self, i: int, info: Line) -> tuple[list[ToolCall], int]:  # noqa: C901
+    def read_call(self, i: int, info: Line) -> tuple[list[ToolCall], int]:
         """Parse the call that starts on line i; returns its calls (one, or one per argument
         object of `ARGS: {...}, {...}`) and the next line to read."""
-        lines = self.lines
-        line = unwrap(lines[i], info)
-        col0 = info.kw
-        head = line[col0:]
+        line = unwrap(self.lines[i], info)
+        head = line[info.kw :]
         fm = FAST_RE.match(head)
         if fm is not None:
-            if self.shortcut:
-                try:
-                    value = json.loads(fm.group(2), strict=False, object_pairs_hook=unique_pairs)
-                except (ValueError, RecursionError):
-                    value = None
-                if type(value) is dict and fm.group(2).count("{") + fm.group(2).count("[") <= MAX_DEPTH:
-                    return [ToolCall(fm.group(1), value)], i + 1
-            several = several_objects(fm.group(2))
-            if several is not None:
-                return [ToolCall(fm.group(1), value) for value in several], i + 1
-
+            fast = self._one_line_calls(fm)
+            if fast is not None:
+                return fast, i + 1
         segs = Segments()
-        segs.add(i, col0, head)
+        segs.add(i, info.kw, head)
         quoted = QUOTE_PREFIX.match(line) is not None
-        nxt = i + 1
-        scan_from: int | None = None  # offset in the last segment where `{`/`[` tracking starts
-        gather = False  # may the arguments continue on the next lines?
-        args_at: int | None = None  # offset in the last segment just after `ARGS:`
-        closing_fence = False
         hm = HEAD_RE.match(head)
         assert hm is not None  # a call line starts with its `tool` keyword, and the rest of HEAD_RE is optional
+        where = self._arguments(segs, head, hm, i + 1, quoted)
+        nxt = where.nxt
+        if where.scan_from is not None:
+            nxt = self.gather(segs, where.scan_from, nxt, quoted, where.gather)
+            if where.closing_fence:
+                j = self.next_nonblank(nxt)
+                if j is not None and FENCE_RE.match(self.lines[j]):
+                    nxt = j + 1
+        if self.shortcut and len(segs.parts) == 1 and where.args_at is None and where.scan_from is None:
+            bare = FAST_BARE_RE.match(head)
+            if bare is not None:  # the grammar reads these the same (a property test checks it)
+                return [ToolCall(bare.group(1), {})], nxt
+        if len(segs.parts) > 1 and self.shortcut:
+            multi = _multi_line_call(segs.text())
+            if multi is not None:
+                return [multi], nxt
+        return [self.parse_call(segs)], nxt
+
+    def _one_line_calls(self, fm: re.Match[str]) -> list[ToolCall] | None:
+        """A call line in canonical form, `TOOL: name ARGS: {...}` (or several objects), read
+        without the grammar; None when it needs the grammar."""
+        if self.shortcut:
+            try:
+                value = json.loads(fm.group(2), strict=False, object_pairs_hook=unique_pairs)
+            except (ValueError, RecursionError):
+                value = None
+            if type(value) is dict and fm.group(2).count("{") + fm.group(2).count("[") <= MAX_DEPTH:
+                return [ToolCall(fm.group(1), value)]
+        several = several_objects(fm.group(2))
+        if several is not None:
+            return [ToolCall(fm.group(1), value) for value in several]
+        return None
+
+    def _arguments(self, segs: Segments, head: str, hm: re.Match[str], nxt: int, quoted: bool) -> _Where:
+        """Where the call's arguments are: after `(`, after `ARGS:` on this line or the next
+        (alone on its line), or on the lines after an `ARGS:` that ends its line, maybe in a
+        fence. Adds the lines found to ``segs``."""
+        lines = self.lines
+        where = _Where(nxt)
         if hm.group("paren"):
-            scan_from, gather = hm.end(), True
-        elif hm.group("args"):
-            args_at = hm.end()
+            where.scan_from, where.gather = hm.end(), True
+            return where
+        if hm.group("args"):
+            where.args_at = hm.end()
         elif not head[hm.end() :].strip():
             j = self.next_nonblank(nxt)
             if j is not None:
                 info2 = classify(lines[j])
                 if info2.kind == "args":
                     segs.add(j, info2.kw, unwrap(lines[j], info2)[info2.kw :])
-                    nxt = j + 1
-                    args_at = info2.end - info2.kw
-        if args_at is not None:
-            last = segs.parts[-1][2]
-            rest = last[args_at:].lstrip()
-            if rest:
-                scan_from = len(last) - len(rest)
-                gather = rest[0] in "{["
-            else:
-                # `ARGS:` ends its line: an object may start on the next line, maybe in a fence
-                j = self.next_nonblank(nxt)
-                if j is not None and FENCE_RE.match(lines[j]):
-                    k = self.next_nonblank(j + 1)
-                    if k is not None and self._starts_object(lines[k], quoted):
-                        closing_fence = True
-                        j = k
-                if j is not None and self._starts_object(lines[j], quoted):
-                    body = lines[j].rstrip()
-                    qm = QUOTE_PREFIX.match(body) if quoted else None
-                    cut = qm.end() if qm else 0
-                    segs.add(j, cut, body[cut:])
-                    nxt = j + 1
-                    scan_from, gather = 0, True
-        elif scan_from is None and hm.end() < len(head):
-            scan_from = hm.end()  # text after the name: only checked for depth
-        if scan_from is not None:
-            nxt = self.gather(segs, scan_from, nxt, quoted, gather)
-            if closing_fence:
-                j = self.next_nonblank(nxt)
-                if j is not None and FENCE_RE.match(lines[j]):
-                    nxt = j + 1
-        if self.shortcut and len(segs.parts) == 1 and args_at is None and scan_from is None:
-            bare = FAST_BARE_RE.match(head)
-            if bare is not None:  # the grammar reads these the same (a property test checks it)
-                return [ToolCall(bare.group(1), {})], nxt
-        if len(segs.parts) > 1 and self.shortcut:
-            # a multi-line object: the same shortcut as above (strict JSON: no raw newline in strings)
-            fm = FAST_MULTI_RE.match(segs.text())
-            if fm is not None:
-                try:
-                    value = json.loads(fm.group(2), object_pairs_hook=unique_pairs)
-                except (ValueError, RecursionError):
-                    value = None
-                if type(value) is dict:
-                    return [ToolCall(fm.group(1), value)], nxt
-        return [self.parse_call(segs)], nxt
+                    where.nxt = j + 1
+                    where.args_at = info2.end - info2.kw
+        if where.args_at is None:
+            if hm.end() < len(head):
+                where.scan_from = hm.end()  # text after the name: only checked for depth
+            return where
+        last = segs.parts[-1][2]
+        rest = last[where.args_at :].lstrip()
+        if rest:
+            where.scan_from, where.gather = len(last) - len(rest), rest[0] in "{["
+            return where
+        # `ARGS:` ends its line: an object may start on the next line, maybe in a fence
+        j = self.next_nonblank(where.nxt)
+        if j is not None and FENCE_RE.match(lines[j]):
+            k = self.next_nonblank(j + 1)
+            if k is not None and self._starts_object(lines[k], quoted):
+                where.closing_fence = True
+                j = k
+        if j is not None and self._starts_object(lines[j], quoted):
+            body = lines[j].rstrip()
+            qm = QUOTE_PREFIX.match(body) if quoted else None
+            cut = qm.end() if qm else 0
+            segs.add(j, cut, body[cut:])
+            where.nxt = j + 1
+            where.scan_from, where.gather = 0, True
+        return where
 
     def _starts_object(self, line: str, quoted: bool) -> bool:
         s = line.lstrip(" \t>") if quoted else line.lstrip(" \t")
