@@ -69,21 +69,15 @@ class CompleteCalls:
         self._maybe = False  # text[_base:] mentions "tool" (else it holds no call)
         self._open: tuple[list, bool] | None = None  # an object still open: (stack, quoted)
 
-    def at(self, text: str, start: int, nl: int) -> list[ToolCall] | None:  # noqa: C901
+    def at(self, text: str, start: int, nl: int) -> list[ToolCall] | None:
         if self.never:
             return None
         line = text[start:nl]
         if not line.strip():
             return None  # skipped wherever a look-ahead meets it: nothing changes
         self._maybe = self._maybe or _MAYBE_CALL.search(line) is not None
-        if self._open is not None:
-            stack, quoted = self._open
-            if not stops_gathering(line):
-                body = line.rstrip()
-                quote = QUOTE_PREFIX.match(body) if quoted else None
-                if scan(body[quote.end() :] if quote else body, 0, stack, 0) == "ok" and stack:
-                    return None  # still open: the reply cannot parse yet
-            self._open = None  # closed, or something else happened: read it all again
+        if self._open is not None and self._still_open(line):
+            return None  # the reply cannot parse yet
         if not self._done and not self._maybe:
             return None
         pending = text[self._base : nl]
@@ -103,17 +97,35 @@ class CompleteCalls:
             self._advance(text, pending, marks, reply.calls, nl)
             return None
         calls = [*self._done, *reply.calls]
-        if not reader.observed:  # (after an OBSERVATION the probes are dropped too)
-            for probe in _PROBES:
-                try:
-                    again = Reader(pending + "\n" + probe, self.tools).read(False, in_answer=self._in_answer)
-                except ParseError:
-                    continue  # the probe cannot attach to anything: fine
-                if again.calls != reply.calls:
-                    self._advance(text, pending, marks, reply.calls, nl)
-                    return None
+        # (after an OBSERVATION the probes are dropped too)
+        settled = reader.observed or self._settled(pending, reply.calls)
         self._advance(text, pending, marks, reply.calls, nl)
-        return calls or None
+        return (calls or None) if settled else None
+
+    def _still_open(self, line: str) -> bool:
+        """An object open at the end of the text so far: does ``line`` leave it open? Else it is
+        forgotten (closed, or something else happened) and the text is read again."""
+        assert self._open is not None
+        stack, quoted = self._open
+        if not stops_gathering(line):
+            body = line.rstrip()
+            quote = QUOTE_PREFIX.match(body) if quoted else None
+            if scan(body[quote.end() :] if quote else body, 0, stack, 0) == "ok" and stack:
+                return True
+        self._open = None
+        return False
+
+    def _settled(self, pending: str, calls: list[ToolCall]) -> bool:
+        """No text that could follow changes the calls read: each probe either cannot attach to
+        anything or reads the same calls."""
+        for probe in _PROBES:
+            try:
+                again = Reader(pending + "\n" + probe, self.tools).read(False, in_answer=self._in_answer)
+            except ParseError:
+                continue  # the probe cannot attach to anything: fine
+            if again.calls != calls:
+                return False
+        return True
 
     def _advance(self, text: str, pending: str, marks: list, calls: list[ToolCall], nl: int) -> None:
         """Move ``_base`` to the last place of ``pending`` the parser reached without having
