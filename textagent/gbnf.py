@@ -124,7 +124,7 @@ class _Builder:
         return name
 
     # -- schema -> expression -----------------------------------------------------------------
-    def schema(self, schema: Any, hint: str, root: Mapping[str, Any]) -> str:  # noqa: C901
+    def schema(self, schema: Any, hint: str, root: Mapping[str, Any]) -> str:
         """A GBNF expression (a rule name, a literal or a group) for values of ``schema``."""
         if schema is True or schema is None or (isinstance(schema, Mapping) and not _constraining(schema)):
             return "value"
@@ -151,6 +151,11 @@ class _Builder:
                 if isinstance(sub, Mapping):
                     merged = _merge(merged, sub)
             return self.schema(merged, hint, root)
+        return self.by_type(schema, hint, root)
+
+    def by_type(self, schema: Mapping[str, Any], hint: str, root: Mapping[str, Any]) -> str:
+        """A schema without references, constants or combinations: by its ``type`` (one, or a list
+        of them), else by the keywords only one type takes."""
         kind = schema.get("type")
         if isinstance(kind, list):
             kinds = [k for k in kind if k in _JSON_TYPES]
