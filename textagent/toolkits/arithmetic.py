@@ -138,7 +138,7 @@ class _Evaluator:
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
 
-    def eval(self, node: ast.AST) -> int | float:  # noqa: C901
+    def eval(self, node: ast.AST) -> int | float:
         if time.monotonic() > self.deadline:
             raise TimeoutError(f"calculation took longer than {MAX_SECONDS:g} s")
         if isinstance(node, ast.Expression):
@@ -148,16 +148,7 @@ class _Evaluator:
                 raise ValueError(f"{node.value!r} is not a number; only {_ALLOWED} are allowed")
             return check_number(node.value)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            left, right = self.eval(node.left), self.eval(node.right)
-            apply = _BINARY[type(node.op)]
-            if apply is None:  # Pow
-                return check_number(_power(left, right))
-            if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and right == 0:
-                raise ZeroDivisionError("division by zero")
-            try:
-                return check_number(apply(left, right))
-            except OverflowError:
-                raise OverflowError("number too large (overflow)") from None
+            return self.binary(node)
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
             return check_number(_UNARY[type(node.op)](self.eval(node.operand)))
         if isinstance(node, ast.Name):
@@ -181,6 +172,18 @@ class _Evaluator:
             }.get(type(node.op), type(node.op).__name__)
             raise ValueError(f"operator `{symbol}` is not supported; only {_ALLOWED} are allowed")
         raise ValueError(f"{type(node).__name__} is not supported; only {_ALLOWED} are allowed")
+
+    def binary(self, node: ast.BinOp) -> int | float:
+        left, right = self.eval(node.left), self.eval(node.right)
+        apply = _BINARY[type(node.op)]
+        if apply is None:  # Pow
+            return check_number(_power(left, right))
+        if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and right == 0:
+            raise ZeroDivisionError("division by zero")
+        try:
+            return check_number(apply(left, right))
+        except OverflowError:
+            raise OverflowError("number too large (overflow)") from None
 
     def call(self, node: ast.Call) -> int | float:
         if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
