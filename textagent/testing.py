@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 try:
     from hypothesis import strategies as st
@@ -189,7 +190,7 @@ def _kv_text(args: dict) -> str | None:
 
 
 @st.composite
-def noisy_calls(draw, call: ToolCall) -> list[str]:  # noqa: C901
+def noisy_calls(draw, call: ToolCall) -> list[str]:
     """The lines of one call written in any accepted way (a list of lines without line ends).
 
     Parsing them gives back ``call``."""
@@ -201,18 +202,8 @@ def noisy_calls(draw, call: ToolCall) -> list[str]:  # noqa: C901
     args_kw = _keyword(draw, "args")
     canonical = render_call(call)
     canonical_args = canonical.split(" ARGS: ", 1)[1]
-    forms = ["line", "next_line"]
     kv = _kv_text(args) if isinstance(args, dict) else None
-    if isinstance(args, dict):
-        if not args:
-            forms += ["no_args", "empty_args", "empty_parens"]
-        else:
-            forms += ["pretty", "fenced_object"]
-            if kv is not None:
-                forms += ["kv", "shorthand"]
-    else:
-        forms += ["shorthand_bare"]
-    form = draw(st.sampled_from(forms))
+    form = draw(st.sampled_from(_forms(args, kv)))
     head = f"{tool_kw} {shown_name}"
     if form == "line":
         lines = [f"{head} {args_kw} {canonical_args}"]
@@ -236,6 +227,23 @@ def noisy_calls(draw, call: ToolCall) -> list[str]:  # noqa: C901
         lines = [f"{tool_kw} {name}({kv})"]
     else:  # shorthand_bare
         lines = [f"{tool_kw} {name}({json.dumps(args, ensure_ascii=False)})"]
+    return _decorated(draw, deco, lines)
+
+
+def _forms(args: Any, kv: str | None) -> list[str]:
+    """The ways a call with these arguments may be written (``kv``: their key=value form, if any)."""
+    forms = ["line", "next_line"]
+    if not isinstance(args, dict):
+        return [*forms, "shorthand_bare"]
+    if not args:
+        return [*forms, "no_args", "empty_args", "empty_parens"]
+    forms += ["pretty", "fenced_object"]
+    return [*forms, "kv", "shorthand"] if kv is not None else forms
+
+
+def _decorated(draw: Any, deco: str, lines: list[str]) -> list[str]:
+    """A call's lines behind a list or quote marker, maybe inside inline code or emphasis, maybe
+    in a code fence."""
     if deco.startswith(">"):
         lines = [deco + lines[0]] + ["> " + ln for ln in lines[1:]]
     else:
