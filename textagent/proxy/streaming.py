@@ -151,16 +151,13 @@ class EventStream:
         self.run, self.writer, self.fail, self.error_body = run, writer, fail, error_body
         self.headers, self.done = headers, done
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: C901
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sender: MemoryObjectSendStream[tuple[str, Any, int]]  # (kind, value, repairs)
         receiver: MemoryObjectReceiveStream[tuple[str, Any, int]]
         sender, receiver = anyio.create_memory_object_stream(math.inf)
 
         def put(item: tuple[str, Any, int]) -> None:
-            try:
-                sender.send_nowait(item)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the response is over (the client went away): nobody reads it
+            _put(sender, item)
 
         def on_content(piece: str, repairs: int) -> None:
             anyio.from_thread.run_sync(put, ("content", piece, repairs))
@@ -181,21 +178,13 @@ class EventStream:
         async def begin(content: bool, repairs: int) -> None:
             nonlocal started
             started = True
-            headers = [
-                (k.encode("latin-1"), v.encode("latin-1"))
-                for k, v in {
-                    **self.headers,
-                    "x-textagent-repairs": str(repairs),
-                    "content-type": "text/event-stream",
-                    "cache-control": "no-cache",
-                }.items()
-            ]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send(self._start_message(repairs))
             await write(self.writer.start(content))
 
         async def write(pieces: list[bytes]) -> None:
             await send({"type": "http.response.body", "body": b"".join(pieces), "more_body": True})
 
+        pieces = {"content": self.writer.content, "call": self.writer.call}
         async with anyio.create_task_group() as group:
             group.start_soon(produce)
             async with receiver:
@@ -212,16 +201,31 @@ class EventStream:
                         break
                     if not started:
                         await begin(kind == "content", repairs)
-                    if kind == "content":
-                        await write(self.writer.content(value))
-                        continue
-                    if kind == "call":
-                        await write(self.writer.call(value))
+                    if kind != "done":  # a piece of content or a call
+                        await write(pieces[kind](value))
                         continue
                     await write(self.writer.end(value))
                     self.done(200, value, None)
                     break
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _start_message(self, repairs: int) -> dict[str, Any]:
+        """The response's start: 200, an event stream, the repairs it took so far."""
+        headers = {
+            **self.headers,
+            "x-textagent-repairs": str(repairs),
+            "content-type": "text/event-stream",
+            "cache-control": "no-cache",
+        }
+        encoded = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        return {"type": "http.response.start", "status": 200, "headers": encoded}
+
+
+def _put(sender: MemoryObjectSendStream[tuple[str, Any, int]], item: tuple[str, Any, int]) -> None:
+    try:
+        sender.send_nowait(item)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass  # the response is over (the client went away): nobody reads it
 
 
 def dump(data: Any) -> bytes:
