@@ -38,7 +38,7 @@ def _assistant_text(message: Mapping[str, Any]) -> str:
     return "ANSWER: " + message.get("content", "")
 
 
-def transcript(  # noqa: C901
+def transcript(
     request: ChatRequest,
     memory: ReplyMemory | None = None,
     example_style: str = prompts.DEFAULT_EXAMPLE_STYLE,
@@ -54,22 +54,7 @@ def transcript(  # noqa: C901
     their own get placeholder exchanges in ``example_style`` (prompts.EXAMPLE_STYLES), showing the
     tools closest to the first user message when ``example_tool`` is "closest" (the first, so that
     every request of a conversation starts alike and the server's cache holds)."""
-    system_texts = [m["content"] for m in request.messages if m["role"] == "system" and m["content"].strip()]
-    if request.format is not None:
-        system_texts.append(request.format.instruction())
-    system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
-    turns: list[dict[str, str]] = [
-        {"role": "system", "content": system},
-        *prompts.example_turns(
-            prompts.worked_examples(
-                request.tools,
-                request.tools.examples or None,
-                example_style,
-                _first_question(request),
-                example_tool,
-            )
-        ),
-    ]
+    turns = _opening(request, example_style, example_tool)
     names: dict[str, str] = {}
     keys = _Keys()
     pending: list[str] = []  # the texts of the user turn being written
@@ -106,15 +91,7 @@ def transcript(  # noqa: C901
         if role == "user":
             text = prompts.task(message["content"])
         else:
-            name = names.get(message["tool_call_id"]) or message.get("name")
-            if name is None:
-                raise ProxyError(
-                    400,
-                    f"the tool message answers {json.dumps(message['tool_call_id'])[:80]}, which no earlier "
-                    "assistant tool call has as its id",
-                    param=f"messages[{i}].tool_call_id",
-                )
-            text = prompts.observation(name, message["content"])
+            text = _observation(message, names, i)
         seen_user = True
         pending.append(text)
     last = request.messages[-1]
@@ -128,6 +105,32 @@ def transcript(  # noqa: C901
     if len(turns) < 2 or turns[-1]["role"] == "system":
         raise ProxyError(400, "the conversation must hold a user message", param="messages")
     return turns
+
+
+def _opening(request: ChatRequest, example_style: str, example_tool: str) -> list[dict[str, str]]:
+    """The system turn (the text protocol's prompt, the client's system messages, the answer
+    format asked for) and the worked examples' turns."""
+    system_texts = [m["content"] for m in request.messages if m["role"] == "system" and m["content"].strip()]
+    if request.format is not None:
+        system_texts.append(request.format.instruction())
+    system = "\n\n".join([prompts.system_prompt(request.tools), *system_texts])
+    examples = prompts.worked_examples(
+        request.tools, request.tools.examples or None, example_style, _first_question(request), example_tool
+    )
+    return [{"role": "system", "content": system}, *prompts.example_turns(examples)]
+
+
+def _observation(message: Mapping[str, Any], names: Mapping[str, str], i: int) -> str:
+    """A tool message (``messages[i]``) as an OBSERVATION of the call whose id it answers."""
+    name = names.get(message["tool_call_id"]) or message.get("name")
+    if name is None:
+        raise ProxyError(
+            400,
+            f"the tool message answers {json.dumps(message['tool_call_id'])[:80]}, which no earlier "
+            "assistant tool call has as its id",
+            param=f"messages[{i}].tool_call_id",
+        )
+    return prompts.observation(name, message["content"])
 
 
 _PROTOCOL_START = re.compile(r"\s*(?:thought|tool|answer|final answer)\s*:", re.I | re.A)
