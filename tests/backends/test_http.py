@@ -526,3 +526,43 @@ def test_a_stream_with_events_outlives_its_read_timeout(fake_server):
     fake_server.sse("/completion", [{"content": "a"}] * 6 + [_completion("")], chunk_delay=0.5)
     backend = LlamaCppBackend(fake_server.url, timeout=1.2, backoff=0, stream=True)
     assert backend.complete("q", stop=[], max_tokens=8).text == "aaaaaa"
+
+
+# -- a lone surrogate never reaches the server (h66 #8) ------------------------------------------------
+_SURROGATE_REPLIES = {
+    "llamacpp": ("/completion", {"content": "ANSWER: ok", "stop": True, "stop_type": "eos"}),
+    "completions": ("/v1/completions", {"choices": [{"text": "ANSWER: ok", "finish_reason": "stop"}]}),
+    "chat": ("/v1/chat/completions", {"choices": [{"message": {"content": "ANSWER: ok"}, "finish_reason": "stop"}]}),
+    "ollama": ("/api/generate", {"response": "ANSWER: ok", "done": True, "done_reason": "stop"}),
+}
+
+
+@pytest.mark.parametrize("api", list(_SURROGATE_REPLIES))
+def test_a_lone_surrogate_is_sent_as_the_replacement_character_by_every_backend(fake_server, api):
+    """A file name os.listdir could not decode (caf\\udce9) as a tool's result, and a question typed
+    on a Latin-1 terminal: the body is UTF-8 with U+FFFD, never the "\\udce9" escape llama.cpp refuses."""
+    from textagent import Agent
+    from textagent.backends import connect
+
+    path, reply = _SURROGATE_REPLIES[api]
+    fake_server.json(path, {**reply, **({"content": 'TOOL: ls ARGS: {"dir": "."}'} if api == "llamacpp" else {})})
+    fake_server.json(path, reply)
+
+    def ls(dir: str) -> str:
+        """List a folder."""
+        return "caf\udce9.txt"
+
+    agent = Agent(connect(api, fake_server.url, model="m", chat=api == "chat", retries=0), [ls], max_steps=3)
+    assert agent.run("what is in caf\udce9 and \ud83d\ude00?").answer == "ok"
+    for recorded in fake_server.requests:
+        text = recorded.body.decode("utf-8")  # strict: no surrogate written as UTF-8 either
+        assert "\\udce9" not in text and "\\ud83d" not in text.lower()
+        assert "caf\ufffd" in text and "\U0001f600" in text, text
+    if api == "llamacpp":  # the tool's result went back in the second request
+        assert "caf\ufffd.txt" in fake_server.requests[1].json["prompt"]
+
+
+def test_a_body_holding_nan_is_a_backend_error_before_anything_is_sent(fake_server):
+    with pytest.raises(BackendError, match="no JSON"):
+        get_json(make(fake_server.url), payload={"temperature": float("nan")})
+    assert fake_server.requests == []

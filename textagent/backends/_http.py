@@ -33,7 +33,7 @@ from .._redact import redact
 from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
 from ._deadline import _time_left, _timed_out, request_deadline
 from ._describe import BODY_EXCERPT_CHARS, excerpt, failure_reason, unreachable, url_path
-from ._payload import llama_timings, openai_usage, server_error_message
+from ._payload import llama_timings, openai_usage, request_body, server_error_message
 from ._reading import DONE, BodyReader
 from .http_settings import (
     DEFAULT_BACKOFF,
@@ -181,6 +181,7 @@ class HTTPBackend(BodyReader):
         if self._closed:
             raise BackendError(f"{type(self).__name__} for {self.shown_url} was closed", url=self.shown_url)
         url = self._url(path)
+        body, headers = self._body(payload, url)
         configured = self.timeout if timeout is None else normalize_timeout(timeout)
         max_retries = self.retries if retries is None else retries
         attempt = 0
@@ -196,9 +197,7 @@ class HTTPBackend(BodyReader):
                 )
             timeouts = configured if left is None else (min(configured[0], left), min(configured[1], left))
             try:
-                resp = self.session.request(
-                    method, url, json=payload, headers=self.headers, timeout=timeouts, stream=True
-                )
+                resp = self.session.request(method, url, data=body, headers=headers, timeout=timeouts, stream=True)
             except requests.exceptions.ConnectTimeout as exc:
                 failure = exc
             except requests.exceptions.ReadTimeout as exc:
@@ -260,6 +259,17 @@ class HTTPBackend(BodyReader):
             )
             self._sleep(attempt)
             attempt += 1
+
+    def _body(self, payload: Any, url: str) -> tuple[bytes | None, dict[str, str]]:
+        """The request's body and headers. Serialised here, not by requests, so that every
+        backend's body (and the proxy's upstream requests) is UTF-8 with no lone surrogate."""
+        if payload is None:
+            return None, self.headers
+        try:
+            body = request_body(payload)
+        except ValueError as exc:  # NaN or infinity, refused as requests refused them
+            raise BackendError(f"request to {url} failed: the body is no JSON ({exc})", url=url) from exc
+        return body, {"Content-Type": "application/json", **self.headers}
 
     def _sleep(self, attempt: int) -> None:
         if self.backoff:

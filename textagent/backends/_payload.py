@@ -1,15 +1,34 @@
-"""Values read out of servers' JSON answers: error messages, token counts, llama.cpp timings."""
+"""Values read out of servers' JSON answers (error messages, token counts, llama.cpp timings), and
+the JSON body every request sends."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from .base import Usage
 
-__all__ = ["llama_timings", "openai_usage", "server_error_message"]
+__all__ = ["llama_timings", "openai_usage", "request_body", "server_error_message"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def request_body(payload: Any) -> bytes:
+    """``payload`` as the UTF-8 JSON body of a request, each lone surrogate replaced by U+FFFD.
+
+    A lone surrogate comes from text Python decoded with surrogateescape (a file name
+    ``os.listdir`` could not decode, a line typed on a Latin-1 terminal) or from a client's
+    ``"\\udce9"`` escape; written as that escape it is JSON llama.cpp refuses (HTTP 500), and
+    in a conversation every later request holds it too. NaN and infinity are refused
+    (ValueError), as ``requests`` refuses them: they are no JSON."""
+    text = json.dumps(payload, ensure_ascii=False, allow_nan=False)
+    if _SURROGATE.search(text) is not None:
+        # through UTF-16: a high and low half side by side are one character, a lone one U+FFFD
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text.encode("utf-8")
 
 
 def server_error_message(payload: Any) -> str | None:
