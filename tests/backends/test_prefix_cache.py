@@ -241,3 +241,251 @@ def test_a_slot_that_holds_its_prefix_never_waits_for_another_slots_evaluation(s
     cache.prepare(backend, 1, PREFIX)
     assert time.monotonic() - started < 0.5  # held already: no wait for slot 0
     slow.join()
+
+
+# -- hardening: the cache never fails a request for its own sake, and deletes only its own files --
+OLD = 2 * 3600  # seconds ago: past ORPHAN_GRACE, a record-less slot file no one is saving any more
+
+
+def _key_name(n):
+    """A name of the cache's own form (40 hex digits) that no prefix of these tests has."""
+    return f"{n:040x}"
+
+
+def _age(path, seconds):
+    import os
+    import time
+
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_a_malformed_record_fails_neither_a_save_nor_the_listing(srv, tmp_path, monkeypatch, capsys):
+    from textagent.cli import main
+
+    odd = {
+        _key_name(1): {"used": "yesterday", "bytes": "big", "tokens": [1]},
+        _key_name(2): {"used": 1e300, "bytes": 10**400, "tokens": "many", "chars": None},
+        _key_name(3): {"used": float("nan"), "created": -5},
+    }
+    for name, fields in odd.items():
+        (tmp_path / (name + ".bin")).write_bytes(b"x" * 10)
+        (tmp_path / (name + ".json")).write_text(json.dumps({"key": name, "identity": "model-a", **fields}))
+    (tmp_path / (_key_name(4) + ".json")).write_text("[" * 100_000)  # nested past the parser's recursion
+    (tmp_path / (_key_name(4) + ".bin")).write_bytes(b"x" * 10)
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, cache)
+    srv.json("/completion", ANSWER)
+    assert _ask(_backend(srv, cache)).text == "ANSWER: 408"  # was ValueError out of the eviction
+    assert _kinds(srv) == ["evaluate", "/slots/0", "ask"] and cache.timing.saved == 1
+    entries = {m["key"]: m for m in cache.entries()}
+    assert set(entries) == {*odd, _key_name(4), cache.key(PREFIX)}
+    for m in entries.values():
+        assert all(isinstance(m[k], (int, float)) and m[k] >= 0 for k in ("bytes", "tokens", "used"))
+        assert m["used"] < 2e9  # a time from the future falls back to the record's own time
+    assert entries[_key_name(1)]["bytes"] == 10 and entries[_key_name(4)]["record"] is False
+    monkeypatch.setenv("TEXTAGENT_PREFIX_DIR", str(tmp_path))
+    assert main(["cache"]) == 0
+    out = capsys.readouterr().out
+    assert "5 saved prefixes" in out and _key_name(1)[:12] in out
+
+
+def test_eviction_and_clear_delete_only_names_of_the_caches_own_form(srv, tmp_path):
+    folder = tmp_path / "prefixes"
+    folder.mkdir()
+    victims = [tmp_path / "victim.bin", tmp_path / "victim.json", tmp_path / "abs.bin", tmp_path / "abs.json"]
+    for victim in victims:
+        victim.write_text("not the cache's")
+    bait = {"identity": "model-a", "bytes": 10**12, "used": 0.0}  # the first to go, were they the cache's
+    (folder / (_key_name(1) + ".json")).write_text(json.dumps({**bait, "key": "../victim"}))
+    (folder / "notes.json").write_text(json.dumps({**bait, "key": str(tmp_path / "abs")}))
+    strangers = [
+        folder / "notes.bin",
+        folder / "model.bin",
+        folder / "notes.json",
+        folder / (_key_name(5) + ".bin.bak"),
+    ]
+    for stranger in strangers:
+        if not stranger.exists():
+            stranger.write_bytes(b"mine")
+        _age(stranger, OLD)
+    cache = PrefixCache(folder, identity="model-a", min_chars=10, max_bytes=10)
+    _script_save(srv, cache)
+    srv.json("/completion", ANSWER)
+    assert _ask(_backend(srv, cache)).text == "ANSWER: 408"
+    assert all(victim.exists() for victim in victims)  # a record's key never names what is deleted
+    assert not (folder / (_key_name(1) + ".json")).exists()  # a record of the cache's own name may go
+    assert (folder / (cache.key(PREFIX) + ".bin")).exists()
+    (folder / (cache.key(PREFIX) + ".77-88.tmp")).write_text("{")  # a temporary a crash left
+    assert cache.clear() == 1
+    assert all(victim.exists() for victim in victims)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in strangers)
+
+
+class _OtherProcess:
+    """A second process's backend, as seen by its PrefixCache: it records what it is asked."""
+
+    url = "http://other"
+
+    def __init__(self):
+        self.calls = []
+
+    def evaluate(self, prefix, id_slot=None):
+        self.calls.append("evaluate")
+
+    def slot_action(self, slot, action, filename):
+        self.calls.append(action)
+        return {}
+
+
+def test_a_file_being_saved_is_left_to_its_saver(srv, tmp_path):
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    other, other_backend = PrefixCache(tmp_path, identity="model-a", min_chars=10), _OtherProcess()
+    path = tmp_path / (cache.key(PREFIX) + ".bin")
+
+    def written_then_found_by_another_process():
+        path.write_bytes(KV)
+        other.prepare(other_backend, 0, PREFIX)  # finds the file before its record is written
+        assert other.entries() == []  # neither counted nor evicted while it is fresh
+
+    srv.json("/completion", {"content": "", "stop_type": "limit"})
+    srv.add("/slots/0", chunks=[written_then_found_by_another_process, b'{"n_saved": 120}'])
+    srv.json("/completion", ANSWER)
+    assert _ask(_backend(srv, cache)).text == "ANSWER: 408"
+    assert cache.enabled and other.enabled and other_backend.calls == []  # it went without the cache
+    assert cache.timing.saved == 1 and path.read_bytes() == KV
+    assert json.loads((tmp_path / (cache.key(PREFIX) + ".json")).read_text())["bytes"] == len(KV)
+    # a record-less file long past the grace period is a save cut short: deleted and rebuilt
+    (tmp_path / (cache.key(PREFIX) + ".json")).unlink()
+    _age(path, OLD)
+    srv.requests.clear()
+    fresh = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, fresh)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, fresh))
+    assert _kinds(srv) == ["evaluate", "/slots/0", "ask"] and fresh.timing.saved == 1
+
+
+def test_a_saver_whose_file_vanished_once_keeps_its_cache(srv, tmp_path):
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    backend = _backend(srv, cache)
+    path = tmp_path / (cache.key(PREFIX) + ".bin")
+
+    def saved_then_deleted_by_another_process():
+        path.write_bytes(KV)
+        path.unlink()
+
+    srv.json("/completion", {"content": "", "stop_type": "limit"})
+    srv.add("/slots/0", chunks=[saved_then_deleted_by_another_process, b'{"n_saved": 120}'])
+    srv.json("/completion", ANSWER)
+    assert _ask(backend).text == "ANSWER: 408"
+    assert cache.enabled  # was off for the rest of the process
+    _script_save(srv, cache)
+    srv.json("/completion", ANSWER)
+    _ask(backend)
+    assert cache.timing.saved == 1 and path.read_bytes() == KV
+    # a server that saves elsewhere (no file, twice in a row) still turns it off
+    other = PREFIX.replace("calculate", "lookup")
+    for _ in range(2):
+        srv.json("/completion", {"content": "", "stop_type": "limit"})
+        srv.json("/slots/0", {"n_saved": 120})
+        srv.json("/completion", ANSWER)
+        _ask(backend, prefix=other)
+    assert not cache.enabled
+
+
+def test_concurrent_record_writes_never_share_a_temporary_file(srv, tmp_path, monkeypatch, caplog):
+    import os
+    import threading
+
+    from textagent.backends import prefix_cache
+
+    first = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+    _script_save(srv, first)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, first))
+    a, b = (PrefixCache(tmp_path, identity="model-a", min_chars=10) for _ in range(2))
+    srv.json("/slots/0", {"n_restored": 120}, repeat=True)
+    srv.json("/completion", ANSWER)
+    real_replace, interleaved = os.replace, []
+
+    def replace(src, dst):
+        if not interleaved:  # a's record is written, not yet moved into place: b restores meanwhile
+            interleaved.append(src)
+            other = threading.Thread(target=b.prepare, args=(_backend(srv, b), 0, PREFIX))
+            other.start()
+            other.join()
+        real_replace(src, dst)
+
+    monkeypatch.setattr(prefix_cache.os, "replace", replace)
+    with caplog.at_level("DEBUG", logger="textagent.backends.prefix_cache"):
+        assert _ask(_backend(srv, a)).text == "ANSWER: 408"
+    assert a.timing.restored == b.timing.restored == 1
+    assert [r.getMessage() for r in caplog.records] == []  # was FileNotFoundError out of a's request
+    record = json.loads((tmp_path / (first.key(PREFIX) + ".json")).read_text())
+    assert record["key"] == first.key(PREFIX) and list(tmp_path.glob("*.tmp")) == []
+
+
+@pytest.mark.parametrize("where", ["save", "restore", "folder"])
+def test_a_full_disk_runs_the_request_without_the_cache_and_says_so_once(srv, tmp_path, monkeypatch, caplog, where):
+    import errno
+    from pathlib import Path
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    folder = tmp_path
+    if where == "restore":
+        first = PrefixCache(tmp_path, identity="model-a", min_chars=10)
+        _script_save(srv, first)
+        srv.json("/completion", ANSWER)
+        _ask(_backend(srv, first))
+        srv.requests.clear()
+        srv.json("/slots/0", {"n_restored": 120}, repeat=True)
+    elif where == "folder":  # a folder that cannot be made (here: a file stands in its way)
+        (tmp_path / "file").write_text("")
+        folder = tmp_path / "file" / "prefixes"
+    cache = PrefixCache(folder, identity="model-a", min_chars=10)
+    backend = _backend(srv, cache)
+    monkeypatch.setattr(Path, "write_text", full)
+    with caplog.at_level("DEBUG", logger="textagent.backends.prefix_cache"):
+        for _ in range(2):
+            if where == "save":
+                _script_save(srv, cache)
+            srv.json("/completion", ANSWER)
+            assert _ask(backend).text == "ANSWER: 408"  # was OSError out of the request
+            backend.prefix_cache.forget()  # the next request prepares its slot again
+    assert cache.enabled
+    assert [r.levelname for r in caplog.records if r.levelname == "WARNING"] == ["WARNING"]  # told once
+    if where == "save":  # its file without a record is not left to hold the full disk
+        assert list(tmp_path.iterdir()) == []
+    if where == "restore":
+        assert cache.timing.restored == 2 and _kinds(srv) == ["/slots/0", "ask", "/slots/0", "ask"]
+    if where == "folder":  # not even looked for
+        assert _kinds(srv) == ["ask", "ask"]
+
+
+def test_slot_files_without_a_record_are_counted_listed_and_evicted(srv, tmp_path, monkeypatch, capsys):
+    from textagent.cli import main
+
+    stale, fresh, stranger = (
+        (tmp_path / (_key_name(7) + ".bin")),
+        (tmp_path / (_key_name(8) + ".bin")),
+        (tmp_path / "notes.bin"),
+    )
+    for path in (stale, fresh, stranger):
+        path.write_bytes(KV * 3)
+    _age(stale, OLD)
+    _age(stranger, OLD)
+    cache = PrefixCache(tmp_path, identity="model-a", min_chars=10, max_bytes=2 * len(KV) + 10)
+    listed = cache.entries()
+    assert [(m["key"], m["bytes"], m["record"]) for m in listed] == [(_key_name(7), 3 * len(KV), False)]
+    monkeypatch.setenv("TEXTAGENT_PREFIX_DIR", str(tmp_path))
+    main(["cache"])
+    assert "1 saved prefixes" in capsys.readouterr().out  # was 0: no record, not shown
+    _script_save(srv, cache)
+    srv.json("/completion", ANSWER)
+    _ask(_backend(srv, cache))
+    assert not stale.exists()  # the oldest used, by its mtime, went to bound the folder
+    assert fresh.exists() and stranger.exists()  # being saved by another process / not the cache's
+    assert [m["key"] for m in cache.entries()] == [cache.key(PREFIX)]
