@@ -5,7 +5,7 @@
     python docs/perf/kv_analysis.py --make-prompts SRC OUT --tokenizer PATH/llama-tokenize --model M.gguf
                                     [--examples per-task|fixed|stable]
 
-RUN_DIR holds episodes.jsonl (textagent bench). Everything in the first form comes from the
+RUN_DIR holds episodes.jsonl.gz (textagent bench; episodes.jsonl in older runs). Everything in the first form comes from the
 recorded per-step usage (prompt_tokens = sent, prompt_evaluated = computed by the server,
 prompt_cached = reused, completion_tokens), the trace start times and the worker's slot:
 
@@ -34,6 +34,7 @@ llama-server ``--cache-reuse N``.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -48,11 +49,15 @@ SENDBACKS = ("unsupported_numbers", "unlooked_items")
 
 def load(run_dir: str) -> list[dict]:
     path = Path(run_dir)
-    path = path / "episodes.jsonl" if path.is_dir() else path
+    if path.is_dir():
+        path = next((path / n for n in ("episodes.jsonl.gz", "episodes.jsonl") if (path / n).is_file()), path)
     if not path.is_file():
-        sys.exit(f"{path}: no episodes file (a bench run directory holds episodes.jsonl)")
+        sys.exit(f"{path}: no episodes file (a bench run directory holds episodes.jsonl.gz)")
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":  # gzip, one member per episode: a finished run's members are all whole
+        data = gzip.decompress(data)
     by_key = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in data.decode("utf-8").splitlines():
         try:
             r = json.loads(line)
         except ValueError:

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from benchruns import write_episodes
 
 from textagent.backends.scripted import ScriptedBackend
 from textagent.bench.episode import run_episode
 from textagent.bench.reference import ReferenceBackend
 from textagent.bench.report import RUN_FILE
-from textagent.bench.runner import EPISODES_FILE
 from textagent.bench.tasks import load_tasks
 
 SUITE = {t.id: t for t in load_tasks()}
@@ -32,12 +32,16 @@ def _make_run(path, *, broken=(), modes=("text", "baseline"), meta=None):
     path.mkdir(parents=True, exist_ok=True)
     tasks = [SUITE[i] for i in IDS]
     good = ReferenceBackend(tasks)
-    with open(path / EPISODES_FILE, "w") as f:
-        for task in tasks:
-            for mode in modes:
-                backend = ScriptedBackend(["ANSWER: no idea"]) if task.id in broken else good
-                record = run_episode(task, mode, backend, chat_format="chatml")
-                f.write(json.dumps(record) + "\n")
+    write_episodes(
+        path,
+        (
+            run_episode(
+                task, mode, ScriptedBackend(["ANSWER: no idea"]) if task.id in broken else good, chat_format="chatml"
+            )
+            for task in tasks
+            for mode in modes
+        ),
+    )
     meta = {
         "modes": list(modes),
         "started": "2026-11-29T12:00:00+00:00",

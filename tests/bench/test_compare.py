@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
+from benchruns import read_episodes, write_episodes
 
 from textagent.bench.compare import compare_runs
-from textagent.bench.runner import EPISODES_FILE
 
 
 def test_compare_two_runs(tmp_path, make_run):
@@ -30,8 +29,7 @@ def test_compare_with_a_mode_only_in_one_run(tmp_path, make_run):
 def test_compare_notes_different_task_sets(tmp_path, make_run):
     a = make_run(tmp_path / "a", modes=("text",))
     b = make_run(tmp_path / "b", modes=("text",))
-    lines = (b / EPISODES_FILE).read_text().splitlines()
-    (b / EPISODES_FILE).write_text("\n".join(lines[:-2]) + "\n")
+    write_episodes(b, read_episodes(b)[:-2])
     text = compare_runs(a, b)
     assert "only in A: 2, only in B: 0" in text and "| mean steps |" in text
     assert "±0" in compare_runs(a, a)
@@ -51,10 +49,10 @@ def test_compare_counts_the_episodes_whose_replies_are_the_same_word_for_word(tm
     a = make_run(tmp_path / "a", modes=("text",))
     b = make_run(tmp_path / "b", modes=("text",))
     assert "Same replies, word for word: 7 of the 7 episodes both ran." in compare_runs(a, b)
-    episodes = [json.loads(line) for line in (b / EPISODES_FILE).read_text().splitlines()]
+    episodes = read_episodes(b)
     steps = [s for s in episodes[2]["trace"] if s["type"] == "step"]
     steps[-1]["raw"] += " (said otherwise)"
-    (b / EPISODES_FILE).write_text("".join(json.dumps(r) + "\n" for r in episodes))
+    write_episodes(b, episodes)
     text = compare_runs(a, b)
     assert "Same replies, word for word: 6 of the 7 episodes both ran." in text
     assert f"They part in 1, e.g. `{episodes[2]['task']}` (repeat 0) at reply {len(steps)}." in text

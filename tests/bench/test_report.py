@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import builtins
-import json
 
 import pytest
+from benchruns import read_episodes, write_episodes
 
 from textagent.bench import report as REP
 from textagent.bench.runner import EPISODES_FILE
@@ -25,7 +25,8 @@ def test_markdown_has_the_side_by_side_table_taxonomy_and_worst_tasks(tmp_path, 
     assert "`textagent bench --report <this folder> --trace-of TASK [--modes MODE]` prints it" in text
     assert "Not run: **native**: no mode= yet" in text
     assert "**partial run**: 14 of 99 episodes" in text
-    assert "![success and tokens per solved task" in text
+    assert "The chart of success, tokens per solved task and failures by mode is `report.png` beside this file" in text
+    assert "![" not in text  # a run committed keeps report.md, not the chart
     assert "Test CPU, 2 cores" in text
 
 
@@ -40,7 +41,7 @@ def test_write_report_draws_the_chart(tmp_path, make_run):
     run = make_run(tmp_path / "run", broken=("bare-is-prime",))
     path = REP.write_report(run)
     assert (run / "report.png").stat().st_size > 10_000
-    assert "![success" in path.read_text()
+    assert "`report.png` beside this file" in path.read_text()
 
 
 def _outline(text, renderer):
@@ -111,7 +112,7 @@ def test_write_report_without_matplotlib_says_so(tmp_path, monkeypatch, make_run
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     text = REP.write_report(run).read_text()
     assert not (run / "report.png").exists()
-    assert "matplotlib is not installed" in text and "![" not in text
+    assert "matplotlib is not installed" in text and "`report.png` beside" not in text
 
 
 def test_empty_and_missing_runs(tmp_path):
@@ -125,12 +126,12 @@ def test_empty_and_missing_runs(tmp_path):
 
 def test_report_has_paired_differences_for_every_pair_of_modes(tmp_path, make_run):
     run = make_run(tmp_path / "run", modes=("text", "baseline"), meta={"modes": ["text", "baseline", "constrained"]})
-    episodes = [json.loads(line) for line in (run / EPISODES_FILE).read_text().splitlines()]
+    episodes = read_episodes(run)
     episodes += [{**r, "mode": "constrained"} for r in episodes if r["mode"] == "baseline"]
     for r in episodes:  # text loses three tasks the others solve
         if r["mode"] == "text" and r["task"] in ("bare-is-prime", "single-calc-mul", "typed-currency"):
             r["success"] = False
-    (run / EPISODES_FILE).write_text("".join(json.dumps(r) + "\n" for r in episodes))
+    write_episodes(run, episodes)
     text = REP.render_markdown(*REP.load_run(run))
     section = text.split("## Paired differences", 1)[1].split("\n## ", 1)[0]
     assert "exact McNemar p" in section
@@ -201,3 +202,27 @@ def test_settings_line_names_the_example_style_and_an_older_run_read_as_placehol
     assert "the tools closest to each question (`--example-tool closest`)" in REP.render_markdown(
         *REP.load_run(closest)
     )
+
+
+def test_an_older_runs_plain_episodes_file_reads_as_a_compressed_one(tmp_path, capsys, make_run):
+    """--report, --trace-of and --compare on a run written before the episodes were compressed."""
+    import gzip
+    import shutil
+
+    from textagent.bench.cli import main as bench_main
+    from textagent.bench.compare import compare_runs
+    from textagent.bench.runner import PLAIN_EPISODES_FILE
+
+    run = make_run(tmp_path / "run", broken=("bare-is-prime",))
+    old = shutil.copytree(run, tmp_path / "old")
+    (old / PLAIN_EPISODES_FILE).write_bytes(gzip.decompress((old / EPISODES_FILE).read_bytes()))
+    (old / EPISODES_FILE).unlink()
+    assert REP.load_run(old) == REP.load_run(run)
+    assert REP.write_report(old).read_text() == REP.write_report(run).read_text()
+    traces = []
+    for folder in (run, old):
+        assert bench_main(["--report", str(folder), "--trace-of", "bare-is-prime"]) == 0
+        traces.append(capsys.readouterr().out)
+    assert traces[0] == traces[1] and traces[0]
+    assert "Same replies, word for word: 7 of the 7 episodes both ran." in compare_runs(run, old)
+    assert REP.load_run(old / PLAIN_EPISODES_FILE) == REP.load_run(run / EPISODES_FILE)

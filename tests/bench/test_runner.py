@@ -4,6 +4,7 @@ the baseline loop and the CLI against a scripted llama.cpp server."""
 from __future__ import annotations
 
 import _thread
+import gzip
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from textagent.bench import runner as R
 from textagent.bench.reference import ReferenceBackend
 from textagent.bench.tasks import load_tasks
 from textagent.errors import BackendConnectionError
+from textagent.trace import json_line
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from httpfake import FakeServer, closed_port_url
@@ -137,19 +139,22 @@ def _resume_after_interruption(tmp_path):
     assert all(r["success"] for r in done)
 
 
-def test_a_line_cut_off_by_a_crash_is_skipped_and_backend_errors_are_retried(tmp_path):
+def test_an_older_runs_plain_file_is_read_and_resumed_in_its_own_form(tmp_path):
+    """A run written before the episodes were compressed: its cut line is skipped and run again,
+    its backend errors are retried, and its new episodes go on in the same plain file."""
     tasks = SUITE[:2]
     good = R.run_episode(tasks[0], "text", ReferenceBackend(tasks))
     error = R.run_episode(tasks[1], "text", ScriptedBackend([]))
     assert error["stop_reason"] == "backend_error"
-    with open(tmp_path / R.EPISODES_FILE, "w") as f:
+    with open(tmp_path / R.PLAIN_EPISODES_FILE, "w") as f:
         f.write(json.dumps(good) + "\n" + json.dumps(error) + "\n" + '{"task": "cut off mid-wri')
     outcome = R.run_bench(
         tasks, ["text"], tmp_path, workers=[B.Slot("u", None)], backend_for=reference_factory(tasks), progress=False
     )
     assert outcome.skipped == 1 and [r["task"] for r in outcome.records] == [tasks[1].id]
-    lines = (tmp_path / R.EPISODES_FILE).read_text().splitlines()
-    assert json.loads(lines[-1])["success"]
+    assert not (tmp_path / R.EPISODES_FILE).exists()
+    lines = (tmp_path / R.PLAIN_EPISODES_FILE).read_text().splitlines()
+    assert lines[2] == '{"task": "cut off mid-wri' and json.loads(lines[-1])["success"]
     from textagent.bench.metrics import latest_records
 
     assert all(r["success"] for r in latest_records(R.load_records(tmp_path)))
@@ -215,7 +220,7 @@ def test_cli_runs_against_a_llama_cpp_server_and_resumes(tmp_path, capsys):
         # the same command again, without --resume: refused, nothing sent, nothing lost
         assert cli.main(argv) == 2
         assert "holds 2 episodes of an earlier run" in capsys.readouterr().err
-        assert len(srv.bodies("/completion")) == 4 and len((out / "episodes.jsonl").read_text().splitlines()) == 2
+        assert len(srv.bodies("/completion")) == 4 and len(R.load_records(out)) == 2
         # with --resume: nothing left to do
         assert cli.main([*argv, "--resume"]) == 0
         assert len(srv.bodies("/completion")) == 4
@@ -304,7 +309,7 @@ def test_cli_refuses_a_dead_endpoint_before_running_any_episode(tmp_path, capsys
     assert "is not healthy" in err and "kaput" in err
     assert cli.main([*argv[:3], closed_port_url(), *argv[4:]]) == 7
     assert "is not answering" in capsys.readouterr().err
-    assert not (tmp_path / "a" / "episodes.jsonl").exists()
+    assert not (tmp_path / "a" / R.EPISODES_FILE).exists()
 
 
 def test_cli_runs_on_ollama(tmp_path, capsys, monkeypatch):
@@ -415,7 +420,10 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
         progress=False,
     )
     assert len(first.records) == 2
-    path = tmp_path / R.EPISODES_FILE
+    # as an older run wrote it, plain: a kill could cut its last line inside a character
+    path = tmp_path / R.PLAIN_EPISODES_FILE
+    path.write_bytes(gzip.decompress((tmp_path / R.EPISODES_FILE).read_bytes()))
+    (tmp_path / R.EPISODES_FILE).unlink()
     lines = path.read_bytes().splitlines(keepends=True)
     cut = lines[1][: lines[1].index("é".encode()) + 1] if "é".encode() in lines[1] else lines[1][:-40] + b"\xc3"
     path.write_bytes(lines[0] + cut)
@@ -432,3 +440,44 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
     )
     assert again.skipped == 1 and [r["task"] for r in again.records] == [first.records[1]["task"]]
     assert len(R.load_records(tmp_path)) == 2
+
+
+def _two_episodes(tmp_path):
+    return R.run_bench(
+        SOME[:2],
+        ["text"],
+        tmp_path,
+        workers=[B.Slot("u", 0)],
+        backend_for=lambda mode, slot: (ReferenceBackend(SOME), "chatml"),
+        progress=False,
+    )
+
+
+def test_episodes_are_written_compressed_one_gzip_member_each(tmp_path):
+    first = _two_episodes(tmp_path)
+    data = (tmp_path / R.EPISODES_FILE).read_bytes()
+    member = gzip.compress((json_line(first.records[0]) + "\n").encode(), mtime=0)
+    assert data.startswith(member) and gzip.decompress(data[len(member) :]).count(b"\n") == 1
+    assert not (tmp_path / R.PLAIN_EPISODES_FILE).exists()
+    assert [r["task"] for r in R.load_records(tmp_path)] == [r["task"] for r in first.records]
+
+
+@pytest.mark.parametrize("kept", ["header", "half", "all but the trailer"])
+def test_an_episode_cut_off_while_written_is_skipped_and_run_again(tmp_path, caplog, kept):
+    """A kill while the last episode's gzip member is written: what it holds so far reads as a
+    cut line (skipped, run again on --resume); cut only in its trailer, its line is whole."""
+    first = _two_episodes(tmp_path)
+    path = tmp_path / R.EPISODES_FILE
+    data = path.read_bytes()
+    start = len(gzip.compress((json_line(first.records[0]) + "\n").encode(), mtime=0))
+    cut = {"header": start + 5, "half": (start + len(data)) // 2, "all but the trailer": len(data) - 3}[kept]
+    path.write_bytes(data[:cut])
+    whole = kept == "all but the trailer"
+    with caplog.at_level("WARNING", logger="textagent.bench"):
+        assert len(R.load_records(tmp_path)) == (2 if whole else 1)
+    assert ("skipped a record that is not whole" in caplog.text) is (kept == "half")
+    again = _two_episodes(tmp_path)
+    assert again.skipped == (2 if whole else 1) and len(again.records) == (0 if whole else 1)
+    assert sorted(r["task"] for r in R.load_records(tmp_path)) == sorted(t.id for t in SOME[:2])
+    text = gzip.decompress(path.read_bytes())  # mended: every member whole again
+    assert text.count(b"\n") == (2 if whole else 3 if kept == "half" else 2)

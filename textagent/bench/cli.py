@@ -32,7 +32,7 @@ from .health import check_endpoint
 from .metrics import summarize
 from .options import DEFAULT_MODES, build_parser
 from .report import metric_rows, write_report
-from .runner import load_records, run_bench
+from .runner import episodes_file, load_records, run_bench
 from .tasks import TaskFileError, load_tasks
 
 __all__ = ["build_parser", "main", "run"]
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         if outcome.interrupted:
             _say(
                 f"textagent bench: interrupted; {len(outcome.records)} episodes finished this time and are kept "
-                "in episodes.jsonl; the same command with --resume goes on"
+                f"in {episodes_file(out).name}; the same command with --resume goes on"
             )
             return 130
         return 0

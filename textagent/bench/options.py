@@ -171,7 +171,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--no-pin", action="store_true", help="do not send id_slot (servers that reject it)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
-        "--out", help="directory for episodes.jsonl (with every episode's trace), run.json, report.md, report.png"
+        "--out",
+        help="directory for episodes.jsonl.gz (with every episode's trace), run.json, report.md, report.png",
     )
     p.add_argument(
         "--resume",

@@ -1,4 +1,4 @@
-"""A bench episode as a typed record (:class:`Episode`: one line of episodes.jsonl), and what a
+"""A bench episode as a typed record (:class:`Episode`: one line of episodes.jsonl.gz), and what a
 record and a run.json must hold to be read: the type of every field the report, the metrics and
 ``--resume`` read. A record that does not fit is named and skipped (its episode runs again on
 resume); a run.json that does not fit is refused with the field named."""

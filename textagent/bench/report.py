@@ -1,6 +1,7 @@
 """The bench report: ``report.md`` (modes side by side, failure taxonomy, worst tasks; their
-traces are printed by ``--trace-of``) and ``report.png`` (when matplotlib is installed). The diff
-of two runs is bench.compare."""
+traces are printed by ``--trace-of``) and ``report.png`` (when matplotlib is installed), which
+report.md names but does not show: runs committed to a repository keep report.md and run.json,
+and the chart is drawn again by ``--report``. The diff of two runs is bench.compare."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .metrics import (
 )
 from .records import meta_problem
 from .run_file import RUN_FILE
-from .runner import EPISODES_FILE, load_records
+from .runner import EPISODES_FILE, episodes_file, load_records
 
 __all__ = [
     "RUN_FILE",
@@ -53,7 +54,7 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             log.warning("%s: not used (%s)", folder / RUN_FILE, problem)
             meta = {}
     records = latest_records(load_records(path))
-    if not records and not (path / EPISODES_FILE if path.is_dir() else path).exists():
+    if not records and not episodes_file(path).exists():
         raise FileNotFoundError(f"no bench results at {path} (expected {EPISODES_FILE})")
     return meta, records
 
@@ -171,7 +172,11 @@ def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         out += [paired_section, ""]
 
     if chart:
-        out += [f"![success and tokens per solved task by mode; failure taxonomy]({chart})", ""]
+        out += [
+            f"The chart of success, tokens per solved task and failures by mode is `{chart}` beside this file "
+            "(`textagent bench --report <this folder>` draws it again).",
+            "",
+        ]
     elif meta.get("chart_note"):
         out += [f"_{meta['chart_note']}_", ""]
 
@@ -298,7 +303,7 @@ def _worst_section(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -
         "",
         "## Worst tasks per mode",
         "",
-        "An episode's trace (every reply, call, result and observation) is in `episodes.jsonl`: "
+        f"An episode's trace (every reply, call, result and observation) is in `{EPISODES_FILE}`: "
         "`textagent bench --report <this folder> --trace-of TASK [--modes MODE]` prints it.",
         "",
     ]

@@ -4,8 +4,10 @@
                         backend_for=BackendFactory(api="llamacpp"))
 
 Each episode (``bench.episode.run_episode``) is written as one JSON line to
-``DIR/episodes.jsonl`` the moment it ends, with its full trace. A resumed run (``bench
---resume``) skips the episodes already in the file (except backend errors, which are retried).
+``DIR/episodes.jsonl.gz`` the moment it ends, with its full trace (each line a gzip member of its
+own: ``jsonl.JsonlAppender``). A resumed run (``bench --resume``) skips the episodes already in the
+file (except backend errors, which are retried). A run written before the file was compressed
+(``DIR/episodes.jsonl``) is read, and resumed, in its own form.
 
 Workers are threads, one per server slot; a worker pins its episodes to its slot with
 ``id_slot`` so the slot's KV cache holds that worker's conversation.
@@ -14,7 +16,6 @@ Workers are threads, one per server slot; a worker pins its episodes to its slot
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..jsonl import read_jsonl
+from ..jsonl import JsonlAppender, read_jsonl
 from ..trace import json_line
 from .backends import Slot
 from .episode import Settings, episode_of, run_episode
@@ -30,9 +31,18 @@ from .progress import Progress
 from .records import record_problem
 from .tasks import Task
 
-__all__ = ["EPISODES_FILE", "BenchOutcome", "episode_key", "load_records", "run_bench"]
+__all__ = [
+    "EPISODES_FILE",
+    "PLAIN_EPISODES_FILE",
+    "BenchOutcome",
+    "episode_key",
+    "episodes_file",
+    "load_records",
+    "run_bench",
+]
 
-EPISODES_FILE = "episodes.jsonl"
+EPISODES_FILE = "episodes.jsonl.gz"
+PLAIN_EPISODES_FILE = "episodes.jsonl"  # runs written before the episodes were compressed
 log = logging.getLogger("textagent.bench")
 
 
@@ -40,11 +50,21 @@ def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
     return (str(record.get("task")), str(record.get("mode")), int(record.get("repeat", 0)))
 
 
-def load_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete JSON line of an episodes file (a line cut off by a crash is skipped)."""
+def episodes_file(path: str | Path) -> Path:
+    """The episodes file of a run directory (``path`` itself when it is a file): the compressed
+    one, else an older run's plain one when only that is there."""
     path = Path(path)
-    if path.is_dir():
-        path = path / EPISODES_FILE
+    if not path.is_dir():
+        return path
+    if not (path / EPISODES_FILE).exists() and (path / PLAIN_EPISODES_FILE).exists():
+        return path / PLAIN_EPISODES_FILE
+    return path / EPISODES_FILE
+
+
+def load_records(path: str | Path) -> list[dict[str, Any]]:
+    """Every complete JSON line of a run directory's episodes file, or of the file ``path``,
+    compressed or not (a line cut off by a crash is skipped)."""
+    path = episodes_file(path)
     if not path.exists():
         return []
     records = []
@@ -79,7 +99,7 @@ def run_bench(
     progress: bool | Progress = True,
     stream: IO[str] | None = None,
 ) -> BenchOutcome:
-    """Run every (task, mode, repeat) not already in ``out_dir/episodes.jsonl`` on the workers.
+    """Run every (task, mode, repeat) not already in ``out_dir``'s episodes file on the workers.
 
     Episodes are interleaved (for each repeat, for each task, every mode) so that a partial run
     still compares the modes on the same tasks; a task's modes run one after another on the same
@@ -92,7 +112,7 @@ def run_bench(
     settings = settings or Settings()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / EPISODES_FILE
+    path = episodes_file(out)
     done = {episode_key(r) for r in load_records(path) if r.get("stop_reason") not in ("backend_error", "error")}
     plan = [(task, mode, r) for r in range(repeat) for i, task in enumerate(tasks) for mode in _turned(modes, i)]
     todo = [p for p in plan if (p[0].id, p[1], p[2]) not in done]
@@ -104,15 +124,14 @@ def run_bench(
     jobs = _jobs(todo)
     stop = threading.Event()
     lock = threading.Lock()
-    sink = _append_to(path)
+    sink = JsonlAppender(path)
 
     def finish(record: dict[str, Any]) -> None:
         # the trace is in the record (`bench --report DIR --trace-of TASK` prints it): no file per episode
         with lock:
             if sink.closed:  # finished after Ctrl-C: the run has already been reported
                 return
-            sink.write(json_line(record) + "\n")
-            sink.flush()
+            sink.append(json_line(record))
             result.records.append(record)
             bar.update(record)
 
@@ -173,21 +192,6 @@ def _jobs(todo: Sequence[tuple[Task, str, int]]) -> queue.Queue[list[tuple[Task,
     for group in grouped.values():
         jobs.put(group)
     return jobs
-
-
-def _append_to(path: Path) -> IO[str]:
-    """``path`` open for appending records; a line cut off by a crash is ended first, so the next
-    record starts on a fresh line."""
-    if path.exists() and path.stat().st_size:
-        with open(path, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            needs_newline = f.read(1) != b"\n"
-    else:
-        needs_newline = False
-    sink = open(path, "a", encoding="utf-8")  # noqa: SIM115 - the caller owns it
-    if needs_newline:
-        sink.write("\n")
-    return sink
 
 
 def _turned(modes: Sequence[str], i: int) -> list[str]:
