@@ -17,7 +17,7 @@ import pytest
 from textagent import Agent
 from textagent.backends.scripted import ScriptedBackend
 from textagent.protocol import ToolCall
-from textagent.tools.mcp import MCPConnection, MCPServerError, mcp_tools, render_result, writable_name
+from textagent.tools.mcp import MCPConnection, MCPServerError, _short_name, mcp_tools, render_result, writable_name
 
 SERVER = [sys.executable, str(Path(__file__).with_name("mcp_server.py"))]
 
@@ -171,6 +171,51 @@ def test_two_servers_with_one_tool_name_need_a_prefix():
         pass
     with mcp_tools(SERVER, [sys.executable, "-m", "mcp_server_time"], prefix=True) as tools:
         assert "server.add" in tools and "time.get_current_time" in tools
+
+
+KEY = "sk-live-0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    "command, name",
+    [
+        (f"python server.py --api-key {KEY}", "server"),
+        (f"python3.11 -u -X dev weather.py --token {KEY}", "weather"),
+        ("python -m mcp_server_time --local-timezone Europe/Paris", "time"),
+        (f"uvx mcp-server-fetch --user-agent {KEY}", "fetch"),
+        (f"uv run --with mcp files.py {KEY}", "files"),
+        (f"npx -y @modelcontextprotocol/server-filesystem /home/{KEY}", "filesystem"),
+        (f"env API_KEY={KEY} node build/index.js", "index"),
+        (f"/usr/local/bin/github-mcp --key {KEY}", "github"),
+        (f"docker run -i --rm -e KEY={KEY} mcp/time", "docker"),
+        ("https://tools.example.com/mcp?token=x", "tools"),
+    ],
+)
+def test_a_server_is_named_by_its_program_never_by_an_argument(command, name):
+    assert _short_name(command) == name
+
+
+def test_a_key_among_the_arguments_is_no_name_prefix_log_file_or_error(tmp_path):
+    with MCPConnection([*SERVER, "--api-key", KEY], prefix="server") as conn:
+        assert conn.name == "server" and "server.add" in conn.toolset()
+        assert KEY not in str(conn.log_path) and conn.log_path.name.startswith("mcp-server-")
+    with mcp_tools([*SERVER, "--api-key", KEY], [*SERVER, "--api-key", "other"], prefix=True) as tools:
+        assert {"server.add", "server_2.add"} <= set(tools)  # two servers of one program, told apart
+    boom = tmp_path / "boom.py"
+    boom.write_text("import sys\nsys.exit(2)\n")
+    with pytest.raises(MCPServerError) as err, mcp_tools([sys.executable, str(boom), "--api-key", KEY]):
+        pass
+    assert "MCP server 'boom' could not be started" in str(err.value) and KEY not in str(err.value)
+    with pytest.raises(MCPServerError, match="two MCP servers have a tool named 'add'") as err:
+        with mcp_tools([*SERVER, "--api-key", KEY], SERVER):
+            pass
+    assert KEY not in str(err.value)
+
+
+def test_an_unclosed_quote_in_a_command_is_one_clear_error():
+    with pytest.raises(MCPServerError, match="cannot be split like a shell's: No closing quotation") as err:
+        MCPConnection(f'python "server.py --api-key {KEY}')
+    assert KEY not in str(err.value)
 
 
 def test_render_result_reads_every_kind_of_content():

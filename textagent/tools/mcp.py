@@ -133,7 +133,10 @@ def render_result(result: Any) -> str:
 
 
 def _argv(server: str | Sequence[str]) -> list[str]:
-    argv = shlex.split(server) if isinstance(server, str) else [str(a) for a in server]
+    try:
+        argv = shlex.split(server) if isinstance(server, str) else [str(a) for a in server]
+    except ValueError as exc:  # an unclosed quote; the command itself is not shown: it may hold a key
+        raise MCPServerError(f"an MCP server's command line cannot be split like a shell's: {exc}") from None
     if not argv:
         raise MCPServerError('an MCP server needs a command (e.g. "python -m mcp_server_time") or a URL')
     return argv
@@ -208,7 +211,7 @@ class MCPConnection:
             if self.log_path is None:
                 from ..local import cache_dir
 
-                slug = re.sub(r"[^\w.-]+", "_", Path(self.argv[-1]).name if len(self.argv) == 1 else self.argv[-1])[:40]
+                slug = re.sub(r"[^\w.-]+", "_", self.name)[:40]
                 self.log_path = cache_dir() / "logs" / f"mcp-{slug}-{os.getpid()}.log"
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._errlog = open(self.log_path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by close()
@@ -459,14 +462,18 @@ def mcp_tools(
         raise ValueError("a string prefix names one server; use prefix=True for several")
     with contextlib.ExitStack() as stack:
         sets: list[tuple[MCPConnection, ToolSet]] = []
+        names: set[str] = set()
         for server in servers:
+            name = writable_name(_short_name(server), names)  # two servers of one program: server, server_2
+            names.add(name)
             conn = MCPConnection(
                 server,
                 env=env,
                 cwd=cwd,
+                name=name,
                 timeout=timeout,
                 startup_timeout=startup_timeout,
-                prefix=(prefix if isinstance(prefix, str) else _short_name(server) if prefix else None),
+                prefix=(prefix if isinstance(prefix, str) else name if prefix else None),
             )
             stack.enter_context(conn)
             sets.append((conn, conn.toolset()))
@@ -476,23 +483,49 @@ def mcp_tools(
                 if name in owner:
                     raise MCPServerError(
                         f"two MCP servers have a tool named {name!r}: {owner[name]!r} and "
-                        f"{conn.source!r}; pass prefix=True (--mcp-prefix) to tell them apart"
+                        f"{conn.name!r}; pass prefix=True (--mcp-prefix) to tell them apart"
                     )
-                owner[name] = conn.source
+                owner[name] = conn.name  # not its command line, which may hold a key
         yield ToolSet([tools for _, tools in sets])
 
 
+# Programs that run another one named in their arguments: the server is named after that one.
+_INTERPRETERS = frozenset({"python", "pypy", "node", "deno", "bun", "ruby", "perl", "php", "sh", "bash"})
+_LAUNCHERS = _INTERPRETERS | {"npx", "bunx", "npm", "pnpm", "yarn", "uv", "uvx", "pipx", "poetry", "hatch", "env"}
+_SUBCOMMANDS = frozenset({"run", "exec", "dlx", "x", "tool"})  # uv run, npm exec, pnpm dlx, deno run ...
+_VALUE_OPTIONS = frozenset({"-X", "-W", "-p", "--with", "--from", "--python", "--package", "--directory", "--project"})
+
+
+def _program(argv: Sequence[str]) -> str:
+    """The name of the program a command line runs: ``-m``'s module, the script or package a
+    launcher (python, node, npx, uvx, ...) is given, else the command's own name. Never an
+    argument of that program (a key after ``--api-key`` would become the server's name)."""
+    command = Path(argv[0]).name
+    launcher = re.sub(r"[\d.]*(\.exe)?$", "", command.lower())  # python3.11 -> python
+    if launcher not in _LAUNCHERS:
+        return Path(command).stem
+    words = iter(argv[1:])
+    for word in words:
+        if word == "-m":
+            return next(words, launcher)
+        if word in ("-c", "-e", "--eval"):  # code on the command line: no program of its own
+            break
+        if word in _VALUE_OPTIONS:
+            next(words, None)
+        elif not (word.startswith("-") or word in _SUBCOMMANDS or (launcher == "env" and "=" in word)):
+            if launcher == "env":
+                return _program([word, *words])
+            return Path(re.sub(r"(?<=.)@[^/]*$", "", word)).stem  # an npm package's @version
+    return launcher
+
+
 def _short_name(server: str | Sequence[str]) -> str:
-    """A prefix for a server: the module or script it runs, or the URL's host."""
+    """A prefix for a server: the program it runs (see _program) or the URL's host."""
     if _is_url(server):
         from urllib.parse import urlsplit
 
         host = urlsplit(str(server)).hostname or "mcp"
         return writable_name(host.split(".")[0])
-    argv = _argv(server)
-    if "-m" in argv[:-1]:
-        word = argv[argv.index("-m") + 1]
-    else:
-        word = Path(argv[-1] if len(argv) > 1 else argv[0]).stem
-    word = re.sub(r"^mcp[_-]server[_-]|[_-]mcp$|^mcp[_-]", "", word) or word
+    word = _program(_argv(server))
+    word = re.sub(r"^mcp[_-]server[_-]|^server[_-]|[_-]mcp$|^mcp[_-]", "", word) or word
     return writable_name(word.replace(".", "_"))
