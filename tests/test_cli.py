@@ -328,30 +328,38 @@ def test_tools_option_loads_demo_names_and_module_functions(server, capsys):
     assert "- multiply: " in prompt and "- calculate: " in prompt and "get_weather" not in prompt
 
 
-def test_example_style_option_reads_the_examples_built_for_tools_without_any(server, capsys):
+def test_run_writes_the_examples_in_the_benchs_chosen_style_and_offers_no_other(server, capsys):
+    """The example style and tool choice are the bench's ablations (``bench --example-style``,
+    ``Agent(example_style=)``): ``run`` takes the defaults, the status style and the closest tool."""
     server.json("/completion", completion("ANSWER: ok"), repeat=True)
-    prompts = []
-    args = ["run", "--endpoint", server.url, "--chat-format", "chatml", "--tools", "textagent.toolkits.demo:multiply"]
-    for style in ("placeholder", "concrete"):
-        code, _, _ = run_cli(capsys, *args, "--example-style", style, "q")
-        assert code == 0
-        prompts.append(server.bodies("/completion")[-1]["prompt"])
-    assert "(what multiply returned)" in prompts[0] and "ANSWER: The result is 42." in prompts[1]
-    with pytest.raises(SystemExit) as exc:
-        run_cli(capsys, "run", "--endpoint", server.url, "--example-style", "fancy", "q")
-    assert exc.value.code == 2 and "invalid choice: 'fancy'" in capsys.readouterr().err
-
-
-def test_example_tool_option_shows_the_tools_closest_to_the_question(server, capsys):
-    server.json("/completion", completion("ANSWER: ok"), repeat=True)
-    shown = []
     tools = "textagent.toolkits.demo:multiply,textagent.toolkits.demo:get_weather"
     args = ["run", "--endpoint", server.url, "--chat-format", "chatml", "--tools", tools]
-    for choice in ("first", "closest"):
-        code, _, _ = run_cli(capsys, *args, "--example-tool", choice, "What is the weather in Rome?")
-        assert code == 0
-        shown.append(re.search(r"TOOL: (\w+) ARGS", server.bodies("/completion")[-1]["prompt"]).group(1))
-    assert shown == ["multiply", "get_weather"]
+    code, _, _ = run_cli(capsys, *args, "What is the weather in Rome?")
+    assert code == 0
+    prompt = server.bodies("/completion")[-1]["prompt"]
+    assert re.search(r"TOOL: (\w+) ARGS", prompt).group(1) == "get_weather"
+    assert 'OBSERVATION (get_weather): {"status": "success"}' in prompt
+    for option in ("--example-style", "--example-tool"):
+        with pytest.raises(SystemExit) as exc:
+            run_cli(capsys, *args, option, "first", "q")
+        assert exc.value.code == 2 and f"unrecognized arguments: {option}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "chat", "proxy"])
+def test_the_users_commands_offer_no_example_style_or_tool(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    assert "--example-style" not in text and "--example-tool" not in text
+
+
+def test_bench_keeps_the_example_style_and_tool_for_its_ablations(capsys):
+    from textagent.bench.cli import main as bench_main
+
+    assert bench_main(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert "--example-style" in text and "--example-tool" in text
 
 
 def test_tools_option_keeps_the_demo_examples_of_the_chosen_tools(server, capsys):

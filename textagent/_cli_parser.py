@@ -15,7 +15,6 @@ from .conventions import (
     ENV_OLLAMA_HOST,
     EXIT_CODES,
     EXIT_ERROR,
-    add_example_options,
     add_model_options,
     add_prefix_cache_option,
     add_token_options,
@@ -105,9 +104,6 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
         help="text: the text protocol (default); constrained: the same under a GBNF grammar "
         "(llama.cpp); native: the server's function calling on /v1/chat/completions "
         "(native+fallback also reads calls the model wrote as text)",
-    )
-    add_example_options(
-        r, "the worked examples for tools without examples of their own (--tools module:function, --mcp)"
     )
     r.add_argument(
         "--grammar-field",

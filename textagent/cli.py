@@ -199,8 +199,6 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
         backend,
         tools,
         mode=args.mode,
-        example_style=args.example_style,
-        example_tool=args.example_tool,
         max_steps=args.max_steps,
         max_repeats=args.max_repeats,
         max_tokens=args.token_budget,

@@ -21,7 +21,6 @@ from ..conventions import (
     ENV_BASE_URL,
     ENV_OLLAMA_HOST,
     EXIT_ERROR,
-    add_example_options,
     add_server_options,
     gguf_help,
     ollama_url,
@@ -66,7 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="text: free generation, parsed and repaired (default); constrained: the upstream is held "
         "to the tools' GBNF grammar (llama.cpp)",
     )
-    add_example_options(p, "the worked examples for a client's tools")
     p.add_argument(
         "--chat-format",
         choices=CHAT_FORMAT_CHOICES,
@@ -245,8 +243,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         trace_dir=trace_dir,
         max_queue=args.max_queue,
         allowed_origins=tuple(args.allow_origin),
-        example_style=args.example_style,
-        example_tool=args.example_tool,
     )
     warning = exposure_warning(args.host, config.api_key)
     if warning:
