@@ -2,13 +2,15 @@
 answer the check sent back, that answer taken as final (the loop without the check takes it;
 the replies before it are the same replies). Prints both side by side and the paired test.
 
-    python docs/bench/tuning/2026-12-05-claims/without.py RUN_DIR [--answers]
+    python docs/tuning/2026-12-05-claims/without.py RUN_DIR [--answers]
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
+from pathlib import Path
 from math import comb
 from types import SimpleNamespace
 
@@ -37,7 +39,8 @@ def _mcnemar(won, lost):
 
 
 def main(run_dir, show_answers=False):
-    with open(f"{run_dir}/episodes.jsonl") as f:
+    gz = Path(run_dir) / "episodes.jsonl.gz"  # committed runs are gzipped; a fresh run may not be
+    with gzip.open(gz, "rt") if gz.exists() else open(Path(run_dir) / "episodes.jsonl") as f:
         records = [json.loads(line) for line in f]
     items = {}
     for category in {r["kind"] for r in records}:
