@@ -736,3 +736,40 @@ def test_the_command_line_takes_its_choices_from_the_tables_without_loading_back
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "['textagent.backends.base', 'textagent.backends.factory']"
+
+
+# -- h66: CLI input that ended in a traceback or the wrong error ---------------
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--mcp", 'python "server.py --api-key sk-1'], "argument --mcp: cannot be split like a shell's command line"),
+        (["--mcp", " "], "argument --mcp: --mcp is empty"),
+        (["--temperature", "nan"], "argument --temperature: must be a finite number from 0 (got nan)"),
+        (["--temperature", "inf"], "argument --temperature: must be a finite number from 0 (got inf)"),
+        (["--temperature", "-1"], "argument --temperature: must be a finite number from 0 (got -1)"),
+    ],
+)
+def test_a_bad_mcp_command_or_temperature_is_a_one_line_usage_error(server, capsys, argv, says):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--endpoint", server.url, *argv, "q"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and says in err and "Traceback" not in err and "sk-1" not in err
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("answer_chars", [10, 1_000_000])
+def test_parse_into_a_pipe_closed_early_ends_quietly(tmp_path, answer_chars):
+    """`textagent parse FILE | head -c 5`: the reader leaves before (or while) the JSON is written."""
+    reply = tmp_path / "reply.txt"
+    reply.write_text("ANSWER: " + "x" * answer_chars)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "textagent", "parse", str(reply)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    if answer_chars > 10:
+        assert proc.stdout.read(5) == b'{"cal'
+    proc.stdout.close()  # the short one: closed before the process writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and err == ""

@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Refused", "nonempty", "port_number", "positive", "repeat_limit", "slot_list"]
+__all__ = [
+    "Refused",
+    "command_line",
+    "non_negative",
+    "nonempty",
+    "port_number",
+    "positive",
+    "repeat_limit",
+    "slot_list",
+]
 
 
 class Refused(Exception):
@@ -19,19 +29,56 @@ class Refused(Exception):
         self.code = code
 
 
+def _number(kind: type, text: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+
+
 def positive(kind: type) -> Callable[[str], Any]:
     """A number of ``kind`` greater than zero and finite."""
 
     def convert(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+        value = _number(kind, text)
         if not value > 0 or not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number greater than 0 (got {text})")
         return value
 
     convert.__name__ = f"positive {kind.__name__}"
+    return convert
+
+
+def non_negative(kind: type) -> Callable[[str], Any]:
+    """A finite number of ``kind`` from 0: ``--temperature nan`` is a usage error, not a request body that is no JSON."""
+
+    def convert(text: str) -> Any:
+        value = _number(kind, text)
+        if not value >= 0 or not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number from 0 (got {text})")
+        return value
+
+    convert.__name__ = f"non-negative {kind.__name__}"
+    return convert
+
+
+def command_line(what: str) -> Callable[[str], str]:
+    """A command line split like a shell's, or a URL: an unclosed quote is a usage error here, not a
+    traceback when the command is started. The text is kept as given; the error does not repeat it
+    (it may hold a key)."""
+
+    def convert(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(
+                f"{what} is empty (a variable that is not set?); leave the option out instead"
+            )
+        try:
+            shlex.split(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"cannot be split like a shell's command line: {exc}") from None
+        return text
+
+    convert.__name__ = what
     return convert
 
 

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from ._argtypes import nonempty, port_number, positive, repeat_limit
+from ._argtypes import command_line, non_negative, nonempty, port_number, positive, repeat_limit
 from .conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
@@ -87,6 +87,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--mcp",
         action="append",
+        type=command_line("--mcp"),
         default=[],
         metavar="SERVER",
         help='an MCP server whose tools the model gets: a command line ("python -m mcp_server_time") '
@@ -125,7 +126,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
         help="checks run on every answer and step: module:Name of your own textagent.checks.Check, "
         "comma-separated (default none: the first answer is taken)",
     )
-    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--temperature", type=non_negative(float), default=0.0)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--timeout", type=positive(float), default=300, help="read timeout of one request, seconds")
     r.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False, help="stream tokens")

@@ -452,6 +452,18 @@ def setup_logging(level: str | int) -> None:
         logger.addHandler(handler)
 
 
+def _stdout_gone() -> int:
+    """The reader of stdout has gone (`textagent parse FILE | head -c 5`): the rest of the output
+    goes nowhere, also what Python would flush at exit (into the closed pipe: one more error),
+    and the exit status is a shell's for a writer SIGPIPE ended (128 + 13), without a word."""
+    with contextlib.suppress(OSError, ValueError):  # a stdout with no file descriptor (tests)
+        fd = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    return 141
+
+
 COMMANDS = {
     "parse": cmd_parse,
     "run": cmd_run,
@@ -478,7 +490,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("run", "chat"):
         apply_conventions(args)
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a reader that left (`| head`) is found here, not by the flush at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
     except BackendError as exc:  # e.g. asking the server for its chat template before the run
         _say(f"textagent: {exc}")
         return EXIT_CODES["backend_error"]
