@@ -738,7 +738,31 @@ def test_the_command_line_takes_its_choices_from_the_tables_without_loading_back
     assert loaded.strip() == "['textagent.backends.base', 'textagent.backends.factory']"
 
 
-# -- h66: CLI input that ended in a traceback or the wrong error ---------------
+# -- h66: SIGTERM ends a chat, CLI input that ended in a traceback or the wrong error ---------------
+def test_sigterm_during_a_chat_question_ends_the_session_and_its_server(server, capsys, monkeypatch):
+    import signal
+    import time
+
+    from textagent.agent import Agent
+    from textagent.endpoint import Endpoint
+
+    def killed(self, task):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises here
+        pytest.fail("SIGTERM did not end the question")
+
+    stopped = []
+    real_stop = Endpoint.stop
+    monkeypatch.setattr(Endpoint, "stop", lambda self: (stopped.append(self), real_stop(self)))
+    monkeypatch.setattr(Agent, "run", killed)
+    server.json("/completion", completion("ANSWER: never"))
+    _typed(monkeypatch, ["first?", "second?"])
+    before = signal.getsignal(signal.SIGTERM)
+    code, out, err = run_cli(capsys, "chat", "--endpoint", server.url, "--chat-format", "chatml")
+    assert code == 130 and "terminated" in err and "dropped" not in err and out == ""
+    assert stopped and server.requests == [] and signal.getsignal(signal.SIGTERM) == before
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [

@@ -166,8 +166,13 @@ def _check_trace_path(path: str | None) -> None:
         raise TextagentError(f"--trace {path}: cannot write it ({exc.strerror or exc})") from None
 
 
-def _raise_interrupt(*_: Any) -> None:
-    raise KeyboardInterrupt
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM: unwinds as Ctrl-C does (the servers are stopped on the way), but ends a chat
+    session, where Ctrl-C only drops the question under way."""
+
+
+def _raise_terminated(*_: Any) -> None:
+    raise _Terminated
 
 
 def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.ExitStack) -> Any:
@@ -216,7 +221,7 @@ def _unwind_on_sigterm(servers: contextlib.ExitStack) -> None:
     """SIGTERM unwinds like Ctrl-C, so the embedded llama-server (also while it loads the model)
     and MCP servers (in sessions of their own) are stopped, not left running without a parent."""
     if threading.current_thread() is threading.main_thread():
-        servers.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _raise_interrupt))
+        servers.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _raise_terminated))
 
 
 def _closing(stack: list[Any], servers: contextlib.ExitStack) -> None:
@@ -315,6 +320,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         while True:
             try:
                 line = input(args.prompt)
+            except _Terminated:
+                raise
             except (EOFError, KeyboardInterrupt):
                 print()
                 return 0
@@ -333,6 +340,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
             saved, question = copy.deepcopy(agent.conversation), agent.question
             try:
                 result = agent.run(text)
+            except _Terminated:
+                raise
             except KeyboardInterrupt:
                 # the question is taken back: the conversation stays as it was before it
                 agent.mode.conversation, agent.question = saved, question
@@ -501,8 +510,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TextagentError as exc:
         _say(f"textagent: {exc}")
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        _say("textagent: interrupted")
+    except KeyboardInterrupt as exc:
+        _say(f"textagent: {'terminated' if isinstance(exc, _Terminated) else 'interrupted'}")
         return 130
 
 
