@@ -8,6 +8,7 @@ import subprocess
 import sys
 import types
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,10 @@ def test_wheel_installs_into_a_fresh_venv_and_finds_the_grammar(tmp_path):
     )
     assert build.returncode == 0, build.stderr
     wheel = next(dist.glob("textagent-*.whl"))
+    shipped = zipfile.ZipFile(wheel).namelist()
+    # the sweeps are run from a checkout (python -m benchmarks.parse_speed), never installed
+    assert not [n for n in shipped if n.startswith("benchmarks/") or n.endswith("filler_words.txt")]
+    assert "textagent/fuzz.py" in shipped and not [n for n in shipped if n.startswith("textagent/bench/parse_speed")]
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"

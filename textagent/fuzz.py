@@ -12,8 +12,9 @@ Four sources of input, each checked against the same invariants:
   raise ``ToolArgumentError``;
 * the GBNF generator of constrained mode: random JSON schemas must give a sound grammar (a root,
   every rule it uses defined once); the real-server test sends such grammars to llama-server;
-* the adversarial inputs of the parser benchmark (10^5 open braces, 10 MB strings, ...), each of
-  which must parse or fail in under 2 s.
+* adversarial inputs (:func:`adversarial`: 10^5 open braces, 10 MB strings, ...; the parser
+  benchmark, ``benchmarks/parse_speed.py``, times them too), each of which must parse or fail in
+  under 2 s.
 
 Invariants: no exception but ``ParseError``; its line and column point inside the text; time
 grows no worse than linearly (the slowest input's time per KB is reported).
@@ -40,6 +41,7 @@ __all__ = [
     "DEFAULT_CORPUS",
     "Campaign",
     "Failure",
+    "adversarial",
     "gbnf_problems",
     "load_corpus",
     "minimize",
@@ -350,11 +352,47 @@ def _gbnf_phase(campaign: Campaign, count: int, deadline: float, seed: int) -> N
     campaign.examples["gbnf"] = seen[0]
 
 
-def _adversarial_phase(campaign: Campaign, deadline: float = float("inf"), *, quick: bool = False) -> None:
-    """The benchmark's adversarial inputs (1 MB instead of 10 MB ones when ``quick``), one by one
-    until ``deadline``."""
-    from .bench.parse_speed import adversarial
+def adversarial(quick: bool) -> list[tuple[str, str, bool]]:
+    """(name, text, is_target): the inputs the parser must read or refuse in under 2 s each are
+    targets (10^5 open braces, a 10 MB string, very long lines in every argument form); the rest
+    are stress cases, timed by the benchmark and not held to that."""
+    big = 1_000_000 if quick else 10_000_000
+    mb = 1_000_000
+    return [
+        ("10^5 open braces in args", "TOOL: f ARGS: " + "{" * 100_000, True),
+        ("10^5 open brackets, one per line", "TOOL: f ARGS: {\n" + '"a": [\n' * 100_000, True),
+        ("10^5 open braces in prose", "{" * 100_000, True),
+        ("10^5 nested closed brackets", 'TOOL: f ARGS: {"a": ' + "[" * 50_000 + "]" * 50_000 + "}", True),
+        (f"{big // mb} MB string in JSON args", 'TOOL: f ARGS: {"s": "' + "x" * big + '"}', True),
+        (f"{big // mb} MB string in relaxed args (grammar)", "TOOL: f ARGS: {s: '" + "x" * big + "'}", True),
+        (f"{big // mb} MB unterminated string", 'TOOL: f ARGS: {"s": "' + "x" * big + "}", True),
+        (f"{big // mb} MB string, key=value", 'TOOL: f ARGS: s="' + "x" * big + '"', True),
+        ("1 MB prose line", "word " * (mb // 5), True),
+        ("1 MB bare argument", "TOOL: f ARGS: " + "1 + " * (mb // 4) + "1", True),
+        ("1 MB key=value value", "TOOL: f ARGS: q=" + "a b " * (mb // 4), True),
+        ("1 MB key=value value continued over 333k commas", "TOOL: f ARGS: a=x" + ", y" * (mb // 3), True),
+        ("1 MB shorthand value continued over 333k commas", "TOOL: f(a=x" + ", y" * (mb // 3) + ")", True),
+        ("1 MB shorthand positional", "TOOL: f(" + "a ) " * (mb // 4) + ")", True),
+        ("1 MB shorthand with spaces", "TOOL: f(x=a" + " " * mb + "b)", True),
+        ("1 MB of ')' and spaces", "TOOL: f(" + ") " * (mb // 2), True),
+        ("1 MB tool name", "TOOL: " + "a" * mb, True),
+        ("1 MB identifier before ARGS", "TOOL: f ARGS: " + "a" * mb + " x", True),
+        ("10^5 blank lines after TOOL", "TOOL: f" + "\n" * 100_000 + "x", True),
+        ("10^5 fence lines", "```\n" * 100_000, True),
+        ("10^5 call lines (2.5 MB)", "\n".join(f'TOOL: f ARGS: {{"i": {i}}}' for i in range(100_000)), True),
+        (
+            "stress: 1 MB of key=value pairs (500k tokens)",
+            "TOOL: f ARGS: " + ", ".join(f"k{i}=v" for i in range(mb // 8)),
+            False,
+        ),
+        ("stress: 1 MB relaxed list (330k tokens)", "TOOL: f ARGS: {a: [" + "1, " * (mb // 3) + "]}", False),
+        ("stress: 1 MB JSON list (json.loads)", 'TOOL: f ARGS: {"a": [' + "1, " * (mb // 3) + "1]}", False),
+    ]
 
+
+def _adversarial_phase(campaign: Campaign, deadline: float = float("inf"), *, quick: bool = False) -> None:
+    """The adversarial inputs (1 MB instead of 10 MB ones when ``quick``), one by one until
+    ``deadline``."""
     count = 0
     for name, text, is_target in adversarial(quick=quick):
         if not is_target:

@@ -296,7 +296,7 @@ def test_total_on_mangled_calls(call, data):
 @pytest.mark.parametrize("head,tail", [("TOOL: x ARGS: a=x", ""), ("TOOL: x(a=x", ")")])
 def test_a_long_unquoted_value_continued_after_commas_parses_in_linear_time(head, tail):
     # #16 item 10: `a=x, y, y, ...` was quadratic (1 MB: 6-10 s, 2 MB: 25 s); the timing bound is loose
-    # on purpose, the benchmark (textagent.bench.parse_speed) has the figures
+    # on purpose, the benchmark (benchmarks/parse_speed.py) has the figures
     import time
 
     for n in (3, 666_666):

@@ -22,7 +22,7 @@ from .models import Progress, _quiet, cache_dir, resolve_model
 log = logging.getLogger(__name__)
 
 # llama-server's threads and --poll (None: the server's own, all cores and --poll 50). Measured with
-# `python -m textagent.bench.server_settings` (docs/perf.md): on an idle 2-core machine all cores
+# `python -m benchmarks.server_settings` (docs/perf.md): on an idle 2-core machine all cores
 # are 1.6-1.9x faster than one; with two busy processes beside it one thread and --poll 0 are up
 # to 1.3x faster. The idle case is the common one; on a loaded machine pass threads=1, poll=0.
 DEFAULT_THREADS: int | None = None

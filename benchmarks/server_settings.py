@@ -1,4 +1,4 @@
-"""llama-server throughput under different settings: ``python -m textagent.bench.server_settings``.
+"""llama-server throughput under different settings: ``python -m benchmarks.server_settings``.
 
 It informs the defaults of ``LocalServer``, ``textagent serve`` and ``textagent bench``. For each
 config (threads x poll x parallel x cache-reuse) it starts its own ``LocalServer`` on a free port,
@@ -45,7 +45,6 @@ from typing import Any
 
 import requests
 
-from .._resources import data_text
 from .server_figures import Config, Measurement, Row, render_table, summarize
 
 __all__ = ["configs", "main", "make_prompt", "measure_config", "parse_args", "run"]
@@ -60,7 +59,7 @@ FULL = {"threads": "1,2", "poll": "0,50", "parallel": "1,2,4", "cache_reuse": "0
 def _words() -> list[str]:
     """Plain words, mostly one token each: a prompt of N words is about N tokens (calibrated with
     the server's /tokenize when it answers)."""
-    return data_text("bench", "filler_words.txt").split()
+    return Path(__file__).with_name("filler_words.txt").read_text(encoding="utf-8").split()
 
 
 # -- configs and arguments -----------------------------------------------------------------------
@@ -90,7 +89,7 @@ def _int_list(minimum: int) -> Callable[[str], list[int]]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m textagent.bench.server_settings",
+        prog="python -m benchmarks.server_settings",
         description="llama-server throughput under different settings, as a markdown table.",
     )
     p.add_argument("--threads", type=_int_list(1), help=f"comma list of -t values (default {FULL['threads']})")
@@ -285,8 +284,8 @@ def measure_config(
 ) -> list[Row]:
     """One server with ``config``; a row per machine state in ``loads``. Never raises for a
     server that fails to start or a request that fails: the rows say so."""
-    from ..errors import LocalServerError
-    from ..local import LocalServer
+    from textagent.errors import LocalServerError
+    from textagent.local import LocalServer
 
     server = LocalServer(
         model,

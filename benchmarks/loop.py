@@ -1,4 +1,4 @@
-"""The agent loop's own overhead per step, with no model: ``python -m textagent.bench.loop``.
+"""The agent loop's own overhead per step, with no model: ``python -m benchmarks.loop``.
 
 A ScriptedBackend answers instantly, so everything measured is textagent's: rendering the
 prompt, parsing the reply, validating and dispatching the call, formatting the observation,
@@ -15,9 +15,9 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from ..agent import Agent
-from ..backends.scripted import ScriptedBackend
-from ..toolkits.demo import demo_tools
+from textagent.agent import Agent
+from textagent.backends.scripted import ScriptedBackend
+from textagent.toolkits.demo import demo_tools
 
 REPLIES = [
     'I need the product first.\nTOOL: calculate ARGS: {"expression": "17 * 24"}',

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from textagent.bench import server_settings as ss
-from textagent.bench.server_figures import Config, Measurement, summarize
+from benchmarks import server_settings as ss
+from benchmarks.server_figures import Config, Measurement, summarize
 
 # llama.cpp's timings of one slot: 500 prompt tokens in 2 s, 64 generated in 3.2 s
 ONE_SLOT = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from textagent.bench import server_figures as sf
-from textagent.bench.server_figures import Config, Measurement, Row
+from benchmarks import server_figures as sf
+from benchmarks.server_figures import Config, Measurement, Row
 
 
 def timing(prompt_n=500, prompt_ms=2000.0, predicted_n=64, predicted_ms=3200.0, cache_n=0):

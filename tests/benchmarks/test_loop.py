@@ -1,4 +1,4 @@
-from textagent.bench import loop
+from benchmarks import loop
 
 
 def test_loop_bench_runs_the_scripted_scenario():

@@ -1,6 +1,6 @@
-"""Speculative decoding on real tool-call replies: ``python -m textagent.bench.speculative``.
+"""Speculative decoding on real tool-call replies: ``python -m benchmarks.speculative``.
 
-    python -m textagent.bench.speculative --model qwen2.5-coder-1.5b \\
+    python -m benchmarks.speculative --model qwen2.5-coder-1.5b \\
         --configs none,draft,ngram-simple,ngram-mod --tasks bfcl:simple_python,multiple,parallel \\
         --split dev --limit-per-category 4 --out docs/perf/speculative.md
 
@@ -151,11 +151,11 @@ def measure(
     progress: Callable[[str], None],
 ) -> ConfigResult:
     """Start a server with this config, run every task's first reply, stop the server."""
-    from ..errors import TextagentError
-    from ..local import LocalServer
-    from ..steps import Step
-    from .backends import BackendFactory, Slot
-    from .episode import Settings, run_episode
+    from textagent.bench.backends import BackendFactory, Slot
+    from textagent.bench.episode import Settings, run_episode
+    from textagent.errors import TextagentError
+    from textagent.local import LocalServer
+    from textagent.steps import Step
 
     args = server_args(config, draft_path)
     result = ConfigResult(config.name, args)
@@ -235,7 +235,7 @@ def _short_args(args: Sequence[str]) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m textagent.bench.speculative",
+        prog="python -m benchmarks.speculative",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -268,10 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, progress: Callable[[str], None] = lambda _: None) -> list[ConfigResult]:
-    from ..local import resolve_model
-    from .bfcl.tasks import bfcl_tasks, is_bfcl_spec
-    from .cli import _select
-    from .tasks import load_tasks
+    from textagent.bench.bfcl.tasks import bfcl_tasks, is_bfcl_spec
+    from textagent.bench.cli import _select
+    from textagent.bench.tasks import load_tasks
+    from textagent.local import resolve_model
 
     configs = [parse_config(c) for c in args.configs.split(",") if c.strip()]
     draft_path = (

@@ -1,4 +1,4 @@
-"""Benchmark of the reply parser: ``python -m textagent.bench.parse_speed [--quick] [--json] [--check]``.
+"""Benchmark of the reply parser: ``python -m benchmarks.parse_speed [--quick] [--json] [--check]``.
 
 Prints, all measured in the same run:
 
@@ -11,8 +11,8 @@ Prints, all measured in the same run:
 * adversarial inputs -- 10^5 open braces, a 10 MB string inside the arguments, 1 MB lines in
   every argument form -- each with its time and outcome (target: under 2 s each).
 
-``--check`` exits with status 1 when a target is missed. ``main(argv)`` is what
-``textagent bench`` calls.
+``--check`` exits with status 1 when a target is missed. The adversarial inputs are
+``textagent.fuzz.adversarial``'s, which ``textagent fuzz`` checks too.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol import ParseError, parse_reply
-from ..protocol.lines import classify
-from ..protocol.reader import Reader
+from textagent.fuzz import adversarial
+from textagent.protocol import ParseError, parse_reply
+from textagent.protocol.lines import classify
+from textagent.protocol.reader import Reader
 
 TYPICAL = (
     "Thought: the user wants the weather in Paris for three days, so I call the tool.\n"
@@ -203,43 +204,6 @@ def chunks(text: str, size: int = 150) -> list[str]:
     return out
 
 
-def adversarial(quick: bool) -> list[tuple[str, str, bool]]:
-    """(name, text, is_target): the inputs the issue names (10^5 open braces, a 10 MB string,
-    very long lines) are targets (< 2 s); the rest are extra stress cases, reported only."""
-    big = 1_000_000 if quick else 10_000_000
-    mb = 1_000_000
-    return [
-        ("10^5 open braces in args", "TOOL: f ARGS: " + "{" * 100_000, True),
-        ("10^5 open brackets, one per line", "TOOL: f ARGS: {\n" + '"a": [\n' * 100_000, True),
-        ("10^5 open braces in prose", "{" * 100_000, True),
-        ("10^5 nested closed brackets", 'TOOL: f ARGS: {"a": ' + "[" * 50_000 + "]" * 50_000 + "}", True),
-        (f"{big // mb} MB string in JSON args", 'TOOL: f ARGS: {"s": "' + "x" * big + '"}', True),
-        (f"{big // mb} MB string in relaxed args (grammar)", "TOOL: f ARGS: {s: '" + "x" * big + "'}", True),
-        (f"{big // mb} MB unterminated string", 'TOOL: f ARGS: {"s": "' + "x" * big + "}", True),
-        (f"{big // mb} MB string, key=value", 'TOOL: f ARGS: s="' + "x" * big + '"', True),
-        ("1 MB prose line", "word " * (mb // 5), True),
-        ("1 MB bare argument", "TOOL: f ARGS: " + "1 + " * (mb // 4) + "1", True),
-        ("1 MB key=value value", "TOOL: f ARGS: q=" + "a b " * (mb // 4), True),
-        ("1 MB key=value value continued over 333k commas", "TOOL: f ARGS: a=x" + ", y" * (mb // 3), True),
-        ("1 MB shorthand value continued over 333k commas", "TOOL: f(a=x" + ", y" * (mb // 3) + ")", True),
-        ("1 MB shorthand positional", "TOOL: f(" + "a ) " * (mb // 4) + ")", True),
-        ("1 MB shorthand with spaces", "TOOL: f(x=a" + " " * mb + "b)", True),
-        ("1 MB of ')' and spaces", "TOOL: f(" + ") " * (mb // 2), True),
-        ("1 MB tool name", "TOOL: " + "a" * mb, True),
-        ("1 MB identifier before ARGS", "TOOL: f ARGS: " + "a" * mb + " x", True),
-        ("10^5 blank lines after TOOL", "TOOL: f" + "\n" * 100_000 + "x", True),
-        ("10^5 fence lines", "```\n" * 100_000, True),
-        ("10^5 call lines (2.5 MB)", "\n".join(f'TOOL: f ARGS: {{"i": {i}}}' for i in range(100_000)), True),
-        (
-            "stress: 1 MB of key=value pairs (500k tokens)",
-            "TOOL: f ARGS: " + ", ".join(f"k{i}=v" for i in range(mb // 8)),
-            False,
-        ),
-        ("stress: 1 MB relaxed list (330k tokens)", "TOOL: f ARGS: {a: [" + "1, " * (mb // 3) + "]}", False),
-        ("stress: 1 MB JSON list (json.loads)", 'TOOL: f ARGS: {"a": [' + "1, " * (mb // 3) + "1]}", False),
-    ]
-
-
 # ---- the run --------------------------------------------------------------------------------
 
 
@@ -354,7 +318,7 @@ def report(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m textagent.bench.parse_speed", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.parse_speed", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="shorter timings, 1 MB instead of 10 MB strings")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from textagent.bench import speculative as S
+from benchmarks import speculative as S
 
 
 def test_configs_parse_and_become_server_arguments():
