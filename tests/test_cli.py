@@ -738,7 +738,61 @@ def test_the_command_line_takes_its_choices_from_the_tables_without_loading_back
     assert loaded.strip() == "['textagent.backends.base', 'textagent.backends.factory']"
 
 
-# -- h66: SIGTERM ends a chat, CLI input that ended in a traceback or the wrong error ---------------
+# -- h66: chat's refused questions and SIGTERM, --ctx-size, input that ended in a traceback ---------------
+_TOO_LONG = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it"}}
+_TOO_LONG_SIZED = {
+    "error": {
+        "code": 400,
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 9001,
+        "n_ctx": 8192,
+        "message": "request (9001 tokens) exceeds the available context size (8192 tokens), try increasing it",
+    }
+}
+
+
+@pytest.mark.parametrize("refusal, size", [(_TOO_LONG, 4096), (_TOO_LONG_SIZED, 8192)])
+def test_chat_drops_a_question_the_server_refused_and_names_the_context_and_reset(
+    server, capsys, monkeypatch, refusal, size
+):
+    server.json("/completion", completion("ANSWER: 408"))
+    server.add("/completion", status=400, json=refusal)
+    server.json("/completion", completion("ANSWER: fine"))
+    server.json("/props", {"default_generation_settings": {"n_ctx": 4096}})  # asked when the refusal has no size
+    _typed(monkeypatch, ["What's 17 times 24?", "a question too long " * 50, "And then?"])
+    code, out, err = run_cli(capsys, "chat", "--endpoint", server.url, "--chat-format", "chatml")
+    assert code == 0 and out.split() == ["408", "fine"]
+    (said,) = [line for line in err.splitlines() if "context" in line]
+    assert f"the model's context ({size} tokens)" in said and "question is dropped" in said and "/reset" in said
+    last = server.bodies("/completion")[-1]["prompt"]
+    assert "17 times 24" in last and "too long" not in last and "And then?" in last  # dropped, the rest kept
+
+
+def test_chat_ctx_size_starts_the_embedded_server_with_that_context(capsys, monkeypatch):
+    import textagent.local
+
+    started = []
+
+    class Server:
+        def __init__(self, gguf, **options):
+            started.append(options)
+
+        def start(self):
+            raise TextagentError("stand-in server: not started")
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(textagent.local, "LocalServer", Server)
+    monkeypatch.setattr(textagent.local, "running_server", lambda: {"url": "http://127.0.0.1:9"})
+    code, _, err = run_cli(capsys, "chat", "--ctx-size", "16384")
+    assert code == 1 and "stand-in server" in err and started[0]["ctx_size"] == 16384  # not `serve`'s server
+    with pytest.raises(SystemExit) as exit_:
+        main(["chat", "--endpoint", "http://127.0.0.1:9", "--ctx-size", "4096"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--ctx-size sizes the embedded server" in err
+
+
 def test_sigterm_during_a_chat_question_ends_the_session_and_its_server(server, capsys, monkeypatch):
     import signal
     import time

@@ -166,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         + f", {EXIT_ERROR} error.",
     )
     r.add_argument("question")
+    r.set_defaults(ctx_size=None)  # the embedded server's own (chat's --ctx-size)
     _add_agent_options(r)
     r.add_argument("--json", action="store_true", help="print one JSON line with answer, stop_reason, steps, usage")
     r.add_argument(
@@ -183,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"results. {CHAT_HELP}. Answers go to stdout, steps (-v) and notes to stderr.",
     )
     _add_agent_options(c)
+    c.add_argument(
+        "--ctx-size",
+        type=positive(int),
+        metavar="TOKENS",
+        help="the embedded server's context (default 8192; a server `textagent serve` runs is not used then): "
+        "a conversation longer than that is refused, and its last question dropped",
+    )
     c.add_argument("--prompt", default="> ", help="the prompt shown before each question (default '> ')")
     c.add_argument("-v", "--verbose", action="store_true", help="print each step on stderr")
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import logging
 import os
+import re
 import signal
 import stat
 import sys
@@ -21,7 +23,7 @@ from typing import Any
 
 from ._cli_parser import CHAT_HELP, build_parser
 from .conventions import EXIT_CODES, EXIT_ERROR, apply_conventions
-from .errors import BackendError, TextagentError
+from .errors import BackendError, BackendHTTPError, TextagentError
 
 log = logging.getLogger(__name__)
 _IMPORTED = time.perf_counter()
@@ -137,6 +139,9 @@ def _make_backend(args: argparse.Namespace, stack: list[Any]) -> tuple[Any, Any]
         grammar_field=args.grammar_field,
         chat_format=args.chat_format,
         gguf=args.gguf,
+        # chat's --ctx-size: a server started here with that context, not the one `textagent serve` runs
+        reuse_served=args.ctx_size is None,
+        server={"ctx_size": args.ctx_size} if args.ctx_size else None,
         prefix_cache=args.prefix_cache,
         progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None,
     )
@@ -307,10 +312,54 @@ def _time_line(result: Any, opened: float, before: float) -> str:
     )
 
 
-def cmd_chat(args: argparse.Namespace) -> int:
-    """An interactive conversation: each line a question that sees the earlier ones."""
+# llama.cpp's refusal of a prompt longer than a slot's context (OpenAI's says "context length")
+_CONTEXT = re.compile(r"exceed_context_size|exceeds the available context|context (?:size|length)", re.I)
+
+
+def _context_size(error: BackendHTTPError, backend: Any) -> int | None:
+    """The context the server has: the n_ctx of its refusal (llama.cpp), else of its /props."""
+    with contextlib.suppress(ValueError, TypeError, KeyError):
+        return int(json.loads(error.body)["error"]["n_ctx"])
+    with contextlib.suppress(BackendError, ValueError, TypeError, KeyError, AttributeError):
+        return int(backend.props()["default_generation_settings"]["n_ctx"])
+    return None
+
+
+def _refused(error: Any, agent: Any, embedded: bool) -> str:
+    """What chat says of a question the server refused (the question is dropped)."""
+    if isinstance(error, BackendHTTPError) and _CONTEXT.search(error.body or str(error)):
+        size = _context_size(error, agent.backend)
+        return (
+            f"textagent: the conversation no longer fits the model's context"
+            f"{f' ({size} tokens)' if size else ''}, so that question is dropped; /reset starts a new conversation"
+            + (", or start chat again with a larger --ctx-size" if embedded else "")
+        )
+    return f"textagent: {error} (that question is dropped)"
+
+
+def _ask(agent: Any, text: str, embedded: bool) -> None:
+    """One question of a chat. A question interrupted (Ctrl-C) or refused by the server is taken
+    back: the conversation stays as it was before it, so the next question does not carry it."""
     import copy
 
+    saved, question = copy.deepcopy(agent.conversation), agent.question
+    try:
+        result = agent.run(text)
+    except _Terminated:
+        raise
+    except KeyboardInterrupt:
+        result = None
+    if result is None or result.stop_reason == "backend_error":
+        agent.mode.conversation, agent.question = saved, question
+        _say("(interrupted; that question is dropped)" if result is None else _refused(result.error, agent, embedded))
+        return
+    _say_stop(result)
+    if result.answer is not None:
+        print(result.answer, flush=True)
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """An interactive conversation: each line a question that sees the earlier ones."""
     stack: list[Any] = []
     servers = contextlib.ExitStack()
     _unwind_on_sigterm(servers)
@@ -337,19 +386,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             if text.startswith("/"):
                 _say(f"unknown command {text.split()[0]}: {CHAT_HELP}")
                 continue
-            saved, question = copy.deepcopy(agent.conversation), agent.question
-            try:
-                result = agent.run(text)
-            except _Terminated:
-                raise
-            except KeyboardInterrupt:
-                # the question is taken back: the conversation stays as it was before it
-                agent.mode.conversation, agent.question = saved, question
-                _say("(interrupted; that question is dropped)")
-                continue
-            _say_stop(result)
-            if result.answer is not None:
-                print(result.answer, flush=True)
+            _ask(agent, text, embedded=args.endpoint is None)
     finally:
         _closing(stack, servers)
 
@@ -495,9 +532,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(known.log_level or ("info" if verbose else "warning"))
     if argv and argv[0] in _DELEGATED:
         return importlib.import_module(_DELEGATED[argv[0]]).main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command in ("run", "chat"):
         apply_conventions(args)
+        if args.ctx_size and args.endpoint:
+            parser.error("--ctx-size sizes the embedded server; with --endpoint the server's own context applies")
     try:
         code = COMMANDS[args.command](args)
         sys.stdout.flush()  # a reader that left (`| head`) is found here, not by the flush at exit
