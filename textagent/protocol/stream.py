@@ -20,7 +20,7 @@ from .lines import QUOTE_PREFIX, scan, stops_gathering
 from .reader import Reader
 from .types import ToolCall
 
-__all__ = ["CompleteCalls", "complete_calls"]
+__all__ = ["CompleteCalls", "calls_before_error", "complete_calls"]
 
 _MAYBE_CALL = re.compile(r"tool", re.I | re.A)  # keywords are ASCII (PROTOCOL.md §1)
 # Lines that would extend a call the reply ends with, if it could be extended: an ARGS line
@@ -52,6 +52,18 @@ def complete_calls(text: str, tools: Any = None) -> list[ToolCall] | None:
         if again.calls != reply.calls:
             return None
     return reply.calls
+
+
+def calls_before_error(text: str, tools: Any = None) -> list[ToolCall]:
+    """The calls settled before the first line of ``text`` that no later text could make
+    readable (and before a cut last line): what streaming would have taken of a reply that
+    does not parse as a whole, such as one cut by max_tokens after a bad line."""
+    reader, taken, start = CompleteCalls(tools), [], 0
+    nl = text.find("\n")
+    while nl != -1 and not reader.never:
+        taken = reader.at(text, start, nl) or taken
+        start, nl = nl + 1, text.find("\n", nl + 1)
+    return list(taken)
 
 
 class CompleteCalls:

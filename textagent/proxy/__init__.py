@@ -9,11 +9,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["REPAIRS_HEADER", "ProxyConfig", "ProxyServer", "Upstream", "UpstreamConfig", "create_app"]
+__all__ = ["FAILURE_HEADER", "REPAIRS_HEADER", "ProxyConfig", "ProxyServer", "Upstream", "UpstreamConfig", "create_app"]
 
 _WHERE = {
     "ProxyConfig": "app",
     "create_app": "app",
+    "FAILURE_HEADER": "app",
     "REPAIRS_HEADER": "app",
     "ProxyServer": "server",
     "Upstream": "upstream",

@@ -52,11 +52,14 @@ from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_ob
 from .transcript import transcript
 from .upstream import Upstream
 
-__all__ = ["REPAIRS_HEADER", "ProxyApp", "ProxyConfig", "create_app"]
+__all__ = ["FAILURE_HEADER", "REPAIRS_HEADER", "ProxyApp", "ProxyConfig", "create_app"]
 
 log = logging.getLogger(__name__)
 
 REPAIRS_HEADER = "x-textagent-repairs"
+# set when no reply of the model was usable and the client got an empty message (a plain answer;
+# a streamed one has sent its headers by then: the trace says it)
+FAILURE_HEADER = "x-textagent-failure"
 
 
 @dataclass
@@ -259,6 +262,8 @@ class ProxyApp:
                 completion_tokens=result.usage.completion_tokens,
             )
             trace.update(repairs=result.repairs, attempts=[step.to_record() for step in result.attempts])
+            if result.failure is not None:
+                ex.record["failure"] = trace["failure"] = result.failure
             if error is None:
                 trace["response"] = result.message()
         ex.done(status, self.config.trace_dir, trace)
@@ -328,7 +333,10 @@ class ProxyApp:
         self.ended(ex, trace, 200, result, None)
         return JSON(
             shape.complete(result, id=ex.id, model=model, request=chat_request),
-            headers={REPAIRS_HEADER: str(result.repairs)},
+            headers={
+                REPAIRS_HEADER: str(result.repairs),
+                **({FAILURE_HEADER: "no_usable_reply"} if result.failure is not None else {}),
+            },
         )
 
     def work(

@@ -23,12 +23,12 @@ from ..modes import Conversation, FormatError, Needs, fixed_part
 from ..modes.base import Finished, complete
 from ..modes.text import EarlyStop, TextMode, kept_text
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
-from ..protocol.stream import complete_calls
+from ..protocol.stream import calls_before_error
 from ..steps import Note, Step
 from ..tools import ToolOutcome
 from . import repair
 from .convert import ChatRequest
-from .errors import Cancelled, ModelFailed, ProxyError
+from .errors import Cancelled, ModelFailed
 from .upstream import Upstream
 from .watch import AnswerStream, CallStream, answer_cut, words_only
 
@@ -156,7 +156,7 @@ class RelayMode(TextMode):
         )
         reading = _Reading(lead, skip, streamer, None, before=len(out.calls))
         reading.repeats = {repair._call_key(c) for c in out.calls}  # sent before this reply
-        if self.streams_calls:
+        if self.streams_calls and not skip:  # a prefill holding an answer: a call after it ends the answer
             reading.calls = CallStream(
                 lambda call: self._judge_streamed(call, reading),
                 tools,
@@ -258,9 +258,9 @@ class RelayMode(TextMode):
         except ParseError as err:
             step.parse_error = err
             if length and reading.calls is None and tools:
-                # cut by max_tokens inside a call: the complete calls before it are the reply, as
-                # streaming would have taken them
-                before_cut = complete_calls(text[: max(0, text.rfind("\n"))], tools)
+                # cut by max_tokens: the calls settled before the first unreadable line (a bad
+                # line before the cut, or the cut line) are the reply, as streaming takes them
+                before_cut = calls_before_error(text, tools)
                 if before_cut:
                     return Reply(list(before_cut), None, ""), None
             return None, prompts.feedback(prompts.parse_feedback(err, tools))
@@ -388,10 +388,10 @@ def _spent(mode: RelayMode) -> repair.Answer:
         raise ModelFailed(error, out)
     out.content, out.finish_reason = repair._prose(verdict.text, verdict.reply), "length" if verdict.length else "stop"
     if not out.content:
-        raise ModelFailed(
-            ProxyError(422, f"the model wrote no usable reply after {out.repairs} repairs", code="no_usable_reply"),
-            out,
-        )
+        # an OpenAI endpoint does not fail a request over what the model wrote: the client gets an
+        # empty message (its agent goes on), the failure is in the trace and a response header
+        out.failure = f"the model wrote no usable reply after {out.repairs} repairs"
+        return out
     if mode.send is not None:
         mode.send(out.content)
     return out

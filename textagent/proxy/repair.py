@@ -8,7 +8,9 @@ none for ``none``) and, under ``response_format``, its answer is JSON of the sch
 client gets is a list of valid calls or a message whose content is the answer (no keyword of
 the protocol in it). When the repairs run out it gets the valid calls of the last reply; else,
 where ``tool_choice`` or ``response_format`` demanded something, an error (422), and otherwise
-the reply's words without its protocol lines.
+the reply's words without its protocol lines: an empty message when it has none (an OpenAI
+endpoint does not fail a request over what the model wrote; ``Answer.failure`` says why, for the
+trace and the ``x-textagent-failure`` header).
 
 Streamed, each valid call is sent as soon as it is complete (watch.CallStream). From then on the
 answer is calls: the ones sent stay, a reply's failing calls (or a rest that does not parse) go
@@ -59,6 +61,7 @@ class Answer:
     repairs: int = 0
     attempts: list[Step] = field(default_factory=list)  # one per upstream completion
     turns: list[dict[str, str]] = field(default_factory=list)  # what the model wrote, repairs included
+    failure: str | None = None  # why the content is empty: no reply was usable (not an error for the client)
 
     def message(self) -> dict[str, Any]:
         """The assistant message of the response."""

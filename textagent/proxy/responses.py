@@ -72,6 +72,10 @@ class _Origins:
         text = re.sub(r"response_format\.json_schema", "text.format", text)
         text = re.sub(r"\bresponse_format\b", "text.format", text)
         text = re.sub(r"tools\[(\d+)\]\.function\b", r"tools[\1]", text)
+        # a Responses tool_choice names its function at the top: {"type": "function", "name": ...}
+        text = text.replace("tool_choice.function.name", "tool_choice.name")
+        text = text.replace('"function": {"name": ...}}', '"name": ...}')
+        text = re.sub(r"'messages'|^messages$", lambda m: m.group(0).replace("messages", "input"), text)
         return re.sub(r"\bmax_tokens\b", "max_output_tokens", text)
 
 

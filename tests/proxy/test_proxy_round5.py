@@ -1,0 +1,183 @@
+"""Round 5 of the proxy's hardening (docs/hardening.md): the model's output never ends the client's
+conversation with an error where an OpenAI endpoint would answer, and the faults found beside it.
+The scripted upstream is tests/httpfake.py's FakeServer, as in test_proxy_scripted.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import requests
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from proxykit import said, start
+
+from textagent.proxy import FAILURE_HEADER, REPAIRS_HEADER, ProxyServer
+
+ASK = [{"role": "user", "content": "Find the TODOs."}]
+GREP = {
+    "type": "function",
+    "function": {
+        "name": "grep",
+        "description": "Search a file for a pattern.",
+        "parameters": {
+            "type": "object",
+            "properties": {"file_name": {"type": "string"}, "pattern": {"type": "string"}},
+            "required": ["file_name", "pattern"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def post(proxy: ProxyServer, body, **kw) -> requests.Response:
+    kw.setdefault("timeout", 60)
+    return requests.post(proxy.url + "/v1/chat/completions", json=body, **kw)
+
+
+def events_of(resp: requests.Response) -> list:
+    out = []
+    for line in resp.text.splitlines():
+        if line.startswith("data: "):
+            data = line[len("data: ") :]
+            out.append(data if data == "[DONE]" else json.loads(data))
+    return out
+
+
+# -- 1: a reply cut by max_tokens keeps the calls before its first bad line ------------------------
+
+
+def _cut_reply() -> str:
+    lines = ['TOOL: grep ARGS: {"file_name": "a.py", "pattern": "TODO"}']
+    lines += [f'TOOL: grep ARGS: {{"file_name": "f{i}.py", "pattern": "TODO", "made_up_{i}": true}}' for i in range(6)]
+    lines.append('TOOL: grep ARGS: {"file_name": "g.py", "ignorecase": true, "ignorecase": false}')  # a key twice
+    lines.append('TOOL: grep ARGS: {"file_name": "h.py", "pat')  # cut here
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_a_cut_reply_keeps_the_valid_calls_before_a_bad_line(upstream, proxy, parallel):
+    upstream.json("/completion", said(_cut_reply(), stop_type="limit"))
+    body = {"messages": ASK, "tools": [GREP], "max_tokens": 512, "parallel_tool_calls": parallel}
+    resp = post(proxy, body)
+    assert resp.status_code == 200, resp.text
+    choice = resp.json()["choices"][0]
+    assert choice["finish_reason"] == "length"
+    (call,) = choice["message"]["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"file_name": "a.py", "pattern": "TODO"}
+    assert len(upstream.bodies("/completion")) == 1  # a cut reply is not asked again
+
+
+def _sse(text: str, stop_type: str) -> list[dict]:
+    """A llama.cpp /completion stream of ``text``, a line a piece."""
+    end = {"content": "", "stop": True, "stop_type": stop_type, "tokens_evaluated": 50, "tokens_predicted": 9}
+    return [*({"content": line, "stop": False} for line in text.splitlines(keepends=True)), end]
+
+
+def test_a_streamed_cut_reply_keeps_the_same_calls(upstream, proxy):
+    upstream.json("/completion", said(_cut_reply(), stop_type="limit"))
+    plain = post(proxy, {"messages": ASK, "tools": [GREP], "max_tokens": 512}).json()["choices"][0]
+    upstream.sse("/completion", _sse(_cut_reply(), "limit"))
+    resp = post(proxy, {"messages": ASK, "tools": [GREP], "max_tokens": 512, "stream": True})
+    events = events_of(resp)
+    calls = [d["function"] for e in events[:-1] for c in e["choices"] for d in c["delta"].get("tool_calls", [])]
+    assert [c["name"] for c in calls if c.get("name")] == [
+        c["function"]["name"] for c in plain["message"]["tool_calls"]
+    ]
+    assert (
+        [e for e in events[:-1] if e["choices"] and e["choices"][0]["finish_reason"]][-1]["choices"][0]["finish_reason"]
+        == plain["finish_reason"]
+        == "length"
+    )
+
+
+# -- 2: spent repairs are an answer, not a 422, unless the client demanded something ---------------
+
+
+def test_spent_repairs_with_no_words_are_an_empty_answer(upstream, proxy):
+    for _ in range(3):
+        upstream.json("/completion", said('TOOL: not_listed ARGS: {"x": 1}'))
+    resp = post(proxy, {"messages": ASK, "tools": [GREP], "tool_choice": "auto"})
+    assert resp.status_code == 200, resp.text
+    assert resp.headers[REPAIRS_HEADER] == "2" and resp.headers[FAILURE_HEADER] == "no_usable_reply"
+    choice = resp.json()["choices"][0]
+    assert choice["message"] == {"role": "assistant", "content": ""} and choice["finish_reason"] == "stop"
+
+
+def test_spent_repairs_streamed_end_the_stream_normally(upstream, proxy):
+    for _ in range(3):
+        upstream.sse("/completion", _sse('TOOL: not_listed ARGS: {"x": 1}', "eos"))
+    resp = post(proxy, {"messages": ASK, "tools": [GREP], "stream": True})
+    assert resp.status_code == 200
+    events = events_of(resp)
+    assert events[-1] == "[DONE]" and not any("error" in e for e in events[:-1])
+    finishes = [c["finish_reason"] for e in events[:-1] for c in e["choices"] if c.get("finish_reason")]
+    assert finishes == ["stop"]
+    assert not any(c["delta"].get("tool_calls") for e in events[:-1] for c in e["choices"])
+
+
+def test_the_failure_is_in_the_trace(upstream, tmp_path):
+    server = start(upstream, trace_dir=tmp_path, max_repairs=2)
+    try:
+        for _ in range(3):
+            upstream.json("/completion", said('TOOL: not_listed ARGS: {"x": 1}'))
+        assert post(server, {"messages": ASK, "tools": [GREP]}).status_code == 200
+    finally:
+        server.stop()
+    (trace_file,) = [p for p in tmp_path.rglob("*") if p.is_file()]
+    text = trace_file.read_text()
+    assert "no usable reply after 2 repairs" in text
+
+
+def test_a_demanded_call_that_never_came_is_still_422(upstream, proxy):
+    for _ in range(3):
+        upstream.json("/completion", said('TOOL: not_listed ARGS: {"x": 1}'))
+    resp = post(proxy, {"messages": ASK, "tools": [GREP], "tool_choice": "required"})
+    assert resp.status_code == 422 and resp.json()["error"]["code"] == "tool_choice_not_met"
+
+
+# -- 4: /v1/responses errors name the Responses parameters ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "choice, param",
+    [({"type": "function", "name": 5}, "tool_choice.name"), ("sometimes", "tool_choice")],
+)
+def test_responses_errors_name_responses_parameters(upstream, proxy, choice, param):
+    body = {"input": "Find the TODOs.", "tools": [{"type": "function", **GREP["function"]}], "tool_choice": choice}
+    resp = requests.post(proxy.url + "/v1/responses", json=body, timeout=60)
+    assert resp.status_code == 400, resp.text
+    error = resp.json()["error"]
+    assert error["param"] == param
+    assert "function.name" not in error["message"] and '"function": {' not in error["message"]
+
+
+# -- 3: a reply with an empty ANSWER: line, then calls, under a prefill: streamed as plain --------
+
+CALL = 'TOOL: grep ARGS: {"file_name": "a.py", "pattern": "TODO"}'
+
+
+def _streamed_calls_and_content(resp: requests.Response) -> tuple[list[str], str]:
+    events = events_of(resp)
+    deltas = [c["delta"] for e in events[:-1] for c in e["choices"]]
+    names = [
+        d["function"]["name"] for x in deltas for d in x.get("tool_calls", []) if d.get("function", {}).get("name")
+    ]
+    return names, "".join(x.get("content") or "" for x in deltas)
+
+
+@pytest.mark.parametrize("prefill", ["ANSWER:", "Thought: I will search.", "Thought: x\n", "ANSWER: Let me check."])
+@pytest.mark.parametrize("text", ["ANSWER:\n" + CALL, "\nANSWER:\n" + CALL + "\n", "\n" + CALL, "ANSWER: \n" + CALL])
+@pytest.mark.parametrize("piece", [1, 1000])
+def test_a_prefilled_reply_streams_as_it_answers_plain(upstream, proxy, prefill, text, piece):
+    messages = [*ASK, {"role": "assistant", "content": prefill}]
+    upstream.json("/completion", said(text))
+    plain = post(proxy, {"messages": messages, "tools": [GREP]}).json()["choices"][0]["message"]
+    end = {"content": "", "stop": True, "stop_type": "eos", "tokens_evaluated": 5, "tokens_predicted": 5}
+    chunks = [text[i : i + piece] for i in range(0, len(text), piece)]
+    upstream.sse("/completion", [*({"content": c, "stop": False} for c in chunks), end])
+    names, content = _streamed_calls_and_content(post(proxy, {"messages": messages, "tools": [GREP], "stream": True}))
+    assert names == [c["function"]["name"] for c in plain.get("tool_calls") or []]
+    assert content == (plain["content"] or "")
