@@ -58,7 +58,8 @@ def calls_before_error(text: str, tools: Any = None) -> list[ToolCall]:
     """The calls settled before the first line of ``text`` that no later text could make
     readable (and before a cut last line): what streaming would have taken of a reply that
     does not parse as a whole, such as one cut by max_tokens after a bad line."""
-    reader, taken, start = CompleteCalls(tools), [], 0
+    reader, start = CompleteCalls(tools), 0
+    taken: list[ToolCall] = []
     nl = text.find("\n")
     while nl != -1 and not reader.never:
         taken = reader.at(text, start, nl) or taken
