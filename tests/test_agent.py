@@ -771,3 +771,21 @@ def test_each_question_of_a_conversation_is_traced(tmp_path):
     starts = [run.start for run in load_traces(path)]
     assert [(s["task"], s["question"]) for s in starts] == [("one?", 1), ("two?", 2)]
     assert starts[0]["conversation"] == starts[1]["conversation"]
+
+
+@pytest.mark.parametrize("limit", [{"max_steps": 1}, {"max_format_errors": 1}])
+def test_a_question_ended_by_a_limit_closes_its_turn_before_the_next(limit):
+    """Roles keep alternating after a question that ended without an answer: chat templates that
+    require it (Gemma, Mistral, Llama 2) refuse a second user turn in a row."""
+    first = 'TOOL: calculate ARGS: {"expression": "17 * 24"}' if "max_steps" in limit else "TOOL: calculate ARGS: {"
+    backend = ScriptedBackend([first, "ANSWER: 508"])
+    agent = Agent(backend, demo.demo_tools(), **limit)
+    assert agent.run("What's 17 times 24?").answer is None
+    assert agent.run("Now add 100 to it.").answer == "508"
+    roles = [m["role"] for m in agent.conversation.messages]
+    assert all(a != b for a, b in zip(roles[1:], roles[2:])), roles
+    closing = agent.conversation.messages[roles.index("user", 3) - 1]
+    assert closing["role"] == "assistant" and closing["content"].startswith("ANSWER:")
+    # the prompt holds no empty assistant turn: the closing words fill it
+    assert "<|im_start|>assistant\n<|im_end|>" not in backend.prompts[1]
+    assert backend.prompts[1].startswith(backend.prompts[0])

@@ -397,3 +397,12 @@ def test_a_native_conversation_continues_and_sends_tools_added_between_questions
     second = backend.requests[1]
     assert [m["content"] for m in second["messages"] if m["role"] == "user"][-2:] == ["Hello?", "Look up Rome."]
     assert "lookup" in [t["function"]["name"] for t in second["tools"]]
+
+
+def test_a_native_question_ended_by_a_limit_closes_its_turn_before_the_next():
+    backend = FakeChat([msg("", [call("calculate", '{"expression": "17 * 24"}', "c1")]), msg("508")])
+    agent = Agent(backend, demo.demo_tools(), mode="native", max_steps=1)
+    assert agent.run("What's 17 times 24?").stop_reason == "max_steps"
+    assert agent.run("Now add 100 to it.").answer == "508"
+    roles = [m["role"] for m in backend.requests[1]["messages"]]
+    assert roles[-3:] == ["tool", "assistant", "user"], roles

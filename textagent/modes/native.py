@@ -215,7 +215,12 @@ class NativeMode:
     def follow(self, task: str, added: Sequence[Any]) -> None:
         """A follow-up question; tools added since the last one are in the next request's
         ``tools``, as a function-calling client sends them."""
-        self.conversation.messages.append({"role": "user", "content": prompts.task(task)})
+        messages = self.conversation.messages
+        if messages and messages[-1]["role"] != "assistant":
+            # the last question ended without an answer (a limit): its turn is closed, so the
+            # roles keep alternating (chat templates that require it refuse the request otherwise)
+            messages.append({"role": "assistant", "content": self.prompts.render("unanswered").strip()})
+        messages.append({"role": "user", "content": prompts.task(task)})
 
     def query(self, step: Step, max_tokens: int) -> Completion:
         step.facts = NativeFacts()

@@ -142,6 +142,12 @@ class TextMode:
         if added:
             text = self.prompts.render("new_tools", tools=prompts.tool_listing(added)) + "\n\n" + text
         conv = self.conversation
+        if conv.messages and conv.messages[-1]["role"] != "assistant":
+            # the last question ended without an answer (a limit): its turn is closed, so the
+            # roles keep alternating (chat templates that require it refuse the request otherwise)
+            closing = self.prompts.render("unanswered").strip()
+            conv.prompt += self.ctx.format.escape(closing)
+            conv.messages.append({"role": "assistant", "content": closing})
         conv.prompt += self.ctx.format.follow_up(text)
         conv.messages.append({"role": "user", "content": text})
 
