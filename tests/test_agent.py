@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -783,7 +784,7 @@ def test_a_question_ended_by_a_limit_closes_its_turn_before_the_next(limit):
     assert agent.run("What's 17 times 24?").answer is None
     assert agent.run("Now add 100 to it.").answer == "508"
     roles = [m["role"] for m in agent.conversation.messages]
-    assert all(a != b for a, b in zip(roles[1:], roles[2:])), roles
+    assert all(a != b for a, b in itertools.pairwise(roles[1:])), roles
     closing = agent.conversation.messages[roles.index("user", 3) - 1]
     assert closing["role"] == "assistant" and closing["content"].startswith("ANSWER:")
     # the prompt holds no empty assistant turn: the closing words fill it
