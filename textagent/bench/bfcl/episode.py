@@ -38,11 +38,11 @@ FC_HELD_OUT = "I have updated some more functions you can choose from. What abou
 def simulator_tools(
     docs: Sequence[Mapping[str, Any]], sim: Simulator, executed: list[str], *, native: bool = False, check: bool = True
 ) -> tuple[ToolSet, dict[str, str]]:
-    """(tools, {tool name: BFCL name}) whose calls run on ``sim``; each executed call's string
-    is appended to ``executed``. With ``check`` a call is validated against the document first
-    (arguments it does not have are refused: a located error for the model); without, every
-    call of a listed function goes to BFCL's executor as BFCL's Prompt mode sends it, and the
-    model reads the executor's own error."""
+    """(tools, {tool name: BFCL name}) whose calls run on ``sim``; the string of each call that
+    ran to its end is appended to ``executed``. With ``check`` a call is validated against the
+    document first (arguments it does not have are refused: a located error for the model);
+    without, every call of a listed function goes to BFCL's executor as BFCL's Prompt mode
+    sends it, and the model reads the executor's own error."""
     names = [str(d["name"]) for d in docs]
     mapping = native_names(names) if native else {n: n for n in names}
     back = {v: k for k, v in mapping.items()}
@@ -66,8 +66,12 @@ def simulator_tools(
 
 def _runner(sim: Simulator, name: str, executed: list[str]) -> Any:
     def run(**args: Any) -> str:
-        executed.append(call_string(name, args))
-        return sim.execute(name, args)
+        call = call_string(name, args)
+        result = sim.execute(name, args)
+        # only a call that ran to its end is replayed by the scoring: one that timed out
+        # (SimulatorTimeout) may never end, and its replay would hang the scoring in its place
+        executed.append(call)
+        return result
 
     return run
 

@@ -26,6 +26,7 @@ import importlib
 import itertools
 import sys
 import threading
+import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ...tools.execution import remaining_time
+from .bounds import bound_math_api
 from .data import BfclDataError, _read_lines, fetch_wheel, split_of
 from .schema import language_hint
 
@@ -42,6 +45,7 @@ __all__ = [
     "ItemScore",
     "MultiTurnItem",
     "Simulator",
+    "SimulatorTimeout",
     "call_string",
     "load_multi_turn",
     "runtime",
@@ -65,6 +69,7 @@ _DOC_FILES = {
 }
 _UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
 _CHECKER = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"
+_MATH_API = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api"
 
 
 @dataclass(frozen=True)
@@ -184,9 +189,11 @@ def runtime(wheel: Path | None = None) -> tuple[Any, Any]:
         if path not in sys.path:
             sys.path.append(path)  # zipimport: the package is read from the wheel as it lies
         try:
-            return importlib.import_module(_UTILS), importlib.import_module(_CHECKER)
+            modules = importlib.import_module(_UTILS), importlib.import_module(_CHECKER)
+            bound_math_api(importlib.import_module(_MATH_API).MathAPI)
         except ImportError as exc:
             raise BfclDataError(f"BFCL's multi-turn code could not be imported from {path}: {exc}") from exc
+        return modules
 
 
 def call_string(name: str, args: Mapping[str, Any]) -> str:
@@ -202,32 +209,82 @@ def _forget(module: Any, model_name: str) -> None:
             del vars(module)[key]
 
 
+class SimulatorTimeout(TimeoutError):
+    """A call of a simulator did not run, or did not end, within the tool call's time."""
+
+
 class Simulator:
     """A fresh state of one item's classes, run by BFCL's executor; ``execute`` returns the
-    result text the model reads (exactly what BFCL's checker gets when it replays the call)."""
+    result text the model reads (exactly what BFCL's checker gets when it replays the call).
+
+    BFCL's code runs under one lock (mpmath's precision is global to the process). Inside a tool
+    call with a timeout (``tools.execution.remaining_time``) the lock is waited for and held only
+    until the call's deadline: a call still running then is left to end on its own thread, the
+    lock is let go and SimulatorTimeout raised, so no other episode waits on it; this
+    simulator's next call waits (within its own time) until it has ended, so no two calls ever
+    change one state at once."""
 
     def __init__(self, item: MultiTurnItem, *, wheel: Path | None = None):
         self.item = item
         self.utils, _ = runtime(wheel)
         self.model_name = f"textagent_sim_{next(_names)}"
         self.names = {d["name"] for d in item.functions}
+        self._idle = threading.Event()  # no call of this simulator is running
+        self._idle.set()
         self.execute_strings([])  # instantiate the classes now
 
     def add_functions(self, docs: Sequence[Mapping[str, Any]]) -> None:
         self.names |= {str(d["name"]) for d in docs}
 
-    def execute_strings(self, calls: Sequence[str]) -> list[str]:
-        with _lock:
-            results, _ = self.utils.execute_multi_turn_func_call(
-                list(calls),
-                self.item.initial_config,
-                list(self.item.involved_classes),
-                self.model_name,
-                self.item.id,
-                long_context=self.item.long_context,
-                is_evaL_run=False,
-            )
+    def _run(self, calls: Sequence[str]) -> list[str]:
+        results, _ = self.utils.execute_multi_turn_func_call(
+            list(calls),
+            self.item.initial_config,
+            list(self.item.involved_classes),
+            self.model_name,
+            self.item.id,
+            long_context=self.item.long_context,
+            is_evaL_run=False,
+        )
         return [str(r) for r in results]
+
+    def execute_strings(self, calls: Sequence[str]) -> list[str]:
+        """The results of ``calls``; raises SimulatorTimeout when the tool call running this has a
+        deadline and they did not end by it."""
+        left = remaining_time()
+        deadline = None if left is None else time.monotonic() + left
+        if not self._idle.wait(0.0 if left is None else left):  # without a deadline: not at all
+            raise SimulatorTimeout("the simulator's previous call, which timed out, has not ended")
+        if deadline is None:  # no deadline (making the simulator, a caller without a timeout)
+            with _lock:
+                return self._run(calls)
+        if not _lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise SimulatorTimeout("BFCL's simulators stayed busy for the whole call")
+        box: list[Any] = []
+        worker = threading.Thread(target=self._work, args=(calls, box), name="textagent-bfcl-sim", daemon=True)
+        try:
+            self._idle.clear()
+            try:
+                worker.start()
+            except BaseException:
+                self._idle.set()
+                raise
+            worker.join(max(0.0, deadline - time.monotonic()))
+        finally:
+            _lock.release()  # never held past the deadline, whether or not the call has ended
+        if not box:
+            raise SimulatorTimeout("the call did not end within its time")
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return list(box[0])
+
+    def _work(self, calls: Sequence[str], box: list[Any]) -> None:
+        try:
+            box.append(self._run(calls))
+        except BaseException as exc:  # handed to the caller, if it still waits
+            box.append(exc)
+        finally:
+            self._idle.set()
 
     def execute(self, name: str, args: Mapping[str, Any]) -> str:
         """Run one call of a listed function; the result as BFCL gives it (errors included)."""
