@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -76,6 +77,30 @@ def test_decode_refuses_what_bfcl_cannot_decode(reply: str) -> None:
 def test_decode_does_not_compute_huge_powers() -> None:
     with pytest.raises(DecodeError):
         decode("[f(x=10**100000)]")
+
+
+def test_decode_bounds_the_result_of_arithmetic_not_only_the_exponent() -> None:
+    """Hardening h66, 21: ``((9**512)**512)**512`` (27 characters) never finished, a fourth level
+    ran out of memory; ``(9**512)**512`` decoded to 250,000 digits the call's JSON cannot hold."""
+    assert decode("[f(x=(9**512)**8)]")[0][1]["x"] == 9**4096  # 3,909 digits: within the bound
+    started = time.monotonic()
+    for reply in (
+        "[f(x=(9**512)**512)]",
+        "[f(x=((9**512)**512)**512)]",
+        "[f(x=(((9**512)**512)**512)**512)]",
+        "[f(x=(2**512)**27*(2**512)**27)]",
+    ):
+        with pytest.raises(DecodeError, match="number too large"):
+            decode(reply)
+    assert time.monotonic() - started < 1
+    for reply in ("[f(x=1/0)]", "[f(x=5%0)]", "[f(x=(9**512)**-2)]"):  # BFCL's eval fails on these too
+        with pytest.raises(DecodeError, match="cannot evaluate"):
+            decode(reply)
+    # in the loop: a reply that does not decode, never an exception out of the step
+    tools, _ = make_tools(DOCS)
+    backend = ScriptedBackend(['[spotify.play(artist="A", duration=(9**512)**512)]', "never asked"])
+    result = run_bfcl_prompt(backend, tools, "Play A.", functions=DOCS)
+    assert result.stop_reason == "answer" and result.steps[0].details["bfcl_decode"] == "number too large"
 
 
 def run_bfcl_prompt(backend, tools, task, *, functions, **kw):

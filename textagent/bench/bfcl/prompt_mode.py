@@ -54,8 +54,26 @@ _OPS = {
 }
 
 
+#: The most bits of an integer an argument's arithmetic may make: 2**14284 < 10**4300, Python's
+#: default limit on writing an int as text, past which the call could not be written as JSON.
+MAX_INT_BITS = 14_284
+
+
+def _too_big(op: ast.operator, left: Any, right: Any) -> bool:
+    """The integer ``left op right`` would be past MAX_INT_BITS: known before it is computed, as
+    ``((9**512)**512)**512`` would take hours and more memory than there is."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return False  # a float overflows to an error or inf at once
+    if isinstance(op, ast.Pow):  # |left| ** right >= 2 ** ((bits of |left| - 1) * right)
+        return right > 0 and (abs(left).bit_length() - 1) * right > MAX_INT_BITS
+    if isinstance(op, ast.Mult):  # a product has at least the bits of its factors, less one
+        return left.bit_length() + right.bit_length() - 1 > MAX_INT_BITS
+    return False  # a sum, a difference, a quotient or a remainder: at most a bit more than its operands
+
+
 def _arith(node: ast.AST) -> Any:
-    """BFCL evaluates a binary operation in an argument (``2**10``); here only on numbers, never code."""
+    """BFCL evaluates a binary operation in an argument (``2**10``); here only on numbers, never
+    code, and with every integer it makes held within MAX_INT_BITS."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -65,7 +83,15 @@ def _arith(node: ast.AST) -> Any:
         left, right = _arith(node.left), _arith(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > 512:
             raise DecodeError("exponent too large")
-        return _OPS[type(node.op)](left, right)
+        if _too_big(node.op, left, right):
+            raise DecodeError("number too large")
+        try:
+            value = _OPS[type(node.op)](left, right)
+        except ArithmeticError as exc:  # 1/0, a float out of range: BFCL's eval fails there too
+            raise DecodeError(f"cannot evaluate {ast.unparse(node)[:60]!r}: {exc}") from None
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise DecodeError("number too large")
+        return value
     raise DecodeError(f"cannot evaluate {ast.unparse(node)!r}")
 
 
