@@ -17,3 +17,25 @@ def test_an_episode_reads_back_from_its_record_and_writes_the_same_record():
     scored = Episode("t2", "bfcl", "test", "text", 0, success=True, failure="wrong_value", bfcl={"first": {}})
     assert scored.to_record()["failure"] is None and scored.to_record()["bfcl"] == {"first": {}}
     assert "multi_turn" not in scored.to_record()
+
+
+def test_a_multi_turn_verdict_has_its_nested_fields_checked_as_the_top_level_is():
+    """Hardening h66, 22: the fields of ``multi_turn`` the report reads are named when wrong."""
+    from textagent.bench.records import Episode, record_problem
+
+    verdict = {"valid": True, "turns": 2, "turns_right": 2, "force_quit": False, "empty_turns": 0}
+    verdict["per_turn"] = [{"turn": 0, "format_errors": 1, "refused_calls": 0}, {"turn": 1, "format_errors": 0}]
+    record = Episode("multi_turn_base_1", "multi_turn_base", "dev", "text", 0, multi_turn=verdict).to_record()
+    assert record_problem(record) is None
+    assert record_problem({**record, "multi_turn": {"turns": 2}}) is None  # an older record: fields left out
+    for field, value, named in [
+        ("turns", "x", "in 'multi_turn', 'turns' must be a whole number up to 1000, not 'x'"),
+        ("turns", 10**9, "in 'multi_turn', 'turns' must be a whole number up to 1000"),
+        ("turns_right", [1], "in 'multi_turn', 'turns_right' must be a whole number, not [1]"),
+        ("per_turn", [5], "in 'multi_turn', 'per_turn' must be a list of objects whose format_errors"),
+        ("per_turn", [{"refused_calls": "2"}], "in 'multi_turn', 'per_turn' must be a list of objects"),
+        ("force_quit", "no", "in 'multi_turn', 'force_quit' must be true or false"),
+        ("format_errors", -1, "in 'multi_turn', 'format_errors' must be a whole number"),
+    ]:
+        problem = record_problem({**record, "multi_turn": {**verdict, field: value}})
+        assert problem is not None and problem.startswith(named), (field, problem)

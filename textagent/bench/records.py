@@ -123,6 +123,23 @@ _RECORD: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 _REQUIRED = ("task", "mode")
 
+
+def _per_turn(x: Any) -> bool:
+    return _dicts(x) and all(_optional(_int)(t.get(k)) for t in x for k in ("format_errors", "refused_calls"))
+
+
+# BFCL's multi-turn verdict: the fields its report reads (bench.bfcl.multi_report); a turn count
+# is bounded because the report makes an entry per turn (BFCL's items have at most 8)
+_MULTI_TURN: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "turns": (_optional(lambda x: _int(x) and x <= 1000), "a whole number up to 1000"),
+    "turns_right": (_optional(_int), "a whole number"),
+    "force_quit": (_optional(lambda x: isinstance(x, bool)), "true or false"),
+    "empty_turns": (_optional(_int), "a whole number"),
+    "format_errors": (_optional(_int), "a whole number"),
+    "refused_calls": (_optional(_int), "a whole number"),
+    "per_turn": (_optional(_per_turn), "a list of objects whose format_errors and refused_calls are whole numbers"),
+}
+
 _META: dict[str, tuple[Callable[[Any], bool], str]] = {
     "modes": (_strings, "a list of mode names"),
     "tasks": (_strings, "a list of task ids"),
@@ -156,7 +173,12 @@ def _problem(
 
 def record_problem(record: Any) -> str | None:
     """Why an episode record cannot be read, or None."""
-    return _problem(record, _RECORD, _REQUIRED)
+    problem = _problem(record, _RECORD, _REQUIRED)
+    if problem is None and "multi_turn" in record:
+        inner = _problem(record["multi_turn"], _MULTI_TURN, ())
+        if inner is not None:
+            return f"in 'multi_turn', {inner}"
+    return problem
 
 
 def meta_problem(meta: Any) -> str | None:

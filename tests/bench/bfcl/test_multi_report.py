@@ -160,3 +160,30 @@ def test_compare_of_single_turn_runs_has_no_turn_pairs(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / "episodes.jsonl").write_text(json.dumps(record) + "\n")
     assert "on turns" not in compare_runs(tmp_path / "a", tmp_path / "b")
+
+
+def test_report_skips_multi_turn_records_with_bad_nested_fields_naming_them(tmp_path, caplog):
+    """Hardening h66, 22: `bench --report` tracebacked on `turns: "x"`, `per_turn: [5]`, `turns_right: [1]`."""
+    import json
+    import logging
+
+    from textagent.bench.cli import main as bench_main
+
+    good = _record("multi_turn_base_1", "text", 2, ["Done.", "It holds 3 lines."])
+    bad = [
+        _record("multi_turn_base_2", "text", 1, ["Done."], turns="x"),
+        _record("multi_turn_base_3", "text", 1, ["Done."], per_turn=[5]),
+        {**_record("multi_turn_base_4", "text", 1, ["Done."]), "multi_turn": {"turns": 1, "turns_right": [1]}},
+        _record("multi_turn_base_5", "text", 1, ["Done."], turns=10**12),  # an entry per turn: never made
+    ]
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [good, *bad]))
+    with caplog.at_level(logging.WARNING, logger="textagent.bench"):
+        assert bench_main(["--report", str(tmp_path)]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert "| multi_turn_base | text | 100.0 % (21–100 %), 1/1 | 100.0 % (34–100 %), 2/2 |" in report  # the good one
+    warnings = [r.getMessage() for r in caplog.records if "skipped a record" in r.getMessage()]
+    assert len(warnings) == 4 and all(w.startswith(f"{tmp_path / 'episodes.jsonl'}:") for w in warnings)
+    assert "in 'multi_turn', 'turns' must be a whole number up to 1000, not 'x'" in warnings[0]
+    assert "in 'multi_turn', 'per_turn' must be a list of objects" in warnings[1]
+    assert "in 'multi_turn', 'turns_right' must be a whole number, not [1]" in warnings[2]
+    assert "'turns' must be a whole number up to 1000" in warnings[3]
