@@ -240,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="The embedded llama-server saves the KV cache of each fixed prompt prefix (system "
         "prompt, tool list, worked examples) once per model and prefix, and restores it instead of "
         "evaluating it again (--no-prefix-cache switches it off). `cache` lists the files; "
-        "`cache clear` deletes them.",
+        "`cache clear` deletes them. `cache` also shows, and `cache clear` forgets, the note that "
+        "llama-server crashed loading repacked weights on this machine (a CPU advertising AMX that a VM "
+        "does not grant), which makes later starts use --no-repack.",
     )
     k.add_argument("action", choices=["list", "clear"], nargs="?", default="list")
 

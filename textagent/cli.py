@@ -435,12 +435,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     from .backends.prefix_cache import PrefixCache
-    from .local import prefix_dir
+    from .local import forget_repack_crashes, prefix_dir, repack_crashes
 
     cache = PrefixCache(prefix_dir(), identity="")
     if args.action == "clear":
         print(f"deleted {cache.clear()} saved prefixes from {cache.directory}")
+        if forgotten := forget_repack_crashes():
+            print(f"forgot {forgotten} note(s) of llama-server crashing on repacked weights: the next start tries them")
         return 0
+    for note in repack_crashes():
+        amx = f", the CPU advertising {' '.join(note['amx'])}" if note.get("amx") else ""
+        print(
+            f"llama-server {note['binary']} crashed loading repacked weights here{amx} ({note.get('when', '?')}; "
+            f"log {note.get('log', '?')}): it starts with --no-repack (`textagent cache clear` forgets this)"
+        )
     entries = cache.entries()
     total = sum(int(m.get("bytes") or 0) for m in entries)
     print(

@@ -3,6 +3,7 @@ and no server left behind when `textagent run` is stopped while it loads."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import textwrap
@@ -158,3 +159,121 @@ def test_sigterm_to_run_while_the_server_loads_leaves_no_server_behind(tmp_path)
     finally:
         if run.poll() is None:
             run.kill()
+
+
+CRASHING_SERVER = textwrap.dedent('''\
+    #!{python}
+    """Pretends to be llama-server on a CPU advertising AMX that the VM does not grant: it dies of
+    SIGILL while repacking the weights unless --no-repack is given ({always}: always). Each start
+    appends its arguments to {calls}."""
+    import http.server, json, os, resource, signal, sys
+    with open({calls!r}, "a") as f:
+        f.write(json.dumps(sys.argv[1:]) + "\\n")
+    if {always} or "--no-repack" not in sys.argv:
+        print("load_tensors: AMX model buffer size = 1.0 MiB, repacking", flush=True)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file
+        os.kill(os.getpid(), signal.SIGILL)
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{{}}")
+        def log_message(self, *a):
+            pass
+    print("fake llama-server listening without repacking", flush=True)
+    port = int(sys.argv[sys.argv.index("--port") + 1])
+    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+''')
+
+
+@pytest.fixture
+def crashing(tmp_path, monkeypatch):
+    """(make a stand-in llama-server that crashes on repacked weights, its starts so far, a model)."""
+    monkeypatch.setenv("TEXTAGENT_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TEXTAGENT_PREFIX_DIR", str(tmp_path / "prefixes"))
+    calls = tmp_path / "calls.jsonl"
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+
+    def make(name: str = "llama-server", *, always: bool = False) -> Path:
+        binary = tmp_path / name
+        binary.write_text(CRASHING_SERVER.format(python=sys.executable, calls=str(calls), always=always))
+        binary.chmod(0o755)
+        monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(binary))
+        return binary
+
+    def starts() -> list[list[str]]:
+        return [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
+
+    return make, starts, model
+
+
+def test_a_crash_on_repacked_weights_is_remembered_and_its_log_kept_beside_the_retrys(tmp_path, crashing):
+    make, starts, model = crashing
+    binary = make()
+    said: list[str] = []
+    with local.LocalServer(model, progress=said.append, log_path=tmp_path / "server.log") as server:
+        assert requests.get(server.url + "/health", timeout=2).status_code == 200
+    assert ["--no-repack" in s for s in starts()] == [False, True]
+    assert "repacking" in (tmp_path / "server.repack-crash.log").read_text()
+    assert "listening without repacking" in (tmp_path / "server.log").read_text()
+    assert any("retrying with --no-repack" in s and "server.repack-crash.log" in s for s in said)
+    [note] = local.repack_crashes()
+    assert note["binary"] == str(binary) and note["log"] == str(tmp_path / "server.repack-crash.log")
+    # a later start on this machine goes straight to --no-repack: no crash, one start
+    said.clear()
+    with local.LocalServer(model, progress=said.append, log_path=tmp_path / "again.log"):
+        pass
+    assert ["--no-repack" in s for s in starts()] == [False, True, True]
+    assert any("crashed loading repacked weights on this machine" in s for s in said)
+    assert not (tmp_path / "again.repack-crash.log").exists()
+
+
+def test_the_note_holds_for_one_binary_on_one_cpu(tmp_path, crashing, monkeypatch):
+    from textagent.local import state
+
+    make, starts, model = crashing
+    make()
+    local.LocalServer(model, log_path=tmp_path / "a.log").start().stop()
+    assert len(starts()) == 2
+    flags = state.cpu_flags
+    monkeypatch.setattr(state, "cpu_flags", lambda: "fpu sse2 avx2")  # another CPU: repacking is tried again
+    local.LocalServer(model, log_path=tmp_path / "b.log").start().stop()
+    assert ["--no-repack" in s for s in starts()[2:]] == [False, True]
+    monkeypatch.setattr(state, "cpu_flags", flags)
+    make("llama-server-newer")  # another build: tried again too
+    local.LocalServer(model, log_path=tmp_path / "c.log").start().stop()
+    assert ["--no-repack" in s for s in starts()[4:]] == [False, True]
+    assert len(local.repack_crashes()) == 3
+
+
+def test_no_note_when_no_repack_does_not_help_and_an_explicit_repack_is_not_retried(tmp_path, crashing):
+    make, starts, model = crashing
+    make(always=True)
+    with pytest.raises(LocalServerError, match="crashed while loading the model"):
+        local.LocalServer(model, log_path=tmp_path / "a.log").start()
+    assert len(starts()) == 2 and local.repack_crashes() == []
+    make()
+    with pytest.raises(LocalServerError, match=r"crashed while loading the model(.|\n)*repacking"):
+        local.LocalServer(model, repack=True, log_path=tmp_path / "b.log").start()
+    assert len(starts()) == 3 and local.repack_crashes() == []
+
+
+def test_textagent_cache_shows_the_note_and_clear_forgets_it(tmp_path, crashing, capsys):
+    from textagent.cli import main
+
+    make, starts, model = crashing
+    binary = make()
+    local.LocalServer(model, log_path=tmp_path / "a.log").start().stop()
+    assert main(["cache"]) == 0
+    out = capsys.readouterr().out
+    assert f"llama-server {binary} crashed loading repacked weights here" in out
+    assert "a.repack-crash.log" in out and "starts with --no-repack" in out
+    assert main(["cache", "clear"]) == 0
+    assert "forgot 1 note(s) of llama-server crashing on repacked weights" in capsys.readouterr().out
+    assert local.repack_crashes() == []
+    main(["cache"])
+    assert "crashed loading" not in capsys.readouterr().out
+    local.LocalServer(model, log_path=tmp_path / "b.log").start().stop()  # repacking is tried again
+    assert ["--no-repack" in s for s in starts()] == [False, True, False, True]

@@ -78,3 +78,22 @@ def test_a_server_started_without_the_prefix_cache_gives_none(tmp_path):
     state = {"url": server.url, "prefix_identity": ""}
     assert local.served_prefix_cache(state, backend) is None
     assert backend.prefix_cache == "untouched"
+
+
+def test_repack_crash_notes_are_kept_per_binary_and_cpu_and_an_unreadable_file_is_none(state_dir, tmp_path):
+    from textagent.local import state
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.write_text("a binary")
+    two.write_text("another")
+    assert local.repack_crashes() == [] and state.repack_crash(one) is None
+    state.remember_repack_crash(one, tmp_path / "one.log")
+    state.remember_repack_crash(two, tmp_path / "two.log")
+    state.remember_repack_crash(one, tmp_path / "one-again.log")  # replaces its own note
+    assert [n["log"] for n in local.repack_crashes()] == [str(tmp_path / "two.log"), str(tmp_path / "one-again.log")]
+    assert state.repack_crash(one)["cpu"] == state.repack_crash(two)["cpu"]
+    one.write_text("a binary, rebuilt")  # another size and time: another binary
+    assert state.repack_crash(one) is None and state.repack_crash(two) is not None
+    (state_dir / "repack-crashes.json").write_text("{not json")
+    assert local.repack_crashes() == [] and state.repack_crash(two) is None
+    assert local.forget_repack_crashes() == 0 and not (state_dir / "repack-crashes.json").exists()

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import LocalServerError
 from .models import Progress, _quiet, cache_dir, resolve_model
+from .state import prefix_dir, remember_repack_crash, repack_crash
 
 log = logging.getLogger(__name__)
 
@@ -177,20 +178,43 @@ class LocalServer:
             except OSError as exc:  # a read-only cache folder: run without the cache
                 log.warning("prefix cache off: cannot create %s (%s)", prefix_dir(), exc)
                 self.use_prefix_cache = False
+        binary = find_server_binary()
+        if self.repack is None and (note := repack_crash(binary)) is not None:
+            self.progress(
+                f"llama-server crashed loading repacked weights on this machine ({note.get('when', '?')}); "
+                "starting it with --no-repack (`textagent cache` shows the note, `textagent cache clear` forgets it)"
+            )
+            self.repack = False
         try:
             self._launch()
         except _CrashedWhileLoading:
             if self.repack is not None:
-                raise LocalServerError(
-                    f"llama-server crashed while loading the model; last log lines:\n{self.log_tail()}"
-                ) from None
+                raise self._crashed() from None
             # CPUs that advertise AMX inside VMs that do not grant it crash in the repacked AMX
             # kernels (SIGILL); the plain CPU kernels work everywhere.
-            log.warning("llama-server crashed while loading; retrying with --no-repack (log: %s)", self.log_path)
-            self.progress("llama-server crashed while loading; retrying with --no-repack")
+            crash_log = self._keep_crash_log()
+            log.warning("llama-server crashed while loading; retrying with --no-repack (log: %s)", crash_log)
+            self.progress(f"llama-server crashed while loading; retrying with --no-repack (its log: {crash_log})")
             self.repack = False
-            self._launch()
+            try:
+                self._launch()
+            except _CrashedWhileLoading:
+                raise self._crashed() from None
+            remember_repack_crash(binary, crash_log)  # only once --no-repack has been seen to help
         return self
+
+    def _crashed(self) -> LocalServerError:
+        return LocalServerError(f"llama-server crashed while loading the model; last log lines:\n{self.log_tail()}")
+
+    def _keep_crash_log(self) -> Path:
+        """The crashed start's log, moved aside so that the retry's does not overwrite it."""
+        assert self.log_path is not None
+        kept = self.log_path.with_name(self.log_path.stem + ".repack-crash" + self.log_path.suffix)
+        try:
+            os.replace(self.log_path, kept)
+        except OSError:  # no log to keep
+            return self.log_path
+        return kept
 
     def _launch(self) -> None:
         cmd = self.command()
@@ -270,9 +294,3 @@ class LocalServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def prefix_dir() -> Path:
-    """Where the embedded server saves the KV cache of prompt prefixes (``textagent cache`` lists
-    and clears it; ``$TEXTAGENT_PREFIX_DIR`` moves it)."""
-    return Path(os.environ.get("TEXTAGENT_PREFIX_DIR") or cache_dir() / "prefixes")
