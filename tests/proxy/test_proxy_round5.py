@@ -12,9 +12,11 @@ import requests
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
+from httpfake import FakeServer
 from proxykit import said, start
 
-from textagent.proxy import FAILURE_HEADER, REPAIRS_HEADER, ProxyServer
+from textagent import local
+from textagent.proxy import FAILURE_HEADER, REPAIRS_HEADER, ProxyServer, Upstream, UpstreamConfig
 
 ASK = [{"role": "user", "content": "Find the TODOs."}]
 GREP = {
@@ -181,3 +183,55 @@ def test_a_prefilled_reply_streams_as_it_answers_plain(upstream, proxy, prefill,
     names, content = _streamed_calls_and_content(post(proxy, {"messages": messages, "tools": [GREP], "stream": True}))
     assert names == [c["function"]["name"] for c in plain.get("tool_calls") or []]
     assert content == (plain["content"] or "")
+
+
+# -- 15: an embedded llama-server that fails is stopped, and no other is started -----------------
+
+
+def _embedded_upstream(monkeypatch, tmp_path, script, **config) -> tuple[Upstream, list[FakeServer]]:
+    """An Upstream on the embedded server, whose llama-server is a scripted FakeServer (``script``
+    fills it in): the servers started, in order, are in the list."""
+    started: list[FakeServer] = []
+
+    class FakeLlamaServer(local.LocalServer):
+        def start(self):
+            fake = FakeServer()
+            fake.json("/health", {"status": "ok"}, repeat=True)
+            script(fake)
+            started.append(fake)
+            self.fake, self.port, self.model_path, self.ready = fake, fake.port, tmp_path / "m.gguf", True
+            self.model_path.write_bytes(b"GGUF")
+            return self
+
+        def stop(self, timeout=10):
+            if getattr(self, "fake", None) is not None:
+                self.fake.stop()
+                self.fake = None
+
+    monkeypatch.setenv("TEXTAGENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(local, "LocalServer", FakeLlamaServer)
+    return Upstream(UpstreamConfig(gguf="m.gguf", timeout=5, **config)), started
+
+
+@pytest.mark.parametrize(
+    "path, prefix_cache, said_",
+    [("/apply-template", False, "could not learn the chat template"), ("/props", True, "/props")],
+)
+def test_a_failed_embedded_server_is_stopped_and_not_started_again(monkeypatch, tmp_path, path, prefix_cache, said_):
+    def script(fake: FakeServer) -> None:
+        fake.json(path, {"error": {"code": 500, "message": "it broke"}}, status=500, repeat=True)
+        fake.json("/props", {"total_slots": 2}, repeat=True)  # after the refusal: never reached when it is /props
+
+    up, started = _embedded_upstream(monkeypatch, tmp_path, script, prefix_cache=prefix_cache)
+    try:
+        with ProxyServer(up) as proxy:
+            assert up.wait(10) and up.state == "failed"
+            for _ in range(4):
+                resp = post(proxy, {"messages": ASK})
+                assert resp.status_code == 503 and resp.json()["error"]["code"] == "upstream_failed"
+                message = resp.json()["error"]["message"]
+                assert said_ in message and "it broke" in message and "could not be reached" not in message
+            assert len(started) == 1 and started[0]._stopping.is_set()  # one server, and it was stopped
+    finally:
+        for fake in started:
+            fake.stop()

@@ -73,6 +73,7 @@ class Upstream:
         self._free: list[int] = []
         self._cond = threading.Condition()
         self._last: dict[str, int] = {}
+        self._retry = True  # a failed start is tried again by the next request (not an embedded server)
 
     # -- life ---------------------------------------------------------------------------------
     def start(self, *, background: bool = True) -> None:
@@ -101,7 +102,7 @@ class Upstream:
         if c.endpoint is not None and c.api not in ("llamacpp", "completions", "ollama"):
             raise TextagentError(f"unknown --api {c.api!r}; the proxy talks to llamacpp, completions or ollama")
         sizing: dict[str, Any] = {"ctx_size": c.ctx_size} if c.ctx_size else {}  # else LocalServer's default
-        self.endpoint = Endpoint(
+        endpoint = self.endpoint = Endpoint(
             c.endpoint,
             api=c.api,
             model=c.model,
@@ -112,24 +113,40 @@ class Upstream:
             server={"parallel": c.parallel or max(c.slots, default=1) + 1, "extra_args": list(c.server_args), **sizing},
             prefix_cache=c.prefix_cache,
             progress=self.progress,
-        ).open()
-        self._server = self.endpoint.server
+        )
+        try:
+            self._open(endpoint)
+        except BaseException:
+            # a server started here that cannot serve is stopped, never left running; and it is
+            # not started again by the next request: its failure (a template, a model) stays
+            self._retry = endpoint.server is None
+            self._server = None
+            endpoint.stop()
+            raise
+
+    def _open(self, endpoint: Endpoint) -> None:
+        c = self.config
+        try:
+            endpoint.open()
+        except BackendError as exc:  # the server started, but its /props (read for the prefix cache) failed
+            raise TextagentError(f"the model server at {endpoint.url} did not give its properties: {exc}") from None
+        self._server = endpoint.server
         if self._server is not None:
-            self.model = c.model or self.endpoint.model_label() or self.model
-        self.backend = self.endpoint.connect()
+            self.model = c.model or endpoint.model_label() or self.model
+        self.backend = endpoint.connect()
         if isinstance(self.backend, LlamaCppBackend):
             self.backend.wait_healthy(timeout=c.timeout, on_wait=self.progress)
         try:
-            self.format = self.endpoint.chat_format(self.backend)
+            self.format = endpoint.chat_format(self.backend)
         except BackendError as exc:
-            raise TextagentError(f"could not learn the chat template from {self.endpoint.url}: {exc}") from None
+            raise TextagentError(f"could not learn the chat template from {endpoint.url}: {exc}") from None
         self.takes_grammar = bool(getattr(getattr(self.backend, "capabilities", None), "grammar", False))
         if not c.slots:
-            self._free = list(range(c.parallel or self.endpoint.slots() or 4))
+            self._free = list(range(c.parallel or endpoint.slots() or 4))
             return
         if not isinstance(self.backend, LlamaCppBackend):
             raise TextagentError("--slots needs a llama.cpp upstream (--api llamacpp): other APIs cannot pin a slot")
-        known = self.endpoint.slots()
+        known = endpoint.slots()
         if known is not None and max(c.slots) >= known:
             raise TextagentError(f"--slots {','.join(map(str, c.slots))}: the server has slots 0 to {known - 1}")
         self._free = list(c.slots)
@@ -180,12 +197,19 @@ class Upstream:
             raise ProxyError(
                 503, "the upstream model server is still starting; retry in a moment", code="upstream_starting"
             )
+        if self.state == "failed" and not self._retry:
+            raise ProxyError(
+                503,
+                f"the embedded llama-server could not be used and was stopped: {self.redact(self.detail)}; "
+                "restart the proxy once that is fixed",
+                code="upstream_failed",
+            )
         if self.state == "failed":
             detail, self.state = self.detail, "starting"
             self._ready.clear()
             self.start()  # the next request may find it up (a server started after the proxy)
             raise ProxyError(
-                503, f"the upstream model server could not be reached: {self.redact(detail)}", code="upstream_failed"
+                503, f"the upstream model server failed: {self.redact(detail)}; trying it again", code="upstream_failed"
             )
 
     # -- slots --------------------------------------------------------------------------------
