@@ -39,6 +39,7 @@ _LAZY = {
     ),
     **dict.fromkeys(["ParseError", "Reply", "ToolCall", "parse_reply", "render_call"], ".protocol"),
     "ChatFormat": ".templates",
+    "Retry": ".retry",
     **dict.fromkeys(["Example", "Tool", "ToolOutcome", "ToolSet", "tool"], ".tools"),
     **dict.fromkeys(["Trace", "load_trace", "load_traces"], ".trace"),
 }
@@ -96,6 +97,7 @@ __all__ = [
     "ParseError",
     "Reply",
     "Result",
+    "Retry",
     "ScriptExhausted",
     "ScriptedBackend",
     "Step",

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -19,9 +20,12 @@ from .backends import request_deadline
 from .backends.base import Backend, Usage
 from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout, RunTimeLimit
+from .gbnf import reply_grammar
 from .modes import Conversation, FormatError, Mode, ModeContext, get_mode, needs_of
 from .modes.base import Finished
+from .modes.text import TextMode
 from .options import check_options, drop_deprecated
+from .retry import Retry, Retrying
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
 from .templates import CHATML, ChatFormat, get_format
 from .tools import Tool, ToolSet
@@ -55,7 +59,9 @@ class Agent:
     (prompts.EXAMPLE_STYLES, status by default); ``example_tool``: which tools they show, those
     closest to the question (the default) or the first of the set that takes arguments
     (prompts.EXAMPLE_TOOLS). ``checks``:
-    textagent.checks objects (none by default).
+    textagent.checks objects (none by default). ``retry``: what the loop does after a failed
+    reply beyond its feedback (textagent.retry.Retry: varied feedback for a repeated mistake, a
+    reply held to the grammar, a sampled retry; none by default).
     """
 
     def __init__(
@@ -83,6 +89,7 @@ class Agent:
         step_observation_limit: int | None = 16_000,
         on_step: Callable[[Step], None] | None = None,
         trace: str | Path | IO[str] | None = None,
+        retry: Retry | None = None,
         **backend_options: Any,
     ):
         if max_steps < 1:
@@ -99,6 +106,9 @@ class Agent:
         self.max_calls_per_reply, self.step_observation_limit = max_calls_per_reply, step_observation_limit
         self.max_repeats = max_repeats
         self.checks = as_checks(checks)
+        if retry is not None and not isinstance(retry, Retry):
+            raise TypeError(f"retry must be a textagent.retry.Retry, not {retry!r:.60}")
+        self.retry = retry or Retry()
         self.on_step, self.trace, self.backend_options = on_step, trace, backend_options
         self.example_style = prompts.example_style(example_style)
         self.example_tool = prompts.example_tool(example_tool)
@@ -170,6 +180,7 @@ class Agent:
         self.steps = []
         self.usage, self.started, self.spent, self.bad_in_a_row = Usage(), time.monotonic(), 0, 0
         self.same_in_a_row = 0  # see _count_repeats
+        self.retrying = Retrying(self.retry, self.tools, task, self.mode.prompts, self._retry_grammar())
         self._last_calls: list[tuple[str, Any]] | None = None
         error: BaseException | None = None
         with TraceWriter(self.trace) as trace:
@@ -230,8 +241,11 @@ class Agent:
 
     def _step(self) -> Step:
         step = Step(len(self.steps) + 1, "")
+        once = self.retrying.options_for_next()  # a retry's grammar or temperature, this request only
+        if once:
+            step.extra["retry"] = {k: (True if k == "grammar" else v) for k, v in once.items()}
         # every request of the query ends by the run's time limit (its timeouts cut to the time left)
-        with request_deadline(None if self.max_seconds is None else self.started + self.max_seconds):
+        with request_deadline(None if self.max_seconds is None else self.started + self.max_seconds), self._once(once):
             completion = self.mode.query(step, self._reply_budget())
         step.raw, step.usage, step.timings = completion.text, completion.usage, dict(completion.timings)
         step.finish_reason, step.retries, step.stop_word = (
@@ -248,22 +262,14 @@ class Agent:
             step.parse_error = err.parse_error
             self.bad_in_a_row += 1
             self._last_calls = None  # a reply in between: the calls after it are not "in a row"
-            self.mode.reject(step, err.observation)
+            self.mode.reject(step, self.retrying.format_error(step, err.observation))
             if self.bad_in_a_row >= self.max_format_errors:
                 raise _Stop("format_errors") from None
             return step
         self.bad_in_a_row = 0
         if step.reply.is_final:
-            answer = step.reply.answer if step.reply.answer is not None else step.reply.thought.strip()
-            for check in (c for c in self.checks if hasattr(c, "on_answer")):
-                sent = check.on_answer(self._view(), answer)
-                if sent:
-                    step.sent_back = sent if isinstance(sent, SentBack) else SentBack(check.name, sent)
-                    self._last_calls = None
-                    self.mode.reject(step, step.sent_back.text)
-                    return step
-            self.mode.answer(step)
-            raise _Stop("answer", answer)
+            self._answer(step)
+            return step
         notes = self._refuse_extra_calls(step)
         for index, call in enumerate(step.reply.calls):
             self._check_limits(before_model=False)
@@ -272,11 +278,58 @@ class Agent:
         step.notes = notes + [
             note for check in self.checks if hasattr(check, "on_step") for note in check.on_step(self._view(), step)
         ]
+        step.notes += self.retrying.calls_failed(step)
         self.mode.observe(step, step.notes)
         self._count_repeats(step)
         return step
 
+    def _answer(self, step: Step) -> None:
+        """A final answer: sent back when it quotes the feedback (a retry) or a check refuses it,
+        else the question ends with it."""
+        assert step.reply is not None
+        answer = step.reply.answer if step.reply.answer is not None else step.reply.thought.strip()
+        quoted = self.retrying.quotes_feedback(step, answer)
+        if quoted is not None:
+            step.sent_back = SentBack("retry", quoted)
+        for check in (c for c in self.checks if hasattr(c, "on_answer")):
+            if step.sent_back is not None:
+                break
+            sent = check.on_answer(self._view(), answer)
+            if sent:
+                step.sent_back = sent if isinstance(sent, SentBack) else SentBack(check.name, sent)
+        if step.sent_back is not None:
+            self._last_calls = None
+            self.mode.reject(step, step.sent_back.text)
+            return
+        self.mode.answer(step)
+        raise _Stop("answer", answer)
+
     # -- pieces -----------------------------------------------------------------------------
+    def _retry_grammar(self) -> str | None:
+        """The grammar a retry is held to: the tool set's, when asked for, in the text protocol
+        (constrained mode has it already), on a backend that takes a grammar."""
+        if not self.retry.grammar or not isinstance(self.mode, TextMode) or needs_of(self.mode).grammar:
+            return None
+        capabilities = getattr(self.backend, "capabilities", None)
+        if capabilities is None or not capabilities.grammar or not self.tools:
+            return None
+        return reply_grammar(self.tools)
+
+    @contextmanager
+    def _once(self, options: dict[str, Any]) -> Iterator[None]:
+        """``options`` on the next request only: the mode reads the Agent's request options
+        (the same mapping its context holds) when it asks."""
+        if not options:
+            yield
+            return
+        saved = dict(self.backend_options)
+        self.backend_options.update(options)
+        try:
+            yield
+        finally:
+            self.backend_options.clear()
+            self.backend_options.update(saved)
+
     def _count_repeats(self, step: Step) -> None:
         """End the run (``repeated``) once ``max_repeats`` replies in a row made the same calls,
         after the last of them ran: a model that sends back what it sent before, whatever the

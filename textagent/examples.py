@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Example", "closeness", "select_examples"]
+__all__ = ["Example", "closeness", "relevance", "select_examples"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,18 @@ def closeness(texts: list[str], question: str) -> list[float]:
     df = collections.Counter(w for ws in words for w in ws)
     weight = {w: 1 + math.log((1 + len(texts)) / (1 + df[w])) for w in set(df) | wanted}
     return [sum(weight[w] for w in ws & wanted) / (sum(weight[w] for w in ws | wanted) or 1) for ws in words]
+
+
+def relevance(texts: list[str], question: str) -> list[float]:
+    """How much of ``question`` each of ``texts`` speaks of, 0 to 1: the share of the question's
+    words (weighted by rarity, as in :func:`closeness`) that the text holds. Unlike closeness, a
+    long description is not marked down for its length."""
+    words = [_words(t) for t in texts]
+    wanted = _words(question)
+    df = collections.Counter(w for ws in words for w in ws)
+    weight = {w: 1 + math.log((1 + len(texts)) / (1 + df[w])) for w in set(df) | wanted}
+    total = sum(weight[w] for w in wanted) or 1
+    return [sum(weight[w] for w in ws & wanted) / total for ws in words]
 
 
 def select_examples(pool: tuple[Example, ...], task: str, max_examples: int | None) -> tuple[Example, ...]:

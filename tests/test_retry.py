@@ -1,0 +1,128 @@
+"""What the loop does after a failed reply (textagent.retry): a repeated mistake never gets the same
+words twice, a retry can be held to the grammar or sampled once, feedback never becomes the
+answer; and none of it happens unless asked for."""
+
+from __future__ import annotations
+
+import pytest
+
+from textagent import Agent
+from textagent.backends.base import Capabilities
+from textagent.backends.scripted import ScriptedBackend
+from textagent.retry import Retry
+from textagent.toolkits import demo
+
+UNKNOWN = 'TOOL: ResearchDocs ARGS: {"query": "weather"}'
+BAD_ARGS = 'TOOL: get_weather ARGS: {"town": "Paris"}'
+UNREADABLE = 'TOOL: get_weather ARGS: {"city": "Paris", "city": "Paris"}'
+
+
+def ask(replies, retry=None, task="What's the weather in Paris?", **kw):
+    backend = ScriptedBackend(replies, **kw)
+    agent = Agent(backend, demo.demo_tools(), retry=retry, max_format_errors=5)
+    return agent.run(task), backend
+
+
+def told(backend: ScriptedBackend, i: int) -> str:
+    """What the model was told after reply ``i`` (0-based): the prompt's growth past that reply."""
+    before, after = backend.prompts[i], backend.prompts[i + 1]
+    return after[len(before) :]
+
+
+@pytest.mark.parametrize("reply", [UNKNOWN, BAD_ARGS, UNREADABLE])
+def test_without_retry_the_same_mistake_gets_the_same_words(reply):
+    result, backend = ask([reply, reply, reply, "ANSWER: sunny"])
+    assert result.answer == "sunny"
+    assert told(backend, 0).replace(reply, "") == told(backend, 1).replace(reply, "")
+    assert all("temperature" not in c and "grammar" not in c for c in backend.calls)
+
+
+def test_a_repeated_unknown_tool_is_shown_the_listed_tools_closest_to_it_and_the_question():
+    result, backend = ask([UNKNOWN, UNKNOWN, "ANSWER: sunny"], Retry(vary=True))
+    first, second = told(backend, 0), told(backend, 1)
+    assert first != second and "closest to it and to the question" in second
+    listed = second.split("question:", 1)[1].split("Call one of these", 1)[0]
+    assert listed.strip().splitlines()[0].startswith("- get_weather(")  # the question asks for weather
+    assert result.steps[1].details["retry"]["varied"] is True
+    assert "repeats_failed" not in result.steps[0].details.get("retry", {})
+
+
+def test_repeated_bad_arguments_are_shown_the_parameters_with_the_wrong_one_marked():
+    _, backend = ask([BAD_ARGS, BAD_ARGS, "ANSWER: sunny"], Retry(vary=True))
+    second = told(backend, 1)
+    assert "- city: string   <- missing, and required" in second
+    assert "- town   <- not a parameter of this tool" in second
+    assert "<-" not in told(backend, 0)  # the first time: the usual feedback
+
+
+def test_a_repeated_unreadable_reply_is_shown_the_corrected_line():
+    _, backend = ask([UNREADABLE, UNREADABLE, "ANSWER: sunny"], Retry(vary=True))
+    assert "cannot be read" not in told(backend, 0)
+    assert 'TOOL: get_weather ARGS: {"city": "Paris"}' in told(backend, 1).split("the call would be:")[1]
+
+
+def test_a_different_failed_reply_is_not_a_repeat():
+    _, backend = ask([UNKNOWN, BAD_ARGS, "ANSWER: sunny"], Retry(vary=True, temperature=0.7))
+    assert "before" not in told(backend, 1)
+    assert all("temperature" not in c for c in backend.calls)
+
+
+def test_the_grammar_is_sent_once_and_only_after_a_failure():
+    result, backend = ask([UNKNOWN, 'TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny"], Retry(grammar=True))
+    held = ["grammar" in c for c in backend.calls]
+    assert held == [False, True, False]
+    assert "get_weather" in backend.calls[1]["grammar"] and "ResearchDocs" not in backend.calls[1]["grammar"]
+    assert result.steps[0].details["retry"] == {"grammar_next": True} and result.steps[1].details["retry"] == {
+        "grammar": True
+    }
+
+
+def test_a_format_error_is_retried_under_the_grammar_but_a_tool_error_is_not():
+    _, backend = ask([UNREADABLE, "ANSWER: sunny"], Retry(grammar=True))
+    assert "grammar" in backend.calls[1]
+    _, backend = ask([BAD_ARGS, "ANSWER: sunny"], Retry(grammar=True))
+    assert "grammar" not in backend.calls[1]
+
+
+def test_no_grammar_retry_on_a_backend_that_takes_none():
+    _, backend = ask([UNKNOWN, "ANSWER: sunny"], Retry(grammar=True), capabilities=Capabilities(grammar=False))
+    assert all("grammar" not in c for c in backend.calls)
+
+
+def test_a_word_for_word_repeat_samples_the_next_reply_once_seeded():
+    _, backend = ask([UNKNOWN, UNKNOWN, UNKNOWN, "ANSWER: sunny"], Retry(temperature=0.7, seed=5))
+    temperatures = [(c.get("temperature"), c.get("seed")) for c in backend.calls]
+    # reply 2 repeats reply 1: reply 3 is sampled (seed 5 + step 2); reply 3 repeats too: reply 4
+    assert temperatures == [(None, None), (None, None), (0.7, 7), (0.7, 8)]
+
+
+def test_the_sampled_retry_leaves_the_agents_own_options_as_they_were():
+    backend = ScriptedBackend([UNKNOWN, UNKNOWN, "ANSWER: a", "ANSWER: b"])
+    agent = Agent(backend, demo.demo_tools(), retry=Retry(temperature=0.5), temperature=0.0, seed=1)
+    agent.run("What's the weather in Paris?")
+    agent.run("And in Rome?")
+    assert [c["temperature"] for c in backend.calls] == [0.0, 0.0, 0.5, 0.0]
+    assert agent.backend_options == {"temperature": 0.0, "seed": 1}
+
+
+def test_an_answer_quoting_the_feedback_is_sent_back_once():
+    quoting = "ANSWER: The call failed. Call the tool again (with corrected arguments if they were wrong)."
+    result, backend = ask([UNKNOWN, quoting, "ANSWER: sunny"], Retry(vary=True))
+    assert result.answer == "sunny" and result.steps[1].sent_back is not None
+    assert "repeats this feedback" in told(backend, 1)
+    # the same answer again is taken: the loop does not argue for ever
+    result, _ = ask([UNKNOWN, quoting, quoting], Retry(vary=True))
+    assert result.answer is not None and result.answer.startswith("The call failed")
+
+
+def test_an_answer_quoting_feedback_is_taken_as_it_is_without_retry():
+    quoting = "ANSWER: The call failed. Call the tool again (with corrected arguments if they were wrong)."
+    result, _ = ask([UNKNOWN, quoting])
+    assert result.answer is not None and result.steps[1].sent_back is None
+
+
+def test_retry_is_checked():
+    with pytest.raises(ValueError, match="temperature"):
+        Retry(temperature=0)
+    with pytest.raises(TypeError, match="Retry"):
+        Agent(ScriptedBackend([]), demo.demo_tools(), retry={"vary": True})

@@ -1,0 +1,263 @@
+"""What the loop does after a reply that failed, beyond sending its feedback (opt-in).
+
+At temperature 0 the same feedback after the same reply brings the same reply again: a model
+stuck on one mistake writes it until a limit ends the question. :class:`Retry` changes what the
+loop *does* when a reply fails, each part on its own:
+
+- ``vary``: a reply that repeats one that already failed in this question (the same calls, or
+  the same text that did not parse) is told so, with more to act on than the first time: for an
+  unknown tool the listed tools closest to its name and to the question; for bad arguments the
+  tool's parameters with the wrong one marked; for a format error the corrected line, when the
+  reader can build one. And a final answer that quotes the loop's feedback is sent back (the
+  feedback is for the model, never the user's answer).
+- ``grammar``: after a format error or an unknown tool in the text protocol, the next reply is
+  asked under the tool set's GBNF grammar (the one constrained mode uses), so it can only name
+  listed tools with well-formed arguments; free text again after it. Needs a backend that takes
+  a grammar (llama.cpp); elsewhere it does nothing.
+- ``temperature``: a reply that repeats a failed one word for word is followed by one request
+  sampled at this temperature, seeded (``seed`` plus the step's number), so runs repeat.
+
+The :class:`Retrying` object keeps one question's memory of failed replies; the Agent makes
+one per question and asks it after each reply.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from functools import cache
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+
+from . import prompts
+from ._schema import type_label
+from .examples import relevance
+from .protocol.fixes import corrected_line
+from .steps import Note, Step
+from .tools import ToolSet
+
+__all__ = ["Retry", "Retrying"]
+
+_QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
+_CLOSEST = 3  # listed tools shown for an unknown one
+
+
+@dataclass(frozen=True)
+class Retry:
+    """What the loop does after a failed reply (see the module's docstring). None of it is on
+    by default: each is measured before it becomes one."""
+
+    vary: bool = False
+    grammar: bool = False
+    temperature: float | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        t = self.temperature
+        if t is not None and (not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 < t <= 2):
+            raise ValueError(f"Retry(temperature=...) must be above 0 and at most 2, or None; got {t!r}")
+
+    @property
+    def active(self) -> bool:
+        return self.vary or self.grammar or self.temperature is not None
+
+
+def _calls_key(step: Step) -> tuple[tuple[str, str], ...]:
+    return tuple((c.name, json.dumps(c.args, sort_keys=True, default=str)) for c in step.calls)
+
+
+def _text_key(raw: str) -> str:
+    return " ".join(raw.split())
+
+
+@dataclass
+class Retrying:
+    """One question's memory of the replies that failed, and what the next request gets.
+
+    ``grammar``: the tool set's GBNF grammar when the mode speaks the text protocol and the
+    backend takes a grammar (else None: no grammar retry)."""
+
+    retry: Retry
+    tools: ToolSet
+    task: str
+    prompts: prompts.Prompts = field(default_factory=lambda: prompts.for_family("text"))
+    grammar: str | None = None
+    failed_texts: set[str] = field(default_factory=set)
+    failed_calls: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
+    next_options: dict[str, Any] = field(default_factory=dict)
+
+    # -- what the next request gets ---------------------------------------------------------------
+    def options_for_next(self) -> dict[str, Any]:
+        """The request options of the next reply only (a grammar, a sampled temperature), then none."""
+        options, self.next_options = self.next_options, {}
+        return options
+
+    def _after_failure(self, step: Step, *, word_for_word: bool, held: bool) -> None:
+        noted: dict[str, Any] = {}
+        if self.retry.grammar and held and self.grammar is not None:
+            self.next_options["grammar"] = self.grammar
+            noted["grammar_next"] = True
+        if self.retry.temperature is not None and word_for_word:
+            self.next_options.update(temperature=self.retry.temperature, seed=self.retry.seed + step.index)
+            noted["sampled_next"] = self.retry.temperature
+        if noted:
+            step.extra.setdefault("retry", {}).update(noted)
+
+    # -- after a reply ----------------------------------------------------------------------------
+    def format_error(self, step: Step, observation: str) -> str:
+        """The observation for a reply that could not be used: ``observation``, and when the reply
+        repeats a failed one (``vary``), that it does and the corrected line if one can be built."""
+        key = _text_key(step.raw)
+        repeated = key in self.failed_texts
+        self.failed_texts.add(key)
+        if repeated:
+            step.extra.setdefault("retry", {})["repeats_failed"] = True
+        if repeated and self.retry.vary:
+            observation += "\n" + self._repeated_format(step.raw)
+            step.extra["retry"]["varied"] = True
+        self._after_failure(step, word_for_word=repeated, held=True)
+        return observation
+
+    def calls_failed(self, step: Step) -> list[Note]:
+        """After a step's results: notes for a reply repeating failed calls (``vary``), and the
+        retries the next request gets. Nothing when every call worked."""
+        failed = [(i, o) for i, o in enumerate(step.outcomes) if not o.ok]
+        if not failed:
+            return []
+        key, text = _calls_key(step), _text_key(step.raw)
+        repeated, word_for_word = key in self.failed_calls, text in self.failed_texts
+        self.failed_calls.add(key)
+        self.failed_texts.add(text)
+        if repeated:
+            step.extra.setdefault("retry", {})["repeats_failed"] = True
+        unknown = any(o.error == "unknown_tool" for _, o in failed)
+        self._after_failure(step, word_for_word=word_for_word, held=unknown)
+        if not (repeated and self.retry.vary):
+            return []
+        step.extra["retry"]["varied"] = True
+        notes = [Note("retry", text, i) for i, o in failed if (text := self._repeated_call(step, i, o.error))]
+        return notes
+
+    def quotes_feedback(self, step: Step, answer: str) -> str | None:
+        """The text to send back when a final answer quotes the loop's feedback (``vary``; once
+        for each answer: the same answer again is taken), else None."""
+        if not self.retry.vary:
+            return None
+        quoted = _quoted(answer, self.prompts)
+        if quoted is None or _text_key(step.raw) in self.failed_texts:
+            return None
+        self.failed_texts.add(_text_key(step.raw))
+        step.extra.setdefault("retry", {})["quoted_feedback"] = quoted
+        return self.prompts.template("retry_quoted").substitute(quoted=quoted)
+
+    # -- the words ------------------------------------------------------------------------------
+    def _repeated_format(self, raw: str) -> str:
+        line = corrected_line(raw, self.tools) if self.prompts.family != "native" else None
+        if line is not None:
+            return self.prompts.template("retry_format_fixed").substitute(line=line)
+        return self.prompts.template("retry_format").substitute()
+
+    def _repeated_call(self, step: Step, index: int, error: str | None) -> str:
+        call = step.calls[index]
+        if error == "unknown_tool":
+            return self.prompts.template("retry_unknown").substitute(name=call.name, tools=self._closest(call.name))
+        if error == "bad_arguments" and call.name in self.tools:
+            return self.prompts.template("retry_arguments").substitute(
+                name=call.name, parameters=_marked(self.tools[call.name], call.args)
+            )
+        return self.prompts.template("retry_same_call").substitute(name=call.name)
+
+    def _closest(self, name: str) -> str:
+        """The listed tools closest to ``name`` and to the question, one a line with its usage:
+        how much of the name and the question each tool's name and description speak of, and
+        how alike the names are written."""
+        tools = list(self.tools.values())
+        spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace(".", " ")
+        said = relevance([f"{t.name.replace('_', ' ')} {t.description}" for t in tools], f"{spaced} {self.task}")
+        score = [s + 0.5 * SequenceMatcher(None, name.lower(), t.name.lower()).ratio() for s, t in zip(said, tools)]
+        ranked = sorted(range(len(tools)), key=lambda i: (-score[i], i))[:_CLOSEST]
+        return "\n".join(_usage_line(tools[i]) for i in ranked)
+
+
+def _usage_line(tool: Any) -> str:
+    first = (tool.description or "").strip().split("\n", 1)[0][:160]
+    return f"- {tool.signature()}" + (f": {first}" if first else "")
+
+
+def _marked(tool: Any, args: Any) -> str:
+    """The tool's parameters, one a line, the ones the call got wrong marked: missing, not a
+    parameter, or a value its schema refuses."""
+    given = args if isinstance(args, dict) else {}
+    props, required = tool.properties, set(tool.required)
+    lines = []
+    for key, schema in props.items():
+        mark = ""
+        if key in given and _refuses(schema, given[key]):
+            mark = prompts.template("retry_mark_value.txt").substitute(value=json.dumps(given[key], default=str)[:80])
+        elif key not in given and key in required:
+            mark = prompts.template("retry_mark_missing.txt").substitute()
+        lines.append(f"- {key}{'' if key in required else '?'}: {_type_of(schema)}{mark}")
+    for key in tool.unexpected(given):
+        lines.append(f"- {key}" + prompts.template("retry_mark_unexpected.txt").substitute())
+    return "\n".join(lines)
+
+
+def _type_of(schema: Any) -> str:
+    return type_label(schema if isinstance(schema, dict) else {})
+
+
+def _refuses(schema: Any, value: Any) -> bool:
+    """Does the parameter's own schema refuse ``value``? (A schema that cannot be checked: no.)"""
+    if not isinstance(schema, dict):
+        return False
+    try:
+        return not Draft202012Validator(schema).is_valid(value)
+    except (jsonschema.exceptions.SchemaError, jsonschema.exceptions.RefResolutionError, RecursionError):
+        return False
+
+
+# the templates whose fixed words are feedback: an answer holding a run of them quotes the loop
+_FEEDBACK_TEMPLATES = (
+    "observation_error",
+    "format_error",
+    "empty_reply",
+    "retry_format",
+    "retry_format_fixed",
+    "retry_unknown",
+    "retry_arguments",
+    "retry_same_call",
+)
+
+
+def _words_of(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def _runs(words: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + _QUOTE_WORDS]) for i in range(len(words) - _QUOTE_WORDS + 1)}
+
+
+@cache
+def _fixed_runs(family_name: str) -> frozenset[tuple[str, ...]]:
+    """Runs of ``_QUOTE_WORDS`` words of the feedback templates' fixed text (not their fields)."""
+    family = prompts.for_family(family_name)
+    runs: set[tuple[str, ...]] = set()
+    for name in _FEEDBACK_TEMPLATES:
+        for piece in re.split(r"\$\w+|\$\{\w+\}", family.template(name).template):
+            runs |= _runs(_words_of(piece))
+    return frozenset(runs)
+
+
+def _quoted(answer: str, family: prompts.Prompts) -> str | None:
+    """The words of the loop's feedback that ``answer`` holds (a run of ``_QUOTE_WORDS``), if any."""
+    words = _words_of(answer)
+    fixed = _fixed_runs(family.family)
+    for i in range(len(words) - _QUOTE_WORDS + 1):
+        if tuple(words[i : i + _QUOTE_WORDS]) in fixed:
+            return " ".join(words[i : i + _QUOTE_WORDS])
+    return None
