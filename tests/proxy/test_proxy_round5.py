@@ -235,3 +235,41 @@ def test_a_failed_embedded_server_is_stopped_and_not_started_again(monkeypatch, 
     finally:
         for fake in started:
             fake.stop()
+
+
+# -- 16: a name a subschema of a closed schema declares is taken ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        {"allOf": [{"properties": {"ignorecase": {"type": "boolean"}}}]},
+        {"$ref": "#/$defs/flags", "$defs": {"flags": {"properties": {"ignorecase": {"type": "boolean"}}}}},
+        {"if": {"required": ["pattern"]}, "then": {"properties": {"ignorecase": {"type": "boolean"}}}},
+    ],
+    ids=["allOf", "$ref", "if-then"],
+)
+def test_a_name_a_subschema_declares_is_sent_as_the_model_wrote_it(upstream, proxy, more):
+    parameters = {k: v for k, v in GREP["function"]["parameters"].items() if k != "additionalProperties"}
+    tool = {"type": "function", "function": {**GREP["function"], "parameters": {**parameters, **more}}}
+    upstream.json("/completion", said('TOOL: grep ARGS: {"file_name": "a.py", "pattern": "TODO", "ignorecase": true}'))
+    resp = post(proxy, {"messages": ASK, "tools": [tool], "tool_choice": "required"})
+    assert resp.status_code == 200, resp.text
+    (call,) = resp.json()["choices"][0]["message"]["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"file_name": "a.py", "pattern": "TODO", "ignorecase": True}
+    assert resp.headers[REPAIRS_HEADER] == "0" and len(upstream.bodies("/completion")) == 1
+
+
+# -- 17: "properties": {} lists no names: an invented one is refused and repaired ----------------
+
+
+def test_an_invented_argument_of_a_tool_without_properties_is_repaired(upstream, proxy):
+    now = {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}
+    upstream.json("/completion", said('TOOL: now ARGS: {"timezone": "UTC"}'))
+    upstream.json("/completion", said("TOOL: now ARGS: {}"))
+    resp = post(proxy, {"messages": [{"role": "user", "content": "What time is it?"}], "tools": [now]})
+    assert resp.status_code == 200, resp.text
+    (call,) = resp.json()["choices"][0]["message"]["tool_calls"]
+    assert call["function"] == {"name": "now", "arguments": "{}"}
+    assert resp.headers[REPAIRS_HEADER] == "1"
+    assert "timezone" in upstream.bodies("/completion")[1]["prompt"]  # the model was told which name

@@ -305,3 +305,67 @@ def test_a_name_an_openai_or_mcp_schema_does_not_list_is_refused_with_the_names_
     open_schema = {**listed, "additionalProperties": True}
     loose = Tool.from_openai({"name": "grep", "parameters": open_schema}, lambda **kw: kw)
     assert not loose.closed and loose.bind({"file_name": "a", "mode": "l"}) == {"file_name": "a", "mode": "l"}
+
+
+# h66, fault 16: the names a closed schema's subschemas declare are its names too
+_GREP_PROPS = {"file_name": {"type": "string"}, "pattern": {"type": "string"}}
+_MODE = {"properties": {"mode": {"enum": ["l", "c"]}}}
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        {"allOf": [_MODE]},
+        {"anyOf": [_MODE, {"required": ["pattern"]}]},
+        {"oneOf": [_MODE]},
+        {"if": {"required": ["file_name"]}, "then": _MODE},
+        {"$ref": "#/$defs/flags", "$defs": {"flags": {"allOf": [{"$ref": "#/$defs/mode"}]}, "mode": _MODE}},
+        {"dependentSchemas": {"file_name": _MODE}},
+        {"dependentRequired": {"mode": ["file_name"]}},
+    ],
+    ids=["allOf", "anyOf", "oneOf", "if-then", "$ref", "dependentSchemas", "dependentRequired"],
+)
+@pytest.mark.parametrize("made", ["openai", "mcp"])
+def test_a_name_a_subschema_declares_is_taken_and_others_refused(more, made):
+    from textagent.tools.mcp import lists_names
+
+    schema = {"type": "object", "properties": _GREP_PROPS, "required": ["file_name"], **more}
+    if made == "openai":
+        grep = Tool.from_openai({"name": "grep", "parameters": schema}, lambda **kw: kw)
+    else:  # as tools/mcp.py makes a server's tool
+        grep = Tool("grep", "", schema, lambda **kw: kw, closed=lists_names(schema))
+    assert grep.closed
+    args = {"file_name": "a", "pattern": "b", "mode": "l"}
+    assert grep.bind(args) == args and ToolSet([grep]).execute(Call("grep", args)).ok
+    with pytest.raises(ToolArgumentError, match="'?made_up'?.*file_name, pattern, mode"):
+        grep.bind({"file_name": "a", "made_up": 1})
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        {"allOf": [{"patternProperties": {"^x-": {}}}]},
+        {"anyOf": [{"properties": {"mode": {}}, "additionalProperties": True}]},
+        {"unevaluatedProperties": {"type": "string"}},
+    ],
+)
+def test_a_subschema_that_says_what_other_names_mean_leaves_them_to_the_schema(more):
+    schema = {"type": "object", "properties": _GREP_PROPS, **more}
+    grep = Tool.from_openai({"name": "grep", "parameters": schema}, lambda **kw: kw)
+    assert not grep.closed and grep.bind({"file_name": "a", "x-y": "z"}) == {"file_name": "a", "x-y": "z"}
+
+
+# h66, fault 17: "properties": {} lists no names, and a name is refused as under listed properties
+@pytest.mark.parametrize("parameters", [{"type": "object", "properties": {}}, None])
+def test_an_empty_properties_refuses_every_name(parameters):
+    from textagent.tools.mcp import lists_names
+
+    now = Tool.from_openai({"name": "now", "parameters": parameters}, lambda **kw: kw)
+    assert now.closed and now.bind({}) == {}
+    with pytest.raises(ToolArgumentError, match="timezone"):
+        now.bind({"timezone": "UTC"})
+    assert not ToolSet([now]).execute(Call("now", {"timezone": "UTC"})).ok
+    assert lists_names({"type": "object", "properties": {}})
+    # as before: no properties at all, or additionalProperties, say nothing is listed
+    assert not lists_names({"type": "object"})
+    assert not lists_names({"type": "object", "properties": {}, "additionalProperties": True})

@@ -3,6 +3,7 @@ and the questions the rest of the package asks of a schema."""
 
 from __future__ import annotations
 
+import collections
 import collections.abc
 import copy
 import dataclasses
@@ -14,6 +15,7 @@ import sys
 import threading
 import types
 import typing
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -297,3 +299,68 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     if description:
         out["description"] = description
     return out
+
+
+# Keywords whose subschemas apply to the object the schema itself describes: a name one of them
+# declares is a name of that object too.
+_SAME_OBJECT_LISTS = ("allOf", "anyOf", "oneOf")
+_SAME_OBJECT_ONE = ("if", "then", "else")
+# Keywords that say what other names mean (a schema for them, or a pattern they match)
+_OTHER_NAMES = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+
+
+def declared_names(schema: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The names an object schema declares, in order: its ``properties``, ``required`` and
+    ``dependentRequired`` names and ``dependentSchemas`` keys, and those of every subschema that
+    applies to the same object (``allOf``, ``anyOf``, ``oneOf``, ``if``/``then``/``else``,
+    ``dependentSchemas``, a ``$ref`` within the schema). None where one of them says what other
+    names mean (``additionalProperties`` other than false, ``patternProperties``,
+    ``unevaluatedProperties``) or a reference cannot be followed here: jsonschema decides then."""
+    names: dict[str, None] = {}
+    pending: collections.deque[Any] = collections.deque([schema])
+    seen: set[int] = set()
+    while pending:
+        node = pending.popleft()  # breadth first: the schema's own properties are named first
+        if not isinstance(node, Mapping) or id(node) in seen:
+            continue  # true / false declare no names
+        seen.add(id(node))
+        if any(node.get(k, False) is not False for k in _OTHER_NAMES) or "$dynamicRef" in node:
+            return None
+        if node is not schema and "$id" in node:
+            return None  # a resource of its own: its references resolve against another base
+        for key in ("properties", "dependentSchemas", "dependentRequired"):
+            if isinstance(node.get(key), Mapping):
+                names.update(dict.fromkeys(k for k in node[key] if isinstance(k, str)))
+        dependent = node.get("dependentRequired")
+        for value in [node.get("required"), *(dependent.values() if isinstance(dependent, Mapping) else ())]:
+            if isinstance(value, list):
+                names.update(dict.fromkeys(k for k in value if isinstance(k, str)))
+        for key in _SAME_OBJECT_LISTS:
+            if isinstance(node.get(key), list):
+                pending.extend(node[key])
+        pending.extend(node.get(key) for key in _SAME_OBJECT_ONE)
+        if isinstance(node.get("dependentSchemas"), Mapping):
+            pending.extend(node["dependentSchemas"].values())
+        if "$ref" in node:
+            target = _local_reference(schema, node["$ref"])
+            if target is None:
+                return None
+            pending.append(target)
+    return tuple(names)
+
+
+def _local_reference(root: Mapping[str, Any], ref: Any) -> Any:
+    """What ``ref`` (``#`` or a JSON pointer ``#/...``) points to in ``root``; None for another
+    kind of reference, or a pointer to nothing."""
+    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/") if ref != "#" else []:
+        key = urllib.parse.unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node

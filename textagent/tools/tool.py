@@ -26,6 +26,7 @@ from .schema import (
     _jsonable,
     _nullable,
     _plain,
+    declared_names,
     deeper_than,
     schema_for_type,
 )
@@ -36,11 +37,13 @@ _NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), p
 
 def lists_names(parameters: Mapping[str, Any]) -> bool:
     """Whether a JSON schema from elsewhere (an OpenAI or MCP tool) lists its argument names and
-    leaves others unsaid: then a name it does not list is a mistake, not an extension."""
+    leaves others unsaid: then a name neither it nor its subschemas declare is a mistake, not an
+    extension (``"properties": {}`` lists none: every name is one)."""
     return (
-        bool(parameters.get("properties"))
+        isinstance(parameters.get("properties"), Mapping)
         and "additionalProperties" not in parameters
         and "patternProperties" not in parameters
+        and declared_names(parameters) is not None
     )
 
 
@@ -62,6 +65,7 @@ class Tool:
     closed: bool = False
     _validator: Any = field(default=None, init=False, repr=False)
     _accepts: frozenset[str] | None = field(default=None, init=False, repr=False)
+    _declared: tuple[str, ...] = field(default=(), init=False, repr=False)  # a closed schema's names
     _converters: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +92,8 @@ class Tool:
         object.__setattr__(self, "parameters", params)
         object.__setattr__(self, "_validator", make_validator(params))
         object.__setattr__(self, "_accepts", _accepted_names(self.fn))
+        if self.closed:  # its subschemas' names too (allOf, anyOf, $ref, ...): they are the schema's
+            object.__setattr__(self, "_declared", declared_names(params) or tuple(params.get("properties") or {}))
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -216,7 +222,7 @@ class Tool:
         if self.closed:
             extra = self.unexpected(args)
             if extra:
-                raise ToolArgumentError(unexpected(extra[0], list(self.properties)))
+                raise ToolArgumentError(unexpected(extra[0], list(self._declared)))
         elif self._accepts is not None and self.parameters.get("additionalProperties") is not False:
             extra = self.unexpected(args)
             if extra:
@@ -227,10 +233,13 @@ class Tool:
         return coerce(args, props, self._converters)
 
     def unexpected(self, args: Mapping[str, Any]) -> list[str]:
-        """The names in ``args`` that this tool does not take (bind() refuses them): outside
-        ``properties`` when the schema is closed, else outside the function's parameters."""
-        if self.parameters.get("additionalProperties") is False or self.closed:
-            known: Iterable[str] = self.parameters.get("properties") or {}
+        """The names in ``args`` that this tool does not take (bind() refuses them): outside the
+        names a closed schema and its subschemas declare, outside ``properties`` under
+        ``additionalProperties: false``, else outside the function's parameters."""
+        if self.closed:
+            known: Iterable[str] = self._declared
+        elif self.parameters.get("additionalProperties") is False:
+            known = self.parameters.get("properties") or {}
         elif self._accepts is not None:
             known = self._accepts
         else:
