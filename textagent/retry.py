@@ -41,7 +41,10 @@ from .protocol.fixes import corrected_line
 from .steps import Note, Step
 from .tools import ToolSet
 
-__all__ = ["Retry", "Retrying"]
+__all__ = ["RETRY_PARTS", "Retry", "Retrying"]
+
+#: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature).
+RETRY_PARTS = ("vary", "grammar", "sample")
 
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
 _CLOSEST = 3  # listed tools shown for an unknown one
@@ -65,6 +68,15 @@ class Retry:
     @property
     def active(self) -> bool:
         return self.vary or self.grammar or self.temperature is not None
+
+    @classmethod
+    def from_parts(cls, parts: str, *, temperature: float = 0.7, seed: int = 0) -> Retry:
+        """A Retry from a comma-separated list of RETRY_PARTS ("none" or "": none of them)."""
+        names = [p.strip() for p in parts.split(",") if p.strip() and p.strip() != "none"]
+        unknown = [n for n in names if n not in RETRY_PARTS]
+        if unknown:
+            raise ValueError(f"unknown retry part {unknown[0]!r}; choose from {', '.join(RETRY_PARTS)} (or none)")
+        return cls("vary" in names, "grammar" in names, temperature if "sample" in names else None, seed)
 
 
 def _calls_key(step: Step) -> tuple[tuple[str, str], ...]:

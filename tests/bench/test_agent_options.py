@@ -97,3 +97,27 @@ def test_the_options_build_an_agent_that_runs():
     options = agent_options("text", Settings(max_repeats=2), bare_tools())
     result = Agent(backend, bare_tools(), chat_format="chatml", **options).run("Where?")
     assert result.stop_reason == "answer" and result.answer == "Paris."
+
+
+@pytest.mark.parametrize("mode", ["text", "constrained", "native", "proxy", "text-no-feedback"])
+def test_the_retry_setting_reaches_textagents_own_loop(mode):
+    from textagent.retry import Retry
+
+    settings = Settings(retry="vary,sample", retry_temperature=0.5, seed=3)
+    options = agent_options(mode, settings, bare_tools(), question="Where is Paris?")
+    assert options["retry"] == Retry(vary=True, grammar=False, temperature=0.5, seed=3)
+    assert agent_options(mode, Settings(), bare_tools(), question="Where is Paris?")["retry"] == Retry()
+
+
+def test_the_comparison_modes_keep_their_own_loops_rules_under_retry():
+    settings = Settings(retry="vary,grammar,sample")
+    options = agent_options("baseline", settings, bare_tools(), comparison=BaselineMode())
+    assert "retry" not in options
+
+
+def test_an_unknown_retry_part_is_a_usage_error(capsys):
+    from textagent.bench.options import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--retry", "vary,louder"])
+    assert "unknown retry part 'louder'" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import prompts
 from ..checks import from_names
+from ..retry import Retry
 from .backends import needs_of
 from .baseline import AGENT_OPTIONS, NoFeedbackTextMode
 
@@ -32,7 +33,11 @@ def agent_options(
         if comparison is None:
             raise ValueError(f"mode {mode!r} needs its mode object (comparison=...)")
         return {"mode": comparison, **AGENT_OPTIONS}
-    loop = {"checks": from_names(settings.checks), "max_repeats": settings.max_repeats}
+    loop = {
+        "checks": from_names(settings.checks),
+        "max_repeats": settings.max_repeats,
+        "retry": Retry.from_parts(settings.retry, temperature=settings.retry_temperature, seed=settings.seed),
+    }
     if mode == "proxy":
         from .proxy_client import ProxyClientMode
 

@@ -250,6 +250,8 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
         example_style=args.example_style,
         example_tool=args.example_tool,
         grouped_listing=args.grouped_listing,
+        retry=args.retry,
+        retry_temperature=args.retry_temperature,
     )
     return modes, unavailable, tasks, settings
 

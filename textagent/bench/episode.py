@@ -50,6 +50,8 @@ class Settings:
     grouped_listing: bool = False  # text modes: words the tools' descriptions share said once (prompts.tool_listing)
     example_style: str = prompts.DEFAULT_EXAMPLE_STYLE  # how placeholder examples show results (prompts.EXAMPLE_STYLES)
     example_tool: str = prompts.DEFAULT_EXAMPLE_TOOL  # which tools placeholder examples show (prompts.EXAMPLE_TOOLS)
+    retry: str = "none"  # textagent's own modes: what the loop does after a failed reply (RETRY_PARTS, comma-separated)
+    retry_temperature: float = 0.7  # the sampled retry's temperature (with "sample" in retry)
 
 
 def run_episode(

@@ -14,12 +14,22 @@ from ..conventions import (
     check_names,
 )
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
+from ..retry import Retry
 from .backends import MODES
 
 __all__ = ["DEFAULT_MODES", "add_arguments", "build_parser"]
 
 DEFAULT_MODES = "text,constrained,native,baseline"
 DESCRIPTION = "``textagent bench``: run the task suite in several modes side by side and write a report."
+
+
+def retry_parts(text: str) -> str:
+    """``--retry``: parts of textagent.retry.Retry, comma-separated (checked, kept as written)."""
+    try:
+        Retry.from_parts(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return ",".join(p.strip() for p in text.split(",") if p.strip()) or "none"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -153,6 +163,21 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "said once above them, not in every description (about half the system prompt on BFCL multi-turn)",
     )
     add_example_options(p, "the worked examples of the text modes and the proxy for tools without their own")
+    p.add_argument(
+        "--retry",
+        default="none",
+        type=retry_parts,
+        help="what textagent's own loop does after a failed reply (not bfcl-prompt or baseline, which keep their "
+        "own loops' rules): vary (a repeated mistake gets more to act on), grammar (the next reply held to the "
+        "tool set's grammar, text protocol on llama.cpp), sample (a word-for-word repeat is followed by one "
+        "sampled reply); comma-separated, or none (default)",
+    )
+    p.add_argument(
+        "--retry-temperature",
+        type=float,
+        default=0.7,
+        help="the temperature of the sampled retry (--retry sample; default 0.7, seeded by --seed and the step)",
+    )
     p.add_argument(
         "--native-examples",
         action="store_true",

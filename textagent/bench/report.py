@@ -221,6 +221,12 @@ def _facts(meta: Mapping[str, Any], finished: int) -> list[str]:
                 else ""
             )
             + (", text modes list the tools grouped (`--grouped-listing`)" if st.get("grouped_listing") else "")
+            + (
+                f", **the loop retries after a failed reply: {st['retry']}** (`--retry`"
+                + (f", temperature {st.get('retry_temperature')})" if "sample" in st["retry"] else ")")
+                if st.get("retry") not in (None, "none")
+                else ""
+            )
             # a run from before the option had the placeholder style
             + f", worked examples in the {st.get('example_style', 'placeholder')} style (`--example-style`)"
             + (
