@@ -5,6 +5,7 @@ The scripted upstream is tests/httpfake.py's FakeServer, as in test_proxy_script
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import requests
@@ -273,3 +274,24 @@ def test_an_invented_argument_of_a_tool_without_properties_is_repaired(upstream,
     assert call["function"] == {"name": "now", "arguments": "{}"}
     assert resp.headers[REPAIRS_HEADER] == "1"
     assert "timezone" in upstream.bodies("/completion")[1]["prompt"]  # the model was told which name
+
+
+# -- 18: naming unwritable tools is linear ---------------------------------------------------------
+
+
+def test_unwritable_tool_names_are_named_in_linear_time():
+    from textagent.proxy.convert import _Names
+
+    def cpu_seconds(count: int) -> float:
+        # no character of these writes in the protocol: each is ``tool``, ``tool_2``, ``tool_3``, ...
+        names = [f"天気{chr(0x4E00 + i // 100)}{chr(0x4E00 + i % 100)}" for i in range(count)]
+        best = float("inf")
+        for _ in range(3):  # the least of three: a loaded machine only ever adds time
+            started = time.process_time()
+            made = _Names(names)
+            best = min(best, time.process_time() - started)
+        assert len(set(made.internal.values())) == count and made.client[made.internal[names[-1]]] == names[-1]
+        return best
+
+    small, large = cpu_seconds(2_000), cpu_seconds(20_000)
+    assert large < 30 * max(small, 0.001), (small, large)  # 10x the names; quadratic was 100x
