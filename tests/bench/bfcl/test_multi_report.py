@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from textagent.bench.bfcl.multi_report import (
+    _HEADER,
     feedback_turns,
     multi_turn_rows,
     render_multi_turn,
@@ -45,7 +46,7 @@ def test_turn_answers_are_the_answers_that_ended_each_turn_with_the_tools_each_t
 def test_a_status_answer_counts_as_copied_only_in_a_turn_that_did_not_run_the_tool_it_names():
     record = _record("multi_turn_base_1", "text", 2, ["ls ran with a true and reported success."] * 2)
     record["trace"][1]["calls"] = [{"name": "ls", "args": {"a": True}}]
-    copied = 9  # the column after "turns told of a mistake: right"
+    copied = _HEADER.index("answers copying an example")
     assert multi_turn_rows([record], ["text"])[0][copied] == "1/2"
 
 
@@ -55,7 +56,7 @@ def test_rows_count_answers_copying_an_example_per_mode():
         _record("multi_turn_base_1", "proxy", 1, ["cat and echo returned a result each.", "The result is 42."]),
     ]
     rows = {row[1]: row for row in multi_turn_rows(records, ["text", "proxy"])}
-    copied = 9  # the column after "turns told of a mistake: right"
+    copied = _HEADER.index("answers copying an example")
     assert rows["text"][copied] == "0/2" and rows["proxy"][copied] == "2/2"
     assert rows["text"][2].endswith("1/1") and rows["proxy"][2].endswith("0/1")
 
@@ -63,7 +64,7 @@ def test_rows_count_answers_copying_an_example_per_mode():
 def test_rows_count_turn_answers_repeating_the_feedback():
     parroted = "The call failed. Call the tool again (with corrected arguments if they were wrong)."
     record = _record("multi_turn_base_41", "text", 0, ["It holds 3 lines.", parroted])
-    feedback = 10  # the column after "answers copying an example"
+    feedback = _HEADER.index("answers repeating the feedback")
     assert multi_turn_rows([record], ["text"])[0][feedback] == "1/2"
 
 
@@ -76,7 +77,7 @@ def test_feedback_turns_count_the_turns_told_of_a_mistake_and_those_of_them_righ
     record = _record("multi_turn_base_1", "text", 2, ["a", "b", "c"], per_turn=per_turn)
     assert feedback_turns(record) == (1, 2)
     assert feedback_turns(_record("multi_turn_base_2", "text", 1, ["a"])) == (0, 0)  # no per-turn record
-    told = 8  # the column after "refused calls / item"
+    told = _HEADER.index("turns told of a mistake: right")
     assert multi_turn_rows([record], ["text"])[0][told] == "1/2"
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import paired
 from ..metrics import called_tools, copied_example, episode_tokens, latest_records, repeated_feedback, wilson
+from .loop_stats import FORCE_QUIT_CAUSES, loop_stats
 
 __all__ = ["TURNS_HEADING", "feedback_turns", "multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
 
@@ -93,17 +94,19 @@ def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) 
             right_turns = sum(int(m.get("turns_right") or 0) for m in mts)
             answers = [a for r in mine for a in turn_answers(r)]
             told = [feedback_turns(r) for r in mine]
+            loops = [loop_stats(r) for r in mine]
             rows.append(
                 [
                     category,
                     mode,
                     _pct(sum(bool(r.get("success")) for r in mine), n),
                     _pct(right_turns, turns),
-                    f"{sum(bool(m.get('force_quit')) for m in mts)}/{n}",
+                    _force_quits(loops, n),
                     f"{sum(int(m.get('empty_turns') or 0) for m in mts)}/{turns}",
                     f"{sum(int(m.get('format_errors') or 0) for m in mts) / n:.2f}",
                     f"{sum(int(m.get('refused_calls') or 0) for m in mts) / n:.2f}",
                     f"{sum(k for k, _ in told)}/{sum(t for _, t in told)}",
+                    f"{sum(s.repeating for s in loops)}/{sum(s.after_failure for s in loops)}",
                     f"{sum(copied_example(a, called) for a, called in answers)}/{len(answers)}",
                     f"{sum(repeated_feedback(a) for a, _ in answers)}/{len(answers)}",
                     f"{sum(int(r.get('steps') or 0) for r in mine) / n:.1f}",
@@ -124,6 +127,7 @@ _HEADER = [
     "format errors / item",
     "refused calls / item",
     "turns told of a mistake: right",
+    "replies after a failed one: repeating a failure",
     "answers copying an example",
     "answers repeating the feedback",
     "steps / item",
@@ -138,13 +142,24 @@ _EXPLAIN = (
     "the turn in `text-no-feedback` and `bfcl-prompt`). Refused calls: calls not run because the tool is "
     "unknown or the arguments do not fit its schema (the model is told why). Turns told of a mistake: "
     "turns in which the model got a format error or a refused call back, and how many of them were right "
-    "(what the feedback turned into right turns; bench.bfcl.multi_report.feedback_turns). Answers copying an example: "
+    "(what the feedback turned into right turns; bench.bfcl.multi_report.feedback_turns). Force-quits by "
+    "cause: the last reply repeated a failed reply of its turn (repeating), failed otherwise (failing), or its "
+    "calls ran and no answer came (calling). Replies after a failed one: how many of the replies that came "
+    "right after a failed reply (a format error, a failed call or an answer sent back) repeat a failed "
+    "reply of the same turn, the same text or the same calls (bench.bfcl.loop_stats). Answers copying an example: "
     "turns ended by an answer that holds a phrase of a worked example instead of a result, or says in "
     "their form that a tool ran when the turn did not run it "
     "(bench.metrics.copied_example); answers repeating the feedback: turn answers holding a sentence of "
     "what textagent tells the model when a reply or call goes wrong (bench.metrics.repeated_feedback). "
     "Tokens: prompt tokens the server evaluated plus tokens generated."
 )
+
+
+def _force_quits(loops: Sequence[Any], n: int) -> str:
+    """Force-quits of ``n`` items, by cause (loop_stats.FORCE_QUIT_CAUSES)."""
+    causes = [s.force_quit for s in loops if s.force_quit is not None]
+    by = ", ".join(f"{c} {causes.count(c)}" for c in FORCE_QUIT_CAUSES if causes.count(c))
+    return f"{len(causes)}/{n}" + (f" ({by})" if by else "")
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

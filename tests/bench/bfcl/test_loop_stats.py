@@ -1,0 +1,85 @@
+"""bench.bfcl.loop_stats: replies repeating a failed reply and force-quits by cause, from a trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textagent.bench.bfcl.loop_stats import LoopStats, loop_stats
+from textagent.bench.bfcl.multi_report import _HEADER, multi_turn_rows
+
+UNKNOWN = {"name": "ResearchDocs", "args": {"q": 1}}
+FAILED = [{"name": "ResearchDocs", "ok": False, "error": "unknown_tool"}]
+WORKED = [{"name": "ls", "ok": True, "error": None}]
+
+
+def step(raw: str, *, calls=(), outcomes=(), format_error=False, details=None) -> dict[str, Any]:
+    return {
+        "type": "step",
+        "raw": raw,
+        "calls": list(calls),
+        "outcomes": list(outcomes),
+        "format_error": format_error,
+        "details": details or {},
+    }
+
+
+def record(*questions: list[dict[str, Any]], force_quit: bool = False) -> dict[str, Any]:
+    trace: list[dict[str, Any]] = []
+    for steps in questions:
+        trace += [{"type": "start"}, *steps, {"type": "result", "answer": None}]
+    return {
+        "task": "multi_turn_base_0",
+        "kind": "multi_turn_base",
+        "mode": "text",
+        "repeat": 0,
+        "success": False,
+        "stop_reason": "max_steps" if force_quit else "answer",
+        "steps": sum(len(q) for q in questions),
+        "seconds": 1.0,
+        "usage": {},
+        "trace": trace,
+        "multi_turn": {"turns": len(questions), "turns_right": 0, "force_quit": force_quit},
+    }
+
+
+def test_a_model_stuck_on_one_unknown_tool_repeats_after_every_failure():
+    stuck = [step("TOOL: ResearchDocs ARGS: {}", calls=[UNKNOWN], outcomes=FAILED) for _ in range(4)]
+    assert loop_stats(record(stuck, force_quit=True)) == LoopStats(3, 3, "repeating")
+
+
+def test_the_same_calls_in_other_words_are_a_repeat_and_a_new_mistake_is_not():
+    replies = [
+        step("TOOL: ResearchDocs ARGS: {}", calls=[UNKNOWN], outcomes=FAILED),
+        step("Thought: again\nTOOL: ResearchDocs ARGS: {}", calls=[UNKNOWN], outcomes=FAILED),
+        step("TOOL: ls ARGS: {", format_error=True),
+        step("ANSWER: done"),
+    ]
+    assert loop_stats(record(replies)) == LoopStats(3, 1, None)
+
+
+def test_repeats_are_counted_within_a_question_only():
+    first = [step("TOOL: x", format_error=True)]
+    second = [
+        step("TOOL: ls ARGS: {}", calls=[{"name": "ls", "args": {}}], outcomes=WORKED),
+        step("TOOL: x", format_error=True),
+    ]
+    assert loop_stats(record(first, second)).repeating == 0
+
+
+def test_force_quit_causes():
+    calling = [step("TOOL: ls ARGS: {}", calls=[{"name": "ls", "args": {}}], outcomes=WORKED)] * 3
+    failing = [*calling, step("TOOL: y ARGS: {", format_error=True)]
+    assert loop_stats(record(calling, force_quit=True)).force_quit == "calling"
+    assert loop_stats(record(failing, force_quit=True)).force_quit == "failing"
+
+
+def test_an_answer_sent_back_is_a_failed_reply():
+    replies = [step("ANSWER: x", details={"sent_back": {"check": "retry"}}), step("ANSWER: x")]
+    assert loop_stats(record(replies)) == LoopStats(1, 1, None)
+
+
+def test_the_report_shows_repeats_and_force_quits_by_cause():
+    stuck = [step("TOOL: ResearchDocs ARGS: {}", calls=[UNKNOWN], outcomes=FAILED) for _ in range(3)]
+    (row,) = multi_turn_rows([record(stuck, force_quit=True)], ["text"])
+    assert row[_HEADER.index("force-quit")] == "1/1 (repeating 1)"
+    assert row[_HEADER.index("replies after a failed one: repeating a failure")] == "2/2"
