@@ -34,7 +34,8 @@ class LoopStats:
 
 
 def _failed(step: Mapping[str, Any]) -> bool:
-    details = step.get("details") if isinstance(step.get("details"), Mapping) else {}
+    details = step.get("details")
+    details = details if isinstance(details, Mapping) else {}
     outcomes = [o for o in step.get("outcomes") or () if isinstance(o, Mapping)]
     return bool(step.get("format_error")) or any(not o.get("ok") for o in outcomes) or "sent_back" in details
 
@@ -83,7 +84,8 @@ def loop_stats(record: Mapping[str, Any]) -> LoopStats:
                     calls.add(key)
             previous_failed = failed
             last_repeated, last_failed = repeated and failed, failed
-    mt = record.get("multi_turn") if isinstance(record.get("multi_turn"), Mapping) else {}
+    mt = record.get("multi_turn")
+    mt = mt if isinstance(mt, Mapping) else {}
     cause = None
     if mt.get("force_quit"):
         cause = "repeating" if last_repeated else "failing" if last_failed else "calling"
