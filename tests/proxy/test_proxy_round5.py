@@ -295,3 +295,35 @@ def test_unwritable_tool_names_are_named_in_linear_time():
 
     small, large = cpu_seconds(2_000), cpu_seconds(20_000)
     assert large < 30 * max(small, 0.001), (small, large)  # 10x the names; quadratic was 100x
+
+
+# -- 19: at most 16 calls in an answer, a partial repair's included, plain as streamed -------------
+
+
+def _seventeen_calls(refused: int) -> str:
+    lines = [f'TOOL: grep ARGS: {{"file_name": "f{i}.py", "pattern": "TODO"}}' for i in range(17)]
+    lines[refused] = f'TOOL: grep ARGS: {{"file_name": "f{refused}.py", "pattern": "TODO", "made_up": 1}}'
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("refused", [2, 16])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_partial_repair_never_passes_the_calls_cap(upstream, proxy, stream, refused):
+    repaired = f'TOOL: grep ARGS: {{"file_name": "f{refused}.py", "pattern": "TODO"}}'
+    if stream:
+        upstream.sse("/completion", _sse(_seventeen_calls(refused), "eos"))
+        upstream.sse("/completion", _sse(repaired, "eos"))
+    else:
+        upstream.json("/completion", said(_seventeen_calls(refused)))
+        upstream.json("/completion", said(repaired))
+    resp = post(proxy, {"messages": ASK, "tools": [GREP], "stream": stream})
+    assert resp.status_code == 200, resp.text
+    if stream:
+        deltas = [d for e in events_of(resp)[:-1] for c in e["choices"] for d in c["delta"].get("tool_calls", [])]
+        arguments = [d["function"]["arguments"] for d in deltas if d["function"].get("arguments")]
+    else:
+        arguments = [c["function"]["arguments"] for c in resp.json()["choices"][0]["message"]["tool_calls"]]
+    files = [json.loads(a)["file_name"] for a in arguments]
+    # the first 16 valid calls; a repair of the refused one could add nothing, so none is asked
+    assert files == [f"f{i}.py" for i in range(17) if i != refused]
+    assert len(upstream.bodies("/completion")) == 1

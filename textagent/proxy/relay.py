@@ -208,12 +208,12 @@ class RelayMode(TextMode):
         valid, failure = repair._judge(call, self.ctx.tools)
         if valid is None:
             reading.failures.append(failure)
-        elif repair._call_key(valid) not in reading.repeats:  # a repair may repeat an accepted call, keys in any order
-            reading.repeats.add(repair._call_key(valid))  # ... and a reply the same call twice
-            out.calls.append(valid)
+        elif repair._call_key(valid) not in reading.repeats and len(out.calls) < repair.MAX_CALLS_PER_REPLY:
+            reading.repeats.add(repair._call_key(valid))  # a repair may repeat an accepted call, keys in any order
+            out.calls.append(valid)  # ... and a reply the same call twice
             assert self.on_call is not None
             self.on_call(valid, out.repairs)
-        return len(out.calls) - reading.before >= repair.MAX_CALLS_PER_REPLY
+        return len(out.calls) >= repair.MAX_CALLS_PER_REPLY  # the cap is the answer's, repairs included
 
     # -- reading --------------------------------------------------------------------------------------
     def parse(self, completion: Completion, step: Step) -> Reply:
@@ -240,6 +240,9 @@ class RelayMode(TextMode):
             repair._unsent(step, feedback)
             self.cut = True
             raise Finished("submitted")
+        if len(valid) >= repair.MAX_CALLS_PER_REPLY:  # the answer is full: a repair could add no call
+            repair._unsent(step, feedback)
+            self._submit(step, valid, length)
         if valid and self.out.repairs < self.max_repairs:
             # some calls are valid: they are kept (as streaming keeps them), only the others go back
             assert reply is not None
@@ -275,12 +278,16 @@ class RelayMode(TextMode):
         assert reading is not None
         failures = reading.failures
         if reading.calls is None and reply is not None:  # not streamed: this reply's calls are judged now
-            more, failed = repair._judged(reply.calls if self.request.parallel else [], self.ctx.tools, reading.repeats)
+            room = repair.MAX_CALLS_PER_REPLY - len(out.calls)
+            more, failed = repair._judged(
+                reply.calls if self.request.parallel else [], self.ctx.tools, reading.repeats, room
+            )
             out.calls += more
             failures += failed
         feedback = repair._committed(out, failures, unparsed)
         repair._accepted(step, out.calls[reading.before :], streamed=True)
-        if feedback is None or length or out.repairs >= self.max_repairs:
+        full = len(out.calls) >= repair.MAX_CALLS_PER_REPLY  # a repair could add no call
+        if feedback is None or length or full or out.repairs >= self.max_repairs:
             if feedback is not None:
                 repair._unsent(step, feedback)
             out.turns = [*self.written, {"role": "assistant", "content": self._kept(step)}]

@@ -178,18 +178,19 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
 
 
 def _judged(
-    calls: list[ToolCall], tools: ToolSet, seen: set[tuple[str, str]]
+    calls: list[ToolCall], tools: ToolSet, seen: set[tuple[str, str]], room: int = MAX_CALLS_PER_REPLY
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """(the valid calls, the observations on the others) of a reply's ``calls``: a call the same
     as one in ``seen`` (sent already, or earlier in the reply) is not taken again, and at most
-    MAX_CALLS_PER_REPLY are (a model looping on one call line wrote 38 calls, 7 of them distinct)."""
+    ``room`` are: what MAX_CALLS_PER_REPLY leaves beside the calls already in the answer (a model
+    looping on one call line wrote 38 calls, 7 of them distinct)."""
     valid: list[dict[str, Any]] = []
     failed: list[str] = []
     for call in calls:
         ok, failure = _judge(call, tools)
         if ok is None:
             failed.append(failure)
-        elif _call_key(ok) not in seen and len(valid) < MAX_CALLS_PER_REPLY:
+        elif _call_key(ok) not in seen and len(valid) < room:
             seen.add(_call_key(ok))
             valid.append(ok)
     return valid, failed
