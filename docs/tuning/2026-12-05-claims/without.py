@@ -10,8 +10,8 @@ from __future__ import annotations
 import gzip
 import json
 import sys
-from pathlib import Path
 from math import comb
+from pathlib import Path
 from types import SimpleNamespace
 
 from textagent.bench.bfcl.data import load_category
