@@ -126,3 +126,24 @@ def test_retry_is_checked():
         Retry(temperature=0)
     with pytest.raises(TypeError, match="Retry"):
         Agent(ScriptedBackend([]), demo.demo_tools(), retry={"vary": True})
+
+
+def test_the_gate_asks_once_when_an_answer_comes_before_any_call_and_a_tool_is_close():
+    result, backend = ask(["ANSWER: sunny, I think", "ANSWER: sunny, I think"], Retry(gate=True))
+    assert result.answer == "sunny, I think" and len(backend.prompts) == 2
+    asked = told(backend, 0)
+    assert "without calling a tool" in asked and "- get_weather(city: string)" in asked
+    assert result.steps[0].sent_back is not None and result.steps[0].details["retry"]["gated"] is True
+
+
+def test_the_gate_lets_an_answer_through_after_a_call_or_where_no_tool_is_close():
+    result, backend = ask(['TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny"], Retry(gate=True))
+    assert result.answer == "sunny" and len(backend.prompts) == 2
+    result, backend = ask(["ANSWER: Shakespeare"], Retry(gate=True), task="Who wrote Hamlet?")
+    assert result.answer == "Shakespeare" and len(backend.prompts) == 1
+
+
+def test_the_gates_second_ask_is_held_to_the_grammar_and_sampled_when_asked_for():
+    _, backend = ask(["ANSWER: sunny", "ANSWER: sunny"], Retry(gate=True, grammar=True, temperature=0.4, seed=1))
+    assert "grammar" not in backend.calls[0] and "grammar" in backend.calls[1]
+    assert backend.calls[1]["temperature"] == 0.4 and backend.calls[1]["seed"] == 2

@@ -288,9 +288,9 @@ class Agent:
         else the question ends with it."""
         assert step.reply is not None
         answer = step.reply.answer if step.reply.answer is not None else step.reply.thought.strip()
-        quoted = self.retrying.quotes_feedback(step, answer)
-        if quoted is not None:
-            step.sent_back = SentBack("retry", quoted)
+        again = self.retrying.send_back(step, answer)
+        if again is not None:
+            step.sent_back = SentBack("retry", again)
         for check in (c for c in self.checks if hasattr(c, "on_answer")):
             if step.sent_back is not None:
                 break

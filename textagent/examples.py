@@ -40,6 +40,14 @@ class Example:
             )
 
 
+# words of a question that name no tool's job (relevance leaves them out)
+_FUNCTION_WORDS = frozenset(
+    "what who whom whose which when where why how the and for with that this these those from into about are "
+    "was were can could would should will you your me my our please tell give show get does did has have had "
+    "its it's there their then than any some all not but also just".split()
+)
+
+
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
@@ -58,9 +66,10 @@ def closeness(texts: list[str], question: str) -> list[float]:
 def relevance(texts: list[str], question: str) -> list[float]:
     """How much of ``question`` each of ``texts`` speaks of, 0 to 1: the share of the question's
     words (weighted by rarity, as in :func:`closeness`) that the text holds. Unlike closeness, a
-    long description is not marked down for its length."""
+    long description is not marked down for its length. Words that say nothing of a tool (short
+    ones, question words, articles) are left out of the question."""
     words = [_words(t) for t in texts]
-    wanted = _words(question)
+    wanted = {w for w in _words(question) if len(w) > 2 and w not in _FUNCTION_WORDS}
     df = collections.Counter(w for ws in words for w in ws)
     weight = {w: 1 + math.log((1 + len(texts)) / (1 + df[w])) for w in set(df) | wanted}
     total = sum(weight[w] for w in wanted) or 1

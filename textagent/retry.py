@@ -16,6 +16,10 @@ loop *does* when a reply fails, each part on its own:
   a grammar (llama.cpp); elsewhere it does nothing.
 - ``temperature``: a reply that repeats a failed one word for word is followed by one request
   sampled at this temperature, seeded (``seed`` plus the step's number), so runs repeat.
+- ``gate``: an answer given before any call in the question, while a listed tool is close to the
+  question (``GATE_RELEVANCE``), is asked once more: the closest tools are named, and the reply
+  after it is held to the grammar and sampled when those parts are on. Answering from memory is
+  then a choice made twice, not a slip; the second answer is taken.
 
 The :class:`Retrying` object keeps one question's memory of failed replies; the Agent makes
 one per question and asks it after each reply.
@@ -43,11 +47,12 @@ from .tools import ToolSet
 
 __all__ = ["RETRY_PARTS", "Retry", "Retrying"]
 
-#: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature).
-RETRY_PARTS = ("vary", "grammar", "sample")
+#: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate.
+RETRY_PARTS = ("vary", "grammar", "sample", "gate")
 
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
 _CLOSEST = 3  # listed tools shown for an unknown one
+GATE_RELEVANCE = 0.3  # the share of the question's (rarity-weighted) words a tool's name and description hold
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,7 @@ class Retry:
     grammar: bool = False
     temperature: float | None = None
     seed: int = 0
+    gate: bool = False
 
     def __post_init__(self) -> None:
         t = self.temperature
@@ -67,7 +73,7 @@ class Retry:
 
     @property
     def active(self) -> bool:
-        return self.vary or self.grammar or self.temperature is not None
+        return self.vary or self.grammar or self.temperature is not None or self.gate
 
     @classmethod
     def from_parts(cls, parts: str, *, temperature: float = 0.7, seed: int = 0) -> Retry:
@@ -76,7 +82,9 @@ class Retry:
         unknown = [n for n in names if n not in RETRY_PARTS]
         if unknown:
             raise ValueError(f"unknown retry part {unknown[0]!r}; choose from {', '.join(RETRY_PARTS)} (or none)")
-        return cls("vary" in names, "grammar" in names, temperature if "sample" in names else None, seed)
+        return cls(
+            "vary" in names, "grammar" in names, temperature if "sample" in names else None, seed, "gate" in names
+        )
 
 
 def _calls_key(step: Step) -> tuple[tuple[str, str], ...]:
@@ -101,6 +109,8 @@ class Retrying:
     grammar: str | None = None
     failed_texts: set[str] = field(default_factory=set)
     failed_calls: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
+    called: bool = False  # a call was made in this question
+    gated: bool = False  # the gate asked once already
     next_options: dict[str, Any] = field(default_factory=dict)
 
     # -- what the next request gets ---------------------------------------------------------------
@@ -138,6 +148,7 @@ class Retrying:
     def calls_failed(self, step: Step) -> list[Note]:
         """After a step's results: notes for a reply repeating failed calls (``vary``), and the
         retries the next request gets. Nothing when every call worked."""
+        self.called = self.called or bool(step.calls)
         failed = [(i, o) for i, o in enumerate(step.outcomes) if not o.ok]
         if not failed:
             return []
@@ -154,6 +165,27 @@ class Retrying:
         step.extra["retry"]["varied"] = True
         notes = [Note("retry", text, i) for i, o in failed if (text := self._repeated_call(step, i, o.error))]
         return notes
+
+    def send_back(self, step: Step, answer: str) -> str | None:
+        """The text to send back instead of taking a final answer (it quotes the feedback, or the
+        gate asks once more), else None."""
+        return self.quotes_feedback(step, answer) or self.gate_answer(step)
+
+    def gate_answer(self, step: Step) -> str | None:
+        """``gate``: the text asking once more when the question's first answer came before any
+        call while a listed tool is close to the question; else None."""
+        if not self.retry.gate or self.called or self.gated or not self.tools:
+            return None
+        tools = list(self.tools.values())
+        close = relevance([f"{t.name.replace('_', ' ')} {t.description}" for t in tools], self.task)
+        ranked = [i for i in sorted(range(len(tools)), key=lambda i: (-close[i], i)) if close[i] >= GATE_RELEVANCE]
+        if not ranked:
+            return None
+        self.gated = True
+        step.extra.setdefault("retry", {})["gated"] = True
+        self._after_failure(step, word_for_word=True, held=True)  # the re-ask gets what a retry gets
+        listed = "\n".join(_usage_line(tools[i]) for i in ranked[:_CLOSEST])
+        return self.prompts.template("retry_gate").substitute(tools=listed)
 
     def quotes_feedback(self, step: Step, answer: str) -> str | None:
         """The text to send back when a final answer quotes the loop's feedback (``vary``; once
