@@ -170,7 +170,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="what textagent's own loop does after a failed reply (not bfcl-prompt or baseline, which keep their "
         "own loops' rules): vary (a repeated mistake gets more to act on), grammar (the next reply held to the "
         "tool set's grammar, text protocol on llama.cpp), sample (a word-for-word repeat is followed by one "
-        "sampled reply); comma-separated, or none (default)",
+        "sampled reply), gate (an answer before any call, while a listed tool is close to the question, is asked "
+        "once more); comma-separated, or none (default)",
     )
     p.add_argument(
         "--retry-temperature",
