@@ -12,8 +12,7 @@ import pytest
 from textagent.agent import STOP_REASONS, Agent
 from textagent.backends.scripted import ScriptedBackend
 from textagent.errors import BackendConnectionError
-from textagent.modes import TextMode
-from textagent.modes.base import Finished
+from textagent.modes import TextExchange
 from textagent.steps import Note, SentBack
 from textagent.templates import CHATML, PLAIN
 from textagent.toolkits import demo
@@ -401,12 +400,10 @@ def test_every_stop_reason_is_reachable():
     reached.add(run(["TOOL: get_time"] * 3, max_repeats=2)[0].stop_reason)
     reached.add(run([])[0].stop_reason)  # ScriptExhausted is a BackendError
 
-    class Submitting(TextMode):  # a mode that runs no tools hands the reply on (the proxy's)
-        def parse(self, completion, step):
-            raise Finished("submitted")
-
-    submitted = Agent(ScriptedBackend(["TOOL: get_time"]), demo.demo_tools(), mode=Submitting()).run("task")
+    # a mode that runs no tools hands a reply with calls on (the proxy's, to its client)
+    submitted = Agent(ScriptedBackend(["TOOL: get_time"]), demo.demo_tools(), mode=TextExchange()).run("task")
     assert submitted.stop_reason == "submitted" and len(submitted.steps) == 1
+    assert submitted.transcript.endswith("TOOL: get_time")  # the reply is written, its turn open
     reached.add(submitted.stop_reason)
     assert reached == set(STOP_REASONS)
 
@@ -790,3 +787,11 @@ def test_a_question_ended_by_a_limit_closes_its_turn_before_the_next(limit):
     # the prompt holds no empty assistant turn: the closing words fill it
     assert "<|im_start|>assistant\n<|im_end|>" not in backend.prompts[1]
     assert backend.prompts[1].startswith(backend.prompts[0])
+
+
+def test_each_stop_is_a_class_whose_reason_is_a_stop_reason():
+    from textagent import stops
+
+    classes = [getattr(stops, name) for name in stops.__all__ if name != "Stop"]
+    assert all(issubclass(c, stops.Stop) for c in classes)
+    assert {c.reason for c in classes} == set(STOP_REASONS) - {"backend_error"}

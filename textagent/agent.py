@@ -21,12 +21,12 @@ from .backends.base import Backend, Usage
 from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout, RunTimeLimit
 from .gbnf import reply_grammar
-from .modes import Conversation, FormatError, Mode, ModeContext, get_mode, needs_of
-from .modes.base import Finished
+from .modes import Conversation, FormatError, Mode, ModeContext, RunsTools, get_mode, needs_of
 from .modes.text import TextMode
 from .options import check_options, drop_deprecated
 from .retry import Retry, Retrying
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
+from .stops import Answered, FormatErrors, MaxSteps, Repeated, Stop, Submitted, TimeLimit, TokenBudget
 from .templates import CHATML, ChatFormat, get_format
 from .tools import Tool, ToolSet
 from .tools.execution import cap_outputs
@@ -35,14 +35,6 @@ from .trace import TraceWriter, new_run_id, start_record
 __all__ = ["STOP_REASONS", "Agent", "FormatError", "Result", "Step"]
 
 log = logging.getLogger(__name__)
-
-
-class _Stop(Exception):
-    """Ends the run; carries the stop reason and, for 'answer', the answer."""
-
-    def __init__(self, reason: str, answer: str | None = None):
-        super().__init__(reason)
-        self.reason, self.answer = reason, answer
 
 
 class Agent:
@@ -198,8 +190,8 @@ class Agent:
                             if self.on_step:
                                 self.on_step(step)
                         traced = len(self.steps)
-            except (_Stop, Finished) as stop:
-                reason, answer = stop.reason, stop.answer
+            except Stop as stop:
+                reason, answer = stop.reason, stop.text if isinstance(stop, Answered) else None
             except BackendTimeout as exc:
                 if isinstance(exc, RunTimeLimit) or self._time_up():
                     reason, answer = "time_limit", None  # the request was cut to the run's time limit
@@ -264,22 +256,26 @@ class Agent:
             self._last_calls = None  # a reply in between: the calls after it are not "in a row"
             self.mode.reject(step, self.retrying.format_error(step, err.observation))
             if self.bad_in_a_row >= self.max_format_errors:
-                raise _Stop("format_errors") from None
+                raise FormatErrors() from None
             return step
         self.bad_in_a_row = 0
         if step.reply.is_final:
             self._answer(step)
             return step
+        mode = self.mode
+        if not isinstance(mode, RunsTools):  # the calls are someone else's to run (the proxy's client)
+            mode.answer(step)
+            raise Submitted()
         notes = self._refuse_extra_calls(step)
         for index, call in enumerate(step.reply.calls):
             self._check_limits(before_model=False)
-            step.outcomes.append(self.mode.execute(step, index, call, self.tool_timeout_left()))
+            step.outcomes.append(mode.execute(step, index, call, self.tool_timeout_left()))
         step.outcomes = cap_outputs(step.outcomes, self.step_observation_limit)
         step.notes = notes + [
             note for check in self.checks if hasattr(check, "on_step") for note in check.on_step(self._view(), step)
         ]
         step.notes += self.retrying.calls_failed(step)
-        self.mode.observe(step, step.notes)
+        mode.observe(step, step.notes)
         self._count_repeats(step)
         return step
 
@@ -302,7 +298,7 @@ class Agent:
             self.mode.reject(step, step.sent_back.text)
             return
         self.mode.answer(step)
-        raise _Stop("answer", answer)
+        raise Answered(answer)
 
     # -- pieces -----------------------------------------------------------------------------
     def _retry_grammar(self) -> str | None:
@@ -339,7 +335,7 @@ class Agent:
         self.same_in_a_row = self.same_in_a_row + 1 if calls == self._last_calls else 1
         self._last_calls = calls
         if self.max_repeats is not None and self.same_in_a_row >= self.max_repeats:
-            raise _Stop("repeated")
+            raise Repeated()
 
     def start_record(self, task: str) -> dict[str, Any]:
         """The first trace line of a run of ``task`` on this agent (trace.start_record), the
@@ -391,11 +387,11 @@ class Agent:
 
     def _check_limits(self, *, before_model: bool = True) -> None:
         if self.max_seconds is not None and time.monotonic() - self.started >= self.max_seconds:
-            raise _Stop("time_limit")
+            raise TimeLimit()
         if self.max_tokens is not None and self.spent >= self.max_tokens:
-            raise _Stop("token_budget")
+            raise TokenBudget()
         if before_model and len(self.steps) >= self.max_steps:
-            raise _Stop("max_steps")
+            raise MaxSteps()
 
     def tool_timeout_left(self) -> float | None:
         """The timeout for the next tool call: ``tool_timeout``, cut to the time the run has left."""

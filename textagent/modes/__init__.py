@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .base import Conversation, FormatError, Mode, ModeContext, Needs, fixed_part, needs_of
+from .base import Conversation, FormatError, Mode, ModeContext, Needs, RunsTools, fixed_part, needs_of
 from .constrained import ConstrainedMode
 from .native import NativeMode
-from .text import EarlyStop, TextMode
+from .text import EarlyStop, TextExchange, TextMode
 
 __all__ = [
     "MODES",
@@ -27,6 +27,8 @@ __all__ = [
     "ModeContext",
     "NativeMode",
     "Needs",
+    "RunsTools",
+    "TextExchange",
     "TextMode",
     "fixed_part",
     "get_mode",

@@ -19,7 +19,7 @@ from ..steps import Note, Step
 from ..templates import ChatFormat
 from ..tools import ToolOutcome, ToolSet
 
-__all__ = ["Conversation", "FormatError", "Mode", "ModeContext", "Needs", "complete", "needs_of"]
+__all__ = ["Conversation", "FormatError", "Mode", "ModeContext", "Needs", "RunsTools", "complete", "needs_of"]
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,6 @@ def needs_of(mode: Any) -> Needs:
     """A mode object's ``needs`` (a mode without the attribute needs nothing special)."""
     needs = getattr(mode, "needs", None)
     return needs if isinstance(needs, Needs) else Needs()
-
-
-class Finished(Exception):
-    """Raised by a mode to end the run now with ``reason`` (a stop reason; ``"submitted"``: the
-    reply goes to someone who runs its calls, as the proxy's client does) and ``answer``."""
-
-    def __init__(self, reason: str, answer: str | None = None):
-        super().__init__(reason)
-        self.reason, self.answer = reason, answer
 
 
 class FormatError(Exception):
@@ -105,9 +96,12 @@ def complete(
 
 @runtime_checkable
 class Mode(Protocol):
-    """The pieces of the loop that differ between modes. ``name`` is what traces record;
-    ``prompts`` the mode's model-facing text (checks word what they send back with it);
-    ``needs`` (a Needs, optional) what it asks of the backend."""
+    """How the model is asked and its reply read and written down: the pieces of the loop that
+    differ between modes. ``name`` is what traces record; ``prompts`` the mode's model-facing
+    text (checks word what they send back with it); ``needs`` (a Needs, optional) what it asks
+    of the backend. A mode that also runs the calls is a :class:`RunsTools`; one that does not
+    (the proxy's: its client runs them) hands a reply with calls on, and the run ends
+    ``submitted``."""
 
     name: str
     prompts: Prompts
@@ -132,17 +126,23 @@ class Mode(Protocol):
     def parse(self, completion: Completion, step: Step) -> Reply:
         """The reply's calls or answer; raises FormatError when it cannot be used."""
 
+    def reject(self, step: Step, feedback: str) -> None:
+        """Append an unusable reply (or an answer sent back) and the feedback that says why."""
+
+    def answer(self, step: Step) -> None:
+        """Append the last reply of the run, an answer or (a mode that runs no tools) calls
+        handed on; the turn stays open: nothing follows it."""
+
+    def transcript(self) -> str:
+        """The whole conversation as text (Result.transcript)."""
+
+
+@runtime_checkable
+class RunsTools(Protocol):
+    """A mode that runs the calls of a reply itself and writes their results."""
+
     def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
         """Run call number ``index`` of the reply."""
 
     def observe(self, step: Step, notes: Sequence[Note]) -> None:
         """Append the reply, the results of ``step.outcomes`` and the notes; sets ``step.observations``."""
-
-    def reject(self, step: Step, feedback: str) -> None:
-        """Append an unusable reply (or an answer sent back) and the feedback that says why."""
-
-    def answer(self, step: Step) -> None:
-        """Append the final reply (the turn stays open: nothing follows it)."""
-
-    def transcript(self) -> str:
-        """The whole conversation as text (Result.transcript)."""

@@ -26,7 +26,7 @@ from ..steps import Note, Step
 from ..tools import Tool, ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs, complete, fixed_part
 
-__all__ = ["EarlyStop", "EarlyStopFacts", "TextFacts", "TextMode", "complete_calls"]
+__all__ = ["EarlyStop", "EarlyStopFacts", "TextExchange", "TextFacts", "TextMode", "complete_calls"]
 
 # Failures the model can fix by writing the call again; the observation says so.
 RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
@@ -104,8 +104,10 @@ class TextFacts:
     early_stop: EarlyStopFacts | None = None
 
 
-class TextMode:
-    """The text protocol: the model writes ``TOOL: name ARGS: {...}`` lines or ``ANSWER: ...``."""
+class TextExchange:
+    """The text protocol's asking, reading and writing, without running a call: the model writes
+    ``TOOL: name ARGS: {...}`` lines or ``ANSWER: ...``. :class:`TextMode` runs the calls too;
+    the proxy's mode (proxy.relay) hands them to its client."""
 
     name = "text"
     needs = Needs()
@@ -184,19 +186,7 @@ class TextMode:
             raise FormatError(prompts.feedback(self.prompts.render("empty_reply")))
         return reply
 
-    def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
-        return self.ctx.tools.execute(call, timeout=timeout, limit=self.ctx.observation_limit)
-
     # -- writing the conversation ---------------------------------------------------------------
-    def observe(self, step: Step, notes: Sequence[Note]) -> None:
-        observations = [prompts.observation(o.name, o.output, failed=o.error in RETRYABLE) for o in step.outcomes]
-        for note in notes:
-            if note.outcome is not None and note.outcome < len(observations):
-                observations[note.outcome] += "\n" + note.text
-            else:
-                observations.append(note.text)
-        self._append(step, kept_text(step), observations)
-
     def reject(self, step: Step, feedback: str) -> None:
         self._append(step, step.raw, [feedback])
 
@@ -217,6 +207,22 @@ class TextMode:
 
     def transcript(self) -> str:
         return self.conversation.prompt
+
+
+class TextMode(TextExchange):
+    """``mode="text"``: the text protocol, and the calls run here (the tool set's own execution)."""
+
+    def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
+        return self.ctx.tools.execute(call, timeout=timeout, limit=self.ctx.observation_limit)
+
+    def observe(self, step: Step, notes: Sequence[Note]) -> None:
+        observations = [prompts.observation(o.name, o.output, failed=o.error in RETRYABLE) for o in step.outcomes]
+        for note in notes:
+            if note.outcome is not None and note.outcome < len(observations):
+                observations[note.outcome] += "\n" + note.text
+            else:
+                observations.append(note.text)
+        self._append(step, kept_text(step), observations)
 
 
 def kept_text(step: Step) -> str:

@@ -20,12 +20,12 @@ from typing import Any
 from .. import prompts
 from ..backends.base import Completion
 from ..modes import Conversation, FormatError, Needs, fixed_part
-from ..modes.base import Finished, complete
-from ..modes.text import EarlyStop, TextMode, kept_text
+from ..modes.base import complete
+from ..modes.text import EarlyStop, TextExchange, kept_text
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.stream import calls_before_error
-from ..steps import Note, Step
-from ..tools import ToolOutcome
+from ..steps import Step
+from ..stops import Submitted
 from . import repair
 from .convert import ChatRequest
 from .errors import Cancelled, ModelFailed
@@ -60,7 +60,7 @@ class _Verdict:
     length: bool
 
 
-class RelayMode(TextMode):
+class RelayMode(TextExchange):
     """The proxy's text-protocol turn on the Agent's loop (see the module's docstring)."""
 
     name = "proxy"
@@ -218,7 +218,7 @@ class RelayMode(TextMode):
     # -- reading --------------------------------------------------------------------------------------
     def parse(self, completion: Completion, step: Step) -> Reply:
         """The reply, when it is a usable answer; FormatError (with the feedback) when it goes
-        back; Finished("submitted") when the client gets its calls, or nothing more is asked."""
+        back; Submitted when the client gets its calls, or nothing more is asked."""
         reading, tools = self.reading, self.ctx.tools
         assert reading is not None
         length = completion.finish_reason == "length"
@@ -239,7 +239,7 @@ class RelayMode(TextMode):
         if length:  # a reply cut by max_tokens is not asked again with the same budget
             repair._unsent(step, feedback)
             self.cut = True
-            raise Finished("submitted")
+            raise Submitted()
         if len(valid) >= repair.MAX_CALLS_PER_REPLY:  # the answer is full: a repair could add no call
             repair._unsent(step, feedback)
             self._submit(step, valid, length)
@@ -292,7 +292,7 @@ class RelayMode(TextMode):
                 repair._unsent(step, feedback)
             out.turns = [*self.written, {"role": "assistant", "content": self._kept(step)}]
             out.content, out.finish_reason = None, "length" if length else "tool_calls"
-            raise Finished("submitted")
+            raise Submitted()
         raise FormatError(feedback, step.parse_error)
 
     def _submit(self, step: Step, valid: list[dict[str, Any]], length: bool) -> None:
@@ -301,19 +301,12 @@ class RelayMode(TextMode):
         out.turns = self.written
         out.calls, out.finish_reason = valid, "length" if length else "tool_calls"
         repair._accepted(step, valid)
-        raise Finished("submitted")
+        raise Submitted()
 
     def _kept(self, step: Step) -> str:
         """The reply as it enters the conversation: read (prefill, cut), up to an invented observation."""
         assert self.reading is not None
         return kept_text(Step(step.index, self.reading.text, reply=step.reply))
-
-    # nothing runs in the proxy: a reply with calls never reaches the loop's execution
-    def execute(self, step: Step, index: int, call: ToolCall, timeout: float | None) -> ToolOutcome:
-        raise AssertionError("the proxy runs no tools: a usable reply is submitted to the client")
-
-    def observe(self, step: Step, notes: Sequence[Note]) -> None:
-        raise AssertionError("the proxy runs no tools: a usable reply is submitted to the client")
 
 
 def answer(
