@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._cli_parser import CHAT_HELP, build_parser
+from ._lazy import load_reference
 from .conventions import EXIT_CODES, EXIT_ERROR, apply_conventions
 from .errors import BackendError, BackendHTTPError, TextagentError
 
@@ -71,10 +72,9 @@ def _load_tools(spec: str | None):
         if not item:
             continue
         if ":" in item:
-            module_name, _, attr = item.partition(":")
             try:
-                obj = getattr(importlib.import_module(module_name), attr)
-            except (ImportError, AttributeError, ValueError) as exc:
+                obj = load_reference(item)
+            except ValueError as exc:
                 raise TextagentError(f"--tools {item}: cannot load it ({exc})") from exc
             try:
                 chosen.append(obj if isinstance(obj, Tool) else Tool.from_function(obj))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textagent.bench.backends import BackendFactory, Slot, make_backend, mode_availability
+from textagent.bench.backends import BackendFactory, Slot, mode_availability
 
 
 def test_mode_availability():
@@ -20,11 +20,14 @@ def test_mode_availability():
 def test_backend_per_mode():
     from textagent.backends import ChatAsTextBackend, LlamaCppBackend, OpenAICompletionsBackend
 
-    assert isinstance(make_backend("text", "http://h:1"), LlamaCppBackend)
-    assert isinstance(make_backend("constrained", "http://h:1", api="llamacpp"), LlamaCppBackend)
-    assert isinstance(make_backend("native", "http://h:1"), ChatAsTextBackend)
-    assert isinstance(make_backend("text", "http://h:1", api="completions"), OpenAICompletionsBackend)
-    assert isinstance(make_backend("baseline", "http://h:1", api="chat"), ChatAsTextBackend)
+    def backend(mode: str, api: str = "llamacpp"):
+        return BackendFactory(api=api, chat_format="chatml")(mode, Slot("http://h:1"))[0]
+
+    assert isinstance(backend("text"), LlamaCppBackend)
+    assert isinstance(backend("constrained"), LlamaCppBackend)
+    assert isinstance(backend("native"), ChatAsTextBackend)
+    assert isinstance(backend("text", api="completions"), OpenAICompletionsBackend)
+    assert isinstance(backend("baseline", api="chat"), ChatAsTextBackend)
 
 
 def test_the_factory_gives_each_worker_its_own_backend_and_refuses_a_proxy_it_did_not_start():

@@ -196,14 +196,15 @@ class TestFromFunction:
         with pytest.raises(TypeError, match="positional-only"):
             Tool.from_function(f)
 
-    def test_unicode_function_name(self):
+    def test_a_name_the_protocol_cannot_write_is_refused_and_another_can_be_given(self):
         def météo(ville: str) -> str:
             """Météo d'une ville."""
             return ville
 
-        t = Tool.from_function(météo)
-        assert t.name == "météo"
-        assert ToolSet([t]).execute(Call("météo", {"ville": "Paris"})).output == "Paris"
+        with pytest.raises(ValueError, match="invalid tool name 'météo': use ASCII letters"):
+            Tool.from_function(météo)
+        t = Tool.from_function(météo, name="meteo")
+        assert ToolSet([t]).execute(Call("meteo", {"ville": "Paris"})).output == "Paris"
 
     def test_invalid_names_refused(self):
         for bad in ("", "two words", "1abc", "a(b)", "x" * 200, "new\nline"):

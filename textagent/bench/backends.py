@@ -8,14 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends.factory import api_capabilities, connect
+from ..backends.factory import api_capabilities
 from ..endpoint import Endpoint
 from ..errors import BackendError
 from ..modes import MODES as AGENT_MODE_NAMES
 from ..modes import Needs, mode_needs
 from ..templates import ChatFormat
 
-__all__ = ["AGENT_MODES", "MODES", "BackendFactory", "Slot", "make_backend", "mode_availability", "needs_of"]
+__all__ = ["AGENT_MODES", "MODES", "BackendFactory", "Slot", "mode_availability", "needs_of"]
 
 AGENT_MODES = tuple(AGENT_MODE_NAMES)  # the Agent's own modes (textagent.modes.MODES)
 #: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
@@ -56,20 +56,6 @@ def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[l
         else:
             ok.append(mode)
     return ok, missing
-
-
-def make_backend(
-    mode: str,
-    url: str,
-    *,
-    api: str = "llamacpp",
-    model_name: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 300,
-) -> Any:
-    """The backend a mode needs on ``url`` (backends.connect): modes that need chat talk to
-    /v1/chat/completions (ChatAsTextBackend.chat), the others use the endpoint's own API."""
-    return connect(api, url, model=model_name, api_key=api_key, timeout=timeout, chat=needs_of(mode).chat)
 
 
 class BackendFactory:

@@ -9,11 +9,11 @@ once a run and shared.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .._lazy import load_reference
 from ..toolkits import demo
 from ..tools import Tool, ToolSet
 from .examples import pick_examples
@@ -26,21 +26,15 @@ __all__ = [
     "STOCKS",
     "TOOL_BUILDERS",
     "Env",
-    "known_tools",
     "make_toolset",
 ]
 
 
-def known_tools() -> list[str]:
-    return list(TOOL_BUILDERS)
-
-
 def _external(spec: str) -> Tool:
     """``module:function`` (a Tool or a plain function) for user suites."""
-    module_name, _, attr = spec.partition(":")
     try:
-        obj = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
+        obj = load_reference(spec)
+    except ValueError as exc:
         raise ValueError(f"cannot load tool {spec!r}: {exc}") from None
     return obj if isinstance(obj, Tool) else Tool.from_function(obj)
 

@@ -12,8 +12,7 @@ calls) and measured on the suite's test split and BFCL; none helped, so they wer
 
 from __future__ import annotations
 
-import importlib
-
+from .._lazy import load_reference
 from .base import Check, RunView, as_checks
 
 __all__ = ["Check", "RunView", "as_checks", "from_names"]
@@ -26,12 +25,11 @@ def from_names(spec: str) -> list[Check]:
     for name in (n.strip() for n in spec.split(",")):
         if not name or name == "none":
             continue
-        module, _, attr = name.partition(":")
-        if not attr:
+        if ":" not in name:
             raise ValueError(f"unknown check {name!r}: give module:Name (no check ships with textagent), or none")
         try:
-            made = getattr(importlib.import_module(module), attr)()
-        except (ImportError, AttributeError) as exc:
+            made = load_reference(name)()
+        except ValueError as exc:
             raise ValueError(f"cannot load the check {name!r}: {exc}") from None
         checks += as_checks(made if isinstance(made, (list, tuple)) else [made])
     return checks

@@ -6,11 +6,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-#: A tool name: ``[A-Za-z_][A-Za-z0-9_.-]*``.
+#: A tool name: ``[A-Za-z_][A-Za-z0-9_.-]*``, the grammar's NAME (``grammars/reply.lark``; a test
+#: holds the two equal). A tool takes a name the protocol can write, at most MAX_NAME_CHARS long.
 NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]*"
 NAME_RE = re.compile(NAME_PATTERN + r"\Z")
+MAX_NAME_CHARS = 128
 #: Deepest nesting of ``{``/``[`` accepted in arguments (deeper is a ParseError, label ``too_deep``).
 MAX_DEPTH = 256
+
+
+def is_tool_name(name: object) -> bool:
+    """Whether ``name`` can be a tool's name: the protocol writes and reads it (NAME_PATTERN), and
+    it is at most MAX_NAME_CHARS long. ``Tool`` and MCP's names ask here."""
+    return isinstance(name, str) and len(name) <= MAX_NAME_CHARS and NAME_RE.match(name) is not None
 
 
 @dataclass(frozen=True)

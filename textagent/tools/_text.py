@@ -12,7 +12,7 @@ def say(template: str, /, **fields: Any) -> str:
     return prompts.template(template).substitute(fields)
 
 
-def _show(value: Any, limit: int = 60) -> str:
+def show(value: Any, limit: int = 60) -> str:
     """A short, single-line, printable rendering of a name or value for error messages."""
     if isinstance(value, str):
         if len(value) <= limit and value.isprintable():
@@ -26,18 +26,18 @@ def _show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _short_repr(value: Any, limit: int = 60) -> str:
+def short_repr(value: Any, limit: int = 60) -> str:
     if isinstance(value, str):
         text = repr(value[:limit])
         return text + ("…" if len(value) > limit else "")
-    return _show(value, limit)
+    return show(value, limit)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _json_type_of(value: Any) -> str:
+def json_type_of(value: Any) -> str:
     if value is None:
         return "null"
     for py, name in (

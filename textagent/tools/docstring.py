@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 
-from ._text import _one_line
+from ._text import one_line
 
 _GOOGLE_PARAMS = {
     "args",
@@ -55,8 +55,8 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         return "", {}
     reader = _Reader(inspect.cleandoc(doc).splitlines())
     reader.read()
-    params = {k: _one_line(" ".join(v)) for k, v in reader.params.items()}
-    return _one_line("\n".join(reader.desc)), {k: v for k, v in params.items() if v}
+    params = {k: one_line(" ".join(v)) for k, v in reader.params.items()}
+    return one_line("\n".join(reader.desc)), {k: v for k, v in params.items() if v}
 
 
 class _Reader:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolArgumentError
-from ._text import _show, say
-from .validation import _suggest
+from ._text import say, show
+from .validation import suggest
 
 if TYPE_CHECKING:
     from .tool import Tool
@@ -193,7 +193,7 @@ def _run_with_timeout(fn: Callable[[], Any], timeout: float | None) -> tuple[Any
 
 def closest(name: Any, names: Mapping[str, Any]) -> str | None:
     """The name in ``names`` closest to ``name`` (case-insensitive, difflib), or None."""
-    return _suggest(name, names) if isinstance(name, str) else None
+    return suggest(name, names) if isinstance(name, str) else None
 
 
 def _known_part(tool: Tool, args: Any, extra_args: str) -> dict[str, Any] | None:
@@ -210,7 +210,7 @@ def _name_of(raw_name: Any) -> str:
     return (
         raw_name
         if isinstance(raw_name, str) and len(raw_name) <= 128 and raw_name.isprintable()
-        else _show(raw_name, 60)
+        else show(raw_name, 60)
     )
 
 
@@ -240,7 +240,7 @@ def _checked(
         return failed(
             say(
                 "tool_unknown",
-                name=_show(raw_name, 60),
+                name=show(raw_name, 60),
                 tools=", ".join(tools) or say("none_valid"),
                 suggestion=say("tool_suggestion", name=hint) if hint else "",
             ),
@@ -267,7 +267,7 @@ def _checked(
         return failed(say("tool_args_too_deep", usage=found.signature()), "bad_arguments")
     except Exception as exc:  # odd args must not crash the caller
         return failed(
-            say("tool_args_unreadable", kind=type(exc).__name__, message=_show(str(exc), 200), usage=found.signature()),
+            say("tool_args_unreadable", kind=type(exc).__name__, message=show(str(exc), 200), usage=found.signature()),
             "bad_arguments",
         )
     return ToolOutcome(name, bound, True, "", None, time.perf_counter() - started, ignored), found, bound
@@ -293,7 +293,7 @@ def execute(
 
     def done(ok: bool, output: str, error: str | None) -> ToolOutcome:
         if ignored:
-            names = ", ".join(f"`{_show(k, 40)}`" for k in ignored)
+            names = ", ".join(f"`{show(k, 40)}`" for k in ignored)
             output += "\n" + say("tool_ignored_args", names=names, tool=found.name)
         return ToolOutcome(
             checked.name, bound, ok, truncate(output, limit), error, time.perf_counter() - started, ignored
@@ -311,7 +311,7 @@ def execute(
     except Exception as err:  # any failure of the result's own __str__/__repr__, too
         return done(
             False,
-            say("tool_result_unshowable", kind=type(err).__name__, name=found.name, message=_show(str(err), 200)),
+            say("tool_result_unshowable", kind=type(err).__name__, name=found.name, message=show(str(err), 200)),
             "tool_error",
         )
     return done(True, output, None)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from ..errors import TextagentError
+from ..protocol.types import is_tool_name
 from .execution import remaining_time
 from .tool import Tool, lists_names
 from .toolset import ToolSet
@@ -50,7 +51,6 @@ DEFAULT_TIMEOUT = 30.0  # one call, when no tool timeout of the Agent applies
 DEFAULT_STARTUP_TIMEOUT = 60.0  # start the server, initialize, list its tools
 MAX_TOOL_PAGES = 100  # pages of tools/list one server may send
 _STARTING = threading.Lock()
-_WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")  # what the protocol's NAME accepts
 
 
 class MCPServerError(TextagentError):
@@ -71,7 +71,7 @@ def writable_name(name: str, taken: set[str] | frozenset[str] = frozenset()) -> 
     """A name the text protocol can write for an MCP tool name (``[A-Za-z_][A-Za-z0-9_.-]*``,
     at most 128 characters), distinct from ``taken``. Accents are dropped (``météo`` -> ``meteo``),
     other characters become ``_``; a name with nothing writable left becomes ``tool``."""
-    if _WRITABLE.match(name) and name not in taken:
+    if is_tool_name(name) and name not in taken:
         return name
     ascii_form = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
     base = re.sub(r"[^A-Za-z0-9_.-]+", "_", ascii_form).strip("_.-")

@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from ._text import _json_type_of
+from ._text import json_type_of
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
 
@@ -46,7 +46,7 @@ def deeper_than(value: Any, levels: int) -> bool:
     return False
 
 
-def _jsonable(value: Any) -> bool:
+def is_jsonable(value: Any) -> bool:
     try:
         json.dumps(value, allow_nan=False)
         return True
@@ -56,7 +56,7 @@ def _jsonable(value: Any) -> bool:
 
 def _enum_schema(values: list[Any]) -> dict[str, Any]:
     schema: dict[str, Any] = {}
-    kinds = {_json_type_of(v) for v in values}
+    kinds = {json_type_of(v) for v in values}
     if len(kinds) == 1 and next(iter(kinds)) in ("string", "integer", "number", "boolean", "null"):
         schema["type"] = next(iter(kinds))
     schema["enum"] = list(values)
@@ -85,7 +85,7 @@ def _typing_form_schema(hint: Any, where: str) -> dict[str, Any] | None:
     """Required/NotRequired, Annotated, Literal and unions; None for any other hint."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
-    if origin in _KEY_MARKS:  # TypedDict's Required[...] / NotRequired[...]
+    if origin in KEY_MARKS:  # TypedDict's Required[...] / NotRequired[...]
         return schema_for_type(args[0], where=where)
     if origin is typing.Annotated:
         schema = schema_for_type(args[0], where=where)
@@ -124,9 +124,9 @@ def _class_schema(hint: Any, where: str) -> dict[str, Any] | None:
     any other hint."""
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum_schema([m.value for m in hint])
-    if isinstance(hint, type) and hint in _DATE_TYPES:
-        return {"type": "string", "format": _DATE_TYPES[hint]}
-    if _pydantic_model(hint):
+    if isinstance(hint, type) and hint in DATE_TYPES:
+        return {"type": "string", "format": DATE_TYPES[hint]}
+    if is_pydantic_model(hint):
         import pydantic
 
         return pydantic.TypeAdapter(hint).json_schema()
@@ -181,18 +181,18 @@ def _tuple_schema(args: tuple[Any, ...], where: str) -> dict[str, Any]:
     }
 
 
-_KEY_MARKS = {getattr(typing, n) for n in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, n)}
-_DATE_TYPES = {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time"}
+KEY_MARKS = {getattr(typing, n) for n in ("Required", "NotRequired", "ReadOnly") if hasattr(typing, n)}
+DATE_TYPES = {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time"}
 _local = threading.local()  # .building: the dataclasses/TypedDicts being read (recursion guard)
 
 
-def _building() -> list[Any]:
+def records_being_read() -> list[Any]:
     if not hasattr(_local, "building"):
         _local.building = []
     return _local.building
 
 
-def _pydantic_model(hint: Any) -> bool:
+def is_pydantic_model(hint: Any) -> bool:
     """A pydantic model class (pydantic is looked for only where it is already imported: a
     model class cannot exist otherwise, so it is never a dependency)."""
     pydantic = sys.modules.get("pydantic")
@@ -203,11 +203,11 @@ def _pydantic_model(hint: Any) -> bool:
 def _record_schema(cls: type, where: str) -> dict[str, Any]:
     """An object schema for a dataclass or TypedDict: a property per field, the fields without
     a default required (a TypedDict: its required keys), no other keys."""
-    if cls in _building():
+    if cls in records_being_read():
         raise TypeError(
             f"{where}: {cls.__name__} refers to itself; recursive types need a pydantic model or an explicit schema"
         )
-    _building().append(cls)
+    records_being_read().append(cls)
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
         properties: dict[str, Any] = {}
@@ -219,8 +219,8 @@ def _record_schema(cls: type, where: str) -> dict[str, Any]:
                 schema = schema_for_type(hints.get(f.name, Any), where=f"{where}, field `{f.name}`")
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                     required.append(f.name)
-                elif f.default is not dataclasses.MISSING and _jsonable(_plain(f.default)):
-                    schema["default"] = _plain(f.default)
+                elif f.default is not dataclasses.MISSING and is_jsonable(plain_json(f.default)):
+                    schema["default"] = plain_json(f.default)
                 properties[f.name] = schema
         else:
             for name, hint in hints.items():
@@ -238,7 +238,7 @@ def _record_schema(cls: type, where: str) -> dict[str, Any]:
                 )
             ]
     finally:
-        _building().pop()
+        records_being_read().pop()
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         out["required"] = required
@@ -246,7 +246,7 @@ def _record_schema(cls: type, where: str) -> dict[str, Any]:
     return out
 
 
-def _plain(value: Any) -> Any:
+def plain_json(value: Any) -> Any:
     """A default as JSON carries it: an Enum member's value, a date's ISO text."""
     if isinstance(value, enum.Enum):
         return value.value
@@ -255,19 +255,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _hoist_defs(schema: Any, defs: dict[str, Any]) -> None:
+def hoist_defs(schema: Any, defs: dict[str, Any]) -> None:
     """Move ``$defs`` found anywhere in ``schema`` (pydantic puts them beside each model's
     schema) into ``defs``, which become the parameters' own: ``#/$defs/...`` refs resolve there."""
     if isinstance(schema, dict):
         defs.update(schema.pop("$defs", {}))
         for value in schema.values():
-            _hoist_defs(value, defs)
+            hoist_defs(value, defs)
     elif isinstance(schema, list):
         for value in schema:
-            _hoist_defs(value, defs)
+            hoist_defs(value, defs)
 
 
-def _enum_members(schema: Mapping[str, Any]) -> list[Any]:
+def enum_members(schema: Mapping[str, Any]) -> list[Any]:
     """The allowed values of a schema with an enum (directly, or in one of its anyOf/oneOf)."""
     members = list(schema.get("enum") or [])
     for sub in [*schema.get("anyOf", []), *schema.get("oneOf", [])]:
@@ -276,17 +276,17 @@ def _enum_members(schema: Mapping[str, Any]) -> list[Any]:
     return members
 
 
-def _accepts_null(schema: Mapping[str, Any]) -> bool:
+def accepts_null(schema: Mapping[str, Any]) -> bool:
     kind = schema.get("type")
     if kind is None:
         subs = list(schema.get("anyOf", [])) + list(schema.get("oneOf", []))
         if subs:
-            return any(isinstance(s, Mapping) and _accepts_null(s) for s in subs)
+            return any(isinstance(s, Mapping) and accepts_null(s) for s in subs)
         return "enum" not in schema or None in schema["enum"]
     return kind == "null" or (isinstance(kind, list) and "null" in kind)
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def or_null(schema: dict[str, Any]) -> dict[str, Any]:
     if isinstance(schema.get("type"), str) and set(schema) <= {"type", "enum", "description"}:
         out = dict(schema)
         out["type"] = [schema["type"], "null"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import inspect
 import json
-import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -16,23 +15,22 @@ from jsonschema import Draft202012Validator
 
 from .._schema import example_value, type_label
 from ..errors import ToolArgumentError
-from ._text import _json_type_of, _one_line, say
-from .binding import _converter, bind_bare, coerce, fold_case
+from ..protocol.types import MAX_NAME_CHARS, is_tool_name
+from ._text import json_type_of, one_line, say
+from .binding import bind_bare, coerce, converter_for, fold_case
 from .docstring import parse_docstring
 from .schema import (
     MAX_SCHEMA_DEPTH,
-    _accepts_null,
-    _hoist_defs,
-    _jsonable,
-    _nullable,
-    _plain,
+    accepts_null,
     declared_names,
     deeper_than,
+    hoist_defs,
+    is_jsonable,
+    or_null,
+    plain_json,
     schema_for_type,
 )
 from .validation import MAX_ARG_CHARS, check_references, check_shape, make_validator, too_large, unexpected, validate
-
-_NAME_RE = re.compile(r"^[^\W\d][\w.\-]{0,127}$")  # identifiers (unicode ok), plus '.' and '-'
 
 
 def lists_names(parameters: Mapping[str, Any]) -> bool:
@@ -69,14 +67,14 @@ class Tool:
     _converters: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+        if not is_tool_name(self.name):
             raise ValueError(
-                f"invalid tool name {self.name!r}: use letters, digits, '_', '.' or '-' "
-                "(starting with a letter or '_', at most 128 characters)"
+                f"invalid tool name {self.name!r}: use ASCII letters, digits, '_', '.' or '-' "
+                f"(starting with a letter or '_', at most {MAX_NAME_CHARS} characters)"
             )
         if self.description is not None and not isinstance(self.description, str):
             raise TypeError(f"tool {self.name}: description must be a string, got {type(self.description).__name__}")
-        object.__setattr__(self, "description", _one_line(self.description or ""))
+        object.__setattr__(self, "description", one_line(self.description or ""))
         params = {"type": "object", "properties": {}} if self.parameters is None else self.parameters
         if not isinstance(params, Mapping):
             raise TypeError(f"tool {self.name}: parameters must be a JSON schema object, got {type(params).__name__}")
@@ -130,7 +128,7 @@ class Tool:
             properties[pname] = _parameter_schema(tool_name, param, hint, doc_params.get(pname), defs)
             if param.default is param.empty:
                 required.append(pname)
-            conv = _converter(hint)
+            conv = converter_for(hint)
             if conv is not None:
                 converters[pname] = conv
         parameters: dict[str, Any] = {"type": "object", "properties": properties}
@@ -217,7 +215,7 @@ class Tool:
         elif isinstance(args, Mapping):
             args = dict(args)
         else:
-            raise ToolArgumentError(say("args_not_object", example=self._example(), kind=_json_type_of(args)))
+            raise ToolArgumentError(say("args_not_object", example=self._example(), kind=json_type_of(args)))
         check_shape(args)
         if self.closed:
             extra = self.unexpected(args)
@@ -337,11 +335,11 @@ def _parameter_schema(
     schema = schema_for_type(hint, where=f"tool {tool_name}, parameter `{param.name}`")
     if doc is not None and "description" not in schema:
         schema["description"] = doc
-    _hoist_defs(schema, defs)
+    hoist_defs(schema, defs)
     if param.default is not param.empty:
-        default = _plain(param.default)
-        if default is None and schema and not _accepts_null(schema):
-            schema = _nullable(schema)  # `x: list = None` means "list or nothing"
-        if _jsonable(default):
+        default = plain_json(param.default)
+        if default is None and schema and not accepts_null(schema):
+            schema = or_null(schema)  # `x: list = None` means "list or nothing"
+        if is_jsonable(default):
             schema["default"] = json.loads(json.dumps(default))  # tuples -> lists
     return schema

@@ -20,9 +20,9 @@ from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from .._schema import DATE_FORMATS
 from ..errors import ToolArgumentError
-from ._text import _short_repr, _show, say
-from .binding import _iso, bad_date
-from .schema import _DATE_TYPES
+from ._text import say, short_repr, show
+from .binding import bad_date, iso_parser
+from .schema import DATE_TYPES
 
 # Hard limits on what a model may pass as arguments; larger/deeper input is refused with a
 # ToolArgumentError before jsonschema (or the tool) ever sees it.
@@ -33,8 +33,8 @@ _MAX_LISTED_ERRORS = 5
 # The formats jsonschema checks, with date, date-time and time read as the converters read them
 # (ISO 8601 as Python reads it: "2026-01-31T09:30" too), whichever optional checkers are installed.
 _FORMATS = jsonschema.FormatChecker()
-for _kind, _name in _DATE_TYPES.items():
-    _read = _iso(_kind)
+for _kind, _name in DATE_TYPES.items():
+    _read = iso_parser(_kind)
     _FORMATS.checks(_name, raises=(ValueError, TypeError))(
         lambda value, read=_read: not isinstance(value, str) or read(value) is not None
     )
@@ -79,7 +79,7 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterab
         found = _search(pattern, instance)
         if found is None:
             yield jsonschema.ValidationError(
-                f"{_short_repr(instance)} could not be checked against the pattern "
+                f"{short_repr(instance)} could not be checked against the pattern "
                 f"{pattern!r} in time; send a shorter or simpler value"
             )
         elif not found:
@@ -96,7 +96,7 @@ def _pattern_properties(
             found = _search(pattern, key)
             if found is None:
                 yield jsonschema.ValidationError(
-                    f"the name {_short_repr(key)} could not be checked against the pattern {pattern!r} in time"
+                    f"the name {short_repr(key)} could not be checked against the pattern {pattern!r} in time"
                 )
             elif found:
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
@@ -148,7 +148,7 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
     for item in instance:
         key = _canonical(item)
         if key in seen:
-            yield jsonschema.ValidationError(f"{_short_repr(instance)} has non-unique elements")
+            yield jsonschema.ValidationError(f"{short_repr(instance)} has non-unique elements")
             return
         seen.add(key)
 
@@ -266,9 +266,9 @@ def too_large() -> ToolArgumentError:
 
 def unexpected(key: Any, known: list[str], at: str | None = None) -> str:
     """An unknown argument (``at`` None) or an unknown key of a nested object (``at`` its path)."""
-    hint = _suggest(key, known) if isinstance(key, str) else None
+    hint = suggest(key, known) if isinstance(key, str) else None
     fields = {
-        "key": _show(key, 40),
+        "key": show(key, 40),
         "suggestion": say("arg_suggestion", name=hint) if hint else "",
         "valid": ", ".join(known) if known else say("none_valid"),
     }
@@ -281,11 +281,11 @@ def format_path(path: Iterable[Any]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + _show(str(part), 40)
+            out += ("." if out else "") + show(str(part), 40)
     return out
 
 
-def _suggest(word: str, options: Iterable[str]) -> str | None:
+def suggest(word: str, options: Iterable[str]) -> str | None:
     options = list(options)
     if not options or len(word) > 200:
         return None
@@ -353,13 +353,13 @@ def _type(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | No
     expected: Any = err.validator_value
     if isinstance(expected, list):
         expected = functools.reduce(lambda a, b: say("arg_type_alternatives", first=a, second=b), expected)
-    return [say("arg_wrong_type", at=at, value=_short_repr(err.instance), expected=expected)]
+    return [say("arg_wrong_type", at=at, value=short_repr(err.instance), expected=expected)]
 
 
 def _enum(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | None:
     rule: Any = err.validator_value
     choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in rule)
-    return [say("arg_not_in_enum", at=at, value=_short_repr(err.instance), choices=choices)]
+    return [say("arg_not_in_enum", at=at, value=short_repr(err.instance), choices=choices)]
 
 
 def _format(err: jsonschema.ValidationError, path: str, at: str) -> list[str] | None:
@@ -371,7 +371,7 @@ def _alternatives(err: jsonschema.ValidationError, path: str, at: str) -> list[s
     if not err.context:
         return None
     inner = _error_messages([jsonschema.exceptions.best_match(err.context)])
-    return [inner[0] if inner else say("arg_invalid", at=at, value=_short_repr(err.instance))]
+    return [inner[0] if inner else say("arg_invalid", at=at, value=short_repr(err.instance))]
 
 
 _BY_KEYWORD: dict[str, Callable[[jsonschema.ValidationError, str, str], list[str] | None]] = {
@@ -408,7 +408,7 @@ def check_shape(value: Any) -> None:
                     if not isinstance(key, str):
                         where = say("arg_names_where", path=format_path(path)) if path else ""
                         raise ToolArgumentError(
-                            say("arg_names_not_strings", where=where, key=_short_repr(key), kind=type(key).__name__)
+                            say("arg_names_not_strings", where=where, key=short_repr(key), kind=type(key).__name__)
                         )
                     budget -= len(key)
                     stack.append((item, depth + 1, (*path, key)))
