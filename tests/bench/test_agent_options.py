@@ -8,6 +8,7 @@ import pytest
 from textagent import Agent, ScriptedBackend, ToolSet
 from textagent.bench.agent_options import agent_options
 from textagent.bench.baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
+from textagent.bench.bfcl.prompt_mode import BfclPromptMode
 from textagent.bench.episode import Settings
 from textagent.bench.proxy_client import ProxyClientMode
 
@@ -43,14 +44,17 @@ def test_the_loop_options_reach_textagents_own_loop_and_not_the_comparison_modes
     for mode in ("text", "constrained", "native", "native+fallback", "text-no-feedback", "proxy"):
         options = agent_options(mode, settings, bare_tools())
         assert options["max_repeats"] == 3 and len(options["checks"]) == 1, mode
-    for mode, comparison in (("baseline", BaselineMode()), ("bfcl-prompt", object())):
-        options = agent_options(mode, settings, bare_tools(), comparison=comparison)
-        assert options == {"mode": comparison, **AGENT_OPTIONS}  # run as their originals ran
+    documents = [{"name": "lookup", "description": "Look a city up.", "parameters": {}}]
+    for mode, kind in (("baseline", BaselineMode), ("bfcl-prompt", BfclPromptMode)):
+        options = agent_options(mode, settings, bare_tools(), documents=documents, system="Be brief.")
+        assert isinstance(options.pop("mode"), kind) and options == AGENT_OPTIONS  # run as their originals ran
+    bfcl = agent_options("bfcl-prompt", settings, bare_tools(), documents=documents, system="Be brief.")["mode"]
+    assert (bfcl.functions, bfcl.system) == (documents, "Be brief.")  # built for the task
 
 
-def test_a_comparison_mode_without_its_mode_object_is_a_bug():
-    with pytest.raises(ValueError, match="baseline"):
-        agent_options("baseline", Settings(), bare_tools())
+def test_an_unknown_mode_is_refused_with_the_modes_it_could_be():
+    with pytest.raises(ValueError, match="unknown mode 'bogus'"):
+        agent_options("bogus", Settings(), bare_tools())
 
 
 def test_each_mode_gets_its_own_mode_and_the_text_modes_their_settings():
@@ -111,7 +115,7 @@ def test_the_retry_setting_reaches_textagents_own_loop(mode):
 
 def test_the_comparison_modes_keep_their_own_loops_rules_under_retry():
     settings = Settings(retry="vary,grammar,sample")
-    options = agent_options("baseline", settings, bare_tools(), comparison=BaselineMode())
+    options = agent_options("baseline", settings, bare_tools())
     assert "retry" not in options
 
 

@@ -8,49 +8,49 @@ from typing import Any
 from .. import prompts
 from ..checks import from_names
 from ..retry import Retry
-from .backends import needs_of
-from .baseline import AGENT_OPTIONS, NoFeedbackTextMode
+from .mode_table import Documents, bench_mode
 
-__all__ = ["COMPARISON_MODES", "agent_options"]
-
-#: The modes that bring their own loop object (the seeds' regex, BFCL's Prompt mode): the caller
-#: builds it from the task, and they run under AGENT_OPTIONS, as their originals ran.
-COMPARISON_MODES = ("baseline", "bfcl-prompt")
+__all__ = ["agent_options"]
 
 
 def agent_options(
-    mode: str, settings: Any, tools: Any, *, comparison: Any = None, question: str | None = None
+    mode: str,
+    settings: Any,
+    tools: Any,
+    *,
+    documents: Documents = (),
+    system: str = "",
+    question: str | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``Agent`` (besides backend, tools and limits) for ``mode``.
+    """The keyword arguments of ``Agent`` (besides backend, tools and limits) for ``mode``, its
+    loop object built for the task (``documents``: the task's function documents, ``system``:
+    BFCL's system text, for the modes that show them; bench.mode_table).
 
-    textagent's own loop (its modes and the proxy's client) takes the run's checks and repeat
-    limit; the text modes take its example style, grouped listing and streaming; the native modes
-    take the examples ablation. ``comparison`` is the mode object of ``baseline`` or ``bfcl-prompt``;
-    ``question``: the (first) question, around which the ablation builds its examples as the text
-    modes build theirs.
+    textagent's own loop (its modes and the proxy's client) takes the run's checks, repeat limit
+    and retries; the text modes take its example style, grouped listing and streaming; the native
+    modes take the examples ablation; a comparison mode runs as its original ran. ``question``:
+    the (first) question, around which the ablation builds its examples as the text modes build
+    theirs.
     """
-    if mode in COMPARISON_MODES:
-        if comparison is None:
-            raise ValueError(f"mode {mode!r} needs its mode object (comparison=...)")
-        return {"mode": comparison, **AGENT_OPTIONS}
+    bench = bench_mode(mode)
+    made = bench.build(documents, system)
+    if bench.family == "comparison":
+        return {"mode": made, **bench.fixed}
     loop = {
         "checks": from_names(settings.checks),
         "max_repeats": settings.max_repeats,
         "retry": Retry.from_parts(settings.retry, temperature=settings.retry_temperature, seed=settings.seed),
     }
-    if mode == "proxy":
-        from .proxy_client import ProxyClientMode
-
-        return {"mode": ProxyClientMode(), **loop}
-    needs = needs_of(mode)
+    if bench.family == "client":
+        return {"mode": made, **loop, **bench.fixed}
+    needs = bench.needs
     kwargs: dict[str, Any] = {
-        "mode": mode,
+        "mode": made,
         **loop,
         "example_style": settings.example_style,
         "example_tool": settings.example_tool,
+        **bench.fixed,
     }
-    if mode == "text-no-feedback":
-        kwargs.update(mode=NoFeedbackTextMode(), max_format_errors=1)
     if settings.grouped_listing and not needs.tools:
         kwargs["system_prompt"] = prompts.system_prompt(tools, grouped=True)  # shared words said once
     if settings.native_examples and needs.tools and not getattr(tools, "examples", ()):

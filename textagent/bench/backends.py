@@ -1,5 +1,5 @@
-"""The bench's modes and what each needs of a backend, and the one place its backends are made:
-``BackendFactory`` gives each worker (a server URL and the slot it pins) its backend for a mode."""
+"""The one place the bench's backends are made: ``BackendFactory`` gives each worker (a server URL
+and the slot it pins) its backend for a mode, as the mode's needs say (bench.mode_table)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,10 @@ from typing import Any
 from ..backends.factory import api_capabilities
 from ..endpoint import Endpoint
 from ..errors import BackendError
-from ..modes import MODES as AGENT_MODE_NAMES
-from ..modes import Needs, mode_needs
 from ..templates import ChatFormat
+from .mode_table import MODES, bench_mode
 
-__all__ = ["AGENT_MODES", "MODES", "BackendFactory", "Slot", "mode_availability", "needs_of"]
-
-AGENT_MODES = tuple(AGENT_MODE_NAMES)  # the Agent's own modes (textagent.modes.MODES)
-#: baseline: the seeds' regex loop on textagent's prompt; bfcl-prompt: BFCL's own Prompt mode.
-#: text-no-feedback: text mode with the run (a multi-turn item: the turn) ended at the first reply that
-#: does not parse, as BFCL ends it: the feedback ablation.
-#: proxy: function calling through `textagent proxy` (started by the bench), asked by the openai client.
-MODES = (*AGENT_MODES, "baseline", "bfcl-prompt", "text-no-feedback", "proxy")
+__all__ = ["MODES", "BackendFactory", "Slot", "mode_availability"]
 
 
 @dataclass(frozen=True)
@@ -33,14 +25,6 @@ class Slot:
     slot: int | None = None
 
 
-def needs_of(mode: str) -> Needs:
-    """What a bench mode needs of its backend: the Agent's modes say; baseline and bfcl-prompt
-    send text completions; proxy asks a proxy in front of a llama.cpp server (its chat template)."""
-    if mode == "proxy":
-        return Needs(chat=True, tools=True)
-    return mode_needs(mode) if mode in AGENT_MODES else Needs()
-
-
 def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[list[str], dict[str, str]]:
     """(modes that can run, {mode: why not}) on an endpoint of this API."""
     ok: list[str] = []
@@ -49,9 +33,9 @@ def mode_availability(modes: Sequence[str], *, api: str = "llamacpp") -> tuple[l
     for mode in modes:
         if mode not in MODES:
             missing[mode] = f"unknown mode; choose from {', '.join(MODES)}"
-        elif needs_of(mode).grammar and not can.grammar:
+        elif bench_mode(mode).needs.grammar and not can.grammar:
             missing[mode] = "needs a llama.cpp endpoint (--api llamacpp): it sends a GBNF grammar"
-        elif needs_of(mode).chat and not can.chat:
+        elif bench_mode(mode).needs.chat and not can.chat:
             missing[mode] = "needs an OpenAI-style /v1/chat/completions endpoint (llama.cpp, --api completions or chat)"
         else:
             ok.append(mode)
@@ -103,17 +87,17 @@ class BackendFactory:
         key = (mode, slot.endpoint, slot.slot)
         with self._lock:
             backend = self._backends.get(key)
-        if backend is None and mode == "proxy":
+        if backend is None and bench_mode(mode).starts_proxy:
             from .proxy_client import OpenAIClientChat
 
             url = self.proxies.get((slot.endpoint, slot.slot)) or self.proxies.get((slot.endpoint, None))
             if url is None:
-                raise BackendError(f"mode proxy: no textagent proxy was started for {slot.endpoint}")
+                raise BackendError(f"mode {mode}: no textagent proxy was started for {slot.endpoint}")
             backend = OpenAIClientChat(url, timeout=self.timeout)
             with self._lock:
                 self._backends[key] = backend
         if backend is None:
-            backend = self.endpoint(slot.endpoint).connect(chat=needs_of(mode).chat)
+            backend = self.endpoint(slot.endpoint).connect(chat=bench_mode(mode).needs.chat)
             with self._lock:
                 self._backends[key] = backend
         return backend, self.format_for(slot.endpoint)

@@ -25,11 +25,12 @@ from .._redact import redact
 from ..conventions import apply_conventions
 from ..errors import BackendError, TextagentError
 from . import run_file
-from .backends import MODES, BackendFactory, Slot, mode_availability
+from .backends import BackendFactory, Slot, mode_availability
 from .compare import compare_runs
 from .episode import Settings
 from .health import check_endpoint
 from .metrics import summarize
+from .mode_table import MODES, bench_mode
 from .options import DEFAULT_MODES, build_parser
 from .report import metric_rows, write_report
 from .runner import episodes_file, load_records, run_bench
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         workers = _workers(args, endpoints, factory)
         if not model and args.api == "llamacpp":
             model = _server_model(endpoints[0])
-        if "proxy" in modes:  # textagent proxy in front of each worker's slot, on the same server
+        if any(bench_mode(m).starts_proxy for m in modes):  # a proxy in front of each worker's slot, on its server
             proxies += _start_proxies(args, workers, factory)
         meta = run_file.new_meta(args, tasks, modes, unavailable, endpoints, model, settings)
         if done:

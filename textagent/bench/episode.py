@@ -21,9 +21,8 @@ from ..backends.base import Usage
 from ..templates import ChatFormat
 from ..trace import run_records
 from .agent_options import agent_options
-from .backends import needs_of
-from .baseline import BaselineMode
 from .checking import CheckResult, Outcome, call_specs, check_task
+from .mode_table import bench_mode
 from .records import Episode
 from .tasks import Task
 from .tools import make_toolset
@@ -152,15 +151,10 @@ def _mode_options(
 ) -> tuple[str, dict[str, Any]]:
     """The question as ``mode`` asks it, and the Agent options of the mode under the run's settings."""
     item = task.bfcl
-    if mode == "baseline":
-        return task.question, agent_options(mode, settings, tools, comparison=BaselineMode())
-    if mode == "bfcl-prompt":
-        from .bfcl.prompt_mode import BfclPromptMode
-
-        comparison = BfclPromptMode(documents, item.system_text if item is not None else "")
-        question = item.user_text if item is not None else task.question
-        return question, agent_options(mode, settings, tools, comparison=comparison)
-    return task.question, agent_options(mode, settings, tools, question=task.question)
+    if bench_mode(mode).bfcl_words and item is not None:
+        options = agent_options(mode, settings, tools, documents=documents, system=item.system_text)
+        return item.user_text, options
+    return task.question, agent_options(mode, settings, tools, documents=documents, question=task.question)
 
 
 def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | None, str, dict[str, Any]]:
@@ -253,7 +247,7 @@ def _episode_tools(task: Task, mode: str, env: Env) -> tuple[Any, dict[str, str]
         from .bfcl.tasks import item_documents
 
         documents = item_documents(task.bfcl)
-        tools, names = make_tools(documents, native=needs_of(mode).tools)
+        tools, names = make_tools(documents, native=bench_mode(mode).native_names)
         return tools, names, documents
     from .bfcl.schema import function_docs
 

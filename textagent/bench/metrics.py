@@ -35,11 +35,12 @@ __all__ = [
 
 
 def native_tools(mode: str) -> bool:
-    """Whether episodes of ``mode`` (a record's mode name) use the server's function calling, as
-    the mode itself declares (textagent.modes; the bench's own baselines do not)."""
-    from ..modes import MODES, mode_needs
+    """Whether textagent read the server's function calls in episodes of ``mode`` (a record's mode
+    name), as the mode table says (a mode it no longer holds: no)."""
+    from .mode_table import BENCH_MODES
 
-    return mode in MODES and mode_needs(mode).tools
+    bench = BENCH_MODES.get(mode)
+    return bench is not None and bench.reads_native_calls
 
 
 # Failure classes, in the order they are tried (the first that applies labels the episode).

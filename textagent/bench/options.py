@@ -15,7 +15,7 @@ from ..conventions import (
 )
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
 from ..retry import Retry
-from .backends import MODES
+from .mode_table import MODES
 
 __all__ = ["DEFAULT_MODES", "add_arguments", "build_parser"]
 

@@ -17,6 +17,7 @@ from itertools import combinations
 from typing import Any
 
 from .metrics import latest_records, wilson
+from .mode_table import BENCH_MODES, FIRST_PAIRS
 
 __all__ = [
     "ALPHA",
@@ -142,14 +143,14 @@ def pair(records: Sequence[Mapping[str, Any]], a: str, b: str) -> Paired:
 
 
 def mode_pairs(modes: Sequence[str]) -> list[tuple[str, str]]:
-    """The pairs a report shows: every mode against ``bfcl-prompt`` (the external baseline) first,
-    then ``text`` against ``constrained``, then every other pair."""
+    """The pairs a report shows: every mode against the reference (``bfcl-prompt``, the external
+    baseline) first, then the mode table's first pairs (``text`` against ``constrained``), then
+    every other pair."""
     modes = list(dict.fromkeys(modes))
     first: list[tuple[str, str]] = []
-    if "bfcl-prompt" in modes:
-        first += [(m, "bfcl-prompt") for m in modes if m != "bfcl-prompt"]
-    if "text" in modes and "constrained" in modes:
-        first.append(("text", "constrained"))
+    for reference in (m for m in modes if m in BENCH_MODES and BENCH_MODES[m].reference):
+        first += [(m, reference) for m in modes if m != reference and (m, reference) not in first]
+    first += [p for p in FIRST_PAIRS if p[0] in modes and p[1] in modes]
     rest = [p for p in combinations(modes, 2) if p not in first and p[::-1] not in first]
     return first + rest
 

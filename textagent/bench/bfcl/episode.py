@@ -22,15 +22,13 @@ from ...agent import Agent
 from ...backends.base import Usage
 from ...tools import Tool, ToolSet
 from ..agent_options import agent_options
+from ..mode_table import bench_mode
 from .multi_turn import MAX_CALL_STEPS, MultiTurnItem, Simulator, call_string, score_item
-from .prompt_mode import BfclPromptMode, held_out_message
+from .prompt_mode import held_out_message
 from .schema import native_names, to_json_schema
 
-__all__ = ["FC_HELD_OUT", "MULTI_TURN_MODES", "run_multi_turn", "simulator_tools"]
+__all__ = ["FC_HELD_OUT", "run_multi_turn", "simulator_tools"]
 
-#: The bench modes a multi-turn item runs in. ``text-no-feedback``: text mode with the turn ended
-#: at the first reply that does not parse, as BFCL ends it (the feedback ablation).
-MULTI_TURN_MODES = ("text", "constrained", "native", "native+fallback", "bfcl-prompt", "text-no-feedback", "proxy")
 #: BFCL's DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC: the user turn of a held-out function.
 FC_HELD_OUT = "I have updated some more functions you can choose from. What about now?"
 
@@ -82,7 +80,6 @@ def run_multi_turn(
     """Run ``item`` in ``mode``; the fields of the bench record that differ from a single-turn
     episode's: success, stop_reason, answer, steps, usage, calls, attempted, trace, error and
     ``multi_turn`` (BFCL's verdict, turns right, and per turn how it ended)."""
-    native = mode in ("native", "native+fallback", "proxy")  # function-calling names
     executed: list[str] = []
     sim = Simulator(item)
     trace = io.StringIO()
@@ -93,8 +90,10 @@ def run_multi_turn(
     attempted: list[str] = []
     started = time.monotonic()
     try:
-        check = mode != "bfcl-prompt"
-        comparison = BfclPromptMode(list(item.functions)) if mode == "bfcl-prompt" else None  # BFCL's own loop
+        bench = bench_mode(mode)
+        if not bench.multi_turn:
+            raise ValueError(f"mode {mode!r} does not run multi-turn items")
+        native, check = bench.native_names, bench.checks_calls
         tools, mapping = simulator_tools(item.functions, sim, executed, native=native, check=check)
         step_calls: list[list[str]] = []
 
@@ -113,7 +112,7 @@ def run_multi_turn(
             chat_format=chat_format,
             on_step=on_step,
             trace=trace,
-            **agent_options(mode, settings, tools, comparison=comparison, question=item.turn_text(0)),
+            **agent_options(mode, settings, tools, documents=item.functions, question=item.turn_text(0)),
             **options,
         )
         for turn in range(len(item.turns)):
@@ -124,7 +123,7 @@ def run_multi_turn(
                 more, more_map = simulator_tools(held, sim, executed, native=native, check=check)
                 mapping.update(more_map)
                 agent.add_tools(*more.values())
-                question = held_out_message(held) if mode == "bfcl-prompt" else FC_HELD_OUT
+                question = held_out_message(held) if bench.bfcl_words else FC_HELD_OUT
             step_calls.clear()
             result = agent.run(question)
             turns.append([list(s) for s in step_calls])
