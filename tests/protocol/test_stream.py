@@ -44,3 +44,77 @@ def test_cpu_per_byte_is_flat_from_10_kb_to_1_mb():
 def test_the_incremental_answer_is_the_whole_texts():
     text = _reply(2_000)
     assert _feed(text)[1] == complete_calls(text)
+
+
+# -- ReplyStream: the reply it ends with is parse_reply's ------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from textagent.protocol import ParseError, parse_reply  # noqa: E402
+from textagent.protocol.stream import CallEnds, ReplyStream  # noqa: E402
+
+REPLY_LINES = st.sampled_from(
+    [
+        'TOOL: f ARGS: {"a": 1}',
+        "TOOL: g",
+        'ARGS: {"b": 2}',
+        "ARGS: {",
+        '  "c": 3',
+        "}",
+        "ARGS:",
+        "```json",
+        "```",
+        "Thought: hm",
+        "",
+        "plain words",
+        "TOOL: h ARGS: 7",
+        "ANSWER: done",
+        "ANSWER:",
+        "Final Answer: x",
+        '1. TOOL: f ARGS: {"a": [1,',
+        "2]}",
+        "> quoted",
+        "OBSERVATION: made up",
+        "words\r",
+        "the word tool in prose",
+    ]
+)
+
+
+def _outcome(read):
+    try:
+        return read()
+    except ParseError as err:
+        return (err.label, err.line, err.column, err.excerpt, str(err))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(REPLY_LINES, max_size=10), st.lists(st.integers(0, 300), max_size=20), st.booleans())
+def test_the_reply_a_stream_ends_with_is_parse_replys(lines, cuts, strict):
+    text = "\n".join(lines)
+    stream = ReplyStream()
+    given_calls = []
+    for end in sorted({*cuts, len(text)}):
+        given_calls += [e.call for e in stream.feed(text[:end]) if isinstance(e, CallEnds)]
+        if stream.cut is not None:
+            break
+    kept = stream.kept(text)
+    assert _outcome(lambda: stream.reply(kept, strict)) == _outcome(lambda: parse_reply(kept, strict=strict))
+    if stream.cut is None:
+        assert kept == text
+    whole = _outcome(lambda: parse_reply(kept))
+    if not isinstance(whole, tuple):
+        assert given_calls == whole.calls[: len(given_calls)]
+
+
+def test_a_stream_reads_a_long_reply_once():
+    text = _reply(200_000)
+    stream = ReplyStream()
+    calls = []
+    for nl in range(len(text)):
+        if text[nl] == "\n":
+            calls += [e.call for e in stream.feed(text[: nl + 1]) if isinstance(e, CallEnds)]
+    assert [c.name for c in calls] == ["get_weather"]
+    kept = stream.kept(text)  # cut after the call: the next line starts no other
+    assert kept.endswith("}\n") and stream.reply(kept) == parse_reply(kept)

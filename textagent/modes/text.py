@@ -12,7 +12,6 @@ the results), also where a server does not honour ``stop``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,7 +20,7 @@ from .. import prompts
 from ..backends.base import Completion
 from ..prompts import Worked
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
-from ..protocol.stream import CompleteCalls, complete_calls
+from ..protocol.stream import CutHere, ReplyStream, complete_calls
 from ..steps import Note, Step
 from ..tools import Tool, ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs, complete, fixed_part
@@ -31,61 +30,24 @@ __all__ = ["EarlyStop", "EarlyStopFacts", "TextExchange", "TextFacts", "TextMode
 # Failures the model can fix by writing the call again; the observation says so.
 RETRYABLE = frozenset({"unknown_tool", "bad_arguments"})
 
-# A line that starts another call (decorations as the parser allows them: "- **TOOL:**", "1. tool").
-_NEXT_CALL = re.compile(r"^\W*(?:\d+[.)]\s*)?\W*tool\b", re.I | re.A)
-_DECIDE_AFTER = 12  # characters of that line enough to tell (decorations included)
-
 
 class EarlyStop:
     """The ``on_text`` callback of a streamed reply: True (close the stream) once the text holds
-    complete calls followed by a line break that cannot extend them and then a line that does not
-    start another call (decided after a few characters of it; ``cut`` drops that line).
-
-    Only line breaks are checked, each once, by one incremental reader of the reply
-    (protocol.stream.CompleteCalls: linear in the reply's length, also when the model repeats one
-    call line for ever). A parse error that no later text can change ends the watching. ``cut``
-    is where the kept text ends (just after that line break).
-    """
+    complete calls followed by a line that does not start another call (protocol.stream's
+    ReplyStream says where: CutHere after "calls"); ``cut`` is where the kept text ends (just
+    after the calls' last line break). The reply is read once, in time linear in its length,
+    also when the model repeats one call line for ever."""
 
     def __init__(self, tools: Any = None):
-        self.tools = tools
-        self.checked = 0
+        self.stream = ReplyStream(tools)
         self.cut: int | None = None
-        self._reader = CompleteCalls(tools)
-        self._ready: int | None = None  # complete calls end here; the next line decides
 
     def __call__(self, text: str) -> bool:
-        if self.cut is not None:
-            return True
-        nl = text.find("\n", self.checked)
-        while True:
-            if self._ready is not None and self._next_line(text, nl):
-                return True
-            if nl == -1:
-                return False
-            start, self.checked = self.checked, nl + 1
-            if self._ready is None and self._reader.at(text, start, nl) is not None:
-                self._ready = nl + 1
-            nl = text.find("\n", self.checked)
-
-    def _next_line(self, text: str, nl: int) -> bool:
-        """After complete calls: does the next line (as far as it has come) start another call?
-        Another call keeps the stream open (independent calls come in one reply); anything else
-        closes it, that line cut off. True when closed."""
-        assert self._ready is not None
-        begin = self._ready
-        while begin < len(text) and text[begin] in " \t\r\n":
-            begin += 1
-        end = text.find("\n", begin)
-        line = text[begin:] if end == -1 else text[begin:end]
-        if end == -1 and len(line) < _DECIDE_AFTER:
-            return False  # too little of the line yet to tell
-        if _NEXT_CALL.match(line):
-            self._ready = None  # read on: the next line break after it is checked as usual
-            self.checked = max(self.checked, begin)
-            return False
-        self.cut = self._ready
-        return True
+        if self.cut is None:
+            for event in self.stream.feed(text):
+                if isinstance(event, CutHere):
+                    self.cut = event.at
+        return self.cut is not None
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ class _Fences:
     def __init__(self) -> None:
         self.open: int | None = None
         self.used = False
-        self.hidden: set[int] = set()
+        self.hidden: list[int] = []  # append-only: ReadState rolls it back by its length
 
     def call_read(self) -> None:
         if self.open is not None:
@@ -75,7 +75,7 @@ class _Fences:
         """An ANSWER line: True when it is inside a fence, which then only wraps it."""
         if self.open is None:
             return False
-        self.hidden.add(self.open)
+        self.hidden.append(self.open)
         return True
 
     def fence(self, i: int) -> None:
@@ -84,14 +84,59 @@ class _Fences:
             self.open, self.used = i, False
             return
         if self.used:
-            self.hidden.update((self.open, i))
+            self.hidden += (self.open, i)
         self.open = None
 
     def hidden_lines(self) -> set[int]:
         """At the end of the reply: a fence left open around calls is hidden too."""
+        hidden = set(self.hidden)
         if self.open is not None and self.used:
-            self.hidden.add(self.open)
-        return self.hidden
+            hidden.add(self.open)
+        return hidden
+
+
+class ReadState:
+    """What the reading of a reply holds after some of its lines: the calls, the prose lines, the
+    fences, the answers, the dropped parts, and the ANSWER the next line continues. A reader of a
+    growing reply (protocol.stream.ReplyStream) keeps one, goes on from it with each new piece of
+    text and rolls it back to a line (:meth:`mark`, :meth:`roll_back`), so that the reply is read
+    once: its end gives the Reply (:meth:`reply`) without a parse of the whole text. ``first`` is
+    the reply's line number (0-based) of the first line of the text read next."""
+
+    __slots__ = ("answer", "answers", "calls", "dropped", "fences", "first", "prose")
+
+    def __init__(self) -> None:
+        self.first = 0
+        self.calls: list[ToolCall] = []
+        self.prose: list[tuple[int, str]] = []  # (line, text)
+        self.fences = _Fences()
+        self.answers: list[_Answer] = []
+        self.dropped: list[Dropped] = []
+        self.answer: _Answer | None = None
+
+    def mark(self) -> tuple:
+        """The state as it is, to roll back to: every list only grows between a mark and a roll-back."""
+        a, f = self.answer, self.fences
+        return (
+            len(self.calls),
+            len(self.prose),
+            len(self.answers),
+            len(self.dropped),
+            a,
+            (len(a.parts), a.in_fence) if a is not None else None,
+            (f.open, f.used, len(f.hidden)),
+        )
+
+    def roll_back(self, mark: tuple) -> None:
+        calls, prose, answers, dropped, answer, parts, fences = mark
+        del self.calls[calls:], self.prose[prose:], self.answers[answers:], self.dropped[dropped:]
+        self.answer = answer
+        if answer is not None:
+            del answer.parts[parts[0] :]
+            answer.in_fence = parts[1]
+        f = self.fences
+        f.open, f.used = fences[0], fences[1]
+        del f.hidden[fences[2] :]
 
 
 class _Where:
@@ -141,6 +186,7 @@ class Reader:
         self.at_end = False
         self.open_at_end: tuple[list, bool] | None = None
         self.observed = False
+        self.first = 0  # the reply's line number of this text's first line (read_lines sets it)
 
     @property
     def specs(self) -> dict:
@@ -160,7 +206,7 @@ class Reader:
     ) -> ParseError:
         return ParseError(
             message or CLASS_BY_LABEL[label].title,
-            line=line,
+            line=self.first + line,
             column=column,
             expected=expected,
             excerpt=excerpt(self.lines, line, column),
@@ -179,36 +225,41 @@ class Reader:
         return None
 
     # ---- the whole reply ----
-    def read(self, strict: bool, *, in_answer: bool = False, marks: list | None = None) -> Reply:
+    def read(self, strict: bool, *, in_answer: bool = False) -> Reply:
         """The reply. ``in_answer``: the text continues an ANSWER (its lines belong to it until
-        a call line). ``marks`` gets ``(line, in_answer, calls so far, at_end)`` where the loop
-        starts reading each line (and once after the last): the state to go on from there."""
-        lines = self.lines
-        n = len(lines)
-        calls: list[ToolCall] = []
-        prose: list[int] = []
-        fences = _Fences()
-        answers: list[_Answer] = []
-        dropped: list[Dropped] = []
-        answer: _Answer | None = None
+        a call line)."""
+        state = ReadState()
         if in_answer:
-            answer = _Answer(0, "", False)
-            answers.append(answer)
+            state.answer = _Answer(0, "", False)
+            state.answers.append(state.answer)
+        self.read_lines(state)
+        return self.reply(state, strict)
+
+    def read_lines(self, state: ReadState, marks: list | None = None) -> None:
+        """Read every line of the text into ``state`` (whose line numbers start at
+        ``state.first``). ``marks`` gets ``(line, at_end, state.mark())`` where the loop starts
+        reading each line (and once after the last): the state to go on from there, and whether
+        a look-ahead ran into the end of the text before it."""
+        lines, first = self.lines, state.first
+        self.first = first
+        n = len(lines)
+        fences = state.fences
         i = 0
         while i < n:
             if marks is not None:
-                marks.append((i, answer is not None, len(calls), self.at_end))
+                marks.append((i, self.at_end, state.mark()))
             line = lines[i]
             info = classify(line)
             kind = info.kind
             if kind == "obs":
-                dropped.append(Dropped("observation", i + 1, "\n".join(lines[i:])))
+                state.dropped.append(Dropped("observation", first + i + 1, "\n".join(lines[i:])))
                 self.observed = True
                 break
+            answer = state.answer
             if kind == "call":
-                answer = None
+                state.answer = None
                 read, i = self.read_call(i, info)
-                calls.extend(read)
+                state.calls.extend(read)
                 fences.call_read()
                 continue
             if answer is not None:
@@ -222,25 +273,23 @@ class Reader:
             if kind == "args":
                 raise self.error("args_without_tool", i + 1, info.kw + 1, expected=["TOOL: <name>"])
             if kind == "answer":
-                answer = _Answer(i + 1, unwrap(line, info)[info.end :], fences.answer_starts())
-                answers.append(answer)
+                state.answer = _Answer(first + i + 1, unwrap(line, info)[info.end :], fences.answer_starts())
+                state.answers.append(state.answer)
             elif kind == "fence":
-                fences.fence(i)
-                prose.append(i)
+                fences.fence(first + i)
+                state.prose.append((first + i, line))
             else:
-                prose.append(i)
+                state.prose.append((first + i, line))
             i += 1
         if marks is not None and not self.observed:
-            marks.append((n, answer is not None, len(calls), self.at_end))
-        hidden = fences.hidden_lines()
-        thought = "\n".join(lines[j] for j in prose if j not in hidden).strip()
-        return self._reply(calls, answers, thought, dropped, strict)
+            marks.append((n, self.at_end, state.mark()))
 
-    def _reply(
-        self, calls: list[ToolCall], answers: list[_Answer], thought: str, dropped: list[Dropped], strict: bool
-    ) -> Reply:
-        """What was read, as a Reply: the calls (an ANSWER beside them is dropped), else the first
-        answer, else the prose as the answer (refused when ``strict``)."""
+    def reply(self, state: ReadState, strict: bool) -> Reply:
+        """What ``state`` holds, as a Reply: the calls (an ANSWER beside them is dropped), else
+        the first answer, else the prose as the answer (refused when ``strict``)."""
+        hidden = state.fences.hidden_lines()
+        thought = "\n".join(text for j, text in state.prose if j not in hidden).strip()
+        calls, answers, dropped = list(state.calls), state.answers, list(state.dropped)
         if calls:
             dropped.extend(Dropped("answer_after_calls", a.line, a.text) for a in answers)
             dropped.sort(key=lambda d: d.line)
@@ -248,11 +297,25 @@ class Reader:
         if answers:
             return Reply(calls, answers[0].text, thought, dropped)
         if strict:
-            j = self.next_nonblank(0)
-            raise self.error(
-                "no_call_or_answer", (j or 0) + 1, 1, expected=["TOOL: <name> ARGS: {...}", "ANSWER: <text>"]
-            )
+            raise self._no_call_or_answer(state)
         return Reply(calls, thought, thought, dropped)
+
+    def _no_call_or_answer(self, state: ReadState) -> ParseError:
+        """A reply of prose only, refused: the error points at its first line that is not blank."""
+        expected = ["TOOL: <name> ARGS: {...}", "ANSWER: <text>"]
+        j, text = next(((j, t) for j, t in state.prose if t.strip()), (None, ""))
+        if j is not None and j < self.first:  # in the lines read before this text
+            return ParseError(
+                CLASS_BY_LABEL["no_call_or_answer"].title,
+                line=j + 1,
+                column=1,
+                expected=expected,
+                excerpt=excerpt([text], 1, 1),
+                label="no_call_or_answer",
+                tools=self.tools,
+            )
+        k = self.next_nonblank(0)
+        return self.error("no_call_or_answer", (k or 0) + 1, 1, expected=expected)
 
     # ---- one call ----
     def read_call(self, i: int, info: Line) -> tuple[list[ToolCall], int]:
@@ -367,7 +430,7 @@ class Reader:
                     "unbalanced_braces",
                     line,
                     col,
-                    message=f"the `{ch}` at line {line}, column {col} is never closed",
+                    message=f"the `{ch}` at line {self.first + line}, column {col} is never closed",
                     expected=[f"`{CLOSER[ch]}`"],
                     name=name_of(segs.parts[0][2]),
                 )
