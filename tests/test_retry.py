@@ -77,10 +77,14 @@ def test_the_grammar_is_sent_once_and_only_after_a_failure():
     }
 
 
-def test_a_format_error_is_retried_under_the_grammar_but_a_tool_error_is_not():
-    _, backend = ask([UNREADABLE, "ANSWER: sunny"], Retry(grammar=True))
+@pytest.mark.parametrize("failed", [UNREADABLE, BAD_ARGS])
+def test_a_reply_the_grammar_rules_out_is_retried_under_it(failed):
+    _, backend = ask([failed, "ANSWER: sunny"], Retry(grammar=True))
     assert "grammar" in backend.calls[1]
-    _, backend = ask([BAD_ARGS, "ANSWER: sunny"], Retry(grammar=True))
+
+
+def test_a_tools_own_error_is_not_retried_under_the_grammar():
+    _, backend = ask(['TOOL: get_weather ARGS: {"city": "Atlantis"}', "ANSWER: sunny"], Retry(grammar=True))
     assert "grammar" not in backend.calls[1]
 
 

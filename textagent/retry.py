@@ -10,10 +10,11 @@ loop *does* when a reply fails, each part on its own:
   tool's parameters with the wrong one marked; for a format error the corrected line, when the
   reader can build one. And a final answer that quotes the loop's feedback is sent back (the
   feedback is for the model, never the user's answer).
-- ``grammar``: after a format error or an unknown tool in the text protocol, the next reply is
-  asked under the tool set's GBNF grammar (the one constrained mode uses), so it can only name
-  listed tools with well-formed arguments; free text again after it. Needs a backend that takes
-  a grammar (llama.cpp); elsewhere it does nothing.
+- ``grammar``: after a reply the grammar would have ruled out (a format error, an unknown tool,
+  arguments the tool's schema refuses) in the text protocol, the next reply is asked under the
+  tool set's GBNF grammar (the one constrained mode uses), so it can only name listed tools with
+  arguments of their schemas; free text again after it. Needs a backend that takes a grammar
+  (llama.cpp); elsewhere it does nothing. (A tool's own error or time-out is no such reply.)
 - ``temperature``: a reply that repeats a failed one word for word is followed by one request
   sampled at this temperature, seeded (``seed`` plus the step's number), so runs repeat.
 - ``gate``: an answer given before any call in the question, while a listed tool is close to the
@@ -158,8 +159,8 @@ class Retrying:
         self.failed_texts.add(text)
         if repeated:
             step.extra.setdefault("retry", {})["repeats_failed"] = True
-        unknown = any(o.error == "unknown_tool" for _, o in failed)
-        self._after_failure(step, word_for_word=word_for_word, held=unknown)
+        ruled_out = any(o.error in ("unknown_tool", "bad_arguments") for _, o in failed)  # what the grammar rules out
+        self._after_failure(step, word_for_word=word_for_word, held=ruled_out)
         if not (repeated and self.retry.vary):
             return []
         step.extra["retry"]["varied"] = True
