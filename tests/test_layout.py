@@ -133,6 +133,63 @@ def test_protocol_is_the_ground_floor():
     assert {m: d for m, d in above.items() if d} == {}
 
 
+# The protocol's keywords, as replies write them: a pattern outside protocol/ that tells one of
+# these lines from its twin reads the protocol on its own.
+_KEYWORD_LINES = (
+    ("TOOL: get_weather", "TQQL: get_weather"),
+    ('ARGS: {"city": "Paris"}', 'AQQS: {"city": "Paris"}'),
+    ("ANSWER: it is sunny", "AQQQQR: it is sunny"),
+    ("Final Answer: it is sunny", "Final AQQQQr: it is sunny"),
+    ("OBSERVATION (get_weather): sunny", "OQQQQQQQQQN (get_weather): sunny"),
+    ("Thought: I need the weather", "TQQQQht: I need the weather"),
+)
+# what reads keywords outside protocol/ on purpose, or is left to move (another room's)
+_KEYWORDS_ELSEWHERE = {
+    "textagent.bench.baseline",  # the seed's regex parser: a baseline, regexes by definition
+    "textagent.bench.checking",  # the suite's exact check strips an ANSWER keyword (bench's, to move)
+}
+_RE_CALLS = {"compile", "match", "search", "sub", "subn", "fullmatch", "findall", "finditer", "split"}
+
+
+def _keyword_patterns(path: pathlib.Path) -> list[str]:
+    """The regexes of ``path`` (literal patterns given to ``re``) that match a keyword line."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _RE_CALLS):
+            continue
+        if not (isinstance(node.func.value, ast.Name) and node.func.value.id == "re" and node.args):
+            continue
+        pattern = node.args[0]
+        if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
+            continue
+        flags = 0
+        for arg in [*node.args[1:], *(k.value for k in node.keywords if k.arg == "flags")]:
+            text = ast.unparse(arg)
+            flags |= (re.I if "re.I" in text or "IGNORECASE" in text else 0) | (re.M if "re.M" in text else 0)
+        compiled = re.compile(pattern.value, flags)
+        if any(compiled.search(line) and not compiled.search(twin) for line, twin in _KEYWORD_LINES):
+            found.append(f"{path.name}:{node.lineno} {pattern.value[:60]}")
+    return found
+
+
+def test_protocol_keywords_are_read_in_protocol_only():
+    """No regex outside protocol/ reads a keyword of the protocol (protocol.words and the line
+    reader do), and nothing outside imports the line reader, the parser's inside."""
+    offenders = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = _module_name(path)
+        if name.startswith("textagent.protocol") or name in _KEYWORDS_ELSEWHERE:
+            continue
+        found = _keyword_patterns(path)
+        if found:
+            offenders[name] = found
+    assert offenders == {}
+    graph = _graph()
+    inside = {"textagent.protocol.lines", "textagent.protocol.reader"}
+    importers = {m for m, deps in graph.items() if not m.startswith("textagent.protocol") and deps & inside}
+    assert importers <= {"textagent.testing"}  # its strategies (another room's) still classify lines
+
+
 def test_no_import_cycle_in_the_package():
     # imports for type checkers only never run, so they cannot make a cycle
     graph = _graph(typing=False)

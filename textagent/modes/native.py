@@ -34,7 +34,7 @@ from .. import prompts
 from ..backends.base import Completion
 from ..errors import ModeNotSupported
 from ..prompts import Worked
-from ..protocol import ParseError, Reply, ToolCall, parse_reply, render_call
+from ..protocol import ParseError, Reply, ToolCall, has_call_line, parse_reply, render_call
 from ..steps import Note, Step
 from ..tools import ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs
@@ -139,7 +139,7 @@ def content_calls(content: str, tools: Any) -> tuple[str | None, list[tuple[str,
         reply = None
     if reply is not None and reply.calls:
         return "text_protocol", [(c.name, c.args) for c in reply.calls]
-    if reply is None and re.search(r"^[ \t>*-]*\**tool\**[ \t]*:", content, re.I | re.M | re.A):
+    if reply is None and has_call_line(content):
         return "text_protocol", []  # a TOOL line that does not even parse
     for kind, pieces in (("fenced_json", [m.group(2) for m in _FENCE.finditer(content)]), ("json", [content])):
         calls = json_calls(pieces)

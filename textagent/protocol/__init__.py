@@ -19,7 +19,11 @@ The package, one job per module:
   ParseError (data only: ``textagent.prompts.parse_feedback`` words it for the model), and the
   matching that labels a failure from the examples;
 * :mod:`.binding` -- a bare argument bound to a tool's parameter;
-* :mod:`.render` -- the canonical call and answer lines.
+* :mod:`.render` -- the canonical call and answer lines;
+* :mod:`.stream` -- the one reader of a reply as it arrives (:class:`ReplyStream`: calls
+  complete, answer text, where to cut, and the Reply at the end);
+* :mod:`.words` -- what a reply says in words, for a person: an answer's content, the words of
+  a reply that could not be used, a reply read when no line can be a call.
 """
 
 from __future__ import annotations
@@ -30,24 +34,35 @@ from .error_table import ERROR_CLASSES, KNOWN_BAD, ErrorClass, ParseError, excer
 from .grammar import grammar_text
 from .reader import Reader
 from .render import render_answer, render_call
+from .stream import AnswerText, CallEnds, CutHere, ReplyStream
 from .types import MAX_DEPTH, NAME_PATTERN, CallSyntax, Dropped, Reply, ToolCall
+from .words import content_of, has_call_line, line_kind, opens_with_keyword, words_of
 
 __all__ = [
     "ERROR_CLASSES",
     "KNOWN_BAD",
     "MAX_DEPTH",
     "NAME_PATTERN",
+    "AnswerText",
+    "CallEnds",
     "CallSyntax",
+    "CutHere",
     "Dropped",
     "ErrorClass",
     "ParseError",
     "Reply",
+    "ReplyStream",
     "ToolCall",
+    "content_of",
     "grammar_text",
+    "has_call_line",
+    "line_kind",
+    "opens_with_keyword",
     "parse_call",
     "parse_reply",
     "render_answer",
     "render_call",
+    "words_of",
 ]
 
 

@@ -251,8 +251,8 @@ class ReplyStream:
         self.prefix, self.calls, self.answers, self.release, self.skip = prefix, calls, answers, release, skip
         self.cut: int | None = None  # where the reply is kept to (in the text fed)
         self.sent = ""  # the answer's content given so far (after skip)
+        self.calls_given: list[ToolCall] = []  # the calls complete so far, in order
         self._reader = CompleteCalls(tools)  # each line read once: linear in the reply
-        self._given = 0  # calls given
         self._at = 0  # where the next line starts (in prefix + text)
         self._ready: int | None = None  # complete calls end here; the next line decides
         # the answer, line by line (the rule the end keeps to as well, so streamed = plain)
@@ -289,8 +289,8 @@ class ReplyStream:
         """Complete calls up to ``end``: the new ones are given, and the next line decides."""
         if calls is None:
             return
-        events.extend(CallEnds(call, max(0, end - len(self.prefix))) for call in calls[self._given :])
-        self._given = len(calls)
+        events.extend(CallEnds(call, max(0, end - len(self.prefix))) for call in calls[len(self.calls_given) :])
+        self.calls_given = calls
         self._ready = end
 
     def _calls_end(self, text: str, nl: int, events: list[Event]) -> bool:

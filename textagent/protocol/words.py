@@ -10,7 +10,15 @@ import re
 from .lines import classify, unwrap
 from .types import Reply
 
-__all__ = ["answer_content", "content_of", "opens_with_keyword", "read_words", "words_of"]
+__all__ = [
+    "answer_content",
+    "content_of",
+    "has_call_line",
+    "line_kind",
+    "opens_with_keyword",
+    "read_words",
+    "words_of",
+]
 
 #: Keywords a model repeats at the start of its answer ("ANSWER: ANSWER: four", "ANSWER: Final
 #: Answer: four"): never content.
@@ -88,3 +96,14 @@ def words_of(text: str, reply: Reply | None) -> str:
 def opens_with_keyword(text: str) -> bool:
     """Whether ``text`` starts with a keyword of the protocol (``Thought:``, ``TOOL:``, ``ANSWER:``)."""
     return _PROTOCOL_START.match(text) is not None
+
+
+def line_kind(line: str) -> str | None:
+    """What one line is to the protocol: ``"call"``, ``"args"``, ``"answer"``, ``"obs"``,
+    ``"fence"``, or None (words)."""
+    return classify(line).kind
+
+
+def has_call_line(text: str) -> bool:
+    """Whether a line of ``text`` starts a call (``TOOL:``), parsable or not."""
+    return any(classify(line).kind == "call" for line in text.split("\n"))

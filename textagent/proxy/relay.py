@@ -21,8 +21,8 @@ from .. import prompts
 from ..backends.base import Completion
 from ..modes import Conversation, FormatError, Needs, fixed_part
 from ..modes.base import complete
-from ..modes.text import EarlyStop, TextExchange, kept_text
-from ..protocol import ParseError, Reply, ToolCall, parse_reply
+from ..modes.text import TextExchange, kept_text
+from ..protocol import AnswerText, CutHere, ParseError, Reply, ReplyStream, ToolCall
 from ..protocol.stream import calls_before_error
 from ..steps import Step
 from ..stops import Submitted
@@ -30,19 +30,20 @@ from . import repair
 from .convert import ChatRequest
 from .errors import Cancelled, ModelFailed
 from .upstream import Upstream
-from .watch import AnswerStream, CallStream, answer_cut, words_only
 
 __all__ = ["RelayMode", "answer"]
 
 
 @dataclass
 class _Reading:
-    """One reply as it was asked and read: the watchers of its stream and what they found."""
+    """One reply as it was asked and read: its one reader (ReplyStream) and what came of it."""
 
     lead: str  # the prefill this reply continues ("" after the first)
     skip: str  # the answer text the prefill holds already (the client has it)
-    streamer: AnswerStream | None
-    calls: CallStream | None
+    stream: ReplyStream
+    calls: bool  # its calls go to the client as each is complete
+    seen: int = 0  # calls of the reply judged
+    stop_at: int | None = None  # where the reply was stopped after a call
     failures: list[str] = field(default_factory=list)  # observations on streamed calls that failed
     repeats: set[tuple[str, str]] = field(default_factory=set)  # calls sent, as the client runs them
     before: int = 0  # calls the client had before this reply
@@ -128,19 +129,17 @@ class RelayMode(TextExchange):
         step.reply = verdict.reply  # as read (None: the streamed answer's rest did not parse)
         self.written.append({"role": "assistant", "content": self._kept(step)})
         out.turns = self.written
-        streamer = reading.streamer
+        stream = reading.stream
         if verdict.reply is not None:
             content = repair._content(verdict.reply, self.request)
         else:
-            assert streamer is not None
-            content = reading.skip + streamer.sent
+            content = reading.skip + stream.sent
         skip = reading.skip
         out.content = content[len(skip) :] if skip and content.startswith(skip) else content
         out.finish_reason = "length" if step.finish_reason == "length" else "stop"
-        if streamer is not None:
-            streamer.finish(out.content)
-        elif self.send is not None and out.content:
-            self.send(out.content)
+        piece = stream.rest(out.content) if stream.release else out.content
+        if self.send is not None and piece:
+            self.send(piece)
 
     # -- asking -------------------------------------------------------------------------------------
     def query(self, step: Step, max_tokens: int) -> Completion:
@@ -149,31 +148,15 @@ class RelayMode(TextExchange):
         tools, out = self.ctx.tools, self.out
         lead = "" if self.reading is not None else self.prefill  # only the first reply continues the prefill
         skip = repair._prefilled_answer(lead, tools)
-        streamer = (
-            AnswerStream(self.send, tools, prefix=lead, skip=skip, calls=bool(tools))
-            if self.streams and self.send and not out.calls
-            else None
-        )
-        reading = _Reading(lead, skip, streamer, None, before=len(out.calls))
+        release = bool(self.streams and self.send and not out.calls)
+        stream = ReplyStream(tools, prefix=lead, calls=bool(tools), answers=True, release=release, skip=skip)
+        # a prefill holding an answer: a call after it ends the answer, none is streamed
+        reading = _Reading(lead, skip, stream, self.streams_calls and not skip, before=len(out.calls))
         reading.repeats = {repair._call_key(c) for c in out.calls}  # sent before this reply
-        if self.streams_calls and not skip:  # a prefill holding an answer: a call after it ends the answer
-            reading.calls = CallStream(
-                lambda call: self._judge_streamed(call, reading),
-                tools,
-                prefix=lead,
-                limit=None if self.request.parallel else 1,
-            )
         self.reading = reading
-        watcher = EarlyStop(tools) if tools else None  # with no tools no line is a call to stop after
-        calls = reading.calls
 
         def on_text(text: str) -> bool:
-            return (
-                self.cancelled.is_set()
-                or bool(calls and not (streamer and streamer.started) and calls(text))  # (an answer's lines: no calls)
-                or bool(watcher and watcher(lead + text))
-                or bool(streamer and not out.calls and streamer(text))
-            )
+            return self.cancelled.is_set() or self._events(reading, stream.feed(text))
 
         options: dict[str, Any] = {**self.options(), "stream": True, "on_text": on_text}
         if self.grammar:
@@ -181,30 +164,32 @@ class RelayMode(TextExchange):
         completion = complete(self.ctx, self.conversation, stop=self.stop_words, max_tokens=max_tokens, **options)
         if self.cancelled.is_set():
             raise Cancelled()
-        reading.text = lead + self._cut(completion, reading, watcher)
+        text = completion.text
+        if reading.stop_at is not None and completion.finish_reason == "early_stop":
+            text = text[: reading.stop_at]
+        reading.text = lead + stream.kept(text)
         return completion
 
-    def _cut(self, completion: Completion, reading: _Reading, watcher: EarlyStop | None) -> str:
-        """What is kept of the completion: an answer's text as streamed, the complete calls a
-        watcher stopped after, an answer and not the call written after it."""
-        text, lead, streamer, calls = completion.text, reading.lead, reading.streamer, reading.calls
-        if streamer is not None and streamer.started:
-            return streamer.close(text)
-        if completion.finish_reason == "early_stop" and calls is not None and calls.cut is not None:
-            text = text[: calls.cut]
-        elif completion.finish_reason == "early_stop" and watcher is not None and watcher.cut is not None:
-            text = (lead + text)[: watcher.cut][len(lead) :]
-        if self.ctx.tools:
-            cut = answer_cut(lead + text)  # an answer then a call: the answer, as streaming reads it
-            if cut is not None and cut >= len(lead):
-                text = (lead + text)[:cut][len(lead) :]
-        return text
+    def _events(self, reading: _Reading, events: list) -> bool:
+        """What the reply's reader found in its newest text, forwarded to the client: answer text,
+        each complete call that is valid. True: stop reading (the reply may be cut there)."""
+        for event in events:
+            if isinstance(event, AnswerText):
+                assert self.send is not None
+                self.send(event.piece)
+            elif isinstance(event, CutHere):
+                return True
+            elif reading.calls and self._judge_streamed(event.call, reading):
+                reading.stop_at = event.end
+                return True
+        return False
 
     def _judge_streamed(self, call: ToolCall, reading: _Reading) -> bool:
         """A call complete in the stream: sent to the client at once when valid. True: stop reading."""
-        out = self.out
-        if reading.streamer is not None and reading.streamer.started:
-            return True  # the reply is an answer, and the client has its start
+        out, limit = self.out, None if self.request.parallel else 1
+        if limit is not None and reading.seen >= limit:
+            return True
+        reading.seen += 1
         valid, failure = repair._judge(call, self.ctx.tools)
         if valid is None:
             reading.failures.append(failure)
@@ -213,7 +198,8 @@ class RelayMode(TextExchange):
             out.calls.append(valid)  # ... and a reply the same call twice
             assert self.on_call is not None
             self.on_call(valid, out.repairs)
-        return len(out.calls) >= repair.MAX_CALLS_PER_REPLY  # the cap is the answer's, repairs included
+        # the cap is the answer's, repairs included
+        return len(out.calls) >= repair.MAX_CALLS_PER_REPLY or (limit is not None and reading.seen >= limit)
 
     # -- reading --------------------------------------------------------------------------------------
     def parse(self, completion: Completion, step: Step) -> Reply:
@@ -227,7 +213,7 @@ class RelayMode(TextExchange):
         if self.out.calls:  # the client has calls: they stay, and only what failed goes back
             self._after_calls(reply, unparsed, step, length)
         feedback, valid = (unparsed, []) if reply is None else repair._problem(self.request, reply, tools)
-        if reading.streamer is not None and reading.streamer.started:
+        if reading.stream.sent:
             feedback, valid = None, []  # the client has this answer's start: it is the answer
         self.verdict = _Verdict(reading.text, reply, valid, feedback, length)
         if feedback is None:
@@ -253,22 +239,26 @@ class RelayMode(TextExchange):
         raise FormatError(feedback, step.parse_error)
 
     def _read(self, text: str, step: Step, length: bool) -> tuple[Reply | None, str | None]:
-        """The reply ``text`` holds, or the feedback on why it does not parse."""
+        """The reply ``text`` holds (from its reader: not parsed again), or the feedback on why it
+        does not parse. With no tools nothing is a call: a line "Tool: a hammer" is words."""
         tools, reading = self.ctx.tools, self.reading
         assert reading is not None
-        try:  # with no tools nothing is a call: a line "Tool: a hammer" is words
-            reply = parse_reply(text, tools) if tools else words_only(text)
+        try:
+            reply = reading.stream.reply(text[len(reading.lead) :])
         except ParseError as err:
             step.parse_error = err
-            if length and reading.calls is None and tools:
+            if length and not reading.calls and tools:
                 # cut by max_tokens: the calls settled before the first unreadable line (a bad
                 # line before the cut, or the cut line) are the reply, as streaming takes them
-                before_cut = calls_before_error(text, tools)
+                # (an upstream that did not stream: read for them now)
+                before_cut = reading.stream.calls_given or calls_before_error(text, tools)
                 if before_cut:
                     return Reply(list(before_cut), None, ""), None
             return None, prompts.feedback(prompts.parse_feedback(err, tools))
-        if reading.calls is not None:
-            reading.calls.finish(reply)  # the calls the reply's end completed
+        if reading.calls and reading.stop_at is None:
+            for call in reply.calls[reading.seen :]:  # the calls the reply's end completed
+                if self._judge_streamed(call, reading):
+                    break
         return reply, None
 
     def _after_calls(self, reply: Reply | None, unparsed: str | None, step: Step, length: bool) -> None:
@@ -277,7 +267,7 @@ class RelayMode(TextExchange):
         reading, out = self.reading, self.out
         assert reading is not None
         failures = reading.failures
-        if reading.calls is None and reply is not None:  # not streamed: this reply's calls are judged now
+        if not reading.calls and reply is not None:  # not streamed: this reply's calls are judged now
             room = repair.MAX_CALLS_PER_REPLY - len(out.calls)
             more, failed = repair._judged(
                 reply.calls if self.request.parallel else [], self.ctx.tools, reading.repeats, room
@@ -324,8 +314,8 @@ def answer(
     """Ask until the reply can be used or ``max_repairs`` repairs are spent, on the Agent's loop.
     A conversation ending with an assistant turn is a prefill: the first reply continues it, and
     the content is what the model added to it. ``on_content(piece, repairs)`` gets the answer's
-    content in pieces, some while the model writes it (watch.AnswerStream); ``on_call(call,
-    repairs)`` each valid call as soon as its line is complete (watch.CallStream): such a call
+    content in pieces, some while the model writes it; ``on_call(call, repairs)`` each valid call
+    as soon as its line is complete (both from the reply's one reader, protocol.ReplyStream): such a call
     stays in the answer, and a later call that fails goes back to the model alone. Raises
     Cancelled when ``cancelled`` is set (the stream to the upstream is closed at its next token),
     BackendError when the upstream fails, ModelFailed when ``tool_choice`` or ``response_format``

@@ -12,7 +12,7 @@ the reply's words without its protocol lines: an empty message when it has none 
 endpoint does not fail a request over what the model wrote; ``Answer.failure`` says why, for the
 trace and the ``x-textagent-failure`` header).
 
-Streamed, each valid call is sent as soon as it is complete (watch.CallStream). From then on the
+Streamed, each valid call is sent as soon as it is complete (protocol.ReplyStream). From then on the
 answer is calls: the ones sent stay, a reply's failing calls (or a rest that does not parse) go
 back to the model alone, told which were accepted, and the valid calls of its new reply are
 added; when the repairs run out, the calls sent are the answer.
@@ -36,14 +36,12 @@ from typing import Any
 from .. import prompts
 from ..backends.base import Usage
 from ..gbnf import reply_grammar
-from ..protocol import ParseError, Reply, ToolCall, parse_reply
-from ..protocol.lines import classify, unwrap
+from ..protocol import ParseError, Reply, ToolCall, content_of, parse_reply, words_of
 from ..steps import Step
 from ..tools import ToolSet
 from ..tools.validation import format_path
 from .convert import ChatRequest
 from .errors import Cancelled, ProxyError
-from .watch import answer_content
 
 __all__ = ["Answer", "Cancelled", "arguments_json", "grammar_for"]
 
@@ -196,34 +194,17 @@ def _judged(
     return valid, failed
 
 
-_THOUGHT = re.compile(r"^\s*thought\s*:\s*", re.I | re.A | re.M)
-
-
 def _content(reply: Reply, request: ChatRequest) -> str:
-    """The client's content of a usable answer: no protocol keyword, the JSON under response_format."""
-    text = reply.answer if reply.answer is not None else reply.thought.strip()
-    if text == reply.thought.strip():  # prose without ANSWER: its thought lines are not the answer
-        said = "\n".join(line for line in text.split("\n") if not _THOUGHT.match(line)).strip()
-        text = said or _THOUGHT.sub("", text).strip()
-    text = answer_content(text)  # a model that wrote "ANSWER: ANSWER: ..."
+    """The client's content of a usable answer: its words (protocol.content_of: no keyword of the
+    protocol), the JSON under response_format."""
+    text = content_of(reply)
     return request.format.check(text)[1] if request.format is not None else text
 
 
 def _prose(text: str, reply: Reply | None) -> str:
     """What a reply that could not be used says in words: its answer or prose, never a call
     line, an ARGS line or a keyword."""
-    if reply is not None:
-        text = reply.answer if reply.is_final and reply.answer is not None else reply.thought
-        return _THOUGHT.sub("", answer_content(text)).strip()
-    kept = []
-    for line in text.split("\n"):
-        info = classify(line)
-        if info.kind == "obs":
-            break
-        if info.kind in ("call", "args"):
-            continue
-        kept.append(unwrap(line, info)[info.end :] if info.kind == "answer" else line)
-    return _THOUGHT.sub("", "\n".join(kept)).strip()
+    return words_of(text, reply)
 
 
 def _not_met(request: ChatRequest, repairs: int) -> ProxyError | None:

@@ -3,7 +3,7 @@
 finish reason, usage when ``stream_options.include_usage``, then ``data: [DONE]``).
 
 An answer's content is streamed while the model writes it, once the reply is known to be an
-answer; each call as soon as its line is complete and the call is valid (see watch.py): a call
+answer; each call as soon as its line is complete and the call is valid (protocol.ReplyStream): a call
 sent stays in the answer, and a repair only adds calls, so the client never sees an invalid one."""
 
 from __future__ import annotations

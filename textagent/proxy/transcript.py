@@ -11,12 +11,11 @@ repairs included, so the next turn repeats the model's own bytes.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from .. import prompts
-from ..protocol import ToolCall, render_call
+from ..protocol import ToolCall, opens_with_keyword, render_call
 from .convert import ChatRequest
 from .errors import ProxyError
 from .memory import ReplyMemory, _Keys
@@ -133,10 +132,7 @@ def _observation(message: Mapping[str, Any], names: Mapping[str, str], i: int) -
     return prompts.observation(name, message["content"])
 
 
-_PROTOCOL_START = re.compile(r"\s*(?:thought|tool|answer|final answer)\s*:", re.I | re.A)
-
-
 def _prefill(content: str) -> str:
     """A final assistant message as the start of the model's reply: protocol text as it is,
     anything else as the start of its answer."""
-    return content if _PROTOCOL_START.match(content) else "ANSWER: " + content
+    return content if opens_with_keyword(content) else "ANSWER: " + content

@@ -1,15 +1,14 @@
-"""AnswerStream: what it sends while a reply arrives is always the start of the content of the
-whole reply, however the reply is cut into pieces, and it stops a reply at a line that would
-change that. CallStream: every call it judges while the reply arrives is the call the whole reply
-has at that place."""
+"""ReplyStream's events. The answer's text it gives while a reply arrives is always the start of
+the content of the whole reply, however the reply is cut into pieces, and it cuts a reply at a
+line that would change that. Every call it gives while the reply arrives is the call the whole
+reply has at that place. It reads in time linear in the reply."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from textagent.protocol import ParseError, parse_reply
-from textagent.proxy.watch import AnswerStream, CallStream
+from textagent.protocol import AnswerText, CallEnds, ParseError, ReplyStream, parse_reply
 
 LINES = st.sampled_from(
     [
@@ -34,13 +33,14 @@ LINES = st.sampled_from(
 )
 
 
-def feed(text: str, cuts: list[int], **kw) -> tuple[AnswerStream, list[str], str]:
+def feed(text: str, cuts: list[int], **kw) -> tuple[ReplyStream, list[str], str]:
     sent: list[str] = []
-    stream = AnswerStream(sent.append, None, **kw)
+    stream = ReplyStream(None, answers=True, release=True, **kw)
     for end in sorted({*cuts, len(text)}):
-        if stream(text[:end]):
+        sent += [e.piece for e in stream.feed(text[:end]) if isinstance(e, AnswerText)]
+        if stream.cut is not None:
             break
-    return stream, sent, stream.close(text)
+    return stream, sent, stream.kept(text)
 
 
 @settings(max_examples=300, deadline=None)
@@ -53,7 +53,7 @@ def test_what_is_sent_is_the_start_of_the_final_content(lines, first, cuts):
     reply = parse_reply(kept)
     content = reply.answer
     assert reply.is_final and content.startswith("".join(sent))
-    stream.finish(content)
+    sent.append(stream.rest(content))
     assert "".join(sent) == content
 
 
@@ -65,13 +65,13 @@ def test_a_call_line_ends_the_answer_and_nothing_of_it_is_sent():
 
 def test_a_reply_that_calls_first_sends_nothing():
     text = "TOOL: f ARGS: {}\nANSWER: then this answer, dropped by the parser"
-    stream, sent, _ = feed(text, list(range(0, len(text), 5)))
-    assert sent == [] and stream.cut is None
+    _stream, sent, kept = feed(text, list(range(0, len(text), 5)))
+    assert sent == [] and kept == "TOOL: f ARGS: {}\n"  # cut after the calls
 
 
 def test_a_prefill_is_not_sent_again():
     stream, sent, _ = feed(" Paris, the capital.", [3, 9], prefix="ANSWER: The capital is", skip="The capital is")
-    stream.finish(" Paris, the capital.")
+    sent.append(stream.rest(" Paris, the capital."))
     assert "".join(sent) == " Paris, the capital."
 
 
@@ -98,13 +98,14 @@ CALL_LINES = st.sampled_from(
 )
 
 
-def judged_calls(text: str, cuts: list[int], **kw) -> tuple[CallStream, list, str]:
+def judged_calls(text: str, cuts: list[int]) -> tuple[ReplyStream, list, str]:
     judged: list = []
-    stream = CallStream(lambda call: judged.append(call) or False, None, **kw)
+    stream = ReplyStream(None)
     for end in sorted({*cuts, len(text)}):
-        if stream(text[:end]):
+        judged += [e.call for e in stream.feed(text[:end]) if isinstance(e, CallEnds)]
+        if stream.cut is not None:
             break
-    return stream, judged, text if stream.cut is None else text[: stream.cut]
+    return stream, judged, stream.kept(text)
 
 
 @settings(max_examples=300, deadline=None)
@@ -117,26 +118,18 @@ def test_a_call_judged_while_the_reply_arrives_is_the_whole_replys_call(lines, c
         reply = parse_reply(kept)
     except ParseError:
         return  # the repair loop sends the rest back; the calls judged stay
-    stream.finish(reply)
-    assert judged == list(reply.calls) and early == judged[: len(early)]
+    assert early == reply.calls[: len(early)] and stream.reply(stream.kept(text)) == reply
 
 
-def test_calls_are_judged_at_their_line_ends_in_order():
+def test_calls_are_given_at_their_line_ends_in_order():
     text = 'TOOL: f ARGS: {"a": 1}\nTOOL: g\nARGS: {\n  "b": 2\n}\nTOOL: h ARGS: {}'
-    judged: list = []
-    stream = CallStream(lambda call: judged.append(call.name) or False, None)
+    stream, given = ReplyStream(None), []
     for end in range(len(text) + 1):
-        stream(text[:end])
+        given += [(e.call.name, e.end) for e in stream.feed(text[:end]) if isinstance(e, CallEnds)]
         if end == text.index("\n") + 1:
-            assert judged == ["f"]
-    assert judged == ["f", "g"]  # h has no line end yet
-    stream.finish(parse_reply(text))
-    assert judged == ["f", "g", "h"]
-
-
-def test_with_a_limit_the_stream_closes_after_the_first_call():
-    _stream, judged, kept = judged_calls('TOOL: f ARGS: {"a": 1}\nTOOL: g ARGS: {}\n', list(range(40)), limit=1)
-    assert [c.name for c in judged] == ["f"] and kept == 'TOOL: f ARGS: {"a": 1}\n'
+            assert given == [("f", end)]
+    assert [name for name, _ in given] == ["f", "g"]  # h has no line end yet
+    assert [c.name for c in stream.reply(stream.kept(text)).calls] == ["f", "g", "h"]
 
 
 # -- linear in the reply (hardening round 4: S1-S3) --------------------------------------------------
@@ -152,6 +145,11 @@ def _cpu(watch, text: str, chunk: int) -> float:
     return time.process_time() - started
 
 
+def _watch(stream: ReplyStream):
+    """``stream`` as an on_text callback: True once it cuts the reply."""
+    return lambda text: bool(stream.feed(text)) and stream.cut is not None
+
+
 def _growth(make, build, sizes=(300, 1200), chunk=8) -> float:
     """CPU of the larger reply over the smaller's: ~4 when linear, ~16 when quadratic."""
     small, large = (min(_cpu(make(), build(n), chunk) for _ in range(3)) for n in sizes)
@@ -163,7 +161,7 @@ def test_call_streaming_reads_a_long_pretty_printed_call_in_linear_time():
         body = "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(n)) + '  "city": "Paris"\n}'
         return "TOOL: get_weather ARGS: " + body + "\nANSWER: x\n"
 
-    assert _growth(lambda: CallStream(lambda call: False, None), build) < 8  # 1,600 lines took 9.1 s
+    assert _growth(lambda: _watch(ReplyStream(None)), build) < 8  # 1,600 lines took 9.1 s
 
 
 def test_early_stop_reads_a_repeated_call_line_in_linear_time():
@@ -179,5 +177,5 @@ def test_answer_streaming_reads_a_long_answer_in_linear_time():
     def build(n):
         return "ANSWER: " + ("word " * 10 + "\n") * (n // 5)
 
-    sent: list[str] = []
-    assert _growth(lambda: AnswerStream(sent.append, None), build, sizes=(3_000, 12_000), chunk=4) < 8  # 128 KB: 3.1 s
+    stream = lambda: _watch(ReplyStream(None, answers=True, release=True))  # noqa: E731
+    assert _growth(stream, build, sizes=(3_000, 12_000), chunk=4) < 8  # 128 KB: 3.1 s
