@@ -171,12 +171,12 @@ def measure(
         for i, task in enumerate(tasks):
             backend, chat_format = factory(mode, Slot(server.url, 0))
             started = time.monotonic()
-            record = run_episode(task, mode, backend, chat_format=chat_format, settings=settings, slot=0)
+            episode = run_episode(task, mode, backend, chat_format=chat_format, settings=settings, slot=0)
             seconds = time.monotonic() - started
-            # the first reply, as the episode's trace recorded it: its text, usage and server timings
-            steps = [Step.from_record(r) for r in record["trace"] if r.get("type") == "step"]
-            if record.get("error") and not steps:
-                result.error = f"{task.id}: {record['error']}"
+            # the first reply of the episode's run: its text, usage and server timings
+            steps = episode.result.steps
+            if episode.error and not steps:
+                result.error = f"{task.id}: {episode.error}"
                 break
             first = steps[0] if steps else Step(0, "")
             timings = first.timings
@@ -184,7 +184,7 @@ def measure(
                 ReplyStats(
                     task.id,
                     first.raw,
-                    bool(record["success"]),
+                    episode.success,
                     seconds,
                     predicted_n=float(timings.get("predicted_n") or first.usage.completion_tokens or 0),
                     predicted_ms=float(timings.get("predicted_ms") or 0),

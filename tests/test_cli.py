@@ -697,7 +697,7 @@ def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
     from textagent.bench.backends import Slot
     from textagent.bench.episode import Settings
     from textagent.bench.run_file import new_meta
-    from textagent.bench.runner import _error_record
+    from textagent.bench.runner import _error_episode
     from textagent.bench.tasks import Task
 
     url = "http://admin:s3cr3t-pw@127.0.0.1:9"
@@ -710,7 +710,7 @@ def test_bench_records_and_run_json_hold_no_endpoint_password(tmp_path):
         concurrency=1,
     )
     meta = new_meta(args, [], ["text"], {}, [url], "m", Settings())
-    record = _error_record(Task("t", "q", (), ()), "text", 0, Slot(url, 0), RuntimeError("x"))
+    record = _error_episode(Task("t", "q", (), ()), "text", 0, Slot(url, 0), RuntimeError("x")).to_record()
     shown = json.dumps(meta) + json.dumps(record)
     assert "s3cr3t-pw" not in shown and "k3y-value" not in shown and "http://***@127.0.0.1:9" in shown
 

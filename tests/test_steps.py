@@ -9,7 +9,7 @@ import pytest
 
 from textagent import Agent, ScriptedBackend
 from textagent.backends.base import Capabilities, Completion
-from textagent.bench.metrics import result_of, step_facts
+from textagent.bench.records import Episode
 from textagent.steps import Note, SentBack, Step
 from textagent.toolkits.demo import demo_tools
 
@@ -80,7 +80,7 @@ def test_counts_of_a_live_run_and_of_its_trace_agree(name, tmp_path):
     checks = [Grounded()] if mode == "text" else []
     result = Agent(backend, demo_tools(), mode=mode, checks=checks, trace=tmp_path / "t.jsonl").run("2+2?")
     records = [json.loads(json.dumps(s.to_record())) for s in result.steps]
-    again = result_of({"mode": mode, "trace": records})
+    again = Episode.from_record({"task": "t", "mode": mode, "trace": records}).result
     assert {c: getattr(again, c) for c in COUNTS} == {c: getattr(result, c) for c in COUNTS}
     assert again.sent_back() == result.sent_back()
     if mode == "text":
@@ -111,5 +111,7 @@ def test_notes_and_sent_back_answers_come_back_from_a_record():
 
 
 def test_a_step_record_without_details_is_no_decode_failure():
-    facts = step_facts({"mode": "native", "trace": [{"type": "step", "step": 1, "raw": '{"name": "x"}'}]})
-    assert facts["native_decode_failures"] == 0 and facts["steps"] == 1
+    episode = Episode.from_record(
+        {"task": "t", "mode": "native", "trace": [{"type": "step", "step": 1, "raw": '{"name": "x"}'}]}
+    )
+    assert episode.facts.native_decode_failures == 0 and episode.facts.steps == 1

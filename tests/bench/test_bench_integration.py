@@ -12,7 +12,7 @@ import pytest
 from textagent.bench.backends import BackendFactory, Slot, mode_availability
 from textagent.bench.episode import Settings
 from textagent.bench.report import write_report
-from textagent.bench.runner import load_records, run_bench
+from textagent.bench.runner import load_episodes, run_bench
 from textagent.bench.tasks import load_tasks
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,7 @@ def test_three_tasks_in_every_available_mode(qwen_server, tmp_path):
         progress=False,
     )
     assert not outcome.interrupted
-    records = load_records(tmp_path)
+    records = load_episodes(tmp_path)
     assert sorted((r["task"], r["mode"]) for r in records) == sorted((t, m) for t in TASKS for m in modes)
     for r in records:
         assert r["stop_reason"] in ("answer", "max_steps", "token_budget", "time_limit", "format_errors"), r["error"]
@@ -66,7 +66,7 @@ def test_bfcl_items_in_every_mode_on_the_real_server(qwen_server, tmp_path):
         progress=False,
     )
     assert not outcome.interrupted
-    records = load_records(tmp_path)
+    records = load_episodes(tmp_path)
     assert len(records) == 2 * len(modes) and "bfcl-prompt" in modes
     for r in records:
         assert r["error"] is None and r["stop_reason"] != "backend_error", r["error"]

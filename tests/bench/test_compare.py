@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchruns import read_episodes, write_episodes
+from benchruns import read_records, write_episodes
 
 from textagent.bench.compare import compare_runs
 
@@ -29,7 +29,7 @@ def test_compare_with_a_mode_only_in_one_run(tmp_path, make_run):
 def test_compare_notes_different_task_sets(tmp_path, make_run):
     a = make_run(tmp_path / "a", modes=("text",))
     b = make_run(tmp_path / "b", modes=("text",))
-    write_episodes(b, read_episodes(b)[:-2])
+    write_episodes(b, read_records(b)[:-2])
     text = compare_runs(a, b)
     assert "only in A: 2, only in B: 0" in text and "| mean steps |" in text
     assert "±0" in compare_runs(a, a)
@@ -49,7 +49,7 @@ def test_compare_counts_the_episodes_whose_replies_are_the_same_word_for_word(tm
     a = make_run(tmp_path / "a", modes=("text",))
     b = make_run(tmp_path / "b", modes=("text",))
     assert "Same replies, word for word: 7 of the 7 episodes both ran." in compare_runs(a, b)
-    episodes = read_episodes(b)
+    episodes = read_records(b)
     steps = [s for s in episodes[2]["trace"] if s["type"] == "step"]
     steps[-1]["raw"] += " (said otherwise)"
     write_episodes(b, episodes)

@@ -33,7 +33,7 @@ def test_episodes_are_pinned_to_their_slot():
     backend = ScriptedBackend(['TOOL: calculate ARGS: {"expression": "17*24"}', "ANSWER: 408"])
     record = E.run_episode(
         BY_ID["single-calc-mul"], "text", backend, chat_format="chatml", slot=3, settings=E.Settings(seed=7), repeat=2
-    )
+    ).to_record()
     assert record["success"]
     assert all(c["id_slot"] == 3 and c["seed"] == 9 and c["temperature"] == 0.0 for c in backend.calls)
     unpinned = ScriptedBackend(["ANSWER: Paris"])
@@ -49,7 +49,7 @@ def test_a_run_that_raises_keeps_its_steps_so_far_in_the_trace():
             return super().complete(prompt, **kwargs)
 
     task = BY_ID["single-calc-mul"]
-    record = E.run_episode(task, "text", Breaks(['TOOL: calculate ARGS: {"expression": "17 * 24"}']))
+    record = E.run_episode(task, "text", Breaks(['TOOL: calculate ARGS: {"expression": "17 * 24"}'])).to_record()
     assert record["stop_reason"] == "error" and "mode bug" in record["error"]
     assert [r["type"] for r in record["trace"]] == ["start", "step"]
     assert len({r["run"] for r in record["trace"]}) == 1
@@ -58,11 +58,11 @@ def test_a_run_that_raises_keeps_its_steps_so_far_in_the_trace():
 
 def test_a_reply_cut_at_observation_is_a_hallucination_from_its_stop_word():
     task = BY_ID["single-weather-berlin"]
-    record = E.run_episode(task, "text", ScriptedBackend(["Let me look it up.\nOBSERVATION: 20 °C"] * 3))
+    record = E.run_episode(task, "text", ScriptedBackend(["Let me look it up.\nOBSERVATION: 20 °C"] * 3)).to_record()
     steps = [r for r in record["trace"] if r["type"] == "step"]
     assert steps and all(s["stop_word"].startswith("OBSERVATION") for s in steps)
     assert record["hallucinated"]
-    grammar = E.run_episode(task, "constrained", ScriptedBackend(["ANSWER: 20"]))
+    grammar = E.run_episode(task, "constrained", ScriptedBackend(["ANSWER: 20"])).to_record()
     assert all(r["stop_word"] is None for r in grammar["trace"] if r["type"] == "step")  # grammar: none
 
 
@@ -82,7 +82,7 @@ def test_non_text_modes_reach_the_agent(monkeypatch):
             raise RuntimeError("stop here")
 
     monkeypatch.setattr(E, "Agent", FakeAgent)
-    record = E.run_episode(BY_ID["single-calc-mul"], "native", object())
+    record = E.run_episode(BY_ID["single-calc-mul"], "native", object()).to_record()
     assert seen["mode"] == "native" and record["stop_reason"] == "error" and "stop here" in record["error"]
     seen.clear()
     E.run_episode(BY_ID["single-calc-mul"], "text", object())
@@ -111,7 +111,7 @@ def test_a_native_call_written_into_content_counts_as_a_call(monkeypatch):
             return Result('{"name": "calculate", "arguments": {"expression": "hello"}}', "answer", [step], Usage(), 0.1)
 
     monkeypatch.setattr(E, "Agent", NativeAgent)
-    record = E.run_episode(BY_ID["notool-greeting"], "native", object())
+    record = E.run_episode(BY_ID["notool-greeting"], "native", object()).to_record()
     assert record["attempted"] == ["calculate"] and not record["success"]
     assert record["failure"] == "call_not_needed"
 
@@ -159,7 +159,7 @@ def test_stream_makes_the_text_modes_stream_and_stop_early():
             "ANSWER: 17 times 24 is 408.",
         ]
     )
-    record = E.run_episode(task, "text", backend, settings=E.Settings(stream=True))
+    record = E.run_episode(task, "text", backend, settings=E.Settings(stream=True)).to_record()
     assert record["success"] and backend.options[0]["stream"] is True and "on_text" in backend.options[0]
     first = next(s for s in record["trace"] if s.get("type") == "step")
     assert first["finish_reason"] == "early_stop" and first["details"]["early_stop"]["dropped"].startswith("The")
@@ -239,7 +239,9 @@ def test_max_repeats_ends_a_text_episode_as_a_loop_and_leaves_the_seed_baseline_
     task = BY_ID["single-calc-mul"]
     call = 'TOOL: calculate ARGS: {"expression": "17 * 24"}'
     settings = E.Settings(max_repeats=2)
-    record = E.run_episode(task, "text", ScriptedBackend([call] * 4 + ["ANSWER: 408"]), settings=settings)
+    record = E.run_episode(task, "text", ScriptedBackend([call] * 4 + ["ANSWER: 408"]), settings=settings).to_record()
     assert record["stop_reason"] == "repeated" and record["steps"] == 2 and record["failure"] == "loop"
-    baseline = E.run_episode(task, "baseline", ScriptedBackend([call] * 2 + ["ANSWER: 408"]), settings=settings)
+    baseline = E.run_episode(
+        task, "baseline", ScriptedBackend([call] * 2 + ["ANSWER: 408"]), settings=settings
+    ).to_record()
     assert baseline["stop_reason"] == "answer"  # the seed's loop keeps its own limits

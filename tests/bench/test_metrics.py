@@ -10,11 +10,17 @@ from textagent.backends.base import Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
 from textagent.bench import metrics as M
 from textagent.bench.episode import Settings, run_episode
+from textagent.bench.records import Episode
 from textagent.bench.tasks import load_tasks, parse_task
 from textagent.prompts import EXAMPLE_STYLES, placeholder_examples
 from textagent.steps import Note
 
 SUITE = {t.id: t for t in load_tasks()}
+
+
+def read_back(**fields):
+    """An Episode read from a record of these fields (a task, text mode and an answer unless given)."""
+    return Episode.from_record({"task": "t", "mode": "text", "stop_reason": "answer", **fields})
 
 
 # -- Wilson interval ------------------------------------------------------------------------------
@@ -79,37 +85,43 @@ W = 'TOOL: get_weather ARGS: {"city": "%s"}'
     ],
 )
 def test_each_failure_class(task_id, replies, expected):
-    record = episode(task_id, replies, max_steps=2 if expected == "budget" else None)
+    live = episode(task_id, replies, max_steps=2 if expected == "budget" else None)
+    record = live.to_record()
     assert record["failure"] == expected, (record["stop_reason"], record["checks"], record["trace"][1:3])
-    assert M.classify(record) == expected
+    assert M.classify(live) == expected == M.classify(Episode.from_record(record))  # live and read back alike
     assert (expected is None) == record["success"]
 
 
 def test_hallucination_when_the_server_ignores_stop():
     record = episode(
         "single-weather-berlin", ["I know this.\nOBSERVATION (get_weather): 30 °C\nANSWER: 30"], honour_stop=False
-    )
+    ).to_record()
     steps = [s for s in record["trace"] if s["type"] == "step"]
     assert steps[0]["dropped"] and record["failure"] == "hallucinated_observation"
 
 
 def test_retrying_after_a_tool_error_is_not_a_loop():
     call = 'TOOL: get_stock_price ARGS: {"symbol": "ACME"}'
-    record = episode("recover-stock-acme", [call, call, "ANSWER: 123.45 USD"])
+    record = episode("recover-stock-acme", [call, call, "ANSWER: 123.45 USD"]).to_record()
     assert record["success"] and not record["loop"] and record["tool_errors"] == 1
 
 
 def test_recovery_after_a_first_step_format_error():
-    record = episode("single-weather-berlin", ['TOOL: get_weather ARGS: {"city": ', W % "Berlin", "ANSWER: 4 °C"])
+    record = episode(
+        "single-weather-berlin", ['TOOL: get_weather ARGS: {"city": ', W % "Berlin", "ANSWER: 4 °C"]
+    ).to_record()
     assert record["success"]
     assert record["first_step_format_error"] and record["recovered"] and record["format_errors"] == 1
-    baseline = episode("single-weather-berlin", ['TOOL: get_weather ARGS: {"city": ', W % "Berlin"], mode="baseline")
+    baseline = episode(
+        "single-weather-berlin", ['TOOL: get_weather ARGS: {"city": ', W % "Berlin"], mode="baseline"
+    ).to_record()
     assert baseline["stop_reason"] == "format_errors" and not baseline["recovered"]
     assert baseline["failure"] == "unparseable"
 
 
 def test_native_decode_failures_from_the_agents_details():
     rec = {
+        "task": "t",
         "mode": "native",
         "success": False,
         "stop_reason": "answer",
@@ -125,14 +137,14 @@ def test_native_decode_failures_from_the_agents_details():
             {"type": "step", "raw": "", "outcomes": [], "details": {"native": "tool_calls"}},
         ],
     }
-    facts = M.step_facts(rec)
-    assert facts["native_decode_failures"] == 1
-    assert M.classify(rec) == "unparseable"
+    assert Episode.from_record(rec).facts.native_decode_failures == 1
+    assert M.classify(Episode.from_record(rec)) == "unparseable"
     rescued = {
         **rec,
         "trace": [{**rec["trace"][0], "details": {"native": "content", "decode_failure": "json", "fallback": True}}],
     }
-    assert M.step_facts(rescued)["native_decode_failures"] == 1 and M.classify(rescued) == "no_call"
+    again = Episode.from_record(rescued)
+    assert again.facts.native_decode_failures == 1 and M.classify(again) == "no_call"
 
 
 # -- summary ---------------------------------------------------------------------------------------
@@ -140,20 +152,22 @@ def test_native_decode_failures_from_the_agents_details():
 
 def fake(task, mode, success, *, steps=(), usage=None, seconds=1.0, kind="single", repeat=0):
     trace = [{"type": "step", "format_error": bad, "outcomes": [], "raw": ""} for bad in steps]
-    return {
-        "task": task,
-        "mode": mode,
-        "repeat": repeat,
-        "kind": kind,
-        "success": success,
-        "seconds": seconds,
-        "steps": len(steps),
-        "stop_reason": "answer",
-        "usage": usage or {},
-        "trace": trace,
-        "attempted": [],
-        "checks": [] if success else [{"type": "numeric", "ok": False}],
-    }
+    return read_back(
+        **{
+            "task": task,
+            "mode": mode,
+            "repeat": repeat,
+            "kind": kind,
+            "success": success,
+            "seconds": seconds,
+            "steps": len(steps),
+            "stop_reason": "answer",
+            "usage": usage or {},
+            "trace": trace,
+            "attempted": [],
+            "checks": [] if success else [{"type": "numeric", "ok": False}],
+        }
+    )
 
 
 def test_summary_numbers():
@@ -205,7 +219,7 @@ def test_the_last_record_of_an_episode_wins():
     old = fake("a", "text", False)
     new = fake("a", "text", True)
     assert M.summarize([old, new])["text"].successes == 1
-    assert len(M.latest_records([old, new, fake("a", "text", True, repeat=1)])) == 2
+    assert len(M.latest([old, new, fake("a", "text", True, repeat=1)])) == 2
 
 
 def test_task_scores_put_the_worst_first():
@@ -236,7 +250,7 @@ def test_usage_from_a_scripted_completion_reaches_the_record():
         ),
         chat_format="chatml",
     )
-    assert record["usage"]["prompt_tokens"] == 1400 and record["usage"]["completion_tokens"] == 24
+    assert record.usage["prompt_tokens"] == 1400 and record.usage["completion_tokens"] == 24
     assert parse_task({"id": "x", "question": "q", "tools": [], "check": {"type": "answered"}}).checks
 
 
@@ -260,9 +274,9 @@ def test_answers_sent_back_and_check_notes_are_counted(monkeypatch):
         [W % "Berlin", "ANSWER: It is 40 °C.", "ANSWER: It is 4 °C."],
         checks="benchchecks:Cold",
     )
-    assert record["success"] and (record["sent_back"], record["check_notes"]) == (1, 1)
+    assert record.success and (record.facts.sent_back, record.facts.check_notes) == (1, 1)
     plain = episode("single-weather-berlin", [W % "Berlin", "ANSWER: It is 4 °C."])
-    assert (plain["sent_back"], plain["check_notes"]) == (0, 0)
+    assert (plain.facts.sent_back, plain.facts.check_notes) == (0, 0)
 
 
 def test_step_one_evaluation_and_throughput_per_endpoint():
@@ -270,17 +284,19 @@ def test_step_one_evaluation_and_throughput_per_endpoint():
 
     def record(mode, endpoint, end, seconds, evaluated, generated):
         step = {"type": "step", "usage": {"prompt_tokens": 1000, "prompt_evaluated": evaluated}}
-        return {
-            "task": f"t{end}",
-            "mode": mode,
-            "repeat": 0,
-            "success": True,
-            "endpoint": endpoint,
-            "time": end,
-            "seconds": seconds,
-            "trace": [step],
-            "usage": {"prompt_tokens": 1000, "prompt_evaluated": evaluated, "completion_tokens": generated},
-        }
+        return read_back(
+            **{
+                "task": f"t{end}",
+                "mode": mode,
+                "repeat": 0,
+                "success": True,
+                "endpoint": endpoint,
+                "time": end,
+                "seconds": seconds,
+                "trace": [step],
+                "usage": {"prompt_tokens": 1000, "prompt_evaluated": evaluated, "completion_tokens": generated},
+            }
+        )
 
     records = [
         record("text", "http://a", 100.0, 10.0, 400, 50),
@@ -368,9 +384,9 @@ def test_a_status_answer_is_copied_only_when_the_tool_it_names_did_not_run():
     from textagent.bench.metrics import called_tools, copied_example
 
     answer = 'get_weather ran with city "Paris" and reported success.'
-    record = {"answer": answer, "calls": [{"name": "get_weather", "args": {"city": "Paris"}}]}
+    record = read_back(answer=answer, calls=[{"name": "get_weather", "args": {"city": "Paris"}}])
     assert not copied_example(answer, called_tools(record))
-    assert copied_example(answer, called_tools({"calls": []})) and copied_example(answer, {"clock"})
+    assert copied_example(answer, called_tools(read_back(calls=[]))) and copied_example(answer, {"clock"})
     assert copied_example("f ran for x 1, and for x 2; both reported success.", set())
     assert copied_example(answer)  # nothing known of the calls: counted
     # the claim in other words of what the tool reported counts too
@@ -416,10 +432,10 @@ def test_every_answer_of_the_made_up_examples_counts_as_copied(style):
 def test_skipped_calls_count_items_that_needed_one():
     from textagent.bench.metrics import skipped_call
 
-    assert skipped_call({"kind": "simple_python", "bfcl": {"first": {"error_type": "no_call"}}})
-    assert not skipped_call({"kind": "irrelevance", "bfcl": {"first": {"error_type": "no_call"}}})
-    assert not skipped_call({"kind": "simple_python", "bfcl": {"first": {"error_type": "wrong_value"}}})
-    assert skipped_call({"needs_tools": True, "attempted": []}) and not skipped_call(
-        {"needs_tools": True, "attempted": ["f"]}
+    assert skipped_call(read_back(kind="simple_python", bfcl={"first": {"error_type": "no_call"}}))
+    assert not skipped_call(read_back(kind="irrelevance", bfcl={"first": {"error_type": "no_call"}}))
+    assert not skipped_call(read_back(kind="simple_python", bfcl={"first": {"error_type": "wrong_value"}}))
+    assert skipped_call(read_back(needs_tools=True, attempted=[])) and not skipped_call(
+        read_back(needs_tools=True, attempted=["f"])
     )
-    assert not skipped_call({"needs_tools": True, "attempted": [], "stop_reason": "backend_error"})
+    assert not skipped_call(read_back(needs_tools=True, attempted=[], stop_reason="backend_error"))

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from textagent.bench import paired as P
+from textagent.bench.records import Episode
 
 
 def test_exact_mcnemar_matches_the_binomial_test_by_hand():
@@ -49,7 +50,7 @@ def test_newcombe_interval_covers_about_95_percent():
 
 
 def record(task, mode, ok, repeat=0):
-    return {"task": task, "mode": mode, "repeat": repeat, "success": ok}
+    return Episode(task, "single", "dev", mode, repeat, success=ok)
 
 
 def test_pair_counts_only_the_items_both_modes_ran():

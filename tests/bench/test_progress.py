@@ -11,13 +11,14 @@ import time
 import pytest
 
 from textagent.bench.progress import Progress
+from textagent.bench.records import Episode
 
 
 def test_progress_bar_shows_eta():
     stream = io.StringIO()
     bar = Progress(4, stream=stream)
-    bar.update({"mode": "text", "task": "a", "success": True})
-    bar.update({"mode": "text", "task": "b", "success": False, "failure": "loop"})
+    bar.update(Episode("a", "single", "dev", "text", 0, success=True))
+    bar.update(Episode("b", "single", "dev", "text", 0, success=False, failure="loop"))
     text = stream.getvalue()
     assert "1/4" in text and "2/4" in text and "ETA" in text and "text b: loop" in text
 
@@ -49,12 +50,15 @@ def test_progress_bar_on_a_terminal_fits_its_width():
         bar = Progress(57, stream=stream)
         for i in range(57):
             bar.update(
-                {
-                    "mode": "native+fallback",
-                    "task": f"parallel-weather-and-time-{i}",
-                    "success": i % 3 == 0,
-                    "failure": "wrong_answer",
-                }
+                Episode(
+                    f"parallel-weather-and-time-{i}",
+                    "parallel",
+                    "dev",
+                    "native+fallback",
+                    0,
+                    success=i % 3 == 0,
+                    failure="wrong_answer",
+                )
             )
             time.sleep(0.003)
         bar.close()

@@ -63,7 +63,7 @@ def test_bfcl_multi_turn_ground_truth_through_the_proxy_scores_right(upstream, p
         upstream.json("/completion", said("ANSWER: done"))
     out = run_multi_turn(
         item, "proxy", OpenAIClientChat(proxy.url), chat_format="chatml", settings=Settings(), options={}
-    )
+    ).to_record()
     assert out["error"] is None and out["success"], json.dumps(out["multi_turn"])[:500]
 
 
@@ -87,7 +87,7 @@ def test_the_bench_gives_each_worker_slot_a_proxy_of_its_own(upstream):
         task = next(t for t in load_tasks() if t.id == "single-calc-mul")
         for slot in (1, 0, 1):
             backend, chat_format = factory("proxy", Slot(upstream.url, slot))
-            record = run_episode(task, "proxy", backend, chat_format=chat_format, slot=slot)
+            record = run_episode(task, "proxy", backend, chat_format=chat_format, slot=slot).to_record()
             assert record["stop_reason"] == "answer", record["error"]
         assert [b["id_slot"] for b in upstream.bodies("/completion")] == [1, 0, 1]
     finally:

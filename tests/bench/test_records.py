@@ -21,11 +21,14 @@ def test_an_episode_reads_back_from_its_record_and_writes_the_same_record():
 
 def test_a_multi_turn_verdict_has_its_nested_fields_checked_as_the_top_level_is():
     """Hardening h66, 22: the fields of ``multi_turn`` the report reads are named when wrong."""
-    from textagent.bench.records import Episode, record_problem
+    from textagent.bench.records import Episode, MultiTurnVerdict, TurnEnd, record_problem
 
     verdict = {"valid": True, "turns": 2, "turns_right": 2, "force_quit": False, "empty_turns": 0}
     verdict["per_turn"] = [{"turn": 0, "format_errors": 1, "refused_calls": 0}, {"turn": 1, "format_errors": 0}]
-    record = Episode("multi_turn_base_1", "multi_turn_base", "dev", "text", 0, multi_turn=verdict).to_record()
+    typed = MultiTurnVerdict.from_dict(verdict)  # an older record's missing fields: their defaults
+    assert typed.per_turn[1] == TurnEnd(1, "error", format_errors=0) and typed.executed == []
+    record = Episode("multi_turn_base_1", "multi_turn_base", "dev", "text", 0, multi_turn=typed).to_record()
+    assert MultiTurnVerdict.from_dict(record["multi_turn"]) == typed
     assert record_problem(record) is None
     assert record_problem({**record, "multi_turn": {"turns": 2}}) is None  # an older record: fields left out
     for field, value, named in [
@@ -39,3 +42,49 @@ def test_a_multi_turn_verdict_has_its_nested_fields_checked_as_the_top_level_is(
     ]:
         problem = record_problem({**record, "multi_turn": {**verdict, field: value}})
         assert problem is not None and problem.startswith(named), (field, problem)
+
+
+def test_a_trace_reads_back_as_one_run_per_question():
+    """runs_of: a start line opens a question; a result line gives its answer; a question cut off
+    (no result line) has no answer; steps before any start belong to the first."""
+    from textagent.bench.records import runs_of
+
+    step = {"type": "step", "raw": "TOOL: f ARGS: {}", "calls": [{"name": "f", "args": {}}], "outcomes": []}
+    trace = [
+        step,
+        {"type": "result", "answer": "one", "stop_reason": "answer"},
+        {"type": "start"},
+        step,
+        step,
+        {"type": "result", "answer": None, "stop_reason": "max_steps"},
+        {"type": "start"},
+        step,
+    ]
+    runs = runs_of(trace, "text")
+    assert [(r.answer, r.stop_reason, len(r.steps)) for r in runs] == [
+        ("one", "answer", 1),
+        (None, "max_steps", 2),
+        (None, "error", 1),
+    ]
+    assert runs[0].steps[0].calls[0].name == "f" and runs_of([], "text") == []
+
+
+def test_the_bench_has_one_loader_and_its_episodes_are_typed_end_to_end():
+    """Episode.from_record is called in one place (runner.load_episodes); both episodes return an
+    Episode, made from their live Results (no trace written and read back inside the run)."""
+    import inspect
+    import pathlib
+    import typing
+
+    import textagent.bench
+    from textagent.bench.bfcl.episode import run_multi_turn
+    from textagent.bench.episode import run_episode
+    from textagent.bench.records import Episode
+
+    bench = pathlib.Path(textagent.bench.__file__).parent
+    callers = sorted(str(p.relative_to(bench)) for p in bench.rglob("*.py") if "Episode.from_record(" in p.read_text())
+    assert callers == ["runner.py"]
+    for run in (run_episode, run_multi_turn):
+        assert typing.get_type_hints(run)["return"] is Episode
+        source = inspect.getsource(inspect.getmodule(run))
+        assert "StringIO" not in source and "json.loads" not in source

@@ -43,4 +43,4 @@ def test_check_suite_solves_every_task_with_a_reference_and_skips_the_rest():
     assert [t.id for t, _ in results] == [t.id for t in SUITE[:6]]
     for task, record in results:
         assert (record is None) == (not task.reference)
-        assert record is None or record["success"], task.id
+        assert record is None or record.success, task.id

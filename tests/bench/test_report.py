@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 
 import pytest
-from benchruns import read_episodes, write_episodes
+from benchruns import read_records, write_episodes
 
 from textagent.bench import report as REP
 from textagent.bench.runner import EPISODES_FILE
@@ -126,7 +126,7 @@ def test_empty_and_missing_runs(tmp_path):
 
 def test_report_has_paired_differences_for_every_pair_of_modes(tmp_path, make_run):
     run = make_run(tmp_path / "run", modes=("text", "baseline"), meta={"modes": ["text", "baseline", "constrained"]})
-    episodes = read_episodes(run)
+    episodes = read_records(run)
     episodes += [{**r, "mode": "constrained"} for r in episodes if r["mode"] == "baseline"]
     for r in episodes:  # text loses three tasks the others solve
         if r["mode"] == "text" and r["task"] in ("bare-is-prime", "single-calc-mul", "typed-currency"):

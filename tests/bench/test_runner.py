@@ -25,6 +25,16 @@ from textagent.trace import json_line
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from httpfake import FakeServer, closed_port_url
 
+
+def _records(path):
+    """The records of a run's episodes (each read once, as the report reads them), as dicts."""
+    return [e.to_record() for e in R.load_episodes(path)]
+
+
+def _recs(outcome):
+    return [e.to_record() for e in outcome.episodes]
+
+
 SUITE = load_tasks()
 BY_ID = {t.id: t for t in SUITE}
 SOME = [BY_ID[i] for i in ("single-calc-mul", "chain-calc-seed", "notool-capital-france", "parallel-weather-two")]
@@ -51,8 +61,8 @@ def test_run_bench_writes_one_json_line_per_episode_and_its_trace(tmp_path):
         backend_for=reference_factory(SOME, calls),
         progress=False,
     )
-    assert not outcome.interrupted and outcome.skipped == 0 and len(outcome.records) == 8
-    records = R.load_records(tmp_path)
+    assert not outcome.interrupted and outcome.skipped == 0 and len(_recs(outcome)) == 8
+    records = _records(tmp_path)
     assert len(records) == 8
     for r in records:
         assert {
@@ -126,7 +136,7 @@ def _resume_after_interruption(tmp_path):
         first = None
     finally:
         R.run_episode = orig
-    kept = R.load_records(tmp_path)
+    kept = _records(tmp_path)
     if first is not None:
         assert first.interrupted
     assert 3 <= len(kept) < 6 and all(r["success"] for r in kept)
@@ -134,7 +144,7 @@ def _resume_after_interruption(tmp_path):
         tasks, ["text"], tmp_path, workers=[B.Slot("u", 0)], backend_for=reference_factory(tasks), progress=False
     )
     assert not second.interrupted and second.skipped == len(kept)
-    done = R.load_records(tmp_path)
+    done = _records(tmp_path)
     assert sorted(r["task"] for r in done) == sorted(t.id for t in tasks)
     assert all(r["success"] for r in done)
 
@@ -143,21 +153,21 @@ def test_an_older_runs_plain_file_is_read_and_resumed_in_its_own_form(tmp_path):
     """A run written before the episodes were compressed: its cut line is skipped and run again,
     its backend errors are retried, and its new episodes go on in the same plain file."""
     tasks = SUITE[:2]
-    good = R.run_episode(tasks[0], "text", ReferenceBackend(tasks))
-    error = R.run_episode(tasks[1], "text", ScriptedBackend([]))
+    good = R.run_episode(tasks[0], "text", ReferenceBackend(tasks)).to_record()
+    error = R.run_episode(tasks[1], "text", ScriptedBackend([])).to_record()
     assert error["stop_reason"] == "backend_error"
     with open(tmp_path / R.PLAIN_EPISODES_FILE, "w") as f:
         f.write(json.dumps(good) + "\n" + json.dumps(error) + "\n" + '{"task": "cut off mid-wri')
     outcome = R.run_bench(
         tasks, ["text"], tmp_path, workers=[B.Slot("u", None)], backend_for=reference_factory(tasks), progress=False
     )
-    assert outcome.skipped == 1 and [r["task"] for r in outcome.records] == [tasks[1].id]
+    assert outcome.skipped == 1 and [r["task"] for r in _recs(outcome)] == [tasks[1].id]
     assert not (tmp_path / R.EPISODES_FILE).exists()
     lines = (tmp_path / R.PLAIN_EPISODES_FILE).read_text().splitlines()
     assert lines[2] == '{"task": "cut off mid-wri' and json.loads(lines[-1])["success"]
-    from textagent.bench.metrics import latest_records
+    from textagent.bench.metrics import latest
 
-    assert all(r["success"] for r in latest_records(R.load_records(tmp_path)))
+    assert all(e.success for e in latest(R.load_episodes(tmp_path)))
 
 
 def test_a_harness_failure_is_recorded_not_raised(tmp_path):
@@ -165,7 +175,7 @@ def test_a_harness_failure_is_recorded_not_raised(tmp_path):
         raise RuntimeError("no template")
 
     outcome = R.run_bench(SUITE[:1], ["text"], tmp_path, workers=[B.Slot("u", 0)], backend_for=broken, progress=False)
-    (record,) = outcome.records
+    (record,) = _recs(outcome)
     assert record["failure"] == "backend_error" and "no template" in record["error"]
 
 
@@ -220,7 +230,7 @@ def test_cli_runs_against_a_llama_cpp_server_and_resumes(tmp_path, capsys):
         # the same command again, without --resume: refused, nothing sent, nothing lost
         assert cli.main(argv) == 2
         assert "holds 2 episodes of an earlier run" in capsys.readouterr().err
-        assert len(srv.bodies("/completion")) == 4 and len(R.load_records(out)) == 2
+        assert len(srv.bodies("/completion")) == 4 and len(_records(out)) == 2
         # with --resume: nothing left to do
         assert cli.main([*argv, "--resume"]) == 0
         assert len(srv.bodies("/completion")) == 4
@@ -405,7 +415,7 @@ def test_a_tasks_modes_run_one_after_another_on_one_slot(tmp_path):
         progress=False,
     )
     by_task = {}
-    for record in outcome.records:
+    for record in _recs(outcome):
         by_task.setdefault(record["task"], set()).add(record["slot"])
     assert len(by_task) == 4 and all(len(slots) == 1 for slots in by_task.values())
 
@@ -419,7 +429,7 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
         backend_for=lambda mode, slot: (ReferenceBackend(SOME), "chatml"),
         progress=False,
     )
-    assert len(first.records) == 2
+    assert len(_recs(first)) == 2
     # as an older run wrote it, plain: a kill could cut its last line inside a character
     path = tmp_path / R.PLAIN_EPISODES_FILE
     path.write_bytes(gzip.decompress((tmp_path / R.EPISODES_FILE).read_bytes()))
@@ -428,7 +438,7 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
     cut = lines[1][: lines[1].index("é".encode()) + 1] if "é".encode() in lines[1] else lines[1][:-40] + b"\xc3"
     path.write_bytes(lines[0] + cut)
     with caplog.at_level("WARNING", logger="textagent.bench"):
-        assert [r["task"] for r in R.load_records(tmp_path)] == [first.records[0]["task"]]
+        assert [r["task"] for r in _records(tmp_path)] == [_recs(first)[0]["task"]]
     assert "skipped a record that is not whole" in caplog.text
     again = R.run_bench(
         SOME[:2],
@@ -438,8 +448,8 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
         backend_for=lambda mode, slot: (ReferenceBackend(SOME), "chatml"),
         progress=False,
     )
-    assert again.skipped == 1 and [r["task"] for r in again.records] == [first.records[1]["task"]]
-    assert len(R.load_records(tmp_path)) == 2
+    assert again.skipped == 1 and [r["task"] for r in _recs(again)] == [_recs(first)[1]["task"]]
+    assert len(_records(tmp_path)) == 2
 
 
 def _two_episodes(tmp_path):
@@ -456,10 +466,10 @@ def _two_episodes(tmp_path):
 def test_episodes_are_written_compressed_one_gzip_member_each(tmp_path):
     first = _two_episodes(tmp_path)
     data = (tmp_path / R.EPISODES_FILE).read_bytes()
-    member = gzip.compress((json_line(first.records[0]) + "\n").encode(), mtime=0)
+    member = gzip.compress((json_line(_recs(first)[0]) + "\n").encode(), mtime=0)
     assert data.startswith(member) and gzip.decompress(data[len(member) :]).count(b"\n") == 1
     assert not (tmp_path / R.PLAIN_EPISODES_FILE).exists()
-    assert [r["task"] for r in R.load_records(tmp_path)] == [r["task"] for r in first.records]
+    assert [r["task"] for r in _records(tmp_path)] == [r["task"] for r in _recs(first)]
 
 
 @pytest.mark.parametrize("kept", ["header", "half", "all but the trailer"])
@@ -469,15 +479,15 @@ def test_an_episode_cut_off_while_written_is_skipped_and_run_again(tmp_path, cap
     first = _two_episodes(tmp_path)
     path = tmp_path / R.EPISODES_FILE
     data = path.read_bytes()
-    start = len(gzip.compress((json_line(first.records[0]) + "\n").encode(), mtime=0))
+    start = len(gzip.compress((json_line(_recs(first)[0]) + "\n").encode(), mtime=0))
     cut = {"header": start + 5, "half": (start + len(data)) // 2, "all but the trailer": len(data) - 3}[kept]
     path.write_bytes(data[:cut])
     whole = kept == "all but the trailer"
     with caplog.at_level("WARNING", logger="textagent.bench"):
-        assert len(R.load_records(tmp_path)) == (2 if whole else 1)
+        assert len(_records(tmp_path)) == (2 if whole else 1)
     assert ("skipped a record that is not whole" in caplog.text) is (kept == "half")
     again = _two_episodes(tmp_path)
-    assert again.skipped == (2 if whole else 1) and len(again.records) == (0 if whole else 1)
-    assert sorted(r["task"] for r in R.load_records(tmp_path)) == sorted(t.id for t in SOME[:2])
+    assert again.skipped == (2 if whole else 1) and len(_recs(again)) == (0 if whole else 1)
+    assert sorted(r["task"] for r in _records(tmp_path)) == sorted(t.id for t in SOME[:2])
     text = gzip.decompress(path.read_bytes())  # mended: every member whole again
     assert text.count(b"\n") == (2 if whole else 3 if kept == "half" else 2)

@@ -26,7 +26,7 @@ def test_shipped_suite_has_every_kind_and_at_least_40_tasks():
 
 def test_every_shipped_task_is_solved_by_its_reference_replies():
     results = check_suite(T.load_tasks())
-    failed = {t.id: (r["failure"], r["checks"], r["error"]) for t, r in results if r is None or not r["success"]}
+    failed = {t.id: (e.failure, e.checks, e.error) for t, e in results if e is None or not e.success}
     assert not failed
 
 
@@ -47,9 +47,9 @@ def test_a_wrong_reference_fails_its_checks():
         task.setup,
         reference=(task.reference[0], task.reference[1], "ANSWER: 250, and the light is off."),
     )
-    ((_, record),) = check_suite([wrong])
-    assert not record["success"]
-    assert {c["type"] for c in record["checks"] if not c["ok"]} == {"calls", "state"}
+    ((_, episode),) = check_suite([wrong])
+    assert episode is not None and not episode.success
+    assert {c["type"] for c in episode.checks if not c["ok"]} == {"calls", "state"}
 
 
 # -- file format --------------------------------------------------------------------------------
@@ -223,8 +223,10 @@ def test_a_task_may_name_mcp_servers_for_its_tools(tmp_path):
     )
     assert task.mcp == (tuple(server),) and task.to_dict()["mcp"] == [server]
     try:
-        record = run_episode(task, "text", ScriptedBackend(['TOOL: add ARGS: {"a": 2, "b": 40}', "ANSWER: 42"]))
-        again = run_episode(task, "text", ScriptedBackend(["ANSWER: 42"]))  # the same server, started once
+        record = run_episode(
+            task, "text", ScriptedBackend(['TOOL: add ARGS: {"a": 2, "b": 40}', "ANSWER: 42"])
+        ).to_record()
+        again = run_episode(task, "text", ScriptedBackend(["ANSWER: 42"])).to_record()  # the same server, started once
     finally:
         MCP_POOL.close()
     assert record["success"] and record["calls"][0]["name"] == "add" and record["calls"][0]["output"] == "42"

@@ -33,7 +33,7 @@ from .metrics import summarize
 from .mode_table import MODES, bench_mode
 from .options import DEFAULT_MODES, build_parser
 from .report import metric_rows, write_report
-from .runner import episodes_file, load_records, run_bench
+from .runner import episodes_file, load_episodes, run_bench
 from .tasks import TaskFileError, load_tasks
 
 __all__ = ["build_parser", "main", "run"]
@@ -98,7 +98,7 @@ def mix_kinds(tasks: list[Any]) -> list[Any]:
 
 
 def print_table(out_dir: Path, modes: Sequence[str]) -> None:
-    summaries = summarize(load_records(out_dir), modes)
+    summaries = summarize(load_episodes(out_dir), modes)
     shown = [m for m in modes if summaries.get(m) and summaries[m].episodes]
     if not shown:
         return
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         modes, unavailable, tasks, settings = _what_to_run(args)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        previous, done = run_file.read_meta(out), load_records(out)
+        previous, done = run_file.read_meta(out), load_episodes(out)
         _check_resume(args, out, previous, done, settings)
     except Refused as refused:
         _say(f"textagent bench: {refused}")
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"textagent bench: report at {report}")
         if outcome.interrupted:
             _say(
-                f"textagent bench: interrupted; {len(outcome.records)} episodes finished this time and are kept "
+                f"textagent bench: interrupted; {len(outcome.episodes)} episodes finished this time and are kept "
                 f"in {episodes_file(out).name}; the same command with --resume goes on"
             )
             return 130
@@ -329,18 +329,16 @@ def _print_trace(args: argparse.Namespace) -> int:
         _say("textagent bench: --trace-of needs --report DIR, the run to read")
         return 2
     modes = {m.strip() for m in args.modes.split(",") if m.strip()} if args.modes != DEFAULT_MODES else None
-    found = [
-        r for r in load_records(args.report) if r["task"] == args.trace_of and (modes is None or r["mode"] in modes)
-    ]
+    found = [e for e in load_episodes(args.report) if e.task == args.trace_of and (modes is None or e.mode in modes)]
     if not found:
         _say(
             f"textagent bench: no episode of {args.trace_of!r} in {args.report}"
             + (f" in {', '.join(sorted(modes))}" if modes else "")
         )
         return 1
-    for record in found:
-        for line in record.get("trace") or []:
-            print(json_line({"mode": record["mode"], "repeat": record.get("repeat", 0), **line}))
+    for episode in found:
+        for line in episode.trace:
+            print(json_line({"mode": episode.mode, "repeat": episode.repeat, **line}))
     return 0
 
 
@@ -388,13 +386,13 @@ def _check_suite(args: argparse.Namespace) -> int:
 
     tasks = load_selected(args)
     bad = 0
-    for task, record in check_suite(tasks):
-        if record is None:
+    for task, episode in check_suite(tasks):
+        if episode is None:
             print(f"{task.id}: no reference replies (not checked)")
-        elif not record["success"]:
+        elif not episode.success:
             bad += 1
-            why = "; ".join(c["detail"] or c["type"] for c in record["checks"] if not c["ok"]) or record["stop_reason"]
-            print(f"{task.id}: FAILED ({record['failure']}): {why}{' / ' + record['error'] if record['error'] else ''}")
+            why = "; ".join(c["detail"] or c["type"] for c in episode.checks if not c["ok"]) or episode.stop_reason
+            print(f"{task.id}: FAILED ({episode.failure}): {why}{' / ' + episode.error if episode.error else ''}")
     print(f"{len(tasks) - bad}/{len(tasks)} tasks: reference replies pass their checks")
     return 1 if bad else 0
 

@@ -4,12 +4,12 @@ items), whether the replies are the same word for word, and the tasks that flipp
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from . import paired
 from .metrics import FAILURE_TITLES, FAILURES, ModeSummary, summarize, task_scores
+from .records import Episode
 from .report import _METRIC_NAMES, _frac, _modes, _table, load_run, metric_rows
 
 __all__ = ["compare_runs"]
@@ -25,16 +25,12 @@ def _delta(a: float | None, b: float | None, *, pct: bool = False, digits: int =
     return f"{d:+,.{digits}f}{unit}"
 
 
-def _replies(records: Sequence[Mapping[str, Any]], mode: str) -> dict[tuple[str, int], list[str]]:
-    """Each episode's replies, in order, from its trace (the newest record of an episode)."""
-    return {
-        (r["task"], r.get("repeat", 0)): [s.get("raw", "") for s in r.get("trace", []) if s.get("type") == "step"]
-        for r in records
-        if r.get("mode") == mode
-    }
+def _replies(episodes: Sequence[Episode], mode: str) -> dict[tuple[str, int], list[str]]:
+    """Each episode's replies, in order (the newest of an episode)."""
+    return {(e.task, e.repeat): [s.raw for s in e.result.steps] for e in episodes if e.mode == mode}
 
 
-def _same_replies(rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[str, Any]], mode: str) -> str:
+def _same_replies(rec_a: Sequence[Episode], rec_b: Sequence[Episode], mode: str) -> str:
     """How many episodes both runs finished had the same replies, word for word (what two
     configurations of one server at temperature 0 should give), and where the first others part."""
     ra, rb = _replies(rec_a, mode), _replies(rec_b, mode)
@@ -52,7 +48,7 @@ def _same_replies(rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[st
 
 
 def _turn_pairs(
-    rec_a: Sequence[Mapping[str, Any]], rec_b: Sequence[Mapping[str, Any]], modes: Sequence[str], header: list[str]
+    rec_a: Sequence[Episode], rec_b: Sequence[Episode], modes: Sequence[str], header: list[str]
 ) -> list[str]:
     """The same pairs on the turns of BFCL multi-turn items (a turn is right when every turn up to
     it is), as a run's own report pairs its modes; nothing unless both runs have such items."""
@@ -100,8 +96,8 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
         if not x.episodes or not y.episodes:
             out += [f"Only in {'B' if not x.episodes else 'A'}.", ""]
             continue
-        keys_a = {(r["task"], r.get("repeat", 0)) for r in rec_a if r.get("mode") == mode}
-        keys_b = {(r["task"], r.get("repeat", 0)) for r in rec_b if r.get("mode") == mode}
+        keys_a = {(e.task, e.repeat) for e in rec_a if e.mode == mode}
+        keys_b = {(e.task, e.repeat) for e in rec_b if e.mode == mode}
         if keys_a != keys_b:
             out += [
                 f"Note: the runs differ in episodes (only in A: {len(keys_a - keys_b)}, only in B: "

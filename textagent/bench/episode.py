@@ -1,11 +1,12 @@
 """One bench episode: one task in one mode on one backend, run, checked and classified.
 
-    record = run_episode(task, "text", backend, settings=Settings(max_steps=2))
+    episode = run_episode(task, "text", backend, settings=Settings(max_steps=2))
 
 The episode gets fresh tools bound to its own world (``bench.world.Env``) and runs the Agent in
-its mode (the seed-style ``baseline`` and BFCL's Prompt mode are modes of the same loop); its
-record holds the full trace (``textagent bench --report DIR --trace-of TASK`` prints it). A BFCL
-multi-turn item runs through ``bench.bfcl.episode`` and comes back as a record of the same form.
+its mode (the seed-style ``baseline`` and BFCL's Prompt mode are modes of the same loop); the
+Episode holds the run's Result, whose counts are the episode's, and its trace
+(``textagent bench --report DIR --trace-of TASK`` prints it). A BFCL multi-turn item runs
+through ``bench.bfcl.episode`` and comes back as an Episode of the same form.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .. import prompts
 from .._redact import redact
 from ..agent import Agent
 from ..backends.base import Usage
+from ..steps import Result
 from ..templates import ChatFormat
 from ..trace import run_records
 from .agent_options import agent_options
@@ -63,8 +65,8 @@ def run_episode(
     slot: int | None = None,
     endpoint: str | None = None,
     repeat: int = 0,
-) -> dict[str, Any]:
-    """Run one task in one mode and return its record (checked and classified)."""
+) -> Episode:
+    """Run one task in one mode and return its Episode (checked and classified)."""
     settings = settings or Settings()
     from .bfcl.tasks import is_multi_turn
 
@@ -103,8 +105,10 @@ def run_episode(
         result = None
         error_text = f"{type(exc).__name__}: {exc}"
     seconds = time.monotonic() - started
-    # the trace from the run itself: its steps so far when it raised
-    trace = run_records(start, result.steps if result is not None else agent.steps if agent is not None else [], result)
+    # the run itself: its steps so far when it raised
+    steps = result.steps if result is not None else agent.steps if agent is not None else []
+    run = result if result is not None else Result(None, "error", list(steps), Usage(), seconds, mode=mode)
+    trace = run_records(start, steps, result)
     calls, attempted, answer, stop_reason, usage = _what_happened(result)
     answered = stop_reason == "answer"
     if result is not None and result.error is not None:
@@ -143,7 +147,8 @@ def run_episode(
         trace=trace,
         failure=failure,
         bfcl=bfcl_scores,
-    ).to_record()
+        runs=[run],
+    )
 
 
 def _mode_options(
@@ -179,8 +184,9 @@ def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | 
 
 
 def episode_of(task: Task, mode: str, repeat: int, *, endpoint: str | None, **fields: Any) -> Episode:
-    """The Episode of ``task`` in ``mode``: what the task says of itself, and ``fields``."""
-    return Episode(
+    """The Episode of ``task`` in ``mode``: what the task says of itself, and ``fields``; a failure
+    its scorer did not name is classified (metrics.classify), as its record says."""
+    episode = Episode(
         task=task.id,
         kind=task.kind,
         split=task.split,
@@ -193,6 +199,8 @@ def episode_of(task: Task, mode: str, repeat: int, *, endpoint: str | None, **fi
         endpoint=None if endpoint is None else redact(endpoint),
         **fields,
     )
+    episode.failure = episode.failure_class
+    return episode
 
 
 def _multi_turn_episode(
@@ -205,38 +213,20 @@ def _multi_turn_episode(
     slot: int | None,
     endpoint: str | None,
     repeat: int,
-) -> dict[str, Any]:
-    """A BFCL multi-turn item (bench.bfcl.episode), as a record of the same form as the others."""
+) -> Episode:
+    """A BFCL multi-turn item (bench.bfcl.episode), an Episode of the same form as the others."""
     from .bfcl.episode import run_multi_turn
 
+    assert task.bfcl is not None  # a multi-turn task is a BFCL item
     options: dict[str, Any] = {"temperature": settings.temperature, "seed": settings.seed + repeat}
     if slot is not None and settings.pin_slots:
         options["id_slot"] = slot
-    out = run_multi_turn(task.bfcl, mode, backend, chat_format=chat_format, settings=settings, options=options)
-    mt = out["multi_turn"]
-    failure = "backend_error" if out["stop_reason"] in ("backend_error", "error") else str(mt.get("error_type"))
-    episode = episode_of(
-        task,
-        mode,
-        repeat,
-        success=out["success"],
-        stop_reason=out["stop_reason"],
-        answer=out["answer"],
-        steps=out["steps"],
-        seconds=out["seconds"],
-        usage=out["usage"],
-        checks=[CheckResult("bfcl_multi_turn", out["success"], mt.get("error") or "").to_dict()],
-        calls=out["calls"],
-        attempted=out["attempted"],
-        endpoint=endpoint,
-        slot=slot,
-        error=out["error"],
-        trace=out["trace"],
-        multi_turn=mt,
-        failure=failure,
+    episode = run_multi_turn(
+        task.bfcl, mode, backend, chat_format=chat_format, settings=settings, options=options, repeat=repeat
     )
-    episode.needs_tools, episode.needs_no_tool, episode.required_tools, episode.call_specs = True, False, [], []
-    return episode.to_record()
+    episode.task, episode.kind, episode.split = task.id, task.kind, task.split
+    episode.endpoint, episode.slot = None if endpoint is None else redact(endpoint), slot
+    return episode
 
 
 def _episode_tools(task: Task, mode: str, env: Env) -> tuple[Any, dict[str, str], list[dict[str, Any]]]:

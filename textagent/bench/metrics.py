@@ -1,8 +1,9 @@
 """Per-episode facts, the failure taxonomy, and the per-mode summary of a bench run.
 
-Everything here is a pure function of episode records (the JSON lines the runner writes), so
-a run can be re-summarised, or two runs compared, long after the model is gone. The counts of
-an episode are those of its run (textagent.steps.Result), read back from the record's trace.
+Everything here is a pure function of Episodes (bench.records: made by a run, or read from the
+JSON lines the runner writes), so a run can be re-summarised, or two runs compared, long after
+the model is gone. The counts of an episode are those of its run (textagent.steps.Result): the
+live one, or the one read back from the record's trace.
 """
 
 from __future__ import annotations
@@ -13,22 +14,25 @@ import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends.base import Usage
 from ..steps import Result, Step
 
+if TYPE_CHECKING:
+    from .records import Episode
+
 __all__ = [
     "FAILURES",
     "FAILURE_TITLES",
+    "EpisodeFacts",
     "ModeSummary",
     "classify",
     "episode_tokens",
-    "latest_records",
+    "facts_of",
+    "latest",
     "looped",
     "native_tools",
-    "result_of",
-    "step_facts",
     "summarize",
     "wilson",
 ]
@@ -97,20 +101,6 @@ def _canon(args: Any) -> str:
         return repr(args)
 
 
-def result_of(record: Mapping[str, Any]) -> Result:
-    """The run of an episode record, its steps read back from its trace (Step.from_record): the
-    counts of a record are the counts of that Result, defined once in textagent.steps."""
-    steps = [Step.from_record(r) for r in record.get("trace", []) if r.get("type") == "step"]
-    return Result(
-        record.get("answer"),
-        record.get("stop_reason", "error"),
-        steps,
-        Usage(),
-        float(record.get("seconds") or 0.0),
-        mode=record.get("mode", "text"),
-    )
-
-
 def looped(steps: Sequence[Step]) -> bool:
     """The same call made again after it succeeded, or three times whatever its results."""
     seen_ok: set[tuple[str, str]] = set()
@@ -125,61 +115,83 @@ def looped(steps: Sequence[Step]) -> bool:
     return False
 
 
-def step_facts(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The counts of an episode (see ``record["trace"]``), read from its Result (:func:`result_of`)."""
-    result = result_of(record)
+@dataclass(frozen=True)
+class EpisodeFacts:
+    """The counts of an episode, read from its run (a Result): each defined once, on Step and
+    Result (textagent.steps). ``first_prompt``/``first_evaluated``: step 1's prompt tokens sent
+    and evaluated (the rest was cached); ``sent_back``/``check_notes``: answers checks sent back
+    and notes they added (textagent.checks)."""
+
+    steps: int = 0
+    first_prompt: int | None = None
+    first_evaluated: int | None = None
+    format_errors: int = 0
+    first_step_format_error: bool = False
+    recovered: bool = False
+    native_decode_failures: int = 0
+    unrescued_decode_failures: int = 0
+    tool_errors: int = 0
+    sent_back: int = 0
+    check_notes: int = 0
+    loop: bool = False
+    hallucinated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def facts_of(result: Result) -> EpisodeFacts:
+    """The counts of a run (see :class:`EpisodeFacts`)."""
     first_usage = result.steps[0].usage if result.steps else Usage()
-    return {
-        "steps": len(result.steps),
-        # step 1's prompt: what was sent and what the server had to evaluate (the rest was cached)
-        "first_prompt": first_usage.prompt_tokens,
-        "first_evaluated": first_usage.prompt_evaluated,
-        "format_errors": result.format_errors,
-        "first_step_format_error": result.first_step_format_error,
-        "recovered": result.recovered,
-        "native_decode_failures": result.decode_failures,
-        "unrescued_decode_failures": result.unrescued_decode_failures,
-        "tool_errors": result.tool_errors,
-        # answers a check sent back, and notes checks added (textagent.checks)
-        "sent_back": result.sent_back(),
-        "check_notes": result.check_notes,
-        "loop": looped(result.steps),
-        "hallucinated": result.hallucinated,
-    }
+    return EpisodeFacts(
+        steps=len(result.steps),
+        first_prompt=first_usage.prompt_tokens,
+        first_evaluated=first_usage.prompt_evaluated,
+        format_errors=result.format_errors,
+        first_step_format_error=result.first_step_format_error,
+        recovered=result.recovered,
+        native_decode_failures=result.decode_failures,
+        unrescued_decode_failures=result.unrescued_decode_failures,
+        tool_errors=result.tool_errors,
+        sent_back=result.sent_back(),
+        check_notes=result.check_notes,
+        loop=looped(result.steps),
+        hallucinated=result.hallucinated,
+    )
 
 
-def classify(record: Mapping[str, Any]) -> str | None:
+def classify(episode: Episode) -> str | None:
     """The failure class of an episode (one of FAILURES), or None when it succeeded."""
-    if record.get("success"):
+    if episode.success:
         return None
-    facts = step_facts(record)
-    stop = record.get("stop_reason")
-    attempted = record.get("attempted") or []
-    checks = {c["type"]: c for c in record.get("checks", []) if not c.get("ok")}
+    facts = episode.facts
+    stop = episode.stop_reason
+    attempted = episode.attempted or []
+    checks = {c["type"]: c for c in episode.checks if not c.get("ok")}
     if stop in ("backend_error", "error"):
         return "backend_error"
-    if record.get("needs_no_tool") and attempted:
+    if episode.needs_no_tool and attempted:
         return "call_not_needed"
-    if facts["hallucinated"]:
+    if facts.hallucinated:
         return "hallucinated_observation"
-    if facts["loop"] or stop == "repeated":  # "repeated": ended by --max-repeats
+    if facts.loop or stop == "repeated":  # "repeated": ended by --max-repeats
         return "loop"
     if (
         stop == "format_errors"
-        or facts["unrescued_decode_failures"]
-        or (facts["steps"] and facts["format_errors"] == facts["steps"])
+        or facts.unrescued_decode_failures
+        or (facts.steps and facts.format_errors == facts.steps)
     ):
         return "unparseable"
     if stop in ("max_steps", "token_budget", "time_limit"):
         return "budget"
-    if record.get("needs_tools") and not attempted:
+    if episode.needs_tools and not attempted:
         return "no_call"
     if "not_called" in checks:
         return "wrong_tool"
     if "calls" in checks:
         from .checking import diagnose_calls
 
-        return diagnose_calls(record.get("call_specs") or [], record.get("calls") or []) or "invalid_args"
+        return diagnose_calls(episode.call_specs or [], episode.calls or []) or "invalid_args"
     return "wrong_answer"
 
 
@@ -234,69 +246,69 @@ class ModeSummary:
         return out
 
 
-def latest_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One record per (task, mode, repeat): the last written wins (a resumed run re-ran it)."""
-    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in records:
-        by_key[(r.get("task"), r.get("mode"), r.get("repeat", 0))] = dict(r)
+def latest(episodes: Iterable[Episode]) -> list[Episode]:
+    """One episode per (task, mode, repeat): the last written wins (a resumed run re-ran it)."""
+    by_key: dict[tuple[Any, ...], Episode] = {}
+    for e in episodes:
+        by_key[(e.task, e.mode, e.repeat)] = e
     return list(by_key.values())
 
 
-def summarize(records: Iterable[Mapping[str, Any]], modes: Sequence[str] | None = None) -> dict[str, ModeSummary]:
+def summarize(episodes: Iterable[Episode], modes: Sequence[str] | None = None) -> dict[str, ModeSummary]:
     """Per-mode metrics, in the order of ``modes`` (default: as first seen)."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for r in latest_records(records):
-        grouped.setdefault(r.get("mode", "?"), []).append(r)
+    grouped: dict[str, list[Episode]] = {}
+    for e in latest(episodes):
+        grouped.setdefault(e.mode, []).append(e)
     order = list(modes) if modes else list(grouped)
     order += [m for m in grouped if m not in order]
     out: dict[str, ModeSummary] = {}
     for mode in order:
-        rs = grouped.get(mode, [])
+        es = grouped.get(mode, [])
         s = ModeSummary(mode)
         out[mode] = s
-        if not rs:
+        if not es:
             continue
-        s.episodes = len(rs)
-        s.successes = sum(1 for r in rs if r.get("success"))
+        s.episodes = len(es)
+        s.successes = sum(1 for e in es if e.success)
         s.ci_low, s.ci_high = wilson(s.successes, s.episodes)
-        facts = [step_facts(r) for r in rs]
-        steps = sum(f["steps"] for f in facts)
-        s.mean_steps = steps / len(rs)
-        tokens = sum(episode_tokens(r.get("usage")) for r in rs)
+        facts = [e.facts for e in es]
+        steps = sum(f.steps for f in facts)
+        s.mean_steps = steps / len(es)
+        tokens = sum(episode_tokens(e.usage) for e in es)
         s.tokens_per_solved = tokens / s.successes if s.successes else None
-        sent = sum((r.get("usage") or {}).get("prompt_tokens") or 0 for r in rs)
-        s.prompt_tokens_per_episode = sent / len(rs)
-        cached_known = [(r.get("usage") or {}) for r in rs if (r.get("usage") or {}).get("prompt_cached") is not None]
+        sent = sum((e.usage or {}).get("prompt_tokens") or 0 for e in es)
+        s.prompt_tokens_per_episode = sent / len(es)
+        cached_known = [(e.usage or {}) for e in es if (e.usage or {}).get("prompt_cached") is not None]
         cached_total = sum(u.get("prompt_tokens") or 0 for u in cached_known)
         if cached_total:
             s.kv_reuse = sum(u.get("prompt_cached") or 0 for u in cached_known) / cached_total
         firsts = [
-            (f["first_prompt"], f["first_evaluated"])
+            (f.first_prompt, f.first_evaluated)
             for f in facts
-            if f["first_prompt"] is not None and f["first_evaluated"] is not None
+            if f.first_prompt is not None and f.first_evaluated is not None
         ]
         if firsts:
             s.first_prompt = sum(p for p, _ in firsts) / len(firsts)
             s.first_evaluated = sum(e for _, e in firsts) / len(firsts)
-        s.format_error_rate = sum(f["format_errors"] for f in facts) / steps if steps else 0.0
-        s.first_step_errors = sum(1 for f in facts if f["first_step_format_error"])
-        s.recovered = sum(1 for f in facts if f["recovered"])
+        s.format_error_rate = sum(f.format_errors for f in facts) / steps if steps else 0.0
+        s.first_step_errors = sum(1 for f in facts if f.first_step_format_error)
+        s.recovered = sum(1 for f in facts if f.recovered)
         s.recovery_rate = s.recovered / s.first_step_errors if s.first_step_errors else None
         if native_tools(mode):
-            s.decode_failure_rate = sum(f["native_decode_failures"] for f in facts) / steps if steps else 0.0
-        s.seconds_per_task = sum(float(r.get("seconds") or 0) for r in rs) / len(rs)
-        s.tool_errors = sum(f["tool_errors"] for f in facts)
-        s.copied_answers = sum(copied_example(r.get("answer"), called_tools(r)) for r in rs)
-        s.feedback_answers = sum(repeated_feedback(r.get("answer")) for r in rs)
-        s.answered_without_call = sum(skipped_call(r) for r in rs)
-        for r in rs:
-            # recomputed: records stay comparable as the taxonomy evolves; a BFCL item keeps
+            s.decode_failure_rate = sum(f.native_decode_failures for f in facts) / steps if steps else 0.0
+        s.seconds_per_task = sum(float(e.seconds or 0) for e in es) / len(es)
+        s.tool_errors = sum(f.tool_errors for f in facts)
+        s.copied_answers = sum(copied_example(e.answer, called_tools(e)) for e in es)
+        s.feedback_answers = sum(repeated_feedback(e.answer) for e in es)
+        s.answered_without_call = sum(skipped_call(e) for e in es)
+        for e in es:
+            # recomputed: episodes stay comparable as the taxonomy evolves; a BFCL item keeps
             # the checker's label (BFCL's terms)
-            label = r.get("failure") if isinstance(r.get("bfcl"), Mapping) else classify(r)
+            label = e.failure if isinstance(e.bfcl, Mapping) else classify(e)
             if label:
                 s.failures[label] = s.failures.get(label, 0) + 1
-            kind = s.by_kind.setdefault(r.get("kind", "other"), [0, 0])
-            kind[0] += 1 if r.get("success") else 0
+            kind = s.by_kind.setdefault(e.kind, [0, 0])
+            kind[0] += 1 if e.success else 0
             kind[1] += 1
     return out
 
@@ -383,49 +395,39 @@ def repeated_feedback(answer: Any) -> bool:
     return any(sentence in text for sentence in feedback_sentences())
 
 
-def called_tools(record: Mapping[str, Any]) -> set[str]:
-    """The names of the tools an episode ran (its record's ``calls``), or a trace step called
-    (the step's ``calls``)."""
-    return {str(c.get("name")) for c in record.get("calls") or () if isinstance(c, Mapping)}
+def called_tools(episode: Episode) -> set[str]:
+    """The names of the tools an episode ran (its ``calls``)."""
+    return {str(c.get("name")) for c in episode.calls or () if isinstance(c, Mapping)}
 
 
-def skipped_call(record: Mapping[str, Any]) -> bool:
+def skipped_call(episode: Episode) -> bool:
     """An episode that needed a call and made none, answering instead (BFCL items: a category with
     calls to make whose first reply had none; the suite: a task that needs tools, no call attempted)."""
-    if record.get("stop_reason") in ("backend_error", "error"):
+    if episode.stop_reason in ("backend_error", "error"):
         return False
-    bfcl = record.get("bfcl")
-    if isinstance(bfcl, Mapping):
-        first = bfcl.get("first") or {}
-        return "irrelevance" not in str(record.get("kind")) and first.get("error_type") == "no_call"
-    return bool(record.get("needs_tools")) and not record.get("attempted")
+    if isinstance(episode.bfcl, Mapping):
+        first = episode.bfcl.get("first") or {}
+        return "irrelevance" not in str(episode.kind) and first.get("error_type") == "no_call"
+    return bool(episode.needs_tools) and not episode.attempted
 
 
-def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[str, Any]]:
+def task_scores(episodes: Iterable[Episode], mode: str) -> list[dict[str, Any]]:
     """Per task of a mode: successes, episodes, mean steps, mean seconds, failure labels;
     worst first (lowest success rate, then most steps, then slowest)."""
     tasks: dict[str, dict[str, Any]] = {}
-    for r in latest_records(records):
-        if r.get("mode") != mode:
+    for e in latest(episodes):
+        if e.mode != mode:
             continue
         t = tasks.setdefault(
-            r["task"],
-            {
-                "task": r["task"],
-                "kind": r.get("kind", "other"),
-                "successes": 0,
-                "episodes": 0,
-                "steps": 0,
-                "seconds": 0.0,
-                "failures": [],
-            },
+            e.task,
+            {"task": e.task, "kind": e.kind, "successes": 0, "episodes": 0, "steps": 0, "seconds": 0.0, "failures": []},
         )
         t["episodes"] += 1
-        t["successes"] += 1 if r.get("success") else 0
-        t["steps"] += int(r.get("steps") or 0)
-        t["seconds"] += float(r.get("seconds") or 0)
-        if r.get("failure"):
-            t["failures"].append(r["failure"])
+        t["successes"] += 1 if e.success else 0
+        t["steps"] += int(e.steps or 0)
+        t["seconds"] += float(e.seconds or 0)
+        if e.failure:
+            t["failures"].append(e.failure)
     rows = list(tasks.values())
     for t in rows:
         t["rate"] = t["successes"] / t["episodes"]
@@ -435,26 +437,26 @@ def task_scores(records: Iterable[Mapping[str, Any]], mode: str) -> list[dict[st
     return rows
 
 
-def throughput(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+def throughput(episodes: Iterable[Episode]) -> dict[str, dict[str, float]]:
     """Per endpoint: episodes, wall time (first start to last end), episodes per minute, and
     prompt tokens evaluated and tokens generated per second of wall time."""
-    by_endpoint: dict[str, list[Mapping[str, Any]]] = {}
-    for r in latest_records(records):
-        if r.get("time") is not None:
-            by_endpoint.setdefault(str(r.get("endpoint") or "?"), []).append(r)
+    by_endpoint: dict[str, list[Episode]] = {}
+    for e in latest(episodes):
+        if e.time is not None:
+            by_endpoint.setdefault(str(e.endpoint or "?"), []).append(e)
     out: dict[str, dict[str, float]] = {}
-    for endpoint, rs in by_endpoint.items():
-        start = min(float(r["time"]) - float(r.get("seconds") or 0) for r in rs)
-        wall = max(float(r["time"]) for r in rs) - start
-        usage: list[Mapping[str, Any]] = [r.get("usage") or {} for r in rs]
+    for endpoint, es in by_endpoint.items():
+        start = min(float(e.time) - float(e.seconds or 0) for e in es)
+        wall = max(float(e.time) for e in es) - start
+        usage: list[Mapping[str, Any]] = [e.usage or {} for e in es]
         evaluated = sum(
             (n if (n := u.get("prompt_evaluated")) is not None else u.get("prompt_tokens") or 0) for u in usage
         )
         generated = sum(u.get("completion_tokens") or 0 for u in usage)
         out[endpoint] = {
-            "episodes": len(rs),
+            "episodes": len(es),
             "wall_seconds": wall,
-            "episodes_per_minute": 60 * len(rs) / wall if wall > 0 else 0.0,
+            "episodes_per_minute": 60 * len(es) / wall if wall > 0 else 0.0,
             "prompt_tokens_per_second": evaluated / wall if wall > 0 else 0.0,
             "generated_tokens_per_second": generated / wall if wall > 0 else 0.0,
         }

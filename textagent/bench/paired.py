@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from .metrics import latest_records, wilson
+from .metrics import latest, wilson
 from .mode_table import BENCH_MODES, FIRST_PAIRS
+from .records import Episode
 
 __all__ = [
     "ALPHA",
@@ -128,18 +129,14 @@ def pair_outcomes(a: str, b: str, outcomes_a: Mapping[Any, bool], outcomes_b: Ma
     return Paired(a, b, len(shared), both, wins, losses)
 
 
-def outcomes(records: Iterable[Mapping[str, Any]], mode: str) -> dict[tuple[str, int], bool]:
-    """{(task, repeat): success} of one mode (the latest record of each episode)."""
-    return {
-        (str(r.get("task")), int(r.get("repeat", 0))): bool(r.get("success"))
-        for r in latest_records(records)
-        if r.get("mode") == mode
-    }
+def outcomes(episodes: Iterable[Episode], mode: str) -> dict[tuple[str, int], bool]:
+    """{(task, repeat): success} of one mode (the latest episode of each)."""
+    return {(e.task, e.repeat): e.success for e in latest(episodes) if e.mode == mode}
 
 
-def pair(records: Sequence[Mapping[str, Any]], a: str, b: str) -> Paired:
+def pair(episodes: Sequence[Episode], a: str, b: str) -> Paired:
     """Mode ``a`` against mode ``b`` of one run, on the episodes both finished."""
-    return pair_outcomes(a, b, outcomes(records, a), outcomes(records, b))
+    return pair_outcomes(a, b, outcomes(episodes, a), outcomes(episodes, b))
 
 
 def mode_pairs(modes: Sequence[str]) -> list[tuple[str, str]]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .records import Episode
 
 __all__ = ["Progress"]
 
@@ -64,25 +66,25 @@ class Progress:
         )
         return text + (f" | {note}" if note else "")
 
-    def update(self, record: Mapping[str, Any] | None = None) -> None:
-        if record is not None:
+    def update(self, episode: Episode | None = None) -> None:
+        if episode is not None:
             self.done += 1
-            self.ok += 1 if record.get("success") else 0
+            self.ok += 1 if episode.success else 0
         if not self.enabled:
             return
         note = (
-            f"{record.get('mode')} {record.get('task')}: {'ok' if record.get('success') else record.get('failure')}"
-            if record
+            f"{episode.mode} {episode.task}: {'ok' if episode.success else episode.failure}"
+            if episode is not None
             else ""
         )
         self.last = self.line(note)
         if self._bar is not None:
             self._bar.set_postfix_str(f"ok {self.ok}" + (f", {note}" if note else ""), refresh=False)
-            self._bar.update(1 if record is not None else 0)
+            self._bar.update(1 if episode is not None else 0)
             return
         now = time.monotonic()
         pct = int(self.done * 20 / self.total) if self.total else 20  # every 5 %
-        if record is not None and (pct != self._last_pct or now - self._last_print >= 30 or self.done == self.total):
+        if episode is not None and (pct != self._last_pct or now - self._last_print >= 30 or self.done == self.total):
             self._last_pct, self._last_print = pct, now
             self.stream.write(self.last + "\n")
             self.stream.flush()

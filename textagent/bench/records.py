@@ -1,19 +1,27 @@
-"""A bench episode as a typed record (:class:`Episode`: one line of episodes.jsonl.gz), and what a
-record and a run.json must hold to be read: the type of every field the report, the metrics and
-``--resume`` read. A record that does not fit is named and skipped (its episode runs again on
-resume); a run.json that does not fit is refused with the field named."""
+"""A bench episode as a typed object (:class:`Episode`, one line of episodes.jsonl.gz when written),
+and what a record and a run.json must hold to be read: the type of every field the report, the
+metrics and ``--resume`` read. A record that does not fit is named and skipped (its episode runs
+again on resume); a run.json that does not fit is refused with the field named.
+
+An Episode made by a run holds that run's Results (one per question: a multi-turn item asks one
+per turn), and its counts are theirs; one read from a record (:meth:`Episode.from_record`, the one
+loader) has its Results read back from its trace once, so a live run and a re-made report count
+alike (bench.metrics.EpisodeFacts)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from .metrics import classify, step_facts
+from ..backends.base import Usage
+from ..steps import Result, Step
+from .metrics import EpisodeFacts, classify, facts_of
 
-__all__ = ["RECORD_VERSION", "Episode", "meta_problem", "record_problem"]
+__all__ = ["RECORD_VERSION", "Episode", "MultiTurnVerdict", "TurnEnd", "meta_problem", "record_problem", "runs_of"]
 
 RECORD_VERSION = 1
 
@@ -23,11 +31,107 @@ def _no_usage() -> dict[str, Any]:
 
 
 @dataclass
+class TurnEnd:
+    """How one turn of a BFCL multi-turn item ended: its stop reason, steps, calls that ran,
+    replies that did not parse, calls refused, and whether no call ran."""
+
+    turn: int
+    stop_reason: str
+    steps: int = 0
+    calls: int = 0
+    format_errors: int = 0
+    refused_calls: int = 0
+    empty: bool = False
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TurnEnd:
+        return cls(
+            int(data.get("turn") or 0),
+            str(data.get("stop_reason") or "error"),
+            int(data.get("steps") or 0),
+            int(data.get("calls") or 0),
+            int(data.get("format_errors") or 0),
+            int(data.get("refused_calls") or 0),
+            bool(data.get("empty")),
+        )
+
+
+@dataclass
+class MultiTurnVerdict:
+    """BFCL's verdict on a multi-turn item (``valid``, ``error_type``, ``error``; ``turns_right``:
+    how many turns from the first its checker accepts, of ``turns``), and how the item went:
+    force-quit, each turn's end, the calls each step of each turn ran (``executed``), and the
+    totals over the turns (empty turns count those whose ground truth has calls)."""
+
+    valid: bool = False
+    error_type: str | None = None
+    error: str | None = None
+    turns_right: int = 0
+    turns: int = 0
+    force_quit: bool = False
+    per_turn: list[TurnEnd] = field(default_factory=list)
+    executed: list[list[list[str]]] = field(default_factory=list)
+    empty_turns: int = 0
+    format_errors: int = 0
+    refused_calls: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MultiTurnVerdict:
+        """The verdict of a record (an older record's missing fields are their defaults)."""
+        error_type, error = data.get("error_type"), data.get("error")
+        return cls(
+            valid=bool(data.get("valid")),
+            error_type=None if error_type is None else str(error_type),
+            error=None if error is None else str(error),
+            turns_right=int(data.get("turns_right") or 0),
+            turns=int(data.get("turns") or 0),
+            force_quit=bool(data.get("force_quit")),
+            per_turn=[TurnEnd.from_dict(t) for t in data.get("per_turn") or ()],
+            executed=[[list(map(str, step)) for step in turn] for turn in data.get("executed") or ()],
+            empty_turns=int(data.get("empty_turns") or 0),
+            format_errors=int(data.get("format_errors") or 0),
+            refused_calls=int(data.get("refused_calls") or 0),
+        )
+
+
+def runs_of(trace: Sequence[Any], mode: str) -> list[Result]:
+    """The runs a trace holds, one per question (a ``start`` line opens one; steps before any
+    belong to the first): their steps (Step.from_record) and, when a ``result`` line closed the
+    run, its answer and stop reason (else no answer, "error")."""
+    runs: list[Result] = []
+    steps: list[Step] = []
+    answer: str | None = None
+    stop, seconds, opened = "error", 0.0, False
+    for event in trace:
+        if not isinstance(event, Mapping):
+            continue
+        kind = event.get("type")
+        if kind == "start":
+            if opened or steps:
+                runs.append(Result(answer, stop, steps, Usage(), seconds, mode=mode))
+            steps, answer, stop, seconds, opened = [], None, "error", 0.0, True
+        elif kind == "step":
+            steps.append(Step.from_record(dict(event)))
+        elif kind == "result":
+            raw = event.get("answer")
+            answer = None if raw is None else str(raw)
+            stop, opened = str(event.get("stop_reason") or "error"), True
+            seconds = float(event.get("seconds") or 0.0) if isinstance(event.get("seconds"), (int, float)) else 0.0
+    if opened or steps:
+        runs.append(Result(answer, stop, steps, Usage(), seconds, mode=mode))
+    return runs
+
+
+@dataclass
 class Episode:
     """One episode of ``textagent bench``: the task and mode, how the run ended, what it cost,
-    how it was scored, and its trace. :meth:`to_record` adds the counts the metrics derive from
-    the trace (metrics.step_facts: one definition of each) and, for a failure not named by its
-    scorer, its class (metrics.classify); :meth:`from_record` reads a record back."""
+    how it was scored, and its trace. ``runs``: the Agent's runs of it, one per question, live or
+    read back from the trace; :attr:`facts` are their counts (bench.metrics.EpisodeFacts, one
+    definition of each). :meth:`to_record` writes the episode with those counts and, for a
+    failure not named by its scorer, its class (metrics.classify); :meth:`from_record` reads one."""
 
     task: str
     kind: str
@@ -53,27 +157,52 @@ class Episode:
     error: str | None = None
     time: float = field(default_factory=time.time)
     trace: list[dict[str, Any]] = field(default_factory=list)
-    failure: str | None = None  # None: classified from the record (metrics.classify) unless it succeeded
-    multi_turn: dict[str, Any] | None = None  # BFCL's multi-turn verdict
+    failure: str | None = None  # None: classified from the episode (metrics.classify) unless it succeeded
+    multi_turn: MultiTurnVerdict | None = None  # BFCL's multi-turn verdict
     bfcl: dict[str, Any] | None = None  # BFCL's single-turn scores
     version: int = RECORD_VERSION
+    runs: list[Result] = field(default_factory=list, repr=False, compare=False)
+
+    @functools.cached_property
+    def result(self) -> Result:
+        """The episode's runs as one Result: every step of every question, the episode's answer."""
+        steps = [s for run in self.runs for s in run.steps]
+        return Result(self.answer, self.stop_reason, steps, Usage(), float(self.seconds or 0.0), mode=self.mode)
+
+    @functools.cached_property
+    def facts(self) -> EpisodeFacts:
+        """The counts of the episode, those of its run (:attr:`result`)."""
+        return facts_of(self.result)
+
+    @property
+    def failure_class(self) -> str | None:
+        """None when it succeeded, else the class its scorer named or :func:`metrics.classify` gives."""
+        return None if self.success else (self.failure or classify(self))
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"version": self.version}
-        record.update(
-            (f.name, getattr(self, f.name))
-            for f in fields(self)
-            if f.name != "version" and not (f.name in ("multi_turn", "bfcl") and getattr(self, f.name) is None)
-        )
-        record.update({k: v for k, v in step_facts(record).items() if k != "steps"})
-        record["failure"] = None if self.success else (self.failure or classify(record))
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("version", "runs") or (f.name in ("multi_turn", "bfcl") and value is None):
+                continue
+            record[f.name] = value.to_dict() if isinstance(value, MultiTurnVerdict) else value
+        record.update({k: v for k, v in self.facts.to_dict().items() if k != "steps"})
+        record["failure"] = self.failure_class
         return record
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Episode:
-        """The episode of a record (the derived counts are left to :meth:`to_record`)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in record.items() if k in names})
+        """The episode of a record (record_problem has passed it): its fields, its verdict typed,
+        its runs read back from its trace (the derived counts are :attr:`facts`)."""
+        names = {f.name for f in fields(cls)} - {"runs", "multi_turn"}
+        given = {k: v for k, v in record.items() if k in names}
+        episode = cls(**{"kind": "other", "split": "", "repeat": 0, **given})
+        if episode.usage is None:
+            episode.usage = _no_usage()
+        verdict = record.get("multi_turn")
+        episode.multi_turn = MultiTurnVerdict.from_dict(verdict) if isinstance(verdict, Mapping) else None
+        episode.runs = runs_of(episode.trace, episode.mode)
+        return episode
 
 
 def _int(x: Any) -> bool:

@@ -9,6 +9,7 @@ from .. import prompts
 from ..backends.base import Capabilities, Completion, Usage
 from ..errors import BackendError
 from .episode import run_episode
+from .records import Episode
 from .tasks import Task
 
 __all__ = ["ReferenceBackend", "check_suite"]
@@ -51,8 +52,8 @@ class ReferenceBackend:
         )
 
 
-def check_suite(tasks: Sequence[Task]) -> list[tuple[Task, dict[str, Any] | None]]:
-    """Replay every task's reference in text mode: (task, record) pairs; record None when the
+def check_suite(tasks: Sequence[Task]) -> list[tuple[Task, Episode | None]]:
+    """Replay every task's reference in text mode: (task, episode) pairs; episode None when the
     task has no reference."""
     backend = ReferenceBackend(tasks)
     return [(t, run_episode(t, "text", backend) if t.reference else None) for t in tasks]

@@ -17,15 +17,15 @@ from .metrics import (
     FAILURE_TITLES,
     FAILURES,
     ModeSummary,
-    latest_records,
+    latest,
     native_tools,
     summarize,
     task_scores,
     throughput,
 )
-from .records import meta_problem
+from .records import Episode, meta_problem
 from .run_file import RUN_FILE
-from .runner import EPISODES_FILE, episodes_file, load_records
+from .runner import EPISODES_FILE, episodes_file, load_episodes
 
 __all__ = [
     "RUN_FILE",
@@ -39,8 +39,8 @@ __all__ = [
 log = logging.getLogger("textagent.bench")
 
 
-def load_run(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(run metadata, latest record per episode) of a run directory or an episodes file."""
+def load_run(path: str | Path) -> tuple[dict[str, Any], list[Episode]]:
+    """(run metadata, the latest of each episode) of a run directory or an episodes file."""
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     meta: dict[str, Any] = {}
@@ -53,10 +53,10 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if problem is not None:  # the report is still written, from the episodes alone
             log.warning("%s: not used (%s)", folder / RUN_FILE, problem)
             meta = {}
-    records = latest_records(load_records(path))
-    if not records and not episodes_file(path).exists():
+    episodes = latest(load_episodes(path))
+    if not episodes and not episodes_file(path).exists():
         raise FileNotFoundError(f"no bench results at {path} (expected {EPISODES_FILE})")
-    return meta, records
+    return meta, episodes
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,14 +131,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str | No
     return "\n".join(lines)
 
 
-def _modes(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[str]:
-    seen = list(dict.fromkeys(r["mode"] for r in records))
+def _modes(meta: Mapping[str, Any], episodes: Sequence[Episode]) -> list[str]:
+    seen = list(dict.fromkeys(e.mode for e in episodes))
     order = [m for m in meta.get("modes", []) if m in seen]
     return order + [m for m in seen if m not in order]
 
 
-def render_markdown(meta: Mapping[str, Any], records: Sequence[Mapping[str, Any]], *, chart: str | None = None) -> str:
-    records = latest_records(records)
+def render_markdown(meta: Mapping[str, Any], episodes: Sequence[Episode], *, chart: str | None = None) -> str:
+    records = latest(episodes)
     modes = _modes(meta, records)
     summaries = summarize(records, modes)
     out: list[str] = ["# textagent bench report", ""]
@@ -249,7 +249,7 @@ def _facts(meta: Mapping[str, Any], finished: int) -> list[str]:
     return facts
 
 
-def _throughput_section(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def _throughput_section(records: Sequence[Episode]) -> list[str]:
     """The "Throughput per endpoint" section (none without timings)."""
     out: list[str] = []
     speeds = throughput(records)
@@ -302,7 +302,7 @@ def _failure_section(summaries: Mapping[str, Any], modes: Sequence[str]) -> list
     return out
 
 
-def _worst_section(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> list[str]:
+def _worst_section(records: Sequence[Episode], modes: Sequence[str]) -> list[str]:
     """The five worst tasks of each mode."""
     out: list[str] = []
     out += [
@@ -329,7 +329,7 @@ def _worst_section(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -
     return out
 
 
-def render_paired(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> str:
+def render_paired(records: Sequence[Episode], modes: Sequence[str]) -> str:
     """The "Paired differences" section: every pair of modes on the episodes both finished
     (BFCL items: the first reply); empty with fewer than two modes."""
     modes = [m for m in modes if paired.outcomes(records, m)]
@@ -375,9 +375,7 @@ def _mode_ticks(ax: Any, xs: range, modes: Sequence[str]) -> None:
         ax.set_xticks(list(xs), modes, rotation=30, ha="right", rotation_mode="anchor", fontsize=9)
 
 
-def write_chart(
-    summaries: Mapping[str, ModeSummary], path: str | Path, records: Sequence[Mapping[str, Any]] = ()
-) -> str | None:
+def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path, records: Sequence[Episode] = ()) -> str | None:
     """Draw report.png; returns None on success, else why it was not drawn. With BFCL records,
     a second row shows the accuracy per BFCL category and mode."""
     try:
@@ -392,7 +390,7 @@ def write_chart(
         return "report.png was not drawn: no episodes"
     from .bfcl.report import draw_categories
 
-    has_bfcl = any(isinstance(r.get("bfcl"), Mapping) for r in records)
+    has_bfcl = any(isinstance(e.bfcl, Mapping) for e in records)
     if has_bfcl:
         fig = plt.figure(figsize=(15, 10.5))
         grid = fig.add_gridspec(2, 3, height_ratios=[1, 1.15])
@@ -460,7 +458,7 @@ def write_report(out_dir: str | Path) -> Path:
     out = Path(out_dir)
     meta, records = load_run(out)
     modes = _modes(meta, records)
-    note = write_chart(summarize(records, modes), out / "report.png", records=latest_records(records))
+    note = write_chart(summarize(records, modes), out / "report.png", records=latest(records))
     meta = dict(meta)
     if note:
         meta["chart_note"] = note

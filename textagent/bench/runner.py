@@ -1,7 +1,7 @@
 """Run many bench episodes concurrently, one JSON line each, resumable.
 
-    records = run_bench(tasks, ["text", "baseline"], "out/", workers=[Slot(url, 0), Slot(url, 1)],
-                        backend_for=BackendFactory(api="llamacpp"))
+    outcome = run_bench(tasks, ["text", "baseline"], "out/", workers=[Slot(url, 0), Slot(url, 1)],
+                         backend_for=BackendFactory(api="llamacpp"))
 
 Each episode (``bench.episode.run_episode``) is written as one JSON line to
 ``DIR/episodes.jsonl.gz`` the moment it ends, with its full trace (each line a gzip member of its
@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -28,7 +28,7 @@ from ..trace import json_line
 from .backends import Slot
 from .episode import Settings, episode_of, run_episode
 from .progress import Progress
-from .records import record_problem
+from .records import Episode, record_problem
 from .tasks import Task
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
     "BenchOutcome",
     "episode_key",
     "episodes_file",
-    "load_records",
+    "load_episodes",
     "run_bench",
 ]
 
@@ -46,8 +46,8 @@ PLAIN_EPISODES_FILE = "episodes.jsonl"  # runs written before the episodes were 
 log = logging.getLogger("textagent.bench")
 
 
-def episode_key(record: Mapping[str, Any]) -> tuple[str, str, int]:
-    return (str(record.get("task")), str(record.get("mode")), int(record.get("repeat", 0)))
+def episode_key(episode: Episode) -> tuple[str, str, int]:
+    return (episode.task, episode.mode, episode.repeat)
 
 
 def episodes_file(path: str | Path) -> Path:
@@ -61,13 +61,14 @@ def episodes_file(path: str | Path) -> Path:
     return path / EPISODES_FILE
 
 
-def load_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete JSON line of a run directory's episodes file, or of the file ``path``,
-    compressed or not (a line cut off by a crash is skipped)."""
+def load_episodes(path: str | Path) -> list[Episode]:
+    """Every episode of a run directory's episodes file, or of the file ``path``, compressed or
+    not, each record read once (Episode.from_record); a line cut off by a crash, or a record that
+    cannot be read, is skipped with a warning."""
     path = episodes_file(path)
     if not path.exists():
         return []
-    records = []
+    episodes = []
     for line in read_jsonl(path, bad="keep"):
         # a record skipped is run again on resume; nothing else is lost
         if line.error is not None:
@@ -75,13 +76,13 @@ def load_records(path: str | Path) -> list[dict[str, Any]]:
         elif (problem := record_problem(line.value)) is not None:
             log.warning("%s: skipped a record that cannot be read (%s)", line.where, problem)
         else:
-            records.append(line.value)
-    return records
+            episodes.append(Episode.from_record(line.value))
+    return episodes
 
 
 @dataclass
 class BenchOutcome:
-    records: list[dict[str, Any]] = field(default_factory=list)  # finished this session
+    episodes: list[Episode] = field(default_factory=list)  # finished this session
     skipped: int = 0  # already in the file (resumed)
     interrupted: bool = False
     planned: int = 0
@@ -113,7 +114,7 @@ def run_bench(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = episodes_file(out)
-    done = {episode_key(r) for r in load_records(path) if r.get("stop_reason") not in ("backend_error", "error")}
+    done = {episode_key(e) for e in load_episodes(path) if e.stop_reason not in ("backend_error", "error")}
     plan = [(task, mode, r) for r in range(repeat) for i, task in enumerate(tasks) for mode in _turned(modes, i)]
     todo = [p for p in plan if (p[0].id, p[1], p[2]) not in done]
     result = BenchOutcome(skipped=len(plan) - len(todo), planned=len(plan))
@@ -126,14 +127,14 @@ def run_bench(
     lock = threading.Lock()
     sink = JsonlAppender(path)
 
-    def finish(record: dict[str, Any]) -> None:
+    def finish(episode: Episode) -> None:
         # the trace is in the record (`bench --report DIR --trace-of TASK` prints it): no file per episode
         with lock:
             if sink.closed:  # finished after Ctrl-C: the run has already been reported
                 return
-            sink.append(json_line(record))
-            result.records.append(record)
-            bar.update(record)
+            sink.append(json_line(episode.to_record()))
+            result.episodes.append(episode)
+            bar.update(episode)
 
     def work(slot: Slot) -> None:
         while not stop.is_set():
@@ -146,7 +147,7 @@ def run_bench(
                     return
                 try:
                     backend, chat_format = backend_for(mode, slot)
-                    record = run_episode(
+                    episode = run_episode(
                         task,
                         mode,
                         backend,
@@ -157,10 +158,10 @@ def run_bench(
                         repeat=rep,
                     )
                 except Exception as exc:  # e.g. the server's template could not be read
-                    record = _error_record(task, mode, rep, slot, exc)
-                if stop.is_set() and not record.get("success") and record.get("stop_reason") == "backend_error":
+                    episode = _error_episode(task, mode, rep, slot, exc)
+                if stop.is_set() and not episode.success and episode.stop_reason == "backend_error":
                     return  # interrupted mid-request: not a real result
-                finish(record)
+                finish(episode)
 
     threads = [
         threading.Thread(target=work, args=(slot,), name=f"bench-{i}", daemon=True) for i, slot in enumerate(workers)
@@ -199,7 +200,7 @@ def _turned(modes: Sequence[str], i: int) -> list[str]:
     return [*modes[k:], *modes[:k]]
 
 
-def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseException) -> dict[str, Any]:
+def _error_episode(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseException) -> Episode:
     return episode_of(
         task,
         mode,
@@ -209,4 +210,4 @@ def _error_record(task: Task, mode: str, repeat: int, slot: Slot, exc: BaseExcep
         endpoint=slot.endpoint,
         slot=slot.slot,
         error=f"{type(exc).__name__}: {exc}",
-    ).to_record()
+    )

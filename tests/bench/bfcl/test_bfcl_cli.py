@@ -14,7 +14,7 @@ import pytest
 
 from textagent.bench import cli
 from textagent.bench.bfcl import data
-from textagent.bench.runner import load_records
+from textagent.bench.runner import load_episodes
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from httpfake import FakeServer
@@ -125,7 +125,7 @@ def run_bfcl(out: Path, replies: list[str], *extra: str) -> tuple[dict, int]:
         ]
         assert cli.main(argv) == 0
         completions = sum(1 for r in srv.requests if r.path == "/completion")
-    return {(r["task"], r["mode"]): r for r in load_records(out)}, completions
+    return {(e.task, e.mode): e.to_record() for e in load_episodes(out)}, completions
 
 
 def test_a_bfcl_run_against_a_server_reports_categories(wheel: Path, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from textagent.bench.bfcl.loop_stats import LoopStats, loop_stats
 from textagent.bench.bfcl.multi_report import _HEADER, multi_turn_rows
+from textagent.bench.records import Episode
 
 UNKNOWN = {"name": "ResearchDocs", "args": {"q": 1}}
 FAILED = [{"name": "ResearchDocs", "ok": False, "error": "unknown_tool"}]
@@ -23,23 +24,25 @@ def step(raw: str, *, calls=(), outcomes=(), format_error=False, details=None) -
     }
 
 
-def record(*questions: list[dict[str, Any]], force_quit: bool = False) -> dict[str, Any]:
+def record(*questions: list[dict[str, Any]], force_quit: bool = False) -> Episode:
     trace: list[dict[str, Any]] = []
     for steps in questions:
         trace += [{"type": "start"}, *steps, {"type": "result", "answer": None}]
-    return {
-        "task": "multi_turn_base_0",
-        "kind": "multi_turn_base",
-        "mode": "text",
-        "repeat": 0,
-        "success": False,
-        "stop_reason": "max_steps" if force_quit else "answer",
-        "steps": sum(len(q) for q in questions),
-        "seconds": 1.0,
-        "usage": {},
-        "trace": trace,
-        "multi_turn": {"turns": len(questions), "turns_right": 0, "force_quit": force_quit},
-    }
+    return Episode.from_record(
+        {
+            "task": "multi_turn_base_0",
+            "kind": "multi_turn_base",
+            "mode": "text",
+            "repeat": 0,
+            "success": False,
+            "stop_reason": "max_steps" if force_quit else "answer",
+            "steps": sum(len(q) for q in questions),
+            "seconds": 1.0,
+            "usage": {},
+            "trace": trace,
+            "multi_turn": {"turns": len(questions), "turns_right": 0, "force_quit": force_quit},
+        }
+    )
 
 
 def test_a_model_stuck_on_one_unknown_tool_repeats_after_every_failure():
@@ -74,7 +77,10 @@ def test_force_quit_causes():
 
 
 def test_an_answer_sent_back_is_a_failed_reply():
-    replies = [step("ANSWER: x", details={"sent_back": {"check": "retry"}}), step("ANSWER: x")]
+    replies = [
+        step("ANSWER: x", details={"sent_back": {"check": "retry", "text": "Say it again.", "found": []}}),
+        step("ANSWER: x"),
+    ]
     assert loop_stats(record(replies)) == LoopStats(1, 1, None)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchruns import episodes
+
 from textagent.bench.bfcl.multi_report import (
     _HEADER,
     feedback_turns,
@@ -12,6 +14,7 @@ from textagent.bench.bfcl.multi_report import (
     turn_answers,
     turn_outcomes,
 )
+from textagent.bench.records import Episode
 
 
 def _record(task: str, mode: str, turns_right: int, answers: list[str | None], **mt: Any) -> dict[str, Any]:
@@ -40,14 +43,14 @@ def _record(task: str, mode: str, turns_right: int, answers: list[str | None], *
 def test_turn_answers_are_the_answers_that_ended_each_turn_with_the_tools_each_turn_called():
     record = _record("multi_turn_base_1", "text", 1, ["Done.", None, "find returned a result each."])
     record["trace"][1]["calls"] = [{"name": "ls", "args": {}}]  # the first turn's step
-    assert turn_answers(record) == [("Done.", {"ls"}), ("find returned a result each.", set())]
+    assert turn_answers(Episode.from_record(record)) == [("Done.", {"ls"}), ("find returned a result each.", set())]
 
 
 def test_a_status_answer_counts_as_copied_only_in_a_turn_that_did_not_run_the_tool_it_names():
     record = _record("multi_turn_base_1", "text", 2, ["ls ran with a true and reported success."] * 2)
     record["trace"][1]["calls"] = [{"name": "ls", "args": {"a": True}}]
     copied = _HEADER.index("answers copying an example")
-    assert multi_turn_rows([record], ["text"])[0][copied] == "1/2"
+    assert multi_turn_rows(episodes([record]), ["text"])[0][copied] == "1/2"
 
 
 def test_rows_count_answers_copying_an_example_per_mode():
@@ -55,7 +58,7 @@ def test_rows_count_answers_copying_an_example_per_mode():
         _record("multi_turn_base_1", "text", 2, ["The file is moved.", "It holds 3 lines."]),
         _record("multi_turn_base_1", "proxy", 1, ["cat and echo returned a result each.", "The result is 42."]),
     ]
-    rows = {row[1]: row for row in multi_turn_rows(records, ["text", "proxy"])}
+    rows = {row[1]: row for row in multi_turn_rows(episodes(records), ["text", "proxy"])}
     copied = _HEADER.index("answers copying an example")
     assert rows["text"][copied] == "0/2" and rows["proxy"][copied] == "2/2"
     assert rows["text"][2].endswith("1/1") and rows["proxy"][2].endswith("0/1")
@@ -65,7 +68,7 @@ def test_rows_count_turn_answers_repeating_the_feedback():
     parroted = "The call failed. Call the tool again (with corrected arguments if they were wrong)."
     record = _record("multi_turn_base_41", "text", 0, ["It holds 3 lines.", parroted])
     feedback = _HEADER.index("answers repeating the feedback")
-    assert multi_turn_rows([record], ["text"])[0][feedback] == "1/2"
+    assert multi_turn_rows(episodes([record]), ["text"])[0][feedback] == "1/2"
 
 
 def test_feedback_turns_count_the_turns_told_of_a_mistake_and_those_of_them_right():
@@ -75,15 +78,18 @@ def test_feedback_turns_count_the_turns_told_of_a_mistake_and_those_of_them_righ
         {"format_errors": 0, "refused_calls": 2},  # told, wrong (past the right prefix)
     ]
     record = _record("multi_turn_base_1", "text", 2, ["a", "b", "c"], per_turn=per_turn)
-    assert feedback_turns(record) == (1, 2)
-    assert feedback_turns(_record("multi_turn_base_2", "text", 1, ["a"])) == (0, 0)  # no per-turn record
+    assert feedback_turns(Episode.from_record(record)) == (1, 2)
+    assert feedback_turns(Episode.from_record(_record("multi_turn_base_2", "text", 1, ["a"]))) == (
+        0,
+        0,
+    )  # no per-turn record
     told = _HEADER.index("turns told of a mistake: right")
-    assert multi_turn_rows([record], ["text"])[0][told] == "1/2"
+    assert multi_turn_rows(episodes([record]), ["text"])[0][told] == "1/2"
 
 
 def test_turn_outcomes_count_a_turn_right_only_when_every_turn_before_it_is():
     records = [_record("multi_turn_base_1", "text", 1, ["a", "b", "c"])]
-    assert turn_outcomes(records, "text") == {
+    assert turn_outcomes(episodes(records), "text") == {
         ("multi_turn_base_1", 0, 0): True,
         ("multi_turn_base_1", 0, 1): False,
         ("multi_turn_base_1", 0, 2): False,
@@ -96,12 +102,12 @@ def test_section_pairs_the_modes_on_items_and_on_turns_and_skips_failed_episodes
         _record("multi_turn_base_1", "native", 0, ["a", "b"]),
         {**_record("multi_turn_base_2", "native", 0, ["a"]), "stop_reason": "backend_error"},
     ]
-    text = render_multi_turn(records, ["text", "native"])
+    text = render_multi_turn(episodes(records), ["text", "native"])
     assert "| multi_turn_base | native |" in text and "1/1" in text
     assert "### Paired, on items" in text and "### Paired, on turns" in text
     assert "| text − native | 1 |" in text and "| text − native | 2 |" in text
     assert "| A − B | turns both ran |" in text.split("### Paired, on turns", 1)[1]
-    assert render_multi_turn([r for r in records if r["mode"] == "x"], ["text"]) == ""
+    assert render_multi_turn(episodes([r for r in records if r["mode"] == "x"]), ["text"]) == ""
 
 
 def test_a_run_of_several_categories_is_paired_over_all_and_per_category():
@@ -111,17 +117,17 @@ def test_a_run_of_several_categories_is_paired_over_all_and_per_category():
         {**_record("multi_turn_miss_func_1", "text", 0, ["a"]), "kind": "multi_turn_miss_func"},
         {**_record("multi_turn_miss_func_1", "bfcl-prompt", 1, ["a"]), "kind": "multi_turn_miss_func"},
     ]
-    items, turns = render_multi_turn(records, ["text", "bfcl-prompt"]).split("### Paired, on turns", 1)
+    items, turns = render_multi_turn(episodes(records), ["text", "bfcl-prompt"]).split("### Paired, on turns", 1)
     assert "| text − bfcl-prompt | 2 | 1 / 1 | 1 | 1 |" in items
     assert "| text − bfcl-prompt, multi_turn_base | 1 | 1 / 0 | 1 | 0 |" in items
     assert "| text − bfcl-prompt, multi_turn_miss_func | 1 | 0 / 1 | 0 | 1 |" in items
     assert "| text − bfcl-prompt | 3 | 2 / 1 | 2 | 1 |" in turns
     assert "| text − bfcl-prompt, multi_turn_base | 2 | 2 / 0 | 2 | 0 |" in turns
     assert "| text − bfcl-prompt, multi_turn_miss_func | 1 | 0 / 1 | 0 | 1 |" in turns
-    one = render_multi_turn(records[:2], ["text", "bfcl-prompt"])
+    one = render_multi_turn(episodes(records[:2]), ["text", "bfcl-prompt"])
     assert "| text − bfcl-prompt | 1 |" in one and ", multi_turn_base |" not in one
     # a category only one mode has run gets no row of its own
-    lopsided = render_multi_turn(records[:3], ["text", "bfcl-prompt"])
+    lopsided = render_multi_turn(episodes(records[:3]), ["text", "bfcl-prompt"])
     assert "| text − bfcl-prompt, multi_turn_base | 1 |" in lopsided
     assert ", multi_turn_miss_func |" not in lopsided
 

@@ -117,7 +117,7 @@ def test_missing_mpmath_is_a_one_line_error_naming_the_extra(wheel, monkeypatch:
 def test_ground_truth_replayed_through_the_agent_scores_right(wheel, category: str, mode: str) -> None:
     item = mt.load_multi_turn(category, wheel=wheel)[0]
     backend = ScriptedBackend(_reference(item, bfcl=mode == "bfcl-prompt"))
-    out = run_multi_turn(item, mode, backend, chat_format="chatml", settings=Settings(), options={})
+    out = run_multi_turn(item, mode, backend, chat_format="chatml", settings=Settings(), options={}).to_record()
     assert out["error"] is None and out["success"], out["multi_turn"]
     assert out["multi_turn"]["turns_right"] == len(item.turns)
     assert len([r for r in out["trace"] if r["type"] == "start"]) == len(item.turns)  # a question per turn
@@ -133,7 +133,9 @@ def test_feedback_lets_the_text_mode_fix_a_call_the_ablation_cannot(wheel) -> No
     item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
     replies = _reference(item)
     broken = ['TOOL: cd ARGS: {"folder": "document"', *replies]  # an object never closed, then the turn again
-    full = run_multi_turn(item, "text", ScriptedBackend(broken), chat_format="chatml", settings=Settings(), options={})
+    full = run_multi_turn(
+        item, "text", ScriptedBackend(broken), chat_format="chatml", settings=Settings(), options={}
+    ).to_record()
     assert full["success"] and full["multi_turn"]["format_errors"] == 1
     ablated = run_multi_turn(
         item,
@@ -142,7 +144,7 @@ def test_feedback_lets_the_text_mode_fix_a_call_the_ablation_cannot(wheel) -> No
         chat_format="chatml",
         settings=Settings(),
         options={},
-    )
+    ).to_record()
     assert not ablated["success"] and ablated["multi_turn"]["per_turn"][0]["stop_reason"] == "format_errors"
     assert ablated["multi_turn"]["turns_right"] == 0
 
@@ -150,7 +152,9 @@ def test_feedback_lets_the_text_mode_fix_a_call_the_ablation_cannot(wheel) -> No
 def test_a_model_that_never_stops_calling_is_force_quit(wheel) -> None:
     item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
     replies = ["TOOL: ls ARGS: {}"] * (mt.MAX_CALL_STEPS + 1)
-    out = run_multi_turn(item, "text", ScriptedBackend(replies), chat_format="chatml", settings=Settings(), options={})
+    out = run_multi_turn(
+        item, "text", ScriptedBackend(replies), chat_format="chatml", settings=Settings(), options={}
+    ).to_record()
     assert out["multi_turn"]["force_quit"] and out["stop_reason"] == "max_steps"
     assert out["multi_turn"]["error_type"] == "multi_turn:force_terminated" and not out["success"]
     assert out["multi_turn"]["per_turn"][0]["calls"] == mt.MAX_CALL_STEPS + 1
@@ -162,7 +166,9 @@ def test_max_repeats_ends_the_turn_not_the_item_and_leaves_bfcls_own_mode_alone(
     call = "[ls()]" if mode == "bfcl-prompt" else "TOOL: ls ARGS: {}"
     replies = [call] * 3 + ["ANSWER: done"] * len(item.turns) * 2
     settings = Settings(max_repeats=3)
-    out = run_multi_turn(item, mode, ScriptedBackend(replies), chat_format="chatml", settings=settings, options={})
+    out = run_multi_turn(
+        item, mode, ScriptedBackend(replies), chat_format="chatml", settings=settings, options={}
+    ).to_record()
     first = out["multi_turn"]["per_turn"][0]
     if mode == "text":
         assert first["stop_reason"] == "repeated" and first["steps"] == 3
@@ -174,7 +180,9 @@ def test_max_repeats_ends_the_turn_not_the_item_and_leaves_bfcls_own_mode_alone(
 def test_the_ablation_shows_no_feedback_in_the_turns_after(wheel) -> None:
     item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
     backend = ScriptedBackend(['TOOL: cd ARGS: {"folder": "document"', *["ANSWER: done"] * 4])
-    out = run_multi_turn(item, "text-no-feedback", backend, chat_format="chatml", settings=Settings(), options={})
+    out = run_multi_turn(
+        item, "text-no-feedback", backend, chat_format="chatml", settings=Settings(), options={}
+    ).to_record()
     assert out["multi_turn"]["per_turn"][0]["stop_reason"] == "format_errors"
     assert "OBSERVATION (format error)" not in backend.prompts[1]  # what text mode would have said
     assert out["trace"][0]["mode"] == "text-no-feedback"
@@ -185,7 +193,9 @@ def test_a_grouped_listing_shortens_the_prompt_and_still_scores_the_ground_truth
     item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
     plain, grouped = ScriptedBackend(_reference(item)), ScriptedBackend(_reference(item))
     run_multi_turn(item, mode, plain, chat_format="chatml", settings=Settings(), options={})
-    out = run_multi_turn(item, mode, grouped, chat_format="chatml", settings=Settings(grouped_listing=True), options={})
+    out = run_multi_turn(
+        item, mode, grouped, chat_format="chatml", settings=Settings(grouped_listing=True), options={}
+    ).to_record()
     assert out["success"] and "descriptions all begin" in grouped.prompts[0]
     assert len(grouped.prompts[0]) < 0.8 * len(plain.prompts[0])
     # BFCL's own prompt is BFCL's, grouped or not
@@ -200,6 +210,28 @@ def test_the_concrete_example_style_reaches_the_text_modes_and_still_scores_the_
     run_multi_turn(item, "text", plain, chat_format="chatml", settings=Settings(), options={})
     out = run_multi_turn(
         item, "text", concrete, chat_format="chatml", settings=Settings(example_style="concrete"), options={}
-    )
+    ).to_record()
     assert out["success"] and "and reported success." in plain.prompts[0]  # status, the default
     assert "returned)" not in concrete.prompts[0] and "ANSWER: The result is 42." in concrete.prompts[0]
+
+
+def test_an_episode_counts_from_its_live_runs_as_a_report_counts_from_its_record(wheel) -> None:
+    """The Episode run_multi_turn returns holds each turn's Result and a typed verdict; read back
+    from its record, its runs, counts and loop statistics are the same."""
+    import json
+
+    from textagent.bench.bfcl.loop_stats import loop_stats
+    from textagent.bench.bfcl.multi_report import turn_answers
+    from textagent.bench.records import Episode, MultiTurnVerdict
+    from textagent.trace import json_line
+
+    item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
+    replies = ['TOOL: cd ARGS: {"folder": "document"', "TOOL: nope ARGS: {}", *_reference(item)]
+    live = run_multi_turn(item, "text", ScriptedBackend(replies), chat_format="chatml", settings=Settings(), options={})
+    assert isinstance(live.multi_turn, MultiTurnVerdict) and live.success
+    assert [len(r.steps) for r in live.runs] == [t.steps for t in live.multi_turn.per_turn]
+    again = Episode.from_record(json.loads(json_line(live.to_record())))
+    assert again.multi_turn == live.multi_turn and again.facts == live.facts
+    assert [[s.raw for s in r.steps] for r in again.runs] == [[s.raw for s in r.steps] for r in live.runs]
+    assert loop_stats(again) == loop_stats(live) and turn_answers(again) == turn_answers(live)
+    assert (live.facts.format_errors, live.facts.tool_errors) == (1, 1)

@@ -58,42 +58,46 @@ def _views(record: dict) -> tuple[bool, bool, bool, bool]:
 
 
 def test_both_calls_in_the_first_reply() -> None:
-    record = run_episode(_task(), "text", ScriptedBackend([A + "\n" + B, "ANSWER: playing"]))
+    record = run_episode(_task(), "text", ScriptedBackend([A + "\n" + B, "ANSWER: playing"])).to_record()
     assert _views(record) == (True, True, True, False) and record["success"] and record["split"] == "test"
 
 
 def test_calls_spread_over_steps_count_in_the_agent_view_only() -> None:
-    record = run_episode(_task(), "text", ScriptedBackend([A, B, "ANSWER: playing"]))
+    record = run_episode(_task(), "text", ScriptedBackend([A, B, "ANSWER: playing"])).to_record()
     assert _views(record) == (False, False, True, False)
     assert record["failure"] == "wrong_count" and record["bfcl"]["first"]["error_type"] == "wrong_count"
 
 
 def test_a_format_error_fixed_after_feedback_is_recovered() -> None:
-    record = run_episode(_task(), "text", ScriptedBackend([A[:-1], A + "\n" + B, "ANSWER: playing"]))
+    record = run_episode(_task(), "text", ScriptedBackend([A[:-1], A + "\n" + B, "ANSWER: playing"])).to_record()
     assert _views(record) == (False, True, True, True)
     assert record["failure"] == "unparseable"
 
 
 def test_a_call_fixed_after_argument_feedback_is_recovered() -> None:
     wrong_type = 'TOOL: spotify.play ARGS: {"artist": "Taylor Swift", "duration": "twenty"}'
-    record = run_episode(_task(), "text", ScriptedBackend([wrong_type + "\n" + B, A + "\n" + B, "ANSWER: playing"]))
+    record = run_episode(
+        _task(), "text", ScriptedBackend([wrong_type + "\n" + B, A + "\n" + B, "ANSWER: playing"])
+    ).to_record()
     assert _views(record) == (False, True, True, True)
 
 
 def test_the_feedback_view_is_the_first_parsed_reply_when_no_call_passed() -> None:
     unknown = "TOOL: spotify.stop ARGS: {}"
-    record = run_episode(_task(), "text", ScriptedBackend([A[:-1], unknown, unknown, "ANSWER: gave up"]))
+    record = run_episode(_task(), "text", ScriptedBackend([A[:-1], unknown, unknown, "ANSWER: gave up"])).to_record()
     assert _views(record)[:2] == (False, False) and record["bfcl"]["feedback"]["error_type"] is not None
 
 
 def test_a_repeated_call_counts_once_in_the_agent_view() -> None:
-    record = run_episode(_task(), "text", ScriptedBackend([A + "\n" + B, A, "ANSWER: done"]))
+    record = run_episode(_task(), "text", ScriptedBackend([A + "\n" + B, A, "ANSWER: done"])).to_record()
     assert _views(record)[2] is True
 
 
 def test_irrelevance_no_call_is_right_and_a_call_is_not() -> None:
-    right = run_episode(_task("irrelevance", None), "text", ScriptedBackend(["ANSWER: none of the tools fits"]))
-    wrong = run_episode(_task("irrelevance", None), "text", ScriptedBackend([A, "ANSWER: ok"]))
+    right = run_episode(
+        _task("irrelevance", None), "text", ScriptedBackend(["ANSWER: none of the tools fits"])
+    ).to_record()
+    wrong = run_episode(_task("irrelevance", None), "text", ScriptedBackend([A, "ANSWER: ok"])).to_record()
     assert right["success"] and not wrong["success"] and wrong["failure"] == "irrelevance_call"
 
 
@@ -107,9 +111,9 @@ def test_bfcl_prompt_mode_on_an_item() -> None:
                 "Done.",
             ]
         ),
-    )
+    ).to_record()
     assert _views(record) == (True, True, True, False)
-    bad = run_episode(_task(), "bfcl-prompt", ScriptedBackend(["I will play them."]))
+    bad = run_episode(_task(), "bfcl-prompt", ScriptedBackend(["I will play them."])).to_record()
     assert bad["failure"] == "unparseable" and bad["steps"] == 1
 
 

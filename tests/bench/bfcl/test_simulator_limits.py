@@ -131,7 +131,7 @@ def test_an_episode_with_a_call_past_its_timeout_ends_and_scores_without_it(whee
     started = time.monotonic()
     out = run_multi_turn(
         item, "text", ScriptedBackend(replies), chat_format="chatml", settings=Settings(), options={"tool_timeout": 0.5}
-    )
+    ).to_record()
     assert time.monotonic() - started < 10  # the scoring did not replay the stalled call
     assert out["error"] is None and out["stop_reason"] == "answer"
     assert not any("mean(" in call for turn in out["multi_turn"]["executed"] for step in turn for call in step)

@@ -12,17 +12,19 @@ message BFCL's FC mode sends.
 
 from __future__ import annotations
 
-import io
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...agent import Agent
 from ...backends.base import Usage
+from ...steps import Result
 from ...tools import Tool, ToolSet
+from ...trace import run_records
 from ..agent_options import agent_options
+from ..checking import CheckResult
 from ..mode_table import bench_mode
+from ..records import Episode, MultiTurnVerdict, TurnEnd
 from .multi_turn import MAX_CALL_STEPS, MultiTurnItem, Simulator, call_string, score_item
 from .prompt_mode import held_out_message
 from .schema import native_names, to_json_schema
@@ -75,20 +77,29 @@ def _runner(sim: Simulator, name: str, executed: list[str]) -> Any:
 
 
 def run_multi_turn(
-    item: MultiTurnItem, mode: str, backend: Any, *, chat_format: Any, settings: Any, options: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Run ``item`` in ``mode``; the fields of the bench record that differ from a single-turn
-    episode's: success, stop_reason, answer, steps, usage, calls, attempted, trace, error and
-    ``multi_turn`` (BFCL's verdict, turns right, and per turn how it ended)."""
+    item: MultiTurnItem,
+    mode: str,
+    backend: Any,
+    *,
+    chat_format: Any,
+    settings: Any,
+    options: Mapping[str, Any],
+    repeat: int = 0,
+) -> Episode:
+    """Run ``item`` in ``mode``: its Episode, holding the Agent's run of each turn, its trace made
+    from them, and ``multi_turn``, BFCL's verdict (turns right, and per turn how it ended)."""
     executed: list[str] = []
     sim = Simulator(item)
-    trace = io.StringIO()
+    trace: list[dict[str, Any]] = []
+    runs: list[Result] = []
     turns: list[list[list[str]]] = []
-    per_turn: list[dict[str, Any]] = []
+    per_turn: list[TurnEnd] = []
     usage, steps, error_text, answer, stop = Usage(), 0, None, None, "answer"
     calls: list[dict[str, Any]] = []
     attempted: list[str] = []
     started = time.monotonic()
+    agent: Agent | None = None
+    start: dict[str, Any] | None = None  # the start line of the turn under way
     try:
         bench = bench_mode(mode)
         if not bench.multi_turn:
@@ -111,7 +122,6 @@ def run_multi_turn(
             observation_limit=settings.observation_limit,
             chat_format=chat_format,
             on_step=on_step,
-            trace=trace,
             **agent_options(mode, settings, tools, documents=item.functions, question=item.turn_text(0)),
             **options,
         )
@@ -125,12 +135,15 @@ def run_multi_turn(
                 agent.add_tools(*more.values())
                 question = held_out_message(held) if bench.bfcl_words else FC_HELD_OUT
             step_calls.clear()
+            start = agent.start_record(question)
             result = agent.run(question)
+            trace += run_records(start, result.steps, result)
+            start = None
+            runs.append(result)
             turns.append([list(s) for s in step_calls])
             usage += result.usage
             steps += len(result.steps)
             answer, stop = result.answer, result.stop_reason
-            format_errors = result.format_errors
             refused = sum(1 for s in result.steps for o in s.outcomes if o.error in ("unknown_tool", "bad_arguments"))
             for s in result.steps:
                 calls += [
@@ -145,15 +158,15 @@ def run_multi_turn(
                 ]
                 attempted += [mapping.get(c.name, c.name) for c in s.calls]
             per_turn.append(
-                {
-                    "turn": turn,
-                    "stop_reason": stop,
-                    "steps": len(result.steps),
-                    "calls": sum(len(s) for s in step_calls),
-                    "format_errors": format_errors,
-                    "refused_calls": refused,
-                    "empty": not any(step_calls),
-                }
+                TurnEnd(
+                    turn,
+                    stop,
+                    len(result.steps),
+                    sum(len(s) for s in step_calls),
+                    result.format_errors,
+                    refused,
+                    not any(step_calls),
+                )
             )
             if result.error is not None:
                 error_text = f"{type(result.error).__name__}: {result.error}"
@@ -163,45 +176,43 @@ def run_multi_turn(
                 break  # force-quit: BFCL ends the item here
     except Exception as exc:  # a harness failure is recorded, never fatal
         error_text, stop = f"{type(exc).__name__}: {exc}", "error"
+        if start is not None and agent is not None:  # the turn it cut: its steps so far
+            cut = [] if runs and agent.steps is runs[-1].steps else list(agent.steps)
+            trace += run_records(start, cut, None)
+            runs.append(Result(None, "error", cut, Usage(), 0.0, mode=mode))
     finally:
         sim.close()
     seconds = time.monotonic() - started
+    force_quit = stop in ("max_steps", "time_limit", "token_budget")
     if stop in ("backend_error", "error"):
-        score = None
-        success = False
+        verdict = MultiTurnVerdict(False, "error", error_text, 0, len(item.turns))
     else:
         score = score_item(item, turns)
-        success = score.valid
-    lines = [json.loads(line) for line in trace.getvalue().splitlines() if line.strip()]
-    force_quit = stop in ("max_steps", "time_limit", "token_budget")
-    return {
-        "success": success,
-        "stop_reason": stop,
-        "answer": answer,
-        "steps": steps,
-        "seconds": round(seconds, 4),
-        "usage": usage.to_dict(),
-        "calls": calls,
-        "attempted": attempted,
-        "trace": lines,
-        "error": error_text,
-        "multi_turn": {
-            **(
-                score.to_dict()
-                if score is not None
-                else {
-                    "valid": False,
-                    "error_type": "error",
-                    "error": error_text,
-                    "turns_right": 0,
-                    "turns": len(item.turns),
-                }
-            ),
-            "force_quit": force_quit,
-            "per_turn": per_turn,
-            "executed": turns,
-            "empty_turns": sum(t["empty"] for t in per_turn if item.ground_truth[t["turn"]]),
-            "format_errors": sum(t["format_errors"] for t in per_turn),
-            "refused_calls": sum(t["refused_calls"] for t in per_turn),
-        },
-    }
+        verdict = MultiTurnVerdict(score.valid, score.error_type, score.error, score.turns_right, score.turns)
+    verdict.force_quit, verdict.per_turn, verdict.executed = force_quit, per_turn, turns
+    verdict.empty_turns = sum(t.empty for t in per_turn if item.ground_truth[t.turn])
+    verdict.format_errors = sum(t.format_errors for t in per_turn)
+    verdict.refused_calls = sum(t.refused_calls for t in per_turn)
+    failure = "backend_error" if stop in ("backend_error", "error") else str(verdict.error_type)
+    return Episode(
+        task=item.id,
+        kind=item.category,
+        split=item.split,
+        mode=mode,
+        repeat=repeat,
+        success=verdict.valid,
+        stop_reason=stop,
+        answer=answer,
+        steps=steps,
+        seconds=round(seconds, 4),
+        usage=usage.to_dict(),
+        checks=[CheckResult("bfcl_multi_turn", verdict.valid, verdict.error or "").to_dict()],
+        calls=calls,
+        attempted=attempted,
+        needs_tools=True,
+        error=error_text,
+        trace=trace,
+        failure=None if verdict.valid else failure,
+        multi_turn=verdict,
+        runs=runs,
+    )

@@ -9,11 +9,12 @@ on the turns) both modes finished: exact McNemar, Newcombe's interval (bench.pai
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .. import paired
-from ..metrics import called_tools, copied_example, episode_tokens, latest_records, repeated_feedback, wilson
+from ..metrics import copied_example, episode_tokens, latest, repeated_feedback, wilson
+from ..records import Episode
 from .loop_stats import FORCE_QUIT_CAUSES, loop_stats
 
 __all__ = ["TURNS_HEADING", "feedback_turns", "multi_turn_rows", "render_multi_turn", "turn_answers", "turn_outcomes"]
@@ -22,52 +23,42 @@ __all__ = ["TURNS_HEADING", "feedback_turns", "multi_turn_rows", "render_multi_t
 TURNS_HEADING = "### Paired, on turns (a turn is right when every turn up to it is)"
 
 
-def _records(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        r
-        for r in latest_records(records)
-        if isinstance(r.get("multi_turn"), Mapping) and r.get("stop_reason") not in ("backend_error", "error")
-    ]
+def _items(episodes: Sequence[Episode]) -> list[Episode]:
+    """The multi-turn items the run finished (a backend error or a harness failure is not one)."""
+    return [e for e in latest(episodes) if e.multi_turn is not None and e.stop_reason not in ("backend_error", "error")]
 
 
-def turn_outcomes(records: Sequence[Mapping[str, Any]], mode: str) -> dict[tuple[str, int, int], bool]:
+def turn_outcomes(episodes: Sequence[Episode], mode: str) -> dict[tuple[str, int, int], bool]:
     """{(task, repeat, turn): right?} of one mode: a turn is right when every turn up to it is."""
     out = {}
-    for r in _records(records):
-        if r.get("mode") != mode:
+    for e in _items(episodes):
+        if e.mode != mode or e.multi_turn is None:
             continue
-        mt = r["multi_turn"]
-        for k in range(int(mt.get("turns") or 0)):
-            out[(str(r["task"]), int(r.get("repeat", 0)), k)] = k < int(mt.get("turns_right") or 0)
+        for k in range(e.multi_turn.turns):
+            out[(e.task, e.repeat, k)] = k < e.multi_turn.turns_right
     return out
 
 
-def turn_answers(record: Mapping[str, Any]) -> list[tuple[str, set[str]]]:
-    """The answers that ended the turns of one item, in order (each turn's ``result`` in the
-    trace), each with the names of the tools its turn called."""
-    answers: list[tuple[str, set[str]]] = []
-    called: set[str] = set()
-    for event in record.get("trace") or ():
-        if not isinstance(event, Mapping):
-            continue
-        if event.get("type") == "start":
-            called = set()
-        elif event.get("type") == "step":
-            called |= called_tools(event)
-        elif event.get("type") == "result" and event.get("answer") is not None:
-            answers.append((str(event["answer"]), called))
-    return answers
+def turn_answers(episode: Episode) -> list[tuple[str, set[str]]]:
+    """The answers that ended the turns of one item, in order (each turn's run), each with the
+    names of the tools its turn called."""
+    return [
+        (run.answer, {c.name for step in run.steps for c in step.calls})
+        for run in episode.runs
+        if run.answer is not None
+    ]
 
 
-def feedback_turns(record: Mapping[str, Any]) -> tuple[int, int]:
+def feedback_turns(episode: Episode) -> tuple[int, int]:
     """(right, told): the item's turns in which the model was told of a format error or a refused
     call, and how many of those turns were right. What the loop's feedback turned into right turns."""
-    mt = record["multi_turn"]
+    verdict = episode.multi_turn
+    assert verdict is not None  # a multi-turn item
     told = right = 0
-    for k, turn in enumerate(mt.get("per_turn") or ()):
-        if int(turn.get("format_errors") or 0) or int(turn.get("refused_calls") or 0):
+    for k, turn in enumerate(verdict.per_turn):
+        if turn.format_errors or turn.refused_calls:
             told += 1
-            right += k < int(mt.get("turns_right") or 0)
+            right += k < verdict.turns_right
     return right, told
 
 
@@ -78,40 +69,40 @@ def _pct(k: int, n: int) -> str:
     return f"{100 * k / n:.1f} % ({100 * low:.0f}–{100 * high:.0f} %), {k}/{n}"
 
 
-def multi_turn_rows(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> list[list[str]]:
+def multi_turn_rows(episodes: Sequence[Episode], modes: Sequence[str]) -> list[list[str]]:
     """One row per (category, mode)."""
     rows = []
-    recs = _records(records)
-    categories = list(dict.fromkeys(str(r.get("kind")) for r in recs))
+    items = _items(episodes)
+    categories = list(dict.fromkeys(e.kind for e in items))
     for category in categories:
         for mode in modes:
-            mine = [r for r in recs if r.get("mode") == mode and r.get("kind") == category]
+            mine = [e for e in items if e.mode == mode and e.kind == category]
             if not mine:
                 continue
             n = len(mine)
-            mts = [r["multi_turn"] for r in mine]
-            turns = sum(int(m.get("turns") or 0) for m in mts)
-            right_turns = sum(int(m.get("turns_right") or 0) for m in mts)
-            answers = [a for r in mine for a in turn_answers(r)]
-            told = [feedback_turns(r) for r in mine]
-            loops = [loop_stats(r) for r in mine]
+            verdicts = [e.multi_turn for e in mine if e.multi_turn is not None]
+            turns = sum(v.turns for v in verdicts)
+            right_turns = sum(v.turns_right for v in verdicts)
+            answers = [a for e in mine for a in turn_answers(e)]
+            told = [feedback_turns(e) for e in mine]
+            loops = [loop_stats(e) for e in mine]
             rows.append(
                 [
                     category,
                     mode,
-                    _pct(sum(bool(r.get("success")) for r in mine), n),
+                    _pct(sum(e.success for e in mine), n),
                     _pct(right_turns, turns),
                     _force_quits(loops, n),
-                    f"{sum(int(m.get('empty_turns') or 0) for m in mts)}/{turns}",
-                    f"{sum(int(m.get('format_errors') or 0) for m in mts) / n:.2f}",
-                    f"{sum(int(m.get('refused_calls') or 0) for m in mts) / n:.2f}",
+                    f"{sum(v.empty_turns for v in verdicts)}/{turns}",
+                    f"{sum(v.format_errors for v in verdicts) / n:.2f}",
+                    f"{sum(v.refused_calls for v in verdicts) / n:.2f}",
                     f"{sum(k for k, _ in told)}/{sum(t for _, t in told)}",
                     f"{sum(s.repeating for s in loops)}/{sum(s.after_failure for s in loops)}",
                     f"{sum(copied_example(a, called) for a, called in answers)}/{len(answers)}",
                     f"{sum(repeated_feedback(a) for a, _ in answers)}/{len(answers)}",
-                    f"{sum(int(r.get('steps') or 0) for r in mine) / n:.1f}",
-                    f"{sum(episode_tokens(r.get('usage')) for r in mine) / n:,.0f}",
-                    f"{sum(float(r.get('seconds') or 0) for r in mine) / n:.0f} s",
+                    f"{sum(e.steps for e in mine) / n:.1f}",
+                    f"{sum(episode_tokens(e.usage) for e in mine) / n:,.0f}",
+                    f"{sum(e.seconds for e in mine) / n:.0f} s",
                 ]
             )
     return rows
@@ -167,25 +158,25 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def _by_category(recs: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """All the records (named ""), then, when they hold more than one category, each category's:
+def _by_category(items: list[Episode]) -> list[tuple[str, list[Episode]]]:
+    """All the items (named ""), then, when they hold more than one category, each category's:
     a goal can be set per category (multi_turn_miss_func apart from multi_turn_miss_param)."""
-    kinds = sorted({str(r.get("kind")) for r in recs})
+    kinds = sorted({e.kind for e in items})
     if len(kinds) < 2:
-        return [("", recs)]
-    return [("", recs), *((k, [r for r in recs if str(r.get("kind")) == k]) for k in kinds)]
+        return [("", items)]
+    return [("", items), *((k, [e for e in items if e.kind == k]) for k in kinds)]
 
 
-def render_multi_turn(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> str:
+def render_multi_turn(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
     """The section, or "" when the run has no multi-turn items."""
-    recs = _records(records)
-    if not recs:
+    finished = _items(episodes)
+    if not finished:
         return ""
-    out = ["## BFCL multi-turn", "", _table(_HEADER, multi_turn_rows(recs, modes)), "", _EXPLAIN, ""]
-    shown = [m for m in modes if any(r.get("mode") == m for r in recs)]
+    out = ["## BFCL multi-turn", "", _table(_HEADER, multi_turn_rows(finished, modes)), "", _EXPLAIN, ""]
+    shown = [m for m in modes if any(e.mode == m for e in finished)]
     if len(shown) >= 2:
         items, turns = [], []
-        groups = _by_category(recs)
+        groups = _by_category(finished)
         # each mode's turns worked out once per group, not once per pair of modes it is in
         outcomes = {(category, m): turn_outcomes(some, m) for category, some in groups for m in shown}
         for a, b in paired.mode_pairs(shown):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..metrics import episode_tokens, wilson
+from ..records import Episode
 from .checker import ERROR_TYPES
 
 __all__ = ["ERROR_TITLES", "OVERALL", "CategoryScore", "bfcl_scores", "draw_categories", "render_bfcl"]
@@ -40,31 +41,32 @@ class CategoryScore:
     seconds: float = 0.0
     failures: dict[str, int] = field(default_factory=dict)
 
-    def add(self, record: Mapping[str, Any]) -> None:
-        scores = record["bfcl"]
+    def add(self, episode: Episode) -> None:
+        scores = episode.bfcl
+        assert scores is not None  # a single-turn BFCL item
         self.items += 1
         self.first += bool(scores["first"]["valid"])
         self.feedback += bool(scores["feedback"]["valid"])
         self.agent += bool(scores["agent"]["valid"])
         self.recovered += bool(scores.get("recovered"))
-        self.tokens += episode_tokens(record.get("usage"))
-        self.seconds += float(record.get("seconds") or 0.0)
+        self.tokens += episode_tokens(episode.usage)
+        self.seconds += float(episode.seconds or 0.0)
         if not scores["first"]["valid"]:
-            label = record.get("failure") or scores["first"].get("error_type") or "unparseable"
+            label = episode.failure or scores["first"].get("error_type") or "unparseable"
             self.failures[label] = self.failures.get(label, 0) + 1
 
     def rate(self, view: str = "first") -> float:
         return getattr(self, view) / self.items if self.items else 0.0
 
 
-def bfcl_scores(records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> dict[str, dict[str, CategoryScore]]:
-    """{category (and OVERALL): {mode: CategoryScore}} over the records that carry BFCL scores."""
+def bfcl_scores(episodes: Sequence[Episode], modes: Sequence[str]) -> dict[str, dict[str, CategoryScore]]:
+    """{category (and OVERALL): {mode: CategoryScore}} over the episodes that carry BFCL scores."""
     table: dict[str, dict[str, CategoryScore]] = {}
-    for record in records:
-        if not isinstance(record.get("bfcl"), Mapping) or record.get("mode") not in modes:
+    for episode in episodes:
+        if not isinstance(episode.bfcl, Mapping) or episode.mode not in modes:
             continue
-        for key in (str(record.get("kind")), OVERALL):
-            table.setdefault(key, {m: CategoryScore() for m in modes})[record["mode"]].add(record)
+        for key in (str(episode.kind), OVERALL):
+            table.setdefault(key, {m: CategoryScore() for m in modes})[episode.mode].add(episode)
     if OVERALL in table:
         table[OVERALL] = table.pop(OVERALL)  # last
     return table
@@ -83,10 +85,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def render_bfcl(records: Sequence[Mapping[str, Any]], modes: Sequence[str], *, first_reply: bool = False) -> str:
-    """The markdown section; empty when no record is a BFCL item. ``first_reply``: the episodes
+def render_bfcl(episodes: Sequence[Episode], modes: Sequence[str], *, first_reply: bool = False) -> str:
+    """The markdown section; empty when no episode is a BFCL item. ``first_reply``: the episodes
     stopped after their first reply, so the feedback and agent views were not measured."""
-    table = bfcl_scores(records, modes)
+    table = bfcl_scores(episodes, modes)
     if not table:
         return ""
     shown = [m for m in modes if table.get(OVERALL, {}).get(m) and table[OVERALL][m].items]
@@ -142,10 +144,10 @@ def render_bfcl(records: Sequence[Mapping[str, Any]], modes: Sequence[str], *, f
     return "\n".join(out)
 
 
-def draw_categories(ax: Any, records: Sequence[Mapping[str, Any]], modes: Sequence[str]) -> bool:
+def draw_categories(ax: Any, episodes: Sequence[Episode], modes: Sequence[str]) -> bool:
     """Grouped bars on a matplotlib axis: first-reply accuracy per category, a bar per mode, with
     Wilson intervals. False when there is nothing to draw."""
-    table = bfcl_scores(records, modes)
+    table = bfcl_scores(episodes, modes)
     if not table:
         return False
     shown = [m for m in modes if table[OVERALL][m].items]
