@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from textagent.protocol import parse_reply
 from textagent.proxy.convert import parse_request
-from textagent.proxy.repair import grammar_for
+from textagent.proxy.judge import grammar_for
 from textagent.proxy.structured import parse_format
 
 SCHEMA = {

@@ -50,7 +50,7 @@ class ProxyError(Exception):
 
 
 class ModelFailed(ProxyError):
-    """422: no reply of the model met the request; ``answer`` (repair.Answer) holds its attempts,
+    """422: no reply of the model met the request; ``answer`` (answer.Answer) holds its attempts,
     so the trace of exactly this request shows what the model wrote."""
 
     def __init__(self, error: ProxyError, answer: Any):

@@ -1,13 +1,12 @@
-"""The proxy's mode: the client's conversation asked of the upstream in the text protocol, on
-the Agent's loop.
+"""The proxy's mode: the client's conversation asked of the upstream in the text protocol, on the
+Agent's loop, whose format-error budget is the repair budget (``max_format_errors =
+max_repairs + 1``; the mode counts nothing itself).
 
-Nothing runs here (the client runs its tools): a reply is read, its calls validated, and a reply
-that cannot be used goes back to the model with textagent's feedback, through the same writer,
-stop words and step records as the text mode. The repair budget is the loop's format-error
-budget (``max_format_errors = max_repairs + 1``); the loop ends with ``submitted`` when the reply
-can be used (or is cut by max_tokens: it is not asked again with the same budget), with
-``format_errors`` when the repairs are spent, and :func:`repair.answer` makes the client's
-answer of how it ended. What is judged and how is worded lives in repair.py.
+Nothing runs here (the client runs its tools). Each reply is read by one ReplyStream, whose events
+go to the client as they come (the answer's text; each call as soon as it is complete and valid),
+and judged (judge.py): a usable reply ends the run (calls ``submitted``, or the ``answer``); one
+that cannot be used is a FormatError, its feedback written as the text mode writes it, and a reply
+cut by max_tokens is not asked again (``format_errors``). :func:`answer` makes the client's Answer.
 """
 
 from __future__ import annotations
@@ -22,47 +21,62 @@ from ..backends.base import Completion
 from ..modes import Conversation, FormatError, Needs, fixed_part
 from ..modes.base import complete
 from ..modes.text import TextExchange, kept_text
-from ..protocol import AnswerText, CutHere, ParseError, Reply, ReplyStream, ToolCall
+from ..protocol import AnswerText, CutHere, ParseError, Reply, ReplyStream, ToolCall, words_of
 from ..protocol.stream import calls_before_error
 from ..steps import Step
-from ..stops import Submitted
-from . import repair
+from ..stops import FormatErrors
+from .answer import Answer
 from .convert import ChatRequest
 from .errors import Cancelled, ModelFailed
+from .judge import (
+    MAX_CALLS_PER_REPLY,
+    call_key,
+    committed_feedback,
+    content_for,
+    judge_call,
+    judge_calls,
+    not_met,
+    problem,
+)
 from .upstream import Upstream
 
-__all__ = ["RelayMode", "answer"]
+__all__ = ["DEFAULT_REPLY_TOKENS", "RelayMode", "answer"]
+
+DEFAULT_REPLY_TOKENS = 1024
 
 
 @dataclass
 class _Reading:
-    """One reply as it was asked and read: its one reader (ReplyStream) and what came of it."""
+    """One reply: its reader and what came of it."""
 
     lead: str  # the prefill this reply continues ("" after the first)
     skip: str  # the answer text the prefill holds already (the client has it)
     stream: ReplyStream
     calls: bool  # its calls go to the client as each is complete
+    before: int  # calls the client had before this reply
+    repeats: set[tuple[str, str]]  # calls sent, as the client runs them
     seen: int = 0  # calls of the reply judged
     stop_at: int | None = None  # where the reply was stopped after a call
-    failures: list[str] = field(default_factory=list)  # observations on streamed calls that failed
-    repeats: set[tuple[str, str]] = field(default_factory=set)  # calls sent, as the client runs them
-    before: int = 0  # calls the client had before this reply
+    failures: list[str] = field(default_factory=list)  # observations on its calls that failed
     text: str = ""  # the reply as read: the prefill, then what was kept of the completion
 
 
 @dataclass
 class _Verdict:
-    """How the last reply was judged, for the answer when the loop ends without a usable one."""
+    """How the last reply was judged: what the client gets if the run ends with it."""
 
     text: str
     reply: Reply | None
     valid: list[dict[str, Any]]
     feedback: str | None
     length: bool
+    calls: list[dict[str, Any]] | None = None  # the calls the client gets now
 
 
 class RelayMode(TextExchange):
-    """The proxy's text-protocol turn on the Agent's loop (see the module's docstring)."""
+    """The proxy's text-protocol turn on the Agent's loop (see the module's docstring):
+    ``start`` writes the client's turns, ``query`` reads the reply through one ReplyStream and
+    forwards its events, ``parse`` judges it."""
 
     name = "proxy"
     needs = Needs()
@@ -74,23 +88,23 @@ class RelayMode(TextExchange):
         *,
         grammar: str | None,
         stop: Sequence[str],
-        max_repairs: int,
         cancelled: threading.Event,
         on_content: Callable[[str, int], Any] | None = None,
         on_call: Callable[[dict[str, Any], int], Any] | None = None,
     ):
         super().__init__()
         self.request, self.turns, self.grammar, self.stop_words = request, turns, grammar, list(stop)
-        self.max_repairs, self.cancelled, self.on_call = max_repairs, cancelled, on_call
+        self.cancelled, self.on_call = cancelled, on_call
         self.prefill = turns[-1]["content"] if turns[-1]["role"] == "assistant" else ""
-        self.out = repair.Answer(None, [], "stop")
+        self.out = Answer(None, [], "stop")
         self.written: list[dict[str, str]] = []  # the turns after the client's: replies and feedback
         self.streams = on_content is not None and request.format is None and request.tool_choice in ("auto", "none")
         self.streams_calls = on_call is not None and request.tool_choice != "none"
-        self.send = None if on_content is None else (lambda piece: on_content(piece, self.out.repairs))
+        self.repairs = 0  # the replies sent back before the one asked now (its step's index - 1)
+        self.send = None if on_content is None else (lambda piece: on_content(piece, self.repairs))
+        self.rejected = 0  # the step last sent back
         self.reading: _Reading | None = None
         self.verdict: _Verdict | None = None
-        self.cut = False  # the last reply was cut by max_tokens and could not be used: not asked again
 
     # -- the conversation -------------------------------------------------------------------------
     def start(self, task: str, examples: Sequence[Any]) -> None:
@@ -106,38 +120,36 @@ class RelayMode(TextExchange):
         self.conversation = Conversation([dict(t) for t in self.turns], prompt, fixed)
 
     def reject(self, step: Step, feedback: str) -> None:
-        """Send the reply back with ``feedback`` (a repair), or note it unsent when the repairs are
-        spent (the loop ends: its format-error budget is the repair budget)."""
-        if self.out.repairs >= self.max_repairs:
-            repair._unsent(step, feedback)
-            return
+        """Send the reply back with ``feedback`` (a repair: the loop's budget says whether the
+        model is asked again; if not, :func:`answer` takes it back as not sent)."""
         assert self.reading is not None
-        kept = self._kept(step)
+        kept, lead = self._kept(step), self.reading.lead
         self.written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
-        lead = self.reading.lead
         if lead:  # the prefill is in the prompt already: the reply goes on from it
             self.conversation.messages.pop()
         self._append(step, kept[len(lead) :] if lead else kept, [feedback])
         if lead:
             self.conversation.messages[-2]["content"] = kept
-        self.out.repairs += 1
+        self.rejected = step.index
 
     def answer(self, step: Step) -> None:
-        """A usable answer: the client's content (no protocol keyword; JSON under response_format)."""
+        """The run's last reply: the client gets its calls, or its content (no protocol keyword;
+        JSON under response_format)."""
         reading, out, verdict = self.reading, self.out, self.verdict
         assert reading is not None and verdict is not None
         step.reply = verdict.reply  # as read (None: the streamed answer's rest did not parse)
         self.written.append({"role": "assistant", "content": self._kept(step)})
         out.turns = self.written
-        stream = reading.stream
-        if verdict.reply is not None:
-            content = repair._content(verdict.reply, self.request)
-        else:
-            content = reading.skip + stream.sent
+        length = step.finish_reason == "length"
+        if verdict.calls is not None:
+            out.calls, out.content, out.finish_reason = verdict.calls, None, "length" if length else "tool_calls"
+            return
+        reply = verdict.reply
+        content = content_for(reply, self.request) if reply is not None else reading.skip + reading.stream.sent
         skip = reading.skip
         out.content = content[len(skip) :] if skip and content.startswith(skip) else content
-        out.finish_reason = "length" if step.finish_reason == "length" else "stop"
-        piece = stream.rest(out.content) if stream.release else out.content
+        out.finish_reason = "length" if length else "stop"
+        piece = reading.stream.rest(out.content) if reading.stream.release else out.content
         if self.send is not None and piece:
             self.send(piece)
 
@@ -146,13 +158,14 @@ class RelayMode(TextExchange):
         if self.cancelled.is_set():  # the client went away: nothing more is sent upstream
             raise Cancelled()
         tools, out = self.ctx.tools, self.out
+        self.repairs = step.index - 1
         lead = "" if self.reading is not None else self.prefill  # only the first reply continues the prefill
-        skip = repair._prefilled_answer(lead, tools)
+        skip = _prefilled_answer(lead, tools)
         release = bool(self.streams and self.send and not out.calls)
         stream = ReplyStream(tools, prefix=lead, calls=bool(tools), answers=True, release=release, skip=skip)
         # a prefill holding an answer: a call after it ends the answer, none is streamed
-        reading = _Reading(lead, skip, stream, self.streams_calls and not skip, before=len(out.calls))
-        reading.repeats = {repair._call_key(c) for c in out.calls}  # sent before this reply
+        calls = self.streams_calls and not skip
+        reading = _Reading(lead, skip, stream, calls, len(out.calls), {call_key(c) for c in out.calls})
         self.reading = reading
 
         def on_text(text: str) -> bool:
@@ -171,71 +184,70 @@ class RelayMode(TextExchange):
         return completion
 
     def _events(self, reading: _Reading, events: list) -> bool:
-        """What the reply's reader found in its newest text, forwarded to the client: answer text,
-        each complete call that is valid. True: stop reading (the reply may be cut there)."""
+        """The reader's events, forwarded: answer text, each complete call that is valid. True:
+        stop reading (the reply may be cut there)."""
         for event in events:
             if isinstance(event, AnswerText):
                 assert self.send is not None
                 self.send(event.piece)
             elif isinstance(event, CutHere):
                 return True
-            elif reading.calls and self._judge_streamed(event.call, reading):
+            elif reading.calls and self._take(event.call, reading):
                 reading.stop_at = event.end
                 return True
         return False
 
-    def _judge_streamed(self, call: ToolCall, reading: _Reading) -> bool:
-        """A call complete in the stream: sent to the client at once when valid. True: stop reading."""
+    def _take(self, call: ToolCall, reading: _Reading) -> bool:
+        """A call of the reply complete: the client gets it at once when valid. True: read no more."""
         out, limit = self.out, None if self.request.parallel else 1
         if limit is not None and reading.seen >= limit:
             return True
         reading.seen += 1
-        valid, failure = repair._judge(call, self.ctx.tools)
+        valid, failure = judge_call(call, self.ctx.tools)
         if valid is None:
             reading.failures.append(failure)
-        elif repair._call_key(valid) not in reading.repeats and len(out.calls) < repair.MAX_CALLS_PER_REPLY:
-            reading.repeats.add(repair._call_key(valid))  # a repair may repeat an accepted call, keys in any order
+        elif call_key(valid) not in reading.repeats and len(out.calls) < MAX_CALLS_PER_REPLY:
+            reading.repeats.add(call_key(valid))  # a repair may repeat an accepted call, keys in any order
             out.calls.append(valid)  # ... and a reply the same call twice
             assert self.on_call is not None
-            self.on_call(valid, out.repairs)
+            self.on_call(valid, self.repairs)
         # the cap is the answer's, repairs included
-        return len(out.calls) >= repair.MAX_CALLS_PER_REPLY or (limit is not None and reading.seen >= limit)
+        return len(out.calls) >= MAX_CALLS_PER_REPLY or (limit is not None and reading.seen >= limit)
 
-    # -- reading --------------------------------------------------------------------------------------
+    # -- judging --------------------------------------------------------------------------------------
     def parse(self, completion: Completion, step: Step) -> Reply:
-        """The reply, when it is a usable answer; FormatError (with the feedback) when it goes
-        back; Submitted when the client gets its calls, or nothing more is asked."""
-        reading, tools = self.reading, self.ctx.tools
+        """The reply the run ends with (its calls, which the client gets, or the answer), or
+        FormatError with the feedback; FormatErrors (the run ends) for an unusable reply cut by
+        max_tokens: it is not asked again with the same budget."""
+        reading, tools, out = self.reading, self.ctx.tools, self.out
         assert reading is not None
         length = completion.finish_reason == "length"
         reply, unparsed = self._read(reading.text, step, length)
         step.reply = reply
-        if self.out.calls:  # the client has calls: they stay, and only what failed goes back
-            self._after_calls(reply, unparsed, step, length)
-        feedback, valid = (unparsed, []) if reply is None else repair._problem(self.request, reply, tools)
+        if out.calls:  # the client has calls: they stay, and only what failed goes back
+            feedback = self._after_calls(reply, unparsed, step)
+            self.verdict = _Verdict(reading.text, reply, [], feedback, length)
+            if feedback is None or length or len(out.calls) >= MAX_CALLS_PER_REPLY:
+                return self._submit(step, out.calls, feedback)
+            raise FormatError(feedback, step.parse_error)
+        feedback, valid = (unparsed, []) if reply is None else problem(self.request, reply, tools)
         if reading.stream.sent:
             feedback, valid = None, []  # the client has this answer's start: it is the answer
         self.verdict = _Verdict(reading.text, reply, valid, feedback, length)
-        if feedback is None:
-            if valid:  # a reply cut by max_tokens says so: finish_reason "length"
-                self._submit(step, valid, length)
-            # an answer: the loop ends with it (the reply itself, when the streamed answer came
-            # before calls, goes back on the step in answer())
+        if feedback is None and not valid:
             return reply if reply is not None and reply.is_final else Reply([], "", "")
-        if length:  # a reply cut by max_tokens is not asked again with the same budget
-            repair._unsent(step, feedback)
-            self.cut = True
-            raise Submitted()
-        if len(valid) >= repair.MAX_CALLS_PER_REPLY:  # the answer is full: a repair could add no call
-            repair._unsent(step, feedback)
-            self._submit(step, valid, length)
-        if valid and self.out.repairs < self.max_repairs:
-            # some calls are valid: they are kept (as streaming keeps them), only the others go back
+        if feedback is None or len(valid) >= MAX_CALLS_PER_REPLY:  # full: a repair could add no call
+            _accepted(step, valid)
+            return self._submit(step, valid, feedback)
+        if length:
+            _unsent(step, feedback)
+            raise FormatErrors()
+        if valid:  # they are kept (as streaming keeps them), only the others go back
             assert reply is not None
-            self.out.calls = valid
-            repair._accepted(step, valid)
-            feedback = repair._committed(self.out, repair._judged(reply.calls, tools, set())[1], None)
-            assert feedback is not None
+            out.calls = valid
+            _accepted(step, valid)
+            feedback = committed_feedback(valid, judge_calls(reply.calls, tools, set())[1], None)
+        assert feedback is not None
         raise FormatError(feedback, step.parse_error)
 
     def _read(self, text: str, step: Step, length: bool) -> tuple[Reply | None, str | None]:
@@ -257,46 +269,61 @@ class RelayMode(TextExchange):
             return None, prompts.feedback(prompts.parse_feedback(err, tools))
         if reading.calls and reading.stop_at is None:
             for call in reply.calls[reading.seen :]:  # the calls the reply's end completed
-                if self._judge_streamed(call, reading):
+                if self._take(call, reading):
                     break
         return reply, None
 
-    def _after_calls(self, reply: Reply | None, unparsed: str | None, step: Step, length: bool) -> None:
-        """A reply once the client has calls: its failures go back alone, told which were
-        accepted; nothing failed (an answer, or nothing more): the calls are the answer."""
+    def _after_calls(self, reply: Reply | None, unparsed: str | None, step: Step) -> str | None:
+        """The feedback on a reply once the client has calls: its failures, told which calls
+        were accepted; None when nothing failed (an answer, or nothing more)."""
         reading, out = self.reading, self.out
         assert reading is not None
-        failures = reading.failures
         if not reading.calls and reply is not None:  # not streamed: this reply's calls are judged now
-            room = repair.MAX_CALLS_PER_REPLY - len(out.calls)
-            more, failed = repair._judged(
-                reply.calls if self.request.parallel else [], self.ctx.tools, reading.repeats, room
-            )
+            room = MAX_CALLS_PER_REPLY - len(out.calls)
+            calls = reply.calls if self.request.parallel else []
+            more, failed = judge_calls(calls, self.ctx.tools, reading.repeats, room)
             out.calls += more
-            failures += failed
-        feedback = repair._committed(out, failures, unparsed)
-        repair._accepted(step, out.calls[reading.before :], streamed=True)
-        full = len(out.calls) >= repair.MAX_CALLS_PER_REPLY  # a repair could add no call
-        if feedback is None or length or full or out.repairs >= self.max_repairs:
-            if feedback is not None:
-                repair._unsent(step, feedback)
-            out.turns = [*self.written, {"role": "assistant", "content": self._kept(step)}]
-            out.content, out.finish_reason = None, "length" if length else "tool_calls"
-            raise Submitted()
-        raise FormatError(feedback, step.parse_error)
+            reading.failures += failed
+        _accepted(step, out.calls[reading.before :], streamed=True)
+        return committed_feedback(out.calls, reading.failures, unparsed)
 
-    def _submit(self, step: Step, valid: list[dict[str, Any]], length: bool) -> None:
-        out = self.out
-        self.written.append({"role": "assistant", "content": self._kept(step)})
-        out.turns = self.written
-        out.calls, out.finish_reason = valid, "length" if length else "tool_calls"
-        repair._accepted(step, valid)
-        raise Submitted()
+    def _submit(self, step: Step, calls: list[dict[str, Any]], feedback: str | None) -> Reply:
+        """The run ends with ``calls`` for the client (``feedback`` on the reply is not sent)."""
+        assert self.verdict is not None
+        if feedback is not None:
+            _unsent(step, feedback)
+        self.verdict.calls = calls
+        return Reply([ToolCall(c["name"], c["args"], c["id"]) for c in calls], None, "")
 
     def _kept(self, step: Step) -> str:
         """The reply as it enters the conversation: read (prefill, cut), up to an invented observation."""
         assert self.reading is not None
         return kept_text(Step(step.index, self.reading.text, reply=step.reply))
+
+
+def _accepted(attempt: Step, calls: list[dict[str, Any]], streamed: bool = False) -> None:
+    """Note on ``attempt`` the calls of it the client got (``streamed``: each as soon as it was complete)."""
+    if calls:
+        attempt.extra["accepted"] = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
+        if streamed:
+            attempt.extra["streamed"] = True
+
+
+def _unsent(attempt: Step, feedback: str) -> None:
+    """Note the feedback on a reply that was not sent back (the repairs were spent, or max_tokens cut it)."""
+    attempt.observations.append(feedback)
+    attempt.extra["feedback_sent"] = False
+
+
+def _prefilled_answer(prefill: str, tools: Any) -> str:
+    """The answer text a prefill already holds (the client has it)."""
+    if not prefill:
+        return ""
+    try:
+        reply = ReplyStream(tools).reply(prefill)
+    except ParseError:
+        return ""
+    return reply.answer or "" if reply.is_final else ""
 
 
 def answer(
@@ -310,29 +337,23 @@ def answer(
     cancelled: threading.Event,
     on_content: Callable[[str, int], Any] | None = None,
     on_call: Callable[[dict[str, Any], int], Any] | None = None,
-) -> repair.Answer:
+) -> Answer:
     """Ask until the reply can be used or ``max_repairs`` repairs are spent, on the Agent's loop.
     A conversation ending with an assistant turn is a prefill: the first reply continues it, and
     the content is what the model added to it. ``on_content(piece, repairs)`` gets the answer's
     content in pieces, some while the model writes it; ``on_call(call, repairs)`` each valid call
-    as soon as its line is complete (both from the reply's one reader, protocol.ReplyStream): such a call
-    stays in the answer, and a later call that fails goes back to the model alone. Raises
-    Cancelled when ``cancelled`` is set (the stream to the upstream is closed at its next token),
-    BackendError when the upstream fails, ModelFailed when ``tool_choice`` or ``response_format``
-    cannot be met."""
+    as soon as its line is complete: such a call stays in the answer, and a later call that fails
+    goes back to the model alone. Raises Cancelled when ``cancelled`` is set (the stream to the
+    upstream is closed at its next token), BackendError when the upstream fails, ModelFailed
+    when ``tool_choice`` or ``response_format`` cannot be met."""
     from ..agent import Agent
+    from .judge import grammar_for
 
     tools = request.tools.select(request.function) if request.function else request.tools
-    grammar = repair.grammar_for(request, constrained) if upstream.takes_grammar else None
+    grammar = grammar_for(request, constrained) if upstream.takes_grammar else None
+    stop = [*([] if grammar else ["OBSERVATION"]), *upstream.format.stop, *request.stop]
     mode = RelayMode(
-        request,
-        turns,
-        grammar=grammar,
-        stop=[*([] if grammar else ["OBSERVATION"]), *upstream.format.stop, *request.stop],
-        max_repairs=max_repairs,
-        cancelled=cancelled,
-        on_content=on_content,
-        on_call=on_call,
+        request, turns, grammar=grammar, stop=stop, cancelled=cancelled, on_content=on_content, on_call=on_call
     )
     options: dict[str, Any] = dict(upstream.options(slot))
     if request.temperature is not None:
@@ -345,7 +366,7 @@ def answer(
         mode=mode,
         max_steps=max_repairs + 1,
         max_format_errors=max_repairs + 1,  # the repair budget
-        reply_tokens=request.max_tokens or repair.DEFAULT_REPLY_TOKENS,
+        reply_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
         chat_format=upstream.format,
         example=None,
         max_calls_per_reply=None,  # the mode collapses repeats and caps the calls itself
@@ -353,30 +374,33 @@ def answer(
     )
     result = agent.run(turns[-1]["content"] or "(the client's conversation)")
     out = mode.out
-    out.attempts, out.usage = result.steps, result.usage
+    out.attempts, out.usage, out.repairs = result.steps, result.usage, max(0, len(result.steps) - 1)
     if result.error is not None:
         raise result.error
-    if result.stop_reason == "format_errors" or mode.cut:
-        return _spent(mode)
-    return out
+    return _spent(mode) if result.stop_reason == "format_errors" else out
 
 
-def _spent(mode: RelayMode) -> repair.Answer:
-    """The answer when the repairs are spent: the last reply's valid calls; else an error where
-    ``tool_choice`` or ``response_format`` demanded something; else the reply's words."""
+def _spent(mode: RelayMode) -> Answer:
+    """The answer when no reply could be used: the calls the client has or the last reply's valid
+    ones; else an error where ``tool_choice`` or ``response_format`` demanded something; else the
+    reply's words."""
     out, verdict, request = mode.out, mode.verdict, mode.request
     assert verdict is not None and mode.reading is not None
     last = out.attempts[-1]
+    if mode.rejected == last.index:  # its feedback was not sent: the repairs were spent
+        del mode.written[-2:]
+        last.extra["feedback_sent"] = False
     out.turns = [*mode.written, {"role": "assistant", "content": mode._kept(last)}]
-    finish = "length" if verdict.length else "tool_calls"
-    if verdict.valid:
-        out.calls, out.finish_reason = verdict.valid, finish
-        repair._accepted(last, verdict.valid)
+    if out.calls or verdict.valid:
+        if not out.calls:
+            _accepted(last, verdict.valid)
+        out.calls = out.calls or verdict.valid
+        out.content, out.finish_reason = None, "length" if verdict.length else "tool_calls"
         return out
-    error = repair._not_met(request, out.repairs)
+    error = not_met(request, out.repairs)
     if error is not None and not (verdict.length and request.format is not None):
         raise ModelFailed(error, out)
-    out.content, out.finish_reason = repair._prose(verdict.text, verdict.reply), "length" if verdict.length else "stop"
+    out.content, out.finish_reason = words_of(verdict.text, verdict.reply), "length" if verdict.length else "stop"
     if not out.content:
         # an OpenAI endpoint does not fail a request over what the model wrote: the client gets an
         # empty message (its agent goes on), the failure is in the trace and a response header

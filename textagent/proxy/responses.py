@@ -18,9 +18,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from .answer import Answer
 from .convert import ChatRequest, parse_request
 from .errors import ProxyError
-from .repair import Answer
 from .streaming import dump
 
 __all__ = ["ResponsesShape", "parse_responses", "response_object"]

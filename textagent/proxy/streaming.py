@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..backends.base import Usage
 from ..trace import json_line
-from .repair import Answer
+from .answer import Answer
 
 __all__ = ["ChatChunks", "EventStream", "OnCall", "OnContent", "completion_object", "dump", "sse", "usage_object"]
 

@@ -1,75 +1,40 @@
-"""What the proxy makes of a reply: whether it can be used, the feedback when it cannot, and the
-answer the client gets. The loop that asks, reads and sends the feedback back, up to
-``max_repairs`` times, is the Agent's (relay.py: the proxy's mode).
+"""What the proxy makes of a reply: whether it can be used, and the feedback when it cannot. The
+proxy's mode (relay.py) asks, hands usable replies to the client and sends the feedback back.
 
-A reply can be used when it parses, its calls name the request's tools with arguments valid
-for their schemas, and it fits ``tool_choice`` (a call for ``required`` or a named function,
-none for ``none``) and, under ``response_format``, its answer is JSON of the schema. What the
-client gets is a list of valid calls or a message whose content is the answer (no keyword of
-the protocol in it). When the repairs run out it gets the valid calls of the last reply; else,
-where ``tool_choice`` or ``response_format`` demanded something, an error (422), and otherwise
-the reply's words without its protocol lines: an empty message when it has none (an OpenAI
-endpoint does not fail a request over what the model wrote; ``Answer.failure`` says why, for the
-trace and the ``x-textagent-failure`` header).
-
-Streamed, each valid call is sent as soon as it is complete (protocol.ReplyStream). From then on the
-answer is calls: the ones sent stay, a reply's failing calls (or a rest that does not parse) go
-back to the model alone, told which were accepted, and the valid calls of its new reply are
-added; when the repairs run out, the calls sent are the answer.
-
-Each upstream completion is recorded as a ``Step`` (``Answer.attempts``, the trace's records):
-what the upstream wrote, how it was read, its usage, the feedback as its observations, and in
-``details`` the calls of it the client got (``accepted``, ``streamed`` when each went out as soon
-as it was complete), and ``feedback_sent: false`` where the feedback was not sent (the repairs
-were spent, or max_tokens cut the reply).
+A reply can be used when it parses, its calls name the request's tools with arguments valid for
+their schemas, and it fits ``tool_choice`` (a call for ``required`` or a named function, none for
+``none``) and, under ``response_format``, its answer is JSON of the schema. A call the client gets
+is a dict: ``{"id", "name", "arguments" (a JSON string), "args" (the object)}``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
-from ..backends.base import Usage
 from ..gbnf import reply_grammar
-from ..protocol import ParseError, Reply, ToolCall, content_of, parse_reply, words_of
-from ..steps import Step
+from ..protocol import Reply, ToolCall, content_of
 from ..tools import ToolSet
 from ..tools.validation import format_path
+from .answer import arguments_json, new_call_id
 from .convert import ChatRequest
-from .errors import Cancelled, ProxyError
+from .errors import ProxyError
 
-__all__ = ["Answer", "Cancelled", "arguments_json", "grammar_for"]
+__all__ = [
+    "MAX_CALLS_PER_REPLY",
+    "call_key",
+    "committed_feedback",
+    "content_for",
+    "grammar_for",
+    "judge_call",
+    "judge_calls",
+    "not_met",
+    "problem",
+]
 
-DEFAULT_REPLY_TOKENS = 1024
 MAX_CALLS_PER_REPLY = 16  # the Agent's default max_calls_per_reply
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-@dataclass
-class Answer:
-    content: str | None
-    calls: list[dict[str, Any]]  # {"id", "name", "arguments" (a JSON string), "args" (the object)}
-    finish_reason: str  # tool_calls | stop | length
-    usage: Usage = field(default_factory=Usage)
-    repairs: int = 0
-    attempts: list[Step] = field(default_factory=list)  # one per upstream completion
-    turns: list[dict[str, str]] = field(default_factory=list)  # what the model wrote, repairs included
-    failure: str | None = None  # why the content is empty: no reply was usable (not an error for the client)
-
-    def message(self) -> dict[str, Any]:
-        """The assistant message of the response."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.calls:
-            message["tool_calls"] = [
-                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for c in self.calls
-            ]
-        return message
 
 
 def grammar_for(request: ChatRequest, constrained: bool) -> str | None:
@@ -92,10 +57,6 @@ def grammar_for(request: ChatRequest, constrained: bool) -> str | None:
     return grammar
 
 
-def _new_id() -> str:
-    return "call_" + uuid.uuid4().hex[:24]
-
-
 def _not_finite(value: Any) -> tuple[list[Any], float] | None:
     """The path to the first NaN or infinity in ``value`` (JSON data), if any; no recursion."""
     stack: list[tuple[Any, list[Any]]] = [(value, [])]
@@ -110,21 +71,13 @@ def _not_finite(value: Any) -> tuple[list[Any], float] | None:
     return None
 
 
-def arguments_json(args: Any) -> str:
-    """The ``arguments`` string of a tool call: RFC 8259 JSON (ValueError for NaN or an infinity),
-    and text UTF-8 can carry (a lone surrogate the model wrote is kept as its ``\\uXXXX`` escape,
-    which reads back as the same string)."""
-    text = json.dumps(args, ensure_ascii=False, allow_nan=False)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
-
-
-def _call_key(call: dict[str, Any]) -> tuple[str, str]:
+def call_key(call: dict[str, Any]) -> tuple[str, str]:
     """A call as the client would run it: the same name and arguments, whatever the order of
     their keys or the spacing of the JSON the model wrote."""
     return call["name"], json.dumps(call["args"], sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _judge(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, str]:
+def judge_call(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, str]:
     """One call as the client gets it (None when it is not valid), or the observation telling the
     model why not. Validated only (``ToolSet.check``): the client runs its tools."""
     outcome = tools.check(call, limit=None)
@@ -140,7 +93,7 @@ def _judge(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, str]:
         )
     if outcome.ok:
         return {
-            "id": _new_id(),
+            "id": new_call_id(),
             "name": outcome.name,
             "args": outcome.args,
             "arguments": arguments_json(outcome.args),
@@ -148,7 +101,7 @@ def _judge(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, str]:
     return None, prompts.observation(outcome.name, outcome.output, failed=True)
 
 
-def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | None, list[dict[str, Any]]]:
+def problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | None, list[dict[str, Any]]]:
     """Feedback for the model when the reply cannot be used (else None), and its valid calls
     (exact repeats collapsed, at most MAX_CALLS_PER_REPLY)."""
     if reply.is_final:
@@ -167,7 +120,7 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     if request.tool_choice == "none":
         return prompts.feedback(prompts.for_family("proxy").template("no_call.txt").substitute()), []
     calls = reply.calls if request.parallel else reply.calls[:1]
-    valid, failed = _judged(calls, tools, set())
+    valid, failed = judge_calls(calls, tools, set())
     if failed:
         if len(calls) > 1:
             failed.append(prompts.for_family("proxy").template("rewrite.txt").substitute())
@@ -175,7 +128,7 @@ def _problem(request: ChatRequest, reply: Reply, tools: ToolSet) -> tuple[str | 
     return None, valid
 
 
-def _judged(
+def judge_calls(
     calls: list[ToolCall], tools: ToolSet, seen: set[tuple[str, str]], room: int = MAX_CALLS_PER_REPLY
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """(the valid calls, the observations on the others) of a reply's ``calls``: a call the same
@@ -185,29 +138,23 @@ def _judged(
     valid: list[dict[str, Any]] = []
     failed: list[str] = []
     for call in calls:
-        ok, failure = _judge(call, tools)
+        ok, failure = judge_call(call, tools)
         if ok is None:
             failed.append(failure)
-        elif _call_key(ok) not in seen and len(valid) < room:
-            seen.add(_call_key(ok))
+        elif call_key(ok) not in seen and len(valid) < room:
+            seen.add(call_key(ok))
             valid.append(ok)
     return valid, failed
 
 
-def _content(reply: Reply, request: ChatRequest) -> str:
-    """The client's content of a usable answer: its words (protocol.content_of: no keyword of the
-    protocol), the JSON under response_format."""
+def content_for(reply: Reply, request: ChatRequest) -> str:
+    """The client's content of a usable answer: its words (no keyword of the protocol), the JSON
+    under response_format."""
     text = content_of(reply)
     return request.format.check(text)[1] if request.format is not None else text
 
 
-def _prose(text: str, reply: Reply | None) -> str:
-    """What a reply that could not be used says in words: its answer or prose, never a call
-    line, an ARGS line or a keyword."""
-    return words_of(text, reply)
-
-
-def _not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
+def not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
     """The error for a request whose demand no reply met after ``repairs`` repairs, if it has one."""
     after = f"after {repairs} repair{'s' if repairs != 1 else ''}"
     if request.tool_choice in ("required", "function"):
@@ -229,39 +176,16 @@ def _not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
     return None
 
 
-def _accepted(attempt: Step, calls: list[dict[str, Any]], streamed: bool = False) -> None:
-    """Note on ``attempt`` the calls of it the client got (``streamed``: each as soon as it was complete)."""
-    if calls:
-        attempt.extra["accepted"] = [{"id": c["id"], "name": c["name"], "arguments": c["arguments"]} for c in calls]
-        if streamed:
-            attempt.extra["streamed"] = True
-
-
-def _unsent(attempt: Step, feedback: str) -> None:
-    """Note the feedback on a reply that was not sent back (the repairs were spent, or max_tokens cut it)."""
-    attempt.observations.append(feedback)
-    attempt.extra["feedback_sent"] = False
-
-
-def _committed(out: Answer, failures: list[str], parse_feedback: str | None) -> str | None:
-    """The feedback on a reply once the client has calls (``out.calls``): the calls of the reply
+def committed_feedback(
+    accepted_calls: list[dict[str, Any]], failures: list[str], parse_feedback: str | None
+) -> str | None:
+    """The feedback on a reply once the client has calls (``accepted_calls``): the calls of the reply
     that failed and why (``failures``), or why it did not parse, and which calls were accepted;
     None when nothing failed (an answer or nothing more is no failure: the calls are the answer)."""
     problems = [*failures, *([parse_feedback] if parse_feedback else [])]
     if not problems:
         return None
-    accepted = "; ".join(f"{c['name']} {c['arguments']}" for c in out.calls)
+    accepted = "; ".join(f"{c['name']} {c['arguments']}" for c in accepted_calls)
     return "\n".join(
         [*problems, prompts.for_family("proxy").template("rewrite_failed.txt").substitute(accepted=accepted)]
     )
-
-
-def _prefilled_answer(prefill: str, tools: Any) -> str:
-    """The answer text a prefill already holds (the client has it)."""
-    if not prefill:
-        return ""
-    try:
-        reply = parse_reply(prefill, tools)
-    except ParseError:
-        return ""
-    return reply.answer or "" if reply.is_final else ""
