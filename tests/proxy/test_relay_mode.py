@@ -33,7 +33,7 @@ BAD = 'TOOL: grep ARGS: {"file_name": "a.py"}'  # the pattern is missing
 
 def relay(replies: list[str], *, repairs: int = 2, **body):
     request = parse_request({"messages": [{"role": "user", "content": "Find the TODOs."}], "tools": [GREP], **body})
-    mode = RelayMode(request, transcript(request), grammar=None, stop=["OBSERVATION"], cancelled=threading.Event())
+    mode = RelayMode(request, transcript(request), grammar=None, cancelled=threading.Event())
     backend = ScriptedBackend(replies)
     agent = Agent(
         backend,
@@ -49,7 +49,7 @@ def relay(replies: list[str], *, repairs: int = 2, **body):
 
 def test_a_mode_that_runs_no_tools_stubs_nothing():
     request = parse_request({"messages": [{"role": "user", "content": "hi"}]})
-    mode = RelayMode(request, transcript(request), grammar=None, stop=[], cancelled=threading.Event())
+    mode = RelayMode(request, transcript(request), grammar=None, cancelled=threading.Event())
     assert not isinstance(mode, RunsTools) and not hasattr(mode, "execute") and not hasattr(mode, "observe")
 
 

@@ -33,7 +33,7 @@ class ConstrainedMode(TextMode):
     def __init__(self, *, max_thoughts: int = 3, max_calls: int | None = None):
         super().__init__()
         self.max_thoughts, self.max_calls = max_thoughts, max_calls
-        self.grammar = ""
+        self.grammar: str | None = None  # built with the tool set (setup); stop words and options are text mode's
 
     def setup(self, ctx: ModeContext) -> None:
         capabilities = getattr(ctx.backend, "capabilities", None)
@@ -51,11 +51,3 @@ class ConstrainedMode(TextMode):
     def set_tools(self, tools: Any) -> None:
         super().set_tools(tools)
         self.grammar = reply_grammar(tools, max_thoughts=self.max_thoughts, max_calls=self.max_calls)
-
-    def stop(self) -> list[str]:
-        # The grammar already rules out OBSERVATION lines; as a stop string it could only cut a
-        # reply inside a JSON string or the answer.
-        return list(self.ctx.format.stop)
-
-    def options(self) -> dict[str, Any]:
-        return {**self.ctx.options, "grammar": self.grammar}

@@ -74,6 +74,7 @@ class TextExchange:
     name = "text"
     needs = Needs()
     prompts = prompts.for_family("text")
+    grammar: str | None = None  # the GBNF the reply is held to (constrained mode, the proxy's)
 
     def __init__(self) -> None:
         self.conversation = Conversation()
@@ -117,10 +118,14 @@ class TextExchange:
 
     # -- asking ---------------------------------------------------------------------------------
     def stop(self) -> list[str]:
-        return ["OBSERVATION", *self.ctx.format.stop]
+        """The stop words: the chat format's end of turn, and ``OBSERVATION`` unless a grammar
+        rules it out (as a stop string it could then only cut a reply inside a JSON string or
+        the answer)."""
+        return [*([] if self.grammar else ["OBSERVATION"]), *self.ctx.format.stop]
 
     def options(self) -> dict[str, Any]:
-        return dict(self.ctx.options)
+        """The request options, with the grammar the reply is held to (None: free text)."""
+        return {**self.ctx.options, "grammar": self.grammar} if self.grammar else dict(self.ctx.options)
 
     def query(self, step: Step, max_tokens: int) -> Completion:
         options = self.options()

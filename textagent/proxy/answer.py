@@ -4,6 +4,7 @@ attempts it took), and a call's ``arguments`` as JSON a client can read."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import Any
 from ..backends.base import Usage
 from ..steps import Step
 
-__all__ = ["Answer", "arguments_json", "new_call_id"]
+__all__ = ["Answer", "arguments_json", "new_call_id", "non_finite"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -50,3 +51,17 @@ def arguments_json(args: Any) -> str:
     which reads back as the same string)."""
     text = json.dumps(args, ensure_ascii=False, allow_nan=False)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
+
+
+def non_finite(value: Any) -> tuple[list[Any], float] | None:
+    """The path to the first NaN or infinity in ``value`` (JSON data), if any; no recursion."""
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return path, node
+        if isinstance(node, dict):
+            stack.extend((v, [*path, k]) for k, v in reversed(list(node.items())))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, [*path, i]) for i, v in reversed(list(enumerate(node))))
+    return None

@@ -10,7 +10,6 @@ is a dict: ``{"id", "name", "arguments" (a JSON string), "args" (the object)}``.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from .. import prompts
@@ -18,9 +17,8 @@ from ..gbnf import reply_grammar
 from ..protocol import Reply, ToolCall, content_of
 from ..tools import ToolSet
 from ..tools.validation import format_path
-from .answer import arguments_json, new_call_id
+from .answer import arguments_json, new_call_id, non_finite
 from .convert import ChatRequest
-from .errors import ProxyError
 
 __all__ = [
     "MAX_CALLS_PER_REPLY",
@@ -30,7 +28,6 @@ __all__ = [
     "grammar_for",
     "judge_call",
     "judge_calls",
-    "not_met",
     "problem",
 ]
 
@@ -57,20 +54,6 @@ def grammar_for(request: ChatRequest, constrained: bool) -> str | None:
     return grammar
 
 
-def _not_finite(value: Any) -> tuple[list[Any], float] | None:
-    """The path to the first NaN or infinity in ``value`` (JSON data), if any; no recursion."""
-    stack: list[tuple[Any, list[Any]]] = [(value, [])]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, float) and not math.isfinite(node):
-            return path, node
-        if isinstance(node, dict):
-            stack.extend((v, [*path, k]) for k, v in reversed(list(node.items())))
-        elif isinstance(node, (list, tuple)):
-            stack.extend((v, [*path, i]) for i, v in reversed(list(enumerate(node))))
-    return None
-
-
 def call_key(call: dict[str, Any]) -> tuple[str, str]:
     """A call as the client would run it: the same name and arguments, whatever the order of
     their keys or the spacing of the JSON the model wrote."""
@@ -81,7 +64,7 @@ def judge_call(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, s
     """One call as the client gets it (None when it is not valid), or the observation telling the
     model why not. Validated only (``ToolSet.check``): the client runs its tools."""
     outcome = tools.check(call, limit=None)
-    bad = _not_finite(outcome.args) if outcome.ok else None
+    bad = non_finite(outcome.args) if outcome.ok else None
     if bad is not None:  # valid for the schema, but the client must get JSON
         path, number = bad
         at = prompts.template("arg_at.txt").substitute(path=format_path(path)) if path else ""
@@ -152,28 +135,6 @@ def content_for(reply: Reply, request: ChatRequest) -> str:
     under response_format."""
     text = content_of(reply)
     return request.format.check(text)[1] if request.format is not None else text
-
-
-def not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
-    """The error for a request whose demand no reply met after ``repairs`` repairs, if it has one."""
-    after = f"after {repairs} repair{'s' if repairs != 1 else ''}"
-    if request.tool_choice in ("required", "function"):
-        wanted = f"a call of {request.client_name(request.function)}" if request.function else "a tool call"
-        return ProxyError(
-            422,
-            f"tool_choice asked for {wanted}; the model wrote none that is valid {after}",
-            param="tool_choice",
-            code="tool_choice_not_met",
-        )
-    if request.format is not None:
-        return ProxyError(
-            422,
-            f"response_format asked for JSON{' of its schema' if request.format.schema else ''}; "
-            f"the model's answer was not that {after}",
-            param="response_format",
-            code="response_format_not_met",
-        )
-    return None
 
 
 def committed_feedback(

@@ -25,19 +25,10 @@ from ..protocol import AnswerText, CutHere, ParseError, Reply, ReplyStream, Tool
 from ..protocol.stream import calls_before_error
 from ..steps import Step
 from ..stops import FormatErrors
+from . import judge
 from .answer import Answer
 from .convert import ChatRequest
-from .errors import Cancelled, ModelFailed
-from .judge import (
-    MAX_CALLS_PER_REPLY,
-    call_key,
-    committed_feedback,
-    content_for,
-    judge_call,
-    judge_calls,
-    not_met,
-    problem,
-)
+from .errors import Cancelled, ModelFailed, not_met
 from .upstream import Upstream
 
 __all__ = ["DEFAULT_REPLY_TOKENS", "RelayMode", "answer"]
@@ -87,13 +78,12 @@ class RelayMode(TextExchange):
         turns: list[dict[str, str]],
         *,
         grammar: str | None,
-        stop: Sequence[str],
         cancelled: threading.Event,
         on_content: Callable[[str, int], Any] | None = None,
         on_call: Callable[[dict[str, Any], int], Any] | None = None,
     ):
         super().__init__()
-        self.request, self.turns, self.grammar, self.stop_words = request, turns, grammar, list(stop)
+        self.request, self.turns, self.grammar = request, turns, grammar
         self.cancelled, self.on_call = cancelled, on_call
         self.prefill = turns[-1]["content"] if turns[-1]["role"] == "assistant" else ""
         self.out = Answer(None, [], "stop")
@@ -145,7 +135,7 @@ class RelayMode(TextExchange):
             out.calls, out.content, out.finish_reason = verdict.calls, None, "length" if length else "tool_calls"
             return
         reply = verdict.reply
-        content = content_for(reply, self.request) if reply is not None else reading.skip + reading.stream.sent
+        content = judge.content_for(reply, self.request) if reply is not None else reading.skip + reading.stream.sent
         skip = reading.skip
         out.content = content[len(skip) :] if skip and content.startswith(skip) else content
         out.finish_reason = "length" if length else "stop"
@@ -154,6 +144,9 @@ class RelayMode(TextExchange):
             self.send(piece)
 
     # -- asking -------------------------------------------------------------------------------------
+    def stop(self) -> list[str]:
+        return [*super().stop(), *self.request.stop]  # the text or constrained mode's, and the client's
+
     def query(self, step: Step, max_tokens: int) -> Completion:
         if self.cancelled.is_set():  # the client went away: nothing more is sent upstream
             raise Cancelled()
@@ -165,16 +158,14 @@ class RelayMode(TextExchange):
         stream = ReplyStream(tools, prefix=lead, calls=bool(tools), answers=True, release=release, skip=skip)
         # a prefill holding an answer: a call after it ends the answer, none is streamed
         calls = self.streams_calls and not skip
-        reading = _Reading(lead, skip, stream, calls, len(out.calls), {call_key(c) for c in out.calls})
+        reading = _Reading(lead, skip, stream, calls, len(out.calls), {judge.call_key(c) for c in out.calls})
         self.reading = reading
 
         def on_text(text: str) -> bool:
             return self.cancelled.is_set() or self._events(reading, stream.feed(text))
 
-        options: dict[str, Any] = {**self.options(), "stream": True, "on_text": on_text}
-        if self.grammar:
-            options["grammar"] = self.grammar
-        completion = complete(self.ctx, self.conversation, stop=self.stop_words, max_tokens=max_tokens, **options)
+        options = {**self.options(), "stream": True, "on_text": on_text}
+        completion = complete(self.ctx, self.conversation, stop=self.stop(), max_tokens=max_tokens, **options)
         if self.cancelled.is_set():
             raise Cancelled()
         text = completion.text
@@ -203,16 +194,16 @@ class RelayMode(TextExchange):
         if limit is not None and reading.seen >= limit:
             return True
         reading.seen += 1
-        valid, failure = judge_call(call, self.ctx.tools)
+        valid, failure = judge.judge_call(call, self.ctx.tools)
         if valid is None:
             reading.failures.append(failure)
-        elif call_key(valid) not in reading.repeats and len(out.calls) < MAX_CALLS_PER_REPLY:
-            reading.repeats.add(call_key(valid))  # a repair may repeat an accepted call, keys in any order
+        elif judge.call_key(valid) not in reading.repeats and len(out.calls) < judge.MAX_CALLS_PER_REPLY:
+            reading.repeats.add(judge.call_key(valid))  # a repair may repeat an accepted call, keys in any order
             out.calls.append(valid)  # ... and a reply the same call twice
             assert self.on_call is not None
             self.on_call(valid, self.repairs)
         # the cap is the answer's, repairs included
-        return len(out.calls) >= MAX_CALLS_PER_REPLY or (limit is not None and reading.seen >= limit)
+        return len(out.calls) >= judge.MAX_CALLS_PER_REPLY or (limit is not None and reading.seen >= limit)
 
     # -- judging --------------------------------------------------------------------------------------
     def parse(self, completion: Completion, step: Step) -> Reply:
@@ -227,16 +218,16 @@ class RelayMode(TextExchange):
         if out.calls:  # the client has calls: they stay, and only what failed goes back
             feedback = self._after_calls(reply, unparsed, step)
             self.verdict = _Verdict(reading.text, reply, [], feedback, length)
-            if feedback is None or length or len(out.calls) >= MAX_CALLS_PER_REPLY:
+            if feedback is None or length or len(out.calls) >= judge.MAX_CALLS_PER_REPLY:
                 return self._submit(step, out.calls, feedback)
             raise FormatError(feedback, step.parse_error)
-        feedback, valid = (unparsed, []) if reply is None else problem(self.request, reply, tools)
+        feedback, valid = (unparsed, []) if reply is None else judge.problem(self.request, reply, tools)
         if reading.stream.sent:
             feedback, valid = None, []  # the client has this answer's start: it is the answer
         self.verdict = _Verdict(reading.text, reply, valid, feedback, length)
         if feedback is None and not valid:
             return reply if reply is not None and reply.is_final else Reply([], "", "")
-        if feedback is None or len(valid) >= MAX_CALLS_PER_REPLY:  # full: a repair could add no call
+        if feedback is None or len(valid) >= judge.MAX_CALLS_PER_REPLY:  # full: a repair could add no call
             _accepted(step, valid)
             return self._submit(step, valid, feedback)
         if length:
@@ -246,7 +237,7 @@ class RelayMode(TextExchange):
             assert reply is not None
             out.calls = valid
             _accepted(step, valid)
-            feedback = committed_feedback(valid, judge_calls(reply.calls, tools, set())[1], None)
+            feedback = judge.committed_feedback(valid, judge.judge_calls(reply.calls, tools, set())[1], None)
         assert feedback is not None
         raise FormatError(feedback, step.parse_error)
 
@@ -279,13 +270,13 @@ class RelayMode(TextExchange):
         reading, out = self.reading, self.out
         assert reading is not None
         if not reading.calls and reply is not None:  # not streamed: this reply's calls are judged now
-            room = MAX_CALLS_PER_REPLY - len(out.calls)
+            room = judge.MAX_CALLS_PER_REPLY - len(out.calls)
             calls = reply.calls if self.request.parallel else []
-            more, failed = judge_calls(calls, self.ctx.tools, reading.repeats, room)
+            more, failed = judge.judge_calls(calls, self.ctx.tools, reading.repeats, room)
             out.calls += more
             reading.failures += failed
         _accepted(step, out.calls[reading.before :], streamed=True)
-        return committed_feedback(out.calls, reading.failures, unparsed)
+        return judge.committed_feedback(out.calls, reading.failures, unparsed)
 
     def _submit(self, step: Step, calls: list[dict[str, Any]], feedback: str | None) -> Reply:
         """The run ends with ``calls`` for the client (``feedback`` on the reply is not sent)."""
@@ -347,14 +338,10 @@ def answer(
     upstream is closed at its next token), BackendError when the upstream fails, ModelFailed
     when ``tool_choice`` or ``response_format`` cannot be met."""
     from ..agent import Agent
-    from .judge import grammar_for
 
     tools = request.tools.select(request.function) if request.function else request.tools
-    grammar = grammar_for(request, constrained) if upstream.takes_grammar else None
-    stop = [*([] if grammar else ["OBSERVATION"]), *upstream.format.stop, *request.stop]
-    mode = RelayMode(
-        request, turns, grammar=grammar, stop=stop, cancelled=cancelled, on_content=on_content, on_call=on_call
-    )
+    grammar = judge.grammar_for(request, constrained) if upstream.takes_grammar else None
+    mode = RelayMode(request, turns, grammar=grammar, cancelled=cancelled, on_content=on_content, on_call=on_call)
     options: dict[str, Any] = dict(upstream.options(slot))
     if request.temperature is not None:
         options["temperature"] = request.temperature
