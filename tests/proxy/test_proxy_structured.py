@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from textagent.protocol import parse_reply
 from textagent.proxy.convert import parse_request
-from textagent.proxy.judge import grammar_for
 from textagent.proxy.structured import parse_format
 
 SCHEMA = {
@@ -44,7 +43,7 @@ SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "r", "schema": S
 @given(st.data())
 def test_every_reply_the_grammar_allows_is_an_accepted_answer(data):
     chat = request(SCHEMA_FORMAT)
-    grammar = Grammar.parse(grammar_for(chat, constrained=False))
+    grammar = Grammar.parse(chat.grammar(constrained=False))
     reply = parse_reply(grammar.sample(data.draw))
     assert reply.is_final and chat.format.check(reply.answer)[0] is None
 
@@ -53,7 +52,7 @@ def test_every_reply_the_grammar_allows_is_an_accepted_answer(data):
 @given(st.data())
 def test_with_tools_in_constrained_mode_a_reply_is_calls_or_a_json_answer(data):
     chat = request({"type": "json_object"}, tools=[TOOL])
-    grammar = Grammar.parse(grammar_for(chat, constrained=True))
+    grammar = Grammar.parse(chat.grammar(constrained=True))
     reply = parse_reply(grammar.sample(data.draw))
     if reply.is_final:
         assert isinstance(json.loads(chat.format.check(reply.answer)[1]), dict)
@@ -62,7 +61,7 @@ def test_with_tools_in_constrained_mode_a_reply_is_calls_or_a_json_answer(data):
 
 
 def test_the_grammar_refuses_an_answer_outside_the_schema():
-    grammar = Grammar.parse(grammar_for(request(SCHEMA_FORMAT), constrained=False))
+    grammar = Grammar.parse(request(SCHEMA_FORMAT).grammar(constrained=False))
     assert grammar.matches('ANSWER: {"city": "Paris", "temp": 3}')
     assert not grammar.matches('ANSWER: {"city": "Paris"}') and not grammar.matches("ANSWER: sunny")
 

@@ -6,12 +6,16 @@ can be a call. Every keyword is recognised here or in the line reader (lines.py)
 from __future__ import annotations
 
 import re
+from typing import Any
 
+from .error_table import ParseError
 from .lines import classify, unwrap
+from .reader import Reader
 from .types import Reply
 
 __all__ = [
     "answer_content",
+    "answer_in",
     "content_of",
     "has_call_line",
     "line_kind",
@@ -107,3 +111,14 @@ def line_kind(line: str) -> str | None:
 def has_call_line(text: str) -> bool:
     """Whether a line of ``text`` starts a call (``TOOL:``), parsable or not."""
     return any(classify(line).kind == "call" for line in text.split("\n"))
+
+
+def answer_in(text: str, tools: Any = None) -> str:
+    """The answer the start of a reply holds (a prefill's), "" when it holds calls or does not parse."""
+    if not text:
+        return ""
+    try:
+        reply = Reader(text, tools).read(False)
+    except ParseError:
+        return ""
+    return reply.answer or "" if reply.is_final else ""

@@ -40,12 +40,12 @@ from starlette.routing import Route
 from .. import prompts
 from ..errors import BackendError
 from .answer import Answer
+from .answering import answer
 from .convert import ChatRequest, TooDeep, loads, parse_request
 from .errors import Cancelled, ModelFailed, ProxyError, error_body, from_backend_error
 from .exchange import JSON, Exchange, error_response
 from .guard import Guard
 from .memory import ReplyMemory, message_key
-from .relay import answer
 from .responses import ResponsesShape, parse_responses
 from .slots import SlotQueue
 from .streaming import ChatChunks, EventStream, OnCall, OnContent, completion_object

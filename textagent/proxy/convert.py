@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import prompts
+from ..gbnf import reply_grammar
 from ..protocol import ToolCall, render_call
 from ..tools import Tool, ToolSet
 from ..tools.mcp import writable_name
@@ -81,6 +82,29 @@ class ChatRequest:
     def client_name(self, name: str) -> str:
         """The client's name of a tool the model called (the text protocol writes fewer names)."""
         return self.names.get(name, name)
+
+    @property
+    def callable_tools(self) -> ToolSet:
+        """The tools a call may name: the named function of ``tool_choice``, else all."""
+        return self.tools.select(self.function) if self.function else self.tools
+
+    def grammar(self, constrained: bool) -> str | None:
+        """The GBNF the reply is held to: the tools' grammar in constrained mode, and where
+        ``tool_choice`` asks for it (answer only for ``none``; calls only for ``required`` or a
+        named function) in either mode; an answer under ``response_format`` held to its JSON.
+        None: free text."""
+        max_calls = None if self.parallel else 1
+        grammar: str | None
+        if self.tool_choice == "none":
+            grammar = reply_grammar(ToolSet())
+        elif self.tool_choice == "auto":
+            grammar = reply_grammar(self.tools, max_calls=max_calls) if constrained else None
+        else:
+            head, rest = reply_grammar(self.callable_tools, max_calls=max_calls).split("\n", 1)
+            return head.replace("(calls | answer)", "calls") + "\n" + rest
+        if grammar is not None and self.format is not None:
+            grammar = self.format.grammar(grammar)
+        return grammar
 
 
 class _Names:

@@ -4,7 +4,7 @@ proxy's mode (relay.py) asks, hands usable replies to the client and sends the f
 A reply can be used when it parses, its calls name the request's tools with arguments valid for
 their schemas, and it fits ``tool_choice`` (a call for ``required`` or a named function, none for
 ``none``) and, under ``response_format``, its answer is JSON of the schema. A call the client gets
-is a dict: ``{"id", "name", "arguments" (a JSON string), "args" (the object)}``.
+is a dict: ``{"id", "name", "arguments" (a JSON string), "args" (the object)}`` (answer.Answer).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import json
 from typing import Any
 
 from .. import prompts
-from ..gbnf import reply_grammar
 from ..protocol import Reply, ToolCall, content_of
 from ..tools import ToolSet
 from ..tools.validation import format_path
@@ -25,33 +24,12 @@ __all__ = [
     "call_key",
     "committed_feedback",
     "content_for",
-    "grammar_for",
     "judge_call",
     "judge_calls",
     "problem",
 ]
 
 MAX_CALLS_PER_REPLY = 16  # the Agent's default max_calls_per_reply
-
-
-def grammar_for(request: ChatRequest, constrained: bool) -> str | None:
-    """The GBNF the reply is held to: the tools' grammar in constrained mode, and where
-    ``tool_choice`` asks for it (answer only for ``none``; calls only for ``required`` or a
-    named function) in either mode; an answer under ``response_format`` held to its JSON.
-    None: free text."""
-    max_calls = None if request.parallel else 1
-    grammar: str | None
-    if request.tool_choice == "none":
-        grammar = reply_grammar(ToolSet())
-    elif request.tool_choice == "auto":
-        grammar = reply_grammar(request.tools, max_calls=max_calls) if constrained else None
-    else:
-        tools = request.tools.select(request.function) if request.function else request.tools
-        head, rest = reply_grammar(tools, max_calls=max_calls).split("\n", 1)
-        return head.replace("(calls | answer)", "calls") + "\n" + rest
-    if grammar is not None and request.format is not None:
-        grammar = request.format.grammar(grammar)
-    return grammar
 
 
 def call_key(call: dict[str, Any]) -> tuple[str, str]:
@@ -75,12 +53,8 @@ def judge_call(call: ToolCall, tools: ToolSet) -> tuple[dict[str, Any] | None, s
             failed=True,
         )
     if outcome.ok:
-        return {
-            "id": new_call_id(),
-            "name": outcome.name,
-            "args": outcome.args,
-            "arguments": arguments_json(outcome.args),
-        }, ""
+        args = outcome.args
+        return {"id": new_call_id(), "name": outcome.name, "args": args, "arguments": arguments_json(args)}, ""
     return None, prompts.observation(outcome.name, outcome.output, failed=True)
 
 

@@ -6,7 +6,8 @@ Nothing runs here (the client runs its tools). Each reply is read by one ReplySt
 go to the client as they come (the answer's text; each call as soon as it is complete and valid),
 and judged (judge.py): a usable reply ends the run (calls ``submitted``, or the ``answer``); one
 that cannot be used is a FormatError, its feedback written as the text mode writes it, and a reply
-cut by max_tokens is not asked again (``format_errors``). :func:`answer` makes the client's Answer.
+cut by max_tokens is not asked again (``format_errors``). ``ended`` makes the client's Answer of
+how the run ended (answering.py builds the mode and the loop for one request).
 """
 
 from __future__ import annotations
@@ -21,24 +22,21 @@ from ..backends.base import Completion
 from ..modes import Conversation, FormatError, Needs, fixed_part
 from ..modes.base import complete
 from ..modes.text import TextExchange, kept_text
-from ..protocol import AnswerText, CutHere, ParseError, Reply, ReplyStream, ToolCall, words_of
+from ..protocol import AnswerText, CutHere, ParseError, Reply, ReplyStream, ToolCall, answer_in, words_of
 from ..protocol.stream import calls_before_error
-from ..steps import Step
+from ..steps import Result, Step
 from ..stops import FormatErrors
 from . import judge
 from .answer import Answer
 from .convert import ChatRequest
 from .errors import Cancelled, ModelFailed, not_met
-from .upstream import Upstream
 
-__all__ = ["DEFAULT_REPLY_TOKENS", "RelayMode", "answer"]
-
-DEFAULT_REPLY_TOKENS = 1024
+__all__ = ["RelayMode"]
 
 
 @dataclass
 class _Reading:
-    """One reply: its reader and what came of it."""
+    """One reply: its reader, what came of it and how it was judged."""
 
     lead: str  # the prefill this reply continues ("" after the first)
     skip: str  # the answer text the prefill holds already (the client has it)
@@ -50,18 +48,11 @@ class _Reading:
     stop_at: int | None = None  # where the reply was stopped after a call
     failures: list[str] = field(default_factory=list)  # observations on its calls that failed
     text: str = ""  # the reply as read: the prefill, then what was kept of the completion
-
-
-@dataclass
-class _Verdict:
-    """How the last reply was judged: what the client gets if the run ends with it."""
-
-    text: str
-    reply: Reply | None
-    valid: list[dict[str, Any]]
-    feedback: str | None
-    length: bool
-    calls: list[dict[str, Any]] | None = None  # the calls the client gets now
+    # how it was judged: what the client gets if the run ends with it
+    reply: Reply | None = None  # as read (None: it did not parse)
+    length: bool = False  # cut by max_tokens
+    valid: list[dict[str, Any]] = field(default_factory=list)  # its valid calls
+    submit: list[dict[str, Any]] | None = None  # the calls the client gets now
 
 
 class RelayMode(TextExchange):
@@ -71,6 +62,7 @@ class RelayMode(TextExchange):
 
     name = "proxy"
     needs = Needs()
+    reading: _Reading  # the reply asked last (query)
 
     def __init__(
         self,
@@ -93,8 +85,6 @@ class RelayMode(TextExchange):
         self.repairs = 0  # the replies sent back before the one asked now (its step's index - 1)
         self.send = None if on_content is None else (lambda piece: on_content(piece, self.repairs))
         self.rejected = 0  # the step last sent back
-        self.reading: _Reading | None = None
-        self.verdict: _Verdict | None = None
 
     # -- the conversation -------------------------------------------------------------------------
     def start(self, task: str, examples: Sequence[Any]) -> None:
@@ -112,7 +102,6 @@ class RelayMode(TextExchange):
     def reject(self, step: Step, feedback: str) -> None:
         """Send the reply back with ``feedback`` (a repair: the loop's budget says whether the
         model is asked again; if not, :func:`answer` takes it back as not sent)."""
-        assert self.reading is not None
         kept, lead = self._kept(step), self.reading.lead
         self.written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
         if lead:  # the prefill is in the prompt already: the reply goes on from it
@@ -125,16 +114,15 @@ class RelayMode(TextExchange):
     def answer(self, step: Step) -> None:
         """The run's last reply: the client gets its calls, or its content (no protocol keyword;
         JSON under response_format)."""
-        reading, out, verdict = self.reading, self.out, self.verdict
-        assert reading is not None and verdict is not None
-        step.reply = verdict.reply  # as read (None: the streamed answer's rest did not parse)
+        reading, out = self.reading, self.out
+        step.reply = reading.reply  # as read (None: the streamed answer's rest did not parse)
         self.written.append({"role": "assistant", "content": self._kept(step)})
         out.turns = self.written
         length = step.finish_reason == "length"
-        if verdict.calls is not None:
-            out.calls, out.content, out.finish_reason = verdict.calls, None, "length" if length else "tool_calls"
+        if reading.submit is not None:
+            out.calls, out.content, out.finish_reason = reading.submit, None, "length" if length else "tool_calls"
             return
-        reply = verdict.reply
+        reply = reading.reply
         content = judge.content_for(reply, self.request) if reply is not None else reading.skip + reading.stream.sent
         skip = reading.skip
         out.content = content[len(skip) :] if skip and content.startswith(skip) else content
@@ -152,8 +140,8 @@ class RelayMode(TextExchange):
             raise Cancelled()
         tools, out = self.ctx.tools, self.out
         self.repairs = step.index - 1
-        lead = "" if self.reading is not None else self.prefill  # only the first reply continues the prefill
-        skip = _prefilled_answer(lead, tools)
+        lead = self.prefill if step.index == 1 else ""  # only the first reply continues the prefill
+        skip = answer_in(lead, tools)
         release = bool(self.streams and self.send and not out.calls)
         stream = ReplyStream(tools, prefix=lead, calls=bool(tools), answers=True, release=release, skip=skip)
         # a prefill holding an answer: a call after it ends the answer, none is streamed
@@ -211,20 +199,19 @@ class RelayMode(TextExchange):
         FormatError with the feedback; FormatErrors (the run ends) for an unusable reply cut by
         max_tokens: it is not asked again with the same budget."""
         reading, tools, out = self.reading, self.ctx.tools, self.out
-        assert reading is not None
         length = completion.finish_reason == "length"
         reply, unparsed = self._read(reading.text, step, length)
-        step.reply = reply
+        step.reply = reading.reply = reply
+        reading.length = length
         if out.calls:  # the client has calls: they stay, and only what failed goes back
             feedback = self._after_calls(reply, unparsed, step)
-            self.verdict = _Verdict(reading.text, reply, [], feedback, length)
             if feedback is None or length or len(out.calls) >= judge.MAX_CALLS_PER_REPLY:
                 return self._submit(step, out.calls, feedback)
             raise FormatError(feedback, step.parse_error)
         feedback, valid = (unparsed, []) if reply is None else judge.problem(self.request, reply, tools)
         if reading.stream.sent:
             feedback, valid = None, []  # the client has this answer's start: it is the answer
-        self.verdict = _Verdict(reading.text, reply, valid, feedback, length)
+        reading.valid = valid
         if feedback is None and not valid:
             return reply if reply is not None and reply.is_final else Reply([], "", "")
         if feedback is None or len(valid) >= judge.MAX_CALLS_PER_REPLY:  # full: a repair could add no call
@@ -245,7 +232,6 @@ class RelayMode(TextExchange):
         """The reply ``text`` holds (from its reader: not parsed again), or the feedback on why it
         does not parse. With no tools nothing is a call: a line "Tool: a hammer" is words."""
         tools, reading = self.ctx.tools, self.reading
-        assert reading is not None
         try:
             reply = reading.stream.reply(text[len(reading.lead) :])
         except ParseError as err:
@@ -268,7 +254,6 @@ class RelayMode(TextExchange):
         """The feedback on a reply once the client has calls: its failures, told which calls
         were accepted; None when nothing failed (an answer, or nothing more)."""
         reading, out = self.reading, self.out
-        assert reading is not None
         if not reading.calls and reply is not None:  # not streamed: this reply's calls are judged now
             room = judge.MAX_CALLS_PER_REPLY - len(out.calls)
             calls = reply.calls if self.request.parallel else []
@@ -280,15 +265,47 @@ class RelayMode(TextExchange):
 
     def _submit(self, step: Step, calls: list[dict[str, Any]], feedback: str | None) -> Reply:
         """The run ends with ``calls`` for the client (``feedback`` on the reply is not sent)."""
-        assert self.verdict is not None
         if feedback is not None:
             _unsent(step, feedback)
-        self.verdict.calls = calls
+        self.reading.submit = calls
         return Reply([ToolCall(c["name"], c["args"], c["id"]) for c in calls], None, "")
+
+    def ended(self, result: Result) -> Answer:
+        """The client's Answer of how the run ended: the reply usable (calls or content), or no
+        reply could be used (format_errors): the calls the client has or the last reply's valid
+        ones; else an error where ``tool_choice`` or ``response_format`` demanded something; else
+        the reply's words."""
+        out, reading, request = self.out, self.reading, self.request
+        out.attempts, out.usage, out.repairs = result.steps, result.usage, max(0, len(result.steps) - 1)
+        if result.error is not None:
+            raise result.error
+        if result.stop_reason != "format_errors":
+            return out
+        last = out.attempts[-1]
+        if self.rejected == last.index:  # its feedback was not sent: the repairs were spent
+            del self.written[-2:]
+            last.extra["feedback_sent"] = False
+        out.turns = [*self.written, {"role": "assistant", "content": self._kept(last)}]
+        if out.calls or reading.valid:
+            if not out.calls:
+                _accepted(last, reading.valid)
+            out.calls = out.calls or reading.valid
+            out.content, out.finish_reason = None, "length" if reading.length else "tool_calls"
+            return out
+        error = not_met(request, out.repairs)
+        if error is not None and not (reading.length and request.format is not None):
+            raise ModelFailed(error, out)
+        out.content, out.finish_reason = words_of(reading.text, reading.reply), "length" if reading.length else "stop"
+        if not out.content:
+            # an OpenAI endpoint does not fail a request over what the model wrote: the client gets
+            # an empty message (its agent goes on), the failure is in the trace and a response header
+            out.failure = f"the model wrote no usable reply after {out.repairs} repairs"
+        elif self.send is not None:
+            self.send(out.content)
+        return out
 
     def _kept(self, step: Step) -> str:
         """The reply as it enters the conversation: read (prefill, cut), up to an invented observation."""
-        assert self.reading is not None
         return kept_text(Step(step.index, self.reading.text, reply=step.reply))
 
 
@@ -304,95 +321,3 @@ def _unsent(attempt: Step, feedback: str) -> None:
     """Note the feedback on a reply that was not sent back (the repairs were spent, or max_tokens cut it)."""
     attempt.observations.append(feedback)
     attempt.extra["feedback_sent"] = False
-
-
-def _prefilled_answer(prefill: str, tools: Any) -> str:
-    """The answer text a prefill already holds (the client has it)."""
-    if not prefill:
-        return ""
-    try:
-        reply = ReplyStream(tools).reply(prefill)
-    except ParseError:
-        return ""
-    return reply.answer or "" if reply.is_final else ""
-
-
-def answer(
-    upstream: Upstream,
-    request: ChatRequest,
-    turns: list[dict[str, str]],
-    *,
-    constrained: bool,
-    max_repairs: int,
-    slot: int,
-    cancelled: threading.Event,
-    on_content: Callable[[str, int], Any] | None = None,
-    on_call: Callable[[dict[str, Any], int], Any] | None = None,
-) -> Answer:
-    """Ask until the reply can be used or ``max_repairs`` repairs are spent, on the Agent's loop.
-    A conversation ending with an assistant turn is a prefill: the first reply continues it, and
-    the content is what the model added to it. ``on_content(piece, repairs)`` gets the answer's
-    content in pieces, some while the model writes it; ``on_call(call, repairs)`` each valid call
-    as soon as its line is complete: such a call stays in the answer, and a later call that fails
-    goes back to the model alone. Raises Cancelled when ``cancelled`` is set (the stream to the
-    upstream is closed at its next token), BackendError when the upstream fails, ModelFailed
-    when ``tool_choice`` or ``response_format`` cannot be met."""
-    from ..agent import Agent
-
-    tools = request.tools.select(request.function) if request.function else request.tools
-    grammar = judge.grammar_for(request, constrained) if upstream.takes_grammar else None
-    mode = RelayMode(request, turns, grammar=grammar, cancelled=cancelled, on_content=on_content, on_call=on_call)
-    options: dict[str, Any] = dict(upstream.options(slot))
-    if request.temperature is not None:
-        options["temperature"] = request.temperature
-    if request.seed is not None:
-        options["seed"] = request.seed
-    agent = Agent(
-        upstream.backend_for(request.sampling),
-        tools,
-        mode=mode,
-        max_steps=max_repairs + 1,
-        max_format_errors=max_repairs + 1,  # the repair budget
-        reply_tokens=request.max_tokens or DEFAULT_REPLY_TOKENS,
-        chat_format=upstream.format,
-        example=None,
-        max_calls_per_reply=None,  # the mode collapses repeats and caps the calls itself
-        **options,
-    )
-    result = agent.run(turns[-1]["content"] or "(the client's conversation)")
-    out = mode.out
-    out.attempts, out.usage, out.repairs = result.steps, result.usage, max(0, len(result.steps) - 1)
-    if result.error is not None:
-        raise result.error
-    return _spent(mode) if result.stop_reason == "format_errors" else out
-
-
-def _spent(mode: RelayMode) -> Answer:
-    """The answer when no reply could be used: the calls the client has or the last reply's valid
-    ones; else an error where ``tool_choice`` or ``response_format`` demanded something; else the
-    reply's words."""
-    out, verdict, request = mode.out, mode.verdict, mode.request
-    assert verdict is not None and mode.reading is not None
-    last = out.attempts[-1]
-    if mode.rejected == last.index:  # its feedback was not sent: the repairs were spent
-        del mode.written[-2:]
-        last.extra["feedback_sent"] = False
-    out.turns = [*mode.written, {"role": "assistant", "content": mode._kept(last)}]
-    if out.calls or verdict.valid:
-        if not out.calls:
-            _accepted(last, verdict.valid)
-        out.calls = out.calls or verdict.valid
-        out.content, out.finish_reason = None, "length" if verdict.length else "tool_calls"
-        return out
-    error = not_met(request, out.repairs)
-    if error is not None and not (verdict.length and request.format is not None):
-        raise ModelFailed(error, out)
-    out.content, out.finish_reason = words_of(verdict.text, verdict.reply), "length" if verdict.length else "stop"
-    if not out.content:
-        # an OpenAI endpoint does not fail a request over what the model wrote: the client gets an
-        # empty message (its agent goes on), the failure is in the trace and a response header
-        out.failure = f"the model wrote no usable reply after {out.repairs} repairs"
-        return out
-    if mode.send is not None:
-        mode.send(out.content)
-    return out
