@@ -180,7 +180,7 @@ class Reader:
         self.tools = tools
         self.shortcut = shortcut
         self._specs: dict | None = None
-        # What a reader of a growing reply needs (modes.text.EarlyStop): whether a look-ahead
+        # What a reader of a growing reply needs (protocol.stream.CompleteCalls): whether a look-ahead
         # ran into the end of the text (more text could change what was read), the `{`/`[`
         # still open there (stack, quoted), and whether a self-written OBSERVATION ended it.
         self.at_end = False
