@@ -209,3 +209,27 @@ def test_no_import_cycle_in_the_package():
         if module not in state:
             walk(module, [module])
     assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_proxy_module_uses_another_ones_private_names():
+    """proxy/'s modules speak to each other through public names only (from .x import _y, or
+    x._y after from . import x, is reaching into another room)."""
+    found = []
+    for path in (PACKAGE / "proxy").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        siblings = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                found += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+                if node.module is None:
+                    siblings.update({a.asname or a.name: a.name for a in node.names})
+        found += [
+            f"{path.name}:{node.lineno} {node.value.id}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in siblings
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ]
+    assert found == []

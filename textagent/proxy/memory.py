@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ReplyMemory", "message_key"]
+__all__ = ["MessageKeys", "ReplyMemory", "message_key"]
 
 
 def _ascii_json(value: Any) -> bytes:
@@ -21,7 +21,7 @@ def _ascii_json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=True, sort_keys=True, default=str).encode("ascii")
 
 
-class _Keys:
+class MessageKeys:
     """``message_key`` for each assistant message of one conversation, in linear time: the
     turns before a message are hashed once, as the conversation grows (a running hash), never
     re-read for a later message. The turns hashed must not change afterwards."""
@@ -43,7 +43,7 @@ def message_key(before: list[dict[str, str]], content: str | None, calls: list[t
     """What identifies an assistant message the proxy returned when the client sends it back: the
     turns it answered and its content and calls (names and arguments; a client may rewrite ids).
     Two conversations that get the same reply keep their own records (repairs included)."""
-    return _Keys().key(before, content, calls)
+    return MessageKeys().key(before, content, calls)
 
 
 def _calls_of(message: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -67,8 +67,8 @@ class ReplyMemory:
                 self._turns.popitem(last=False)
 
     def recall(
-        self, before: list[dict[str, str]], message: Mapping[str, Any], keys: _Keys | None = None
+        self, before: list[dict[str, str]], message: Mapping[str, Any], keys: MessageKeys | None = None
     ) -> list[dict[str, str]] | None:
-        key = (keys or _Keys()).key(before, message.get("content"), _calls_of(message))
+        key = (keys or MessageKeys()).key(before, message.get("content"), _calls_of(message))
         with self._lock:
             return self._turns.get(key)

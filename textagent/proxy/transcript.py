@@ -18,7 +18,7 @@ from .. import prompts
 from ..protocol import ToolCall, opens_with_keyword, render_call
 from .convert import ChatRequest
 from .errors import ProxyError
-from .memory import ReplyMemory, _Keys
+from .memory import MessageKeys, ReplyMemory
 
 __all__ = ["transcript"]
 
@@ -55,12 +55,12 @@ def transcript(
     every request of a conversation starts alike and the server's cache holds)."""
     turns = _opening(request, example_style, example_tool)
     names: dict[str, str] = {}
-    keys = _Keys()
+    keys = MessageKeys()
     pending: list[str] = []  # the texts of the user turn being written
 
     def close_user_turn() -> None:
         if pending:
-            if turns[-1]["role"] == "user" and len(turns) > 1:  # never hashed: see _Keys
+            if turns[-1]["role"] == "user" and len(turns) > 1:  # never hashed: see MessageKeys
                 pending.insert(0, turns.pop()["content"])
             turns.append({"role": "user", "content": "\n".join(pending)})
             pending.clear()
