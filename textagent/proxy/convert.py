@@ -88,6 +88,28 @@ class ChatRequest:
         """The tools a call may name: the named function of ``tool_choice``, else all."""
         return self.tools.select(self.function) if self.function else self.tools
 
+    def not_met(self, repairs: int) -> ProxyError | None:
+        """The error for this request when no reply met its demand (a call for ``tool_choice``,
+        JSON for ``response_format``) after ``repairs`` repairs; None when it demands neither."""
+        after = f"after {repairs} repair{'s' if repairs != 1 else ''}"
+        if self.tool_choice in ("required", "function"):
+            wanted = f"a call of {self.client_name(self.function)}" if self.function else "a tool call"
+            return ProxyError(
+                422,
+                f"tool_choice asked for {wanted}; the model wrote none that is valid {after}",
+                param="tool_choice",
+                code="tool_choice_not_met",
+            )
+        if self.format is not None:
+            return ProxyError(
+                422,
+                f"response_format asked for JSON{' of its schema' if self.format.schema else ''}; "
+                f"the model's answer was not that {after}",
+                param="response_format",
+                code="response_format_not_met",
+            )
+        return None
+
     def grammar(self, constrained: bool) -> str | None:
         """The GBNF the reply is held to: the tools' grammar in constrained mode, and where
         ``tool_choice`` asks for it (answer only for ``none``; calls only for ``required`` or a

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._redact import redact
 from ..errors import BackendConnectionError, BackendError, BackendHTTPError, BackendTimeout
 
-if TYPE_CHECKING:
-    from .convert import ChatRequest
-
 _CONTEXT = re.compile(r"exceed_context_size|exceeds the available context|context (?:size|length)", re.I)
 
-__all__ = ["Cancelled", "ModelFailed", "ProxyError", "error_body", "from_backend_error", "not_met", "redact"]
+__all__ = ["Cancelled", "ModelFailed", "ProxyError", "error_body", "from_backend_error", "redact"]
 
 _TYPES = {
     400: "invalid_request_error",
@@ -92,25 +89,3 @@ def from_backend_error(exc: BackendError, shown: Callable[[str], str] = redact) 
             code="context_length_exceeded",
         )
     return ProxyError(502, f"the upstream model server failed: {text}", code="upstream_error")
-
-
-def not_met(request: ChatRequest, repairs: int) -> ProxyError | None:
-    """The error for a request whose demand no reply met after ``repairs`` repairs, if it has one."""
-    after = f"after {repairs} repair{'s' if repairs != 1 else ''}"
-    if request.tool_choice in ("required", "function"):
-        wanted = f"a call of {request.client_name(request.function)}" if request.function else "a tool call"
-        return ProxyError(
-            422,
-            f"tool_choice asked for {wanted}; the model wrote none that is valid {after}",
-            param="tool_choice",
-            code="tool_choice_not_met",
-        )
-    if request.format is not None:
-        return ProxyError(
-            422,
-            f"response_format asked for JSON{' of its schema' if request.format.schema else ''}; "
-            f"the model's answer was not that {after}",
-            param="response_format",
-            code="response_format_not_met",
-        )
-    return None

@@ -29,7 +29,7 @@ from ..stops import FormatErrors
 from . import judge
 from .answer import Answer
 from .convert import ChatRequest
-from .errors import Cancelled, ModelFailed, not_met
+from .errors import Cancelled, ModelFailed
 
 __all__ = ["RelayMode"]
 
@@ -292,7 +292,7 @@ class RelayMode(TextExchange):
             out.calls = out.calls or reading.valid
             out.content, out.finish_reason = None, "length" if reading.length else "tool_calls"
             return out
-        error = not_met(request, out.repairs)
+        error = request.not_met(out.repairs)
         if error is not None and not (reading.length and request.format is not None):
             raise ModelFailed(error, out)
         out.content, out.finish_reason = words_of(reading.text, reading.reply), "length" if reading.length else "stop"
