@@ -151,3 +151,30 @@ def test_the_gates_second_ask_is_held_to_the_grammar_and_sampled_when_asked_for(
     _, backend = ask(["ANSWER: sunny", "ANSWER: sunny"], Retry(gate=True, grammar=True, temperature=0.4, seed=1))
     assert "grammar" not in backend.calls[0] and "grammar" in backend.calls[1]
     assert backend.calls[1]["temperature"] == 0.4 and backend.calls[1]["seed"] == 2
+
+
+def test_calls_repeated_with_the_same_results_are_told_so_and_sampled_once_word_for_word():
+    call = 'TOOL: get_weather ARGS: {"city": "Paris"}'
+    result, backend = ask([call, call, call, "ANSWER: sunny"], Retry(vary=True, temperature=0.6, seed=0))
+    assert "returned the same results" not in told(backend, 0)
+    assert "returned the same results" in told(backend, 1) and "returned the same results" in told(backend, 2)
+    assert [c.get("temperature") for c in backend.calls] == [None, None, 0.6, 0.6]
+    assert result.steps[1].details["retry"]["repeats_results"] is True
+
+
+def test_calls_repeated_with_other_results_are_no_repeat():
+    def weather(city: str) -> str:
+        """Weather for a city, a new reading each time.
+
+        Args:
+            city: the city
+        """
+        weather.n += 1
+        return f"reading {weather.n}"
+
+    weather.n = 0
+    call = 'TOOL: weather ARGS: {"city": "Paris"}'
+    backend = ScriptedBackend([call, call, "ANSWER: sunny"])
+    Agent(backend, [weather], retry=Retry(vary=True, temperature=0.6)).run("Weather in Paris?")
+    assert "returned the same results" not in backend.prompts[2]
+    assert all("temperature" not in c for c in backend.calls)

@@ -8,8 +8,9 @@ loop *does* when a reply fails, each part on its own:
   the same text that did not parse) is told so, with more to act on than the first time: for an
   unknown tool the listed tools closest to its name and to the question; for bad arguments the
   tool's parameters with the wrong one marked; for a format error the corrected line, when the
-  reader can build one. And a final answer that quotes the loop's feedback is sent back (the
-  feedback is for the model, never the user's answer).
+  reader can build one. Calls that ran and return what the same calls returned before are a
+  repeat too (the model learns nothing new from them). And a final answer that quotes the loop's
+  feedback is sent back (the feedback is for the model, never the user's answer).
 - ``grammar``: after a reply the grammar would have ruled out (a format error, an unknown tool,
   arguments the tool's schema refuses) in the text protocol, the next reply is asked under the
   tool set's GBNF grammar (the one constrained mode uses), so it can only name listed tools with
@@ -110,6 +111,8 @@ class Retrying:
     grammar: str | None = None
     failed_texts: set[str] = field(default_factory=set)
     failed_calls: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
+    same_results: set[tuple[Any, ...]] = field(default_factory=set)  # (calls, their outputs) seen
+    call_texts: set[str] = field(default_factory=set)  # the replies whose calls all ran
     called: bool = False  # a call was made in this question
     gated: bool = False  # the gate asked once already
     next_options: dict[str, Any] = field(default_factory=dict)
@@ -152,7 +155,7 @@ class Retrying:
         self.called = self.called or bool(step.calls)
         failed = [(i, o) for i, o in enumerate(step.outcomes) if not o.ok]
         if not failed:
-            return []
+            return self._same_results(step)
         key, text = _calls_key(step), _text_key(step.raw)
         repeated, word_for_word = key in self.failed_calls, text in self.failed_texts
         self.failed_calls.add(key)
@@ -166,6 +169,24 @@ class Retrying:
         step.extra["retry"]["varied"] = True
         notes = [Note("retry", text, i) for i, o in failed if (text := self._repeated_call(step, i, o.error))]
         return notes
+
+    def _same_results(self, step: Step) -> list[Note]:
+        """Calls that ran and returned what the same calls returned before in the question: the
+        model learns nothing new from them (a simulator's ``{"error": ...}`` comes back as a
+        result), so a repeat is treated as a failed reply's: told so (``vary``), the next reply
+        sampled after a word-for-word repeat."""
+        key, text = (_calls_key(step), tuple(o.output for o in step.outcomes)), _text_key(step.raw)
+        seen, word_for_word = key in self.same_results, text in self.call_texts
+        self.same_results.add(key)
+        self.call_texts.add(text)
+        if not step.calls or not seen:
+            return []
+        step.extra.setdefault("retry", {})["repeats_results"] = True
+        self._after_failure(step, word_for_word=word_for_word, held=False)
+        if not self.retry.vary:
+            return []
+        step.extra["retry"]["varied"] = True
+        return [Note("retry", self.prompts.template("retry_same_results").substitute())]
 
     def send_back(self, step: Step, answer: str) -> str | None:
         """The text to send back instead of taking a final answer (it quotes the feedback, or the
