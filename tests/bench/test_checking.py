@@ -72,6 +72,14 @@ def test_text_checkers():
     assert not check({"type": "answered"}, out("  ")).ok
 
 
+def test_exact_checker_reads_an_answer_as_the_protocol_does():
+    """The keywords a model repeats are no content (protocol.words.answer_content)."""
+    assert check({"type": "exact", "value": "four"}, out("ANSWER: ANSWER: four")).ok
+    assert check({"type": "exact", "value": "four"}, out("ANSWER: Final Answer: four")).ok
+    assert check({"type": "exact", "value": "four"}, out("final answer:\nfour")).ok
+    assert not check({"type": "exact", "value": "four"}, out("the answer: four")).ok
+
+
 def test_call_checkers_match_distinct_successful_calls():
     paris = {"name": "get_weather", "args": {"city": "paris"}, "ok": True, "output": "{}"}
     tokyo = {"name": "get_weather", "args": {"city": "Tokyo"}, "ok": True, "output": "{}"}

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.words import answer_content
 from .numbers import find_numbers
 from .tasks import Task
 
@@ -107,7 +108,7 @@ def run_check(check: Mapping[str, Any], out: Outcome) -> CheckResult:
         return CheckResult(kind, ok, "" if ok else "no final answer")
     if kind == "exact":
         strip = " \t\n\"'`.!,;:*"
-        got = _norm(re.sub(r"^\s*(final\s+)?answer\s*:\s*", "", answer, flags=re.I)).strip(strip)
+        got = _norm(answer_content(answer)).strip(strip)
         want = _norm(check["value"]).strip(strip)
         return CheckResult(kind, got == want, f"expected {want!r}, got {got[:80]!r}")
     if kind == "numeric":
