@@ -186,7 +186,7 @@ def test_protocol_keywords_are_read_in_protocol_only():
     graph = _graph()
     inside = {"textagent.protocol.lines", "textagent.protocol.reader"}
     importers = {m for m, deps in graph.items() if not m.startswith("textagent.protocol") and deps & inside}
-    assert importers <= {"textagent.testing"}  # its strategies (another room's) still classify lines
+    assert importers == set()
 
 
 def test_no_import_cycle_in_the_package():

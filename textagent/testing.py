@@ -44,8 +44,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the test extra
     raise ImportError("textagent.testing needs hypothesis: pip install 'textagent[test]'") from exc
 
-from .protocol import NAME_PATTERN, ToolCall, render_call
-from .protocol.lines import classify
+from .protocol import NAME_PATTERN, ToolCall, line_kind, render_call
 
 __all__ = [
     "NEAR_MISS_LABELS",
@@ -143,7 +142,7 @@ _PROSE_ALPHABET = st.characters(blacklist_categories=["Cs"], blacklist_character
 
 
 def _is_prose(line: str) -> bool:
-    return classify(line).kind is None and line.lstrip(" \t>")[:1] not in ("{", "[")
+    return line_kind(line) is None and line.lstrip(" \t>")[:1] not in ("{", "[")
 
 
 def prose_lines() -> SearchStrategy[str]:
@@ -352,9 +351,7 @@ def answer_texts() -> SearchStrategy[str]:
     return (
         st.lists(prose_lines(), min_size=1, max_size=4)
         .map(lambda ls: "\n".join(ln.rstrip() for ln in ls).strip())
-        .filter(
-            lambda t: bool(t) and all(classify(ln).kind in (None, "answer", "args", "fence") for ln in t.split("\n"))
-        )
+        .filter(lambda t: bool(t) and all(line_kind(ln) in (None, "answer", "args", "fence") for ln in t.split("\n")))
     )
 
 
