@@ -22,7 +22,7 @@ from .checks import Check, RunView, as_checks
 from .errors import BackendError, BackendTimeout, RunTimeLimit
 from .gbnf import reply_grammar
 from .modes import Conversation, FormatError, Mode, ModeContext, RunsTools, get_mode, needs_of
-from .modes.text import TextMode
+from .modes.text import TextExchange
 from .options import check_options, drop_deprecated
 from .retry import Retry, Retrying
 from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
@@ -304,7 +304,7 @@ class Agent:
     def _retry_grammar(self) -> str | None:
         """The grammar a retry is held to: the tool set's, when asked for, in the text protocol
         (constrained mode has it already), on a backend that takes a grammar."""
-        if not self.retry.grammar or not isinstance(self.mode, TextMode) or needs_of(self.mode).grammar:
+        if not self.retry.grammar or not isinstance(self.mode, TextExchange) or needs_of(self.mode).grammar:
             return None
         capabilities = getattr(self.backend, "capabilities", None)
         if capabilities is None or not capabilities.grammar or not self.tools:

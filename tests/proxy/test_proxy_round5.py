@@ -327,3 +327,28 @@ def test_a_partial_repair_never_passes_the_calls_cap(upstream, proxy, stream, re
     # the first 16 valid calls; a repair of the refused one could add nothing, so none is asked
     assert files == [f"f{i}.py" for i in range(17) if i != refused]
     assert len(upstream.bodies("/completion")) == 1
+
+
+# -- the loop's retries in the proxy (textagent.retry, ProxyConfig.retry) ---------------------------
+
+
+def test_a_proxy_with_retry_holds_the_repair_after_an_unknown_tool_to_the_grammar(upstream):
+    from textagent.retry import Retry
+
+    server = start(upstream, max_repairs=2, retry=Retry(vary=True, grammar=True))
+    try:
+        upstream.json("/completion", said('TOOL: not_listed ARGS: {"x": 1}'))
+        upstream.json("/completion", said('TOOL: grep ARGS: {"file_name": "a.py", "pattern": "TODO"}'))
+        resp = post(server, {"messages": ASK, "tools": [GREP]})
+    finally:
+        server.stop()
+    assert resp.status_code == 200 and resp.json()["choices"][0]["finish_reason"] == "tool_calls"
+    first, second = upstream.bodies("/completion")
+    assert "grammar" not in first and "grep" in second["grammar"] and "not_listed" not in second["grammar"]
+
+
+def test_a_proxy_without_retry_repairs_in_free_text(upstream, proxy):
+    upstream.json("/completion", said('TOOL: not_listed ARGS: {"x": 1}'))
+    upstream.json("/completion", said('TOOL: grep ARGS: {"file_name": "a.py", "pattern": "TODO"}'))
+    assert post(proxy, {"messages": ASK, "tools": [GREP]}).status_code == 200
+    assert all("grammar" not in body for body in upstream.bodies("/completion"))

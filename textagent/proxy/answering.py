@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent import Agent
+from ..retry import Retry
 from .answer import Answer
 from .convert import ChatRequest
 from .relay import RelayMode
@@ -27,6 +28,7 @@ def answer(
     constrained: bool,
     max_repairs: int,
     slot: int,
+    retry: Retry | None = None,
     cancelled: threading.Event,
     on_content: Callable[[str, int], Any] | None = None,
     on_call: Callable[[dict[str, Any], int], Any] | None = None,
@@ -53,6 +55,7 @@ def answer(
         chat_format=upstream.format,
         example=None,
         max_calls_per_reply=None,  # the mode collapses repeats and caps the calls itself
+        retry=retry,
         **options,
     )
     return mode.ended(agent.run(turns[-1]["content"] or "(the client's conversation)"))

@@ -25,7 +25,7 @@ import hmac
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from starlette.routing import Route
 
 from .. import prompts
 from ..errors import BackendError
+from ..retry import Retry
 from .answer import Answer
 from .answering import answer
 from .convert import ChatRequest, TooDeep, loads, parse_request
@@ -75,6 +76,7 @@ class ProxyConfig:
     allowed_origins: tuple[str, ...] = ()  # web origins allowed without an API key ("*": any)
     example_style: str = prompts.DEFAULT_EXAMPLE_STYLE  # how placeholder examples read (prompts.EXAMPLE_STYLES)
     example_tool: str = prompts.DEFAULT_EXAMPLE_TOOL  # which tools they show (prompts.EXAMPLE_TOOLS)
+    retry: Retry = field(default_factory=Retry)  # what the repair loop does after a failed reply (textagent.retry)
 
     def __post_init__(self) -> None:
         prompts.example_style(self.example_style)
@@ -362,6 +364,7 @@ class ProxyApp:
                 turns,
                 constrained=self.config.mode == "constrained",
                 max_repairs=self.config.max_repairs,
+                retry=self.config.retry,
                 slot=slot,
                 cancelled=cancelled,
                 on_content=on_content,
