@@ -103,7 +103,7 @@ def test_the_options_build_an_agent_that_runs():
     assert result.stop_reason == "answer" and result.answer == "Paris."
 
 
-@pytest.mark.parametrize("mode", ["text", "constrained", "native", "proxy", "text-no-feedback"])
+@pytest.mark.parametrize("mode", ["text", "constrained", "native", "text-no-feedback"])
 def test_the_retry_setting_reaches_textagents_own_loop(mode):
     from textagent.retry import Retry
 
@@ -111,6 +111,13 @@ def test_the_retry_setting_reaches_textagents_own_loop(mode):
     options = agent_options(mode, settings, bare_tools(), question="Where is Paris?")
     assert options["retry"] == Retry(vary=True, grammar=False, temperature=0.5, seed=3)
     assert agent_options(mode, Settings(), bare_tools(), question="Where is Paris?")["retry"] == Retry()
+
+
+def test_the_proxys_client_asks_without_retries_they_are_the_proxys():
+    from textagent.retry import Retry
+
+    options = agent_options("proxy", Settings(retry="vary,grammar"), bare_tools(), question="Where is Paris?")
+    assert options["retry"] == Retry()
 
 
 def test_the_comparison_modes_keep_their_own_loops_rules_under_retry():

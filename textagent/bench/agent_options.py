@@ -26,8 +26,8 @@ def agent_options(
     loop object built for the task (``documents``: the task's function documents, ``system``:
     BFCL's system text, for the modes that show them; bench.mode_table).
 
-    textagent's own loop (its modes and the proxy's client) takes the run's checks, repeat limit
-    and retries; the text modes take its example style, grouped listing and streaming; the native
+    textagent's own loop (its modes and the proxy's client) takes the run's checks and repeat
+    limit, its modes the retries (the proxy's are the proxy's own); the text modes take its example style, grouped listing and streaming; the native
     modes take the examples ablation; a comparison mode runs as its original ran. ``question``:
     the (first) question, around which the ablation builds its examples as the text modes build
     theirs.
@@ -42,7 +42,9 @@ def agent_options(
         "retry": Retry.from_parts(settings.retry, temperature=settings.retry_temperature, seed=settings.seed),
     }
     if bench.family == "client":
-        return {"mode": made, **loop, **bench.fixed}
+        # the proxy's client asks as an FC client does: the retries run in the proxy's repair loop
+        # (bench.cli gives them to the proxy it starts), not in the client
+        return {"mode": made, **loop, "retry": Retry(), **bench.fixed}
     needs = bench.needs
     kwargs: dict[str, Any] = {
         "mode": made,

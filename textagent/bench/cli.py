@@ -24,6 +24,7 @@ from .._argtypes import Refused
 from .._redact import redact
 from ..conventions import apply_conventions
 from ..errors import BackendError, TextagentError
+from ..retry import Retry
 from . import run_file
 from .backends import BackendFactory, Slot, mode_availability
 from .compare import compare_runs
@@ -368,7 +369,12 @@ def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: B
             )
         )
         proxy = ProxyServer(
-            upstream, ProxyConfig(example_style=args.example_style, example_tool=args.example_tool)
+            upstream,
+            ProxyConfig(
+                example_style=args.example_style,
+                example_tool=args.example_tool,
+                retry=Retry.from_parts(args.retry, temperature=args.retry_temperature, seed=args.seed),
+            ),
         ).start()
         started.append(proxy)
         if not upstream.wait(120) or upstream.state != "ready":
