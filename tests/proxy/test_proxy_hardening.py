@@ -211,6 +211,15 @@ def test_a_tool_name_the_protocol_cannot_write_is_mapped_and_back(upstream, prox
     assert "OBSERVATION (tool_2): sun" in sent[1]
 
 
+def test_a_name_only_a_line_end_makes_unwritable_is_mapped_like_any_other(upstream, proxy):
+    """The proxy keeps a client's name as written only when the protocol's one rule takes it
+    (protocol.types.is_tool_name): ``grep\\n`` is written ``grep``, not refused as a bad tool."""
+    upstream.json("/completion", said('TOOL: grep ARGS: {"city": "Paris"}'))
+    resp = post(proxy, {"messages": ASK, "tools": [function("grep\n")]})
+    assert resp.status_code == 200, resp.text
+    assert call_of(resp)["name"] == "grep\n"
+
+
 def test_two_tools_with_one_name_are_400(proxy):
     assert (
         error_of(post(proxy, {"messages": ASK, "tools": [function("погода"), function("погода")]}), 400)["param"]

@@ -17,6 +17,7 @@ from typing import Any
 from .. import prompts
 from ..gbnf import reply_grammar
 from ..protocol import ToolCall, render_call
+from ..protocol.types import is_tool_name
 from ..tools import Tool, ToolSet
 from ..tools.mcp import writable_name
 from ..tools.schema import deeper_than
@@ -27,7 +28,6 @@ from .structured import Format, parse_format
 __all__ = ["ChatRequest", "TooDeep", "loads", "parse_request"]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
-_WRITABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")  # a NAME of the text protocol
 
 
 def _no_constant(name: str) -> Any:
@@ -131,11 +131,11 @@ class ChatRequest:
 
 class _Names:
     """The client's tool names and the names the text protocol writes for them
-    (``[A-Za-z_][A-Za-z0-9_.-]*``): a writable name is kept, any other gets a writable one
+    (``protocol.types.is_tool_name``): a writable name is kept, any other gets a writable one
     (``tools.mcp.writable_name``) that no other tool has."""
 
     def __init__(self, client_names: list[str]):
-        self.taken = {n for n in client_names if _WRITABLE.match(n)}
+        self.taken = {n for n in client_names if is_tool_name(n)}
         self.internal: dict[str, str] = {n: n for n in self.taken}
         self.client: dict[str, str] = {}
         # per writable form, the next number to try: ``tool_2``, ``tool_3``, ... are counted from
