@@ -88,3 +88,54 @@ def test_the_bench_has_one_loader_and_its_episodes_are_typed_end_to_end():
         assert typing.get_type_hints(run)["return"] is Episode
         source = inspect.getsource(inspect.getmodule(run))
         assert "StringIO" not in source and "json.loads" not in source
+
+
+def _bfcl_scores(valid: bool = True) -> dict:
+    verdict = {"valid": valid, "error_type": None if valid else "wrong_value", "detail": ""}
+    return {"first": verdict, "feedback": verdict, "agent": verdict, "recovered": False}
+
+
+def test_single_turn_bfcl_scores_have_their_nested_fields_checked_as_the_top_level_is():
+    """The views of ``bfcl`` the report reads are named when wrong (``"bfcl": {}`` was KeyError 'first')."""
+    from textagent.bench.records import Episode, record_problem
+
+    record = Episode(
+        "simple_python_0", "simple_python", "dev", "text", 0, success=True, bfcl=_bfcl_scores()
+    ).to_record()
+    assert record_problem(record) is None
+    assert record_problem({**record, "bfcl": {**_bfcl_scores(), "recovered": None}}) is None  # left out
+    view = "an object whose 'valid' is true or false"
+    for bfcl, named in [
+        ({}, "in 'bfcl', no 'first'"),
+        ({"first": {}, "feedback": {}, "agent": {}}, f"in 'bfcl', 'first' must be {view}"),
+        ({**_bfcl_scores(), "agent": None}, f"in 'bfcl', 'agent' must be {view}"),
+        ({**_bfcl_scores(), "feedback": {"valid": "yes"}}, f"in 'bfcl', 'feedback' must be {view}"),
+        ({**_bfcl_scores(), "first": {"valid": False, "error_type": 3}}, f"in 'bfcl', 'first' must be {view}"),
+        ({**_bfcl_scores(), "recovered": "no"}, "in 'bfcl', 'recovered' must be true or false"),
+    ]:
+        problem = record_problem({**record, "bfcl": bfcl})
+        assert problem is not None and problem.startswith(named), (bfcl, problem)
+
+
+def test_the_report_skips_a_single_turn_bfcl_record_with_bad_scores_naming_it(tmp_path, caplog):
+    import json
+    import logging
+
+    from textagent.bench.cli import main as bench_main
+    from textagent.bench.records import Episode
+
+    def record(index: int, bfcl: dict) -> dict:
+        return {
+            **Episode(f"simple_python_{index}", "simple_python", "dev", "text", 0, success=True).to_record(),
+            "bfcl": bfcl,
+        }
+
+    records = [record(0, _bfcl_scores()), record(1, {}), record(2, {**_bfcl_scores(), "first": {"valid": 1}})]
+    (tmp_path / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    with caplog.at_level(logging.WARNING, logger="textagent.bench"):
+        assert bench_main(["--report", str(tmp_path)]) == 0
+    assert "simple_python" in (tmp_path / "report.md").read_text()  # the good one
+    warnings = [r.getMessage() for r in caplog.records if "skipped a record" in r.getMessage()]
+    where = tmp_path / "episodes.jsonl"
+    assert len(warnings) == 2 and warnings[0].startswith(f"{where}:2:") and warnings[1].startswith(f"{where}:3:")
+    assert "in 'bfcl', no 'first'" in warnings[0] and "in 'bfcl', 'first' must be an object" in warnings[1]

@@ -269,6 +269,25 @@ _MULTI_TURN: dict[str, tuple[Callable[[Any], bool], str]] = {
     "per_turn": (_optional(_per_turn), "a list of objects whose format_errors and refused_calls are whole numbers"),
 }
 
+
+def _bfcl_verdict(x: Any) -> bool:
+    return (
+        isinstance(x, Mapping)
+        and isinstance(x.get("valid"), bool)
+        and _optional(lambda e: isinstance(e, str))(x.get("error_type"))
+    )
+
+
+# BFCL's single-turn scores: the fields its report reads (bench.bfcl.report.CategoryScore), one
+# verdict per view (bench.bfcl.score.score_steps)
+_BFCL_VIEW = (_bfcl_verdict, "an object whose 'valid' is true or false and 'error_type' a string or null")
+_BFCL: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "first": _BFCL_VIEW,
+    "feedback": _BFCL_VIEW,
+    "agent": _BFCL_VIEW,
+    "recovered": (_optional(lambda x: isinstance(x, bool)), "true or false"),
+}
+
 _META: dict[str, tuple[Callable[[Any], bool], str]] = {
     "modes": (_strings, "a list of mode names"),
     "tasks": (_strings, "a list of task ids"),
@@ -303,11 +322,14 @@ def _problem(
 def record_problem(record: Any) -> str | None:
     """Why an episode record cannot be read, or None."""
     problem = _problem(record, _RECORD, _REQUIRED)
-    if problem is None and "multi_turn" in record:
-        inner = _problem(record["multi_turn"], _MULTI_TURN, ())
-        if inner is not None:
-            return f"in 'multi_turn', {inner}"
-    return problem
+    if problem is not None:
+        return problem
+    for key, nested, required in (("multi_turn", _MULTI_TURN, ()), ("bfcl", _BFCL, ("first", "feedback", "agent"))):
+        if key in record:
+            inner = _problem(record[key], nested, required)
+            if inner is not None:
+                return f"in {key!r}, {inner}"
+    return None
 
 
 def meta_problem(meta: Any) -> str | None:
