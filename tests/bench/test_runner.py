@@ -277,6 +277,16 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert cli.main(["--help"]) == 0
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-0.5", "warm"])
+def test_a_temperature_that_is_no_finite_number_from_0_is_a_usage_error(tmp_path, capsys, value):
+    """As ``run --temperature`` (_argtypes.non_negative): never a request body that is no JSON."""
+    out = tmp_path / "run"
+    assert cli.main(["--out", str(out), "--endpoint", "http://127.0.0.1:9", f"--temperature={value}"]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("textagent bench: error: argument --temperature: ") and value in err[-1]
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [

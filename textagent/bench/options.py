@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._argtypes import nonempty, repeat_limit
+from .._argtypes import non_negative, nonempty, repeat_limit
 from ..conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
@@ -191,7 +191,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="text and constrained modes stream their replies, closed as soon as complete calls are "
         "followed by a line that is not another call (EarlyStop)",
     )
-    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--temperature", type=non_negative(float), default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=300, help="read timeout of one request, seconds")
     p.add_argument("--no-pin", action="store_true", help="do not send id_slot (servers that reject it)")
