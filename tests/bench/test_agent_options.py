@@ -132,3 +132,12 @@ def test_an_unknown_retry_part_is_a_usage_error(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--retry", "vary,louder"])
     assert "unknown retry part 'louder'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1", "2.5", "warm"])
+def test_a_retry_temperature_out_of_range_is_a_usage_error(value, capsys):
+    from textagent.bench.options import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--retry", "sample", "--retry-temperature", value])
+    assert "above 0 and at most 2" in capsys.readouterr().err

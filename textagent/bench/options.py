@@ -32,6 +32,16 @@ def retry_parts(text: str) -> str:
     return ",".join(p.strip() for p in text.split(",") if p.strip()) or "none"
 
 
+def retry_temperature(text: str) -> float:
+    """``--retry-temperature``: what Retry takes, above 0 and at most 2."""
+    try:
+        value = float(text)
+        Retry(temperature=value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number above 0 and at most 2 (got {text})") from None
+    return value
+
+
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument(
         "--modes",
@@ -175,7 +185,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--retry-temperature",
-        type=float,
+        type=retry_temperature,
         default=0.7,
         help="the temperature of the sampled retry (--retry sample; default 0.7, seeded by --seed and the step)",
     )
