@@ -191,9 +191,16 @@ def test_a_server_that_dies_of_sigill_while_loading_is_restarted_with_no_repack(
     )
     wrapper.chmod(0o755)
     monkeypatch.setenv("TEXTAGENT_LLAMA_SERVER", str(wrapper))
+    monkeypatch.setenv("TEXTAGENT_STATE_DIR", str(tmp_path / "state"))  # the note is this test's own
     said: list[str] = []
     with LocalServer(smollm_server.model_path, ctx_size=2048, progress=said.append) as server:
         assert server.repack is False and "--no-repack" in server.command()
         reply = LlamaCppBackend(server.url).complete("Hello", stop=[], max_tokens=4, temperature=0.0, seed=0)
         assert reply.usage.completion_tokens
-    assert "llama-server crashed while loading; retrying with --no-repack" in said
+    assert any(s.startswith("llama-server crashed while loading; retrying with --no-repack") for s in said), said
+    # the crash is remembered: the next start goes straight to --no-repack, with no crash
+    said.clear()
+    with LocalServer(smollm_server.model_path, ctx_size=2048, progress=said.append) as server:
+        assert "--no-repack" in server.command()
+    assert not any("retrying" in s for s in said), said  # no failed start this time
+    assert any("starting it with --no-repack" in s for s in said), said  # and it says why

@@ -33,7 +33,7 @@ def test_three_tasks_in_every_available_mode(qwen_server, tmp_path):
         progress=False,
     )
     assert not outcome.interrupted
-    records = load_episodes(tmp_path)
+    records = [e.to_record() for e in load_episodes(tmp_path)]  # each episode as its record says it
     assert sorted((r["task"], r["mode"]) for r in records) == sorted((t, m) for t in TASKS for m in modes)
     for r in records:
         assert r["stop_reason"] in ("answer", "max_steps", "token_budget", "time_limit", "format_errors"), r["error"]
@@ -66,7 +66,7 @@ def test_bfcl_items_in_every_mode_on_the_real_server(qwen_server, tmp_path):
         progress=False,
     )
     assert not outcome.interrupted
-    records = load_episodes(tmp_path)
+    records = [e.to_record() for e in load_episodes(tmp_path)]  # each episode as its record says it
     assert len(records) == 2 * len(modes) and "bfcl-prompt" in modes
     for r in records:
         assert r["error"] is None and r["stop_reason"] != "backend_error", r["error"]
