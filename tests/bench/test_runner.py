@@ -431,14 +431,7 @@ def test_a_tasks_modes_run_one_after_another_on_one_slot(tmp_path):
 
 
 def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, caplog):
-    first = R.run_bench(
-        SOME[:2],
-        ["text"],
-        tmp_path,
-        workers=[B.Slot("u", 0)],
-        backend_for=lambda mode, slot: (ReferenceBackend(SOME), "chatml"),
-        progress=False,
-    )
+    first = _two_episodes(tmp_path)
     assert len(_recs(first)) == 2
     # as an older run wrote it, plain: a kill could cut its last line inside a character
     path = tmp_path / R.PLAIN_EPISODES_FILE
@@ -450,14 +443,7 @@ def test_a_record_cut_inside_a_character_is_skipped_and_run_again(tmp_path, capl
     with caplog.at_level("WARNING", logger="textagent.bench"):
         assert [r["task"] for r in _records(tmp_path)] == [_recs(first)[0]["task"]]
     assert "skipped a record that is not whole" in caplog.text
-    again = R.run_bench(
-        SOME[:2],
-        ["text"],
-        tmp_path,
-        workers=[B.Slot("u", 0)],
-        backend_for=lambda mode, slot: (ReferenceBackend(SOME), "chatml"),
-        progress=False,
-    )
+    again = _two_episodes(tmp_path)
     assert again.skipped == 1 and [r["task"] for r in _recs(again)] == [_recs(first)[1]["task"]]
     assert len(_records(tmp_path)) == 2
 

@@ -70,3 +70,35 @@ def check_total(text: str, parse=parse_reply) -> None:
     else:
         assert isinstance(reply, Reply)
         assert (reply.answer is None) == bool(reply.calls)
+
+
+# Lines a growing reply is made of, for the property tests of the stream readers: calls, ARGS
+# lines, objects over several lines, fences, thoughts, answers, prose and a call cut inside a list.
+CALL_LINES = [
+    'TOOL: f ARGS: {"a": 1}',
+    "TOOL: g",
+    'ARGS: {"b": 2}',
+    "ARGS: {",
+    '  "c": 3',
+    "}",
+    "ARGS:",
+    "```json",
+    "```",
+    "Thought: hm",
+    "",
+    "plain words",
+    "TOOL: h ARGS: 7",
+    "ANSWER: done",
+    '1. TOOL: f ARGS: {"a": [1,',
+    "2]}",
+    "OBSERVATION: made up",
+]
+# ... and lines that only an answer or prose holds
+REPLY_LINES = [
+    *CALL_LINES,
+    "ANSWER:",
+    "Final Answer: x",
+    "> quoted",
+    "words\r",
+    "the word tool in prose",
+]

@@ -48,38 +48,14 @@ def test_the_incremental_answer_is_the_whole_texts():
 
 # -- ReplyStream: the reply it ends with is parse_reply's ------------------------------------------
 
+import protocolkit  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from textagent.protocol import ParseError, parse_reply  # noqa: E402
 from textagent.protocol.stream import CallEnds, ReplyStream  # noqa: E402
 
-REPLY_LINES = st.sampled_from(
-    [
-        'TOOL: f ARGS: {"a": 1}',
-        "TOOL: g",
-        'ARGS: {"b": 2}',
-        "ARGS: {",
-        '  "c": 3',
-        "}",
-        "ARGS:",
-        "```json",
-        "```",
-        "Thought: hm",
-        "",
-        "plain words",
-        "TOOL: h ARGS: 7",
-        "ANSWER: done",
-        "ANSWER:",
-        "Final Answer: x",
-        '1. TOOL: f ARGS: {"a": [1,',
-        "2]}",
-        "> quoted",
-        "OBSERVATION: made up",
-        "words\r",
-        "the word tool in prose",
-    ]
-)
+REPLY_LINES = st.sampled_from(protocolkit.REPLY_LINES)
 
 
 def _outcome(read):

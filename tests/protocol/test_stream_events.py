@@ -5,6 +5,7 @@ reply has at that place. It reads in time linear in the reply."""
 
 from __future__ import annotations
 
+import protocolkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,27 +76,7 @@ def test_a_prefill_is_not_sent_again():
     assert "".join(sent) == " Paris, the capital."
 
 
-CALL_LINES = st.sampled_from(
-    [
-        'TOOL: f ARGS: {"a": 1}',
-        "TOOL: g",
-        'ARGS: {"b": 2}',
-        "ARGS: {",
-        '  "c": 3',
-        "}",
-        "ARGS:",
-        "```json",
-        "```",
-        "Thought: hm",
-        "",
-        "plain words",
-        "TOOL: h ARGS: 7",
-        "ANSWER: done",
-        '1. TOOL: f ARGS: {"a": [1,',
-        "2]}",
-        "OBSERVATION: made up",
-    ]
-)
+CALL_LINES = st.sampled_from(protocolkit.CALL_LINES)
 
 
 def judged_calls(text: str, cuts: list[int]) -> tuple[ReplyStream, list, str]:

@@ -17,6 +17,20 @@ WEATHER = {
     },
 }
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
+#: A tool with a closed schema of two strings, for the tests of calls and repairs.
+GREP = {
+    "type": "function",
+    "function": {
+        "name": "grep",
+        "description": "Search a file for a pattern.",
+        "parameters": {
+            "type": "object",
+            "properties": {"file_name": {"type": "string"}, "pattern": {"type": "string"}},
+            "required": ["file_name", "pattern"],
+            "additionalProperties": False,
+        },
+    },
+}
 
 
 def said(text: str, stop_type: str = "eos") -> dict:

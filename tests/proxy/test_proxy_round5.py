@@ -14,25 +14,12 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from httpfake import FakeServer
-from proxykit import said, start
+from proxykit import GREP, said, start
 
 from textagent import local
 from textagent.proxy import FAILURE_HEADER, REPAIRS_HEADER, ProxyServer, Upstream, UpstreamConfig
 
 ASK = [{"role": "user", "content": "Find the TODOs."}]
-GREP = {
-    "type": "function",
-    "function": {
-        "name": "grep",
-        "description": "Search a file for a pattern.",
-        "parameters": {
-            "type": "object",
-            "properties": {"file_name": {"type": "string"}, "pattern": {"type": "string"}},
-            "required": ["file_name", "pattern"],
-            "additionalProperties": False,
-        },
-    },
-}
 
 
 def post(proxy: ProxyServer, body, **kw) -> requests.Response:

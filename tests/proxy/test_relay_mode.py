@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from proxykit import GREP
 
 from textagent.agent import Agent
 from textagent.backends.scripted import ScriptedBackend
@@ -14,19 +15,6 @@ from textagent.proxy.convert import parse_request
 from textagent.proxy.relay import RelayMode
 from textagent.proxy.transcript import transcript
 
-GREP = {
-    "type": "function",
-    "function": {
-        "name": "grep",
-        "description": "Search a file for a pattern.",
-        "parameters": {
-            "type": "object",
-            "properties": {"file_name": {"type": "string"}, "pattern": {"type": "string"}},
-            "required": ["file_name", "pattern"],
-            "additionalProperties": False,
-        },
-    },
-}
 GOOD = 'TOOL: grep ARGS: {"file_name": "a.py", "pattern": "TODO"}'
 BAD = 'TOOL: grep ARGS: {"file_name": "a.py"}'  # the pattern is missing
 
