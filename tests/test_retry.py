@@ -178,3 +178,48 @@ def test_calls_repeated_with_other_results_are_no_repeat():
     Agent(backend, [weather], retry=Retry(vary=True, temperature=0.6)).run("Weather in Paris?")
     assert "returned the same results" not in backend.prompts[2]
     assert all("temperature" not in c for c in backend.calls)
+
+
+@pytest.mark.parametrize("reply", [UNKNOWN, BAD_ARGS, UNREADABLE])
+def test_a_repeated_failure_is_rewound_not_written_and_asked_again_sampled(reply):
+    result, backend = ask([reply, reply, "ANSWER: sunny"], Retry(rewind=True, seed=3))
+    assert result.answer == "sunny"
+    # the repeat (reply 2) never reaches the conversation: reply 3 is asked from where reply 2 was
+    assert backend.prompts[2] == backend.prompts[1] and backend.prompts[1] != backend.prompts[0]
+    assert [(c.get("temperature"), c.get("seed")) for c in backend.calls] == [(None, None), (None, None), (0.7, 5)]
+    rewound = result.steps[1]
+    assert rewound.details["retry"]["rewound"] is True and rewound.observations == []
+    assert "rewound" not in result.steps[0].details.get("retry", {})
+
+
+def test_calls_returning_what_they_returned_before_are_rewound():
+    call = 'TOOL: get_weather ARGS: {"city": "Paris"}'
+    result, backend = ask([call, call, call, "ANSWER: sunny"], Retry(rewind=True, rewind_temperature=0.4))
+    assert backend.prompts[1] == backend.prompts[2] == backend.prompts[3]
+    assert result.transcript.count(call) == backend.prompts[1].count(call)  # the call and its result once
+    assert [c.get("temperature") for c in backend.calls] == [None, None, 0.4, 0.4]
+    assert [bool(s.details.get("retry", {}).get("rewound")) for s in result.steps] == [False, True, True, False]
+
+
+def test_rewound_replies_are_steps_the_limits_count():
+    backend = ScriptedBackend([UNKNOWN] * 4)
+    result = Agent(backend, demo.demo_tools(), retry=Retry(rewind=True), max_steps=4, max_format_errors=9).run(
+        "What's the weather in Paris?"
+    )
+    assert result.stop_reason == "max_steps" and len(result.steps) == 4
+    assert len(set(backend.prompts[1:])) == 1  # each repeat asked again from the same place
+    assert [c.get("seed") for c in backend.calls] == [None, None, 2, 3]  # a new seed each time
+
+
+def test_rewind_takes_the_place_of_varied_words_for_a_repeat():
+    result, backend = ask([UNKNOWN, UNKNOWN, "ANSWER: sunny"], Retry(vary=True, rewind=True))
+    assert "varied" not in result.steps[1].details["retry"] and backend.prompts[2] == backend.prompts[1]
+
+
+def test_rewind_is_a_part_by_name():
+    assert Retry.from_parts("rewind") == Retry(rewind=True)
+    assert Retry.from_parts("rewind").rewind_temperature == 0.7
+    assert Retry.from_parts("rewind", temperature=0.5) == Retry(rewind=True, rewind_temperature=0.5)
+    assert Retry(rewind=True).active
+    with pytest.raises(ValueError, match="rewind_temperature"):
+        Retry(rewind=True, rewind_temperature=0)

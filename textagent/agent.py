@@ -53,7 +53,8 @@ class Agent:
     (prompts.EXAMPLE_TOOLS). ``checks``:
     textagent.checks objects (none by default). ``retry``: what the loop does after a failed
     reply beyond its feedback (textagent.retry.Retry: varied feedback for a repeated mistake, a
-    reply held to the grammar, a sampled retry; none by default).
+    reply held to the grammar, a sampled retry, a repeat kept out of the conversation; none by
+    default).
     """
 
     def __init__(
@@ -254,7 +255,9 @@ class Agent:
             step.parse_error = err.parse_error
             self.bad_in_a_row += 1
             self._last_calls = None  # a reply in between: the calls after it are not "in a row"
-            self.mode.reject(step, self.retrying.format_error(step, err.observation))
+            observation = self.retrying.format_error(step, err.observation)
+            if not step.rewound:  # a rewound repeat is not written: asked again from before it
+                self.mode.reject(step, observation)
             if self.bad_in_a_row >= self.max_format_errors:
                 raise FormatErrors() from None
             return step
@@ -275,7 +278,8 @@ class Agent:
             note for check in self.checks if hasattr(check, "on_step") for note in check.on_step(self._view(), step)
         ]
         step.notes += self.retrying.calls_failed(step)
-        mode.observe(step, step.notes)
+        if not step.rewound:
+            mode.observe(step, step.notes)
         self._count_repeats(step)
         return step
 

@@ -18,6 +18,12 @@ loop *does* when a reply fails, each part on its own:
   (llama.cpp); elsewhere it does nothing. (A tool's own error or time-out is no such reply.)
 - ``temperature``: a reply that repeats a failed one word for word is followed by one request
   sampled at this temperature, seeded (``seed`` plus the step's number), so runs repeat.
+- ``rewind``: a reply that repeats a failed one (the same calls, or the same text that did not
+  parse), or whose calls return what the same calls returned before, is not written into the
+  conversation: the model is asked again from where it was, sampled (``rewind_temperature``;
+  seeded), so the same text never piles up in its context (the more often a reply
+  stands there, the surer the model is of it: sampling after it alone rarely changes it). The
+  reply is still a step of the question, counted by its limits and kept in the trace.
 - ``gate``: an answer given before any call in the question, while a listed tool is close to the
   question (``GATE_RELEVANCE``), is asked once more: the closest tools are named, and the reply
   after it is held to the grammar and sampled when those parts are on. Answering from memory is
@@ -49,8 +55,9 @@ from .tools import ToolSet
 
 __all__ = ["RETRY_PARTS", "Retry", "Retrying"]
 
-#: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate.
-RETRY_PARTS = ("vary", "grammar", "sample", "gate")
+#: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate, rewind.
+RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind")
+REWIND_TEMPERATURE = 0.7  # a rewound reply's, when the Retry sets no temperature
 
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
 _CLOSEST = 3  # listed tools shown for an unknown one
@@ -67,15 +74,17 @@ class Retry:
     temperature: float | None = None
     seed: int = 0
     gate: bool = False
+    rewind: bool = False
+    rewind_temperature: float = REWIND_TEMPERATURE
 
     def __post_init__(self) -> None:
-        t = self.temperature
-        if t is not None and (not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 < t <= 2):
-            raise ValueError(f"Retry(temperature=...) must be above 0 and at most 2, or None; got {t!r}")
+        for name, t in (("temperature", self.temperature), ("rewind_temperature", self.rewind_temperature)):
+            if (t is not None or name != "temperature") and not _sampling_temperature(t):
+                raise ValueError(f"Retry({name}=...) must be above 0 and at most 2; got {t!r}")
 
     @property
     def active(self) -> bool:
-        return self.vary or self.grammar or self.temperature is not None or self.gate
+        return self.vary or self.grammar or self.temperature is not None or self.gate or self.rewind
 
     @classmethod
     def from_parts(cls, parts: str, *, temperature: float = 0.7, seed: int = 0) -> Retry:
@@ -84,9 +93,12 @@ class Retry:
         unknown = [n for n in names if n not in RETRY_PARTS]
         if unknown:
             raise ValueError(f"unknown retry part {unknown[0]!r}; choose from {', '.join(RETRY_PARTS)} (or none)")
-        return cls(
-            "vary" in names, "grammar" in names, temperature if "sample" in names else None, seed, "gate" in names
-        )
+        sampled = temperature if "sample" in names else None
+        return cls("vary" in names, "grammar" in names, sampled, seed, "gate" in names, "rewind" in names, temperature)
+
+
+def _sampling_temperature(t: Any) -> bool:
+    return isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and 0 < t <= 2
 
 
 def _calls_key(step: Step) -> tuple[tuple[str, str], ...]:
@@ -123,12 +135,16 @@ class Retrying:
         options, self.next_options = self.next_options, {}
         return options
 
-    def _after_failure(self, step: Step, *, word_for_word: bool, held: bool) -> None:
+    def _after_failure(self, step: Step, *, word_for_word: bool, held: bool, repeat: bool = False) -> None:
         noted: dict[str, Any] = {}
         if self.retry.grammar and held and self.grammar is not None:
             self.next_options["grammar"] = self.grammar
             noted["grammar_next"] = True
-        if self.retry.temperature is not None and word_for_word:
+        if self.retry.rewind and repeat:
+            temperature = self.retry.rewind_temperature
+            self.next_options.update(temperature=temperature, seed=self.retry.seed + step.index)
+            noted.update(rewound=True, sampled_next=temperature)
+        elif self.retry.temperature is not None and word_for_word:
             self.next_options.update(temperature=self.retry.temperature, seed=self.retry.seed + step.index)
             noted["sampled_next"] = self.retry.temperature
         if noted:
@@ -143,10 +159,10 @@ class Retrying:
         self.failed_texts.add(key)
         if repeated:
             step.extra.setdefault("retry", {})["repeats_failed"] = True
-        if repeated and self.retry.vary:
+        if repeated and self.retry.vary and not self.retry.rewind:
             observation += "\n" + self._repeated_format(step.raw)
             step.extra["retry"]["varied"] = True
-        self._after_failure(step, word_for_word=repeated, held=True)
+        self._after_failure(step, word_for_word=repeated, held=True, repeat=repeated)
         return observation
 
     def calls_failed(self, step: Step) -> list[Note]:
@@ -163,8 +179,8 @@ class Retrying:
         if repeated:
             step.extra.setdefault("retry", {})["repeats_failed"] = True
         ruled_out = any(o.error in ("unknown_tool", "bad_arguments") for _, o in failed)  # what the grammar rules out
-        self._after_failure(step, word_for_word=word_for_word, held=ruled_out)
-        if not (repeated and self.retry.vary):
+        self._after_failure(step, word_for_word=word_for_word, held=ruled_out, repeat=repeated)
+        if not (repeated and self.retry.vary) or step.rewound:
             return []
         step.extra["retry"]["varied"] = True
         notes = [Note("retry", text, i) for i, o in failed if (text := self._repeated_call(step, i, o.error))]
@@ -174,7 +190,7 @@ class Retrying:
         """Calls that ran and returned what the same calls returned before in the question: the
         model learns nothing new from them (a simulator's ``{"error": ...}`` comes back as a
         result), so a repeat is treated as a failed reply's: told so (``vary``), the next reply
-        sampled after a word-for-word repeat."""
+        sampled after a word-for-word repeat, or the repeat kept out of the conversation (``rewind``)."""
         key, text = (_calls_key(step), tuple(o.output for o in step.outcomes)), _text_key(step.raw)
         seen, word_for_word = key in self.same_results, text in self.call_texts
         self.same_results.add(key)
@@ -182,8 +198,8 @@ class Retrying:
         if not step.calls or not seen:
             return []
         step.extra.setdefault("retry", {})["repeats_results"] = True
-        self._after_failure(step, word_for_word=word_for_word, held=False)
-        if not self.retry.vary:
+        self._after_failure(step, word_for_word=word_for_word, held=False, repeat=True)
+        if not self.retry.vary or step.rewound:
             return []
         step.extra["retry"]["varied"] = True
         return [Note("retry", self.prompts.template("retry_same_results").substitute())]

@@ -97,6 +97,13 @@ class Step:
         """native+fallback ran the calls it read from such content."""
         return bool(self._noted("fallback"))
 
+    @property
+    def rewound(self) -> bool:
+        """A repeat the loop kept out of the conversation (textagent.retry's ``rewind``): the
+        model was asked again from before it."""
+        noted = self._noted("retry")
+        return isinstance(noted, dict) and bool(noted.get("rewound"))
+
     def _noted(self, name: str) -> Any:
         """One entry of :attr:`details` without making all of it: ``extra`` first (a step read
         back from a trace holds the mode's facts there), then the mode's facts."""

@@ -181,13 +181,14 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "own loops' rules): vary (a repeated mistake gets more to act on), grammar (the next reply held to the "
         "tool set's grammar, text protocol on llama.cpp), sample (a word-for-word repeat is followed by one "
         "sampled reply), gate (an answer before any call, while a listed tool is close to the question, is asked "
-        "once more); comma-separated, or none (default)",
+        "once more), rewind (a repeat is kept out of the conversation and asked again, sampled); comma-separated, "
+        "or none (default)",
     )
     p.add_argument(
         "--retry-temperature",
         type=retry_temperature,
         default=0.7,
-        help="the temperature of the sampled retry (--retry sample; default 0.7, seeded by --seed and the step)",
+        help="the temperature of the sampled retry (--retry sample or rewind; default 0.7, seeded by --seed and the step)",
     )
     p.add_argument(
         "--native-examples",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from textagent.bench.bfcl.loop_stats import LoopStats, loop_stats
-from textagent.bench.bfcl.multi_report import _HEADER, multi_turn_rows
+from textagent.bench.bfcl.multi_report import _HEADER, multi_turn_rows, render_multi_turn
 from textagent.bench.records import Episode
 
 UNKNOWN = {"name": "ResearchDocs", "args": {"q": 1}}
@@ -89,3 +90,19 @@ def test_the_report_shows_repeats_and_force_quits_by_cause():
     (row,) = multi_turn_rows([record(stuck, force_quit=True)], ["text"])
     assert row[_HEADER.index("force-quit")] == "1/1 (repeating 1)"
     assert row[_HEADER.index("replies after a failed one: repeating a failure")] == "2/2"
+
+
+def test_rewound_replies_are_counted_and_the_report_says_so_only_when_there_are_some():
+    calls = [{"name": "ls", "args": {}}]
+    rewound = {"retry": {"repeats_results": True, "rewound": True}}
+    replies = [
+        step("TOOL: ls ARGS: {}", calls=calls, outcomes=WORKED),
+        step("TOOL: ls ARGS: {}", calls=calls, outcomes=WORKED, details=rewound),
+        step("TOOL: ls ARGS: {}", calls=calls, outcomes=WORKED, details=rewound),
+        step("ANSWER: done"),
+    ]
+    assert loop_stats(record(replies)).rewound == 2
+    other = dataclasses.replace(record([step("ANSWER: done")]), task="multi_turn_base_1")
+    said = render_multi_turn([record(replies), other], ["text"])
+    assert "kept out of the conversation as repeats (`--retry rewind`): text 2 (in 1 of 2 items)" in said
+    assert "kept out of the conversation" not in render_multi_turn([record(replies[:1])], ["text"])

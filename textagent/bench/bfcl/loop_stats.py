@@ -31,11 +31,13 @@ FORCE_QUIT_CAUSES = ("repeating", "failing", "calling")
 class LoopStats:
     """``after_failure``: replies that came right after a failed reply; ``repeating``: those of them
     that repeat a failed reply of their question; ``force_quit``: the cause (FORCE_QUIT_CAUSES) of
-    the item's force-quit turn, or None."""
+    the item's force-quit turn, or None; ``rewound``: replies kept out of the conversation
+    (textagent.retry's ``rewind``)."""
 
     after_failure: int = 0
     repeating: int = 0
     force_quit: str | None = None
+    rewound: int = 0
 
 
 def _failed(step: Step) -> bool:
@@ -51,7 +53,7 @@ def _keys(step: Step) -> tuple[str, str | None]:
 
 def loop_stats(episode: Episode) -> LoopStats:
     """The loop's statistics of one multi-turn episode (see the module's docstring)."""
-    after = repeating = 0
+    after = repeating = rewound = 0
     last_repeated = last_failed = False
     for run in episode.runs:
         texts: set[str] = set()
@@ -59,6 +61,7 @@ def loop_stats(episode: Episode) -> LoopStats:
         previous_failed = False
         for step in run.steps:
             text, key = _keys(step)
+            rewound += step.rewound
             repeated = text in texts or (key is not None and key in calls)
             if previous_failed:
                 after += 1
@@ -73,4 +76,4 @@ def loop_stats(episode: Episode) -> LoopStats:
     cause = None
     if episode.multi_turn is not None and episode.multi_turn.force_quit:
         cause = "repeating" if last_repeated else "failing" if last_failed else "calling"
-    return LoopStats(after, repeating, cause)
+    return LoopStats(after, repeating, cause, rewound)

@@ -158,6 +158,15 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def _rewound(items: Sequence[Episode], modes: Sequence[str]) -> list[str]:
+    """A line of the replies each mode kept out of the conversation (``--retry rewind``), when any was."""
+    counts = [(m, [loop_stats(e).rewound for e in items if e.mode == m]) for m in modes]
+    said = [f"{m} {sum(c)} (in {sum(1 for x in c if x)} of {len(c)} items)" for m, c in counts if sum(c)]
+    if not said:
+        return []
+    return [f"Replies kept out of the conversation as repeats (`--retry rewind`): {', '.join(said)}.", ""]
+
+
 def _by_category(items: list[Episode]) -> list[tuple[str, list[Episode]]]:
     """All the items (named ""), then, when they hold more than one category, each category's:
     a goal can be set per category (multi_turn_miss_func apart from multi_turn_miss_param)."""
@@ -173,6 +182,7 @@ def render_multi_turn(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
     if not finished:
         return ""
     out = ["## BFCL multi-turn", "", _table(_HEADER, multi_turn_rows(finished, modes)), "", _EXPLAIN, ""]
+    out += _rewound(finished, modes)
     shown = [m for m in modes if any(e.mode == m for e in finished)]
     if len(shown) >= 2:
         items, turns = [], []
