@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
@@ -135,11 +135,20 @@ class HTTPBackend(BodyReader):
         return f"{type(self).__name__}({self.shown_url!r})"
 
     # -- URLs and messages -------------------------------------------------------------------
-    def probe(self, path: str) -> None:
-        """``GET path`` once, the body unread: is a server there? Raises the BackendError of
-        the failure (refused, timed out, an HTTP error status)."""
-        resp, _ = self._open("GET", path)
+    # the cheapest request of the API, for probe(): what answers it is a server of that API
+    probe_path = "/"
+
+    def probe(self, path: str | None = None, *, timeout: TimeoutSpec | None = None) -> None:
+        """``GET path`` (default: the API's cheapest, ``probe_path``) once, no retries, the body
+        unread: is a server there? Raises the BackendError of the failure (refused, timed out,
+        an HTTP error status)."""
+        resp, _ = self._open("GET", path or self.probe_path, timeout=timeout, retries=0)
         resp.close()
+
+    def sampling_params(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """``fields`` (sampling: top_p, penalties, logit_bias; those ``capabilities.sampling``
+        names) as this API's request body carries them, for ``params``."""
+        return dict(fields)
 
     def _url(self, path: str) -> str:
         return self.url + "/" + path.lstrip("/")

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
-__all__ = ["REQUEST_OPTIONS", "Backend", "Capabilities", "Completion", "Usage"]
+__all__ = [
+    "REQUEST_OPTIONS",
+    "Backend",
+    "Capabilities",
+    "Completion",
+    "ServerBackend",
+    "Usage",
+    "capabilities_of",
+    "server_backend",
+]
 
 # The request options of textagent's backends, between them (each lists its own in
 # ``request_options``): what Agent(..., **options) passes through to a backend that lists none.
@@ -21,11 +31,42 @@ class Capabilities:
     ``chat(messages, tools=...)``, or (llama.cpp) its server's ``/v1/chat/completions`` is
     reached from it. ``streaming``: ``complete()`` streams and calls an ``on_text`` option with
     the text so far (returning True stops early).
+
+    What the server behind it offers besides completions (llama.cpp's does all of it), asked by
+    Endpoint, the proxy and the bench instead of the backend's type; each has its calls in
+    ServerBackend. ``health``: ``health()`` and ``wait_healthy()`` ask its ``GET /health``
+    (503 while it loads the model); without it, ``probe()`` is the cheapest request the API
+    has. ``slots``: ``props()`` says how many slots (requests at once) it runs and which model.
+    ``template``: ``apply_template()`` renders a conversation with the model's own chat
+    template. ``slot_pinning``: ``complete()`` takes an ``id_slot`` option that pins the
+    request to one slot (whose KV cache it keeps). ``prefix_cache``: a PrefixCache set as its
+    ``prefix_cache`` restores a saved prompt prefix into the slot before a request.
+    ``sampling``: the sampling fields (top_p, penalties, logit_bias) its requests can carry,
+    set in its ``params`` through ``sampling_params()``.
     """
 
     grammar: bool = False
     chat: bool = False
     streaming: bool = False
+    health: bool = False
+    slots: bool = False
+    template: bool = False
+    slot_pinning: bool = False
+    prefix_cache: bool = False
+    sampling: frozenset[str] = frozenset()
+
+
+NO_CAPABILITIES = Capabilities()
+
+# the sampling fields an OpenAI-style request body takes (llama.cpp's /completion too)
+OPENAI_SAMPLING = frozenset({"top_p", "frequency_penalty", "presence_penalty", "logit_bias"})
+
+
+def capabilities_of(backend: object) -> Capabilities:
+    """What ``backend`` declares it can do; nothing beyond plain completions for a backend
+    that declares nothing (the attribute is optional in the Backend protocol)."""
+    capabilities = getattr(backend, "capabilities", None)
+    return capabilities if isinstance(capabilities, Capabilities) else NO_CAPABILITIES
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -99,3 +140,40 @@ class Backend(Protocol):
     """
 
     def complete(self, prompt: str, *, stop: list[str], max_tokens: int, **options: Any) -> Completion: ...
+
+
+class ServerBackend(Backend, Protocol):
+    """A backend of a model server at ``url`` (textagent's HTTP backends): the calls behind
+    its Capabilities. Only those its ``capabilities`` declare may be made (a backend has the
+    methods of what it declares, and need not have the others), which is why callers ask
+    the capabilities first and then :func:`server_backend`, never the backend's type.
+    """
+
+    url: str
+    capabilities: Capabilities
+    params: dict[str, Any]
+    prefix_cache: Any  # capabilities.prefix_cache
+
+    def close(self) -> None: ...
+
+    def probe(self, path: str | None = None, *, timeout: Any = None) -> None: ...
+
+    def sampling_params(self, fields: Mapping[str, Any]) -> dict[str, Any]: ...  # capabilities.sampling
+
+    def health(self, *, timeout: Any = None) -> dict[str, Any] | str: ...  # capabilities.health
+
+    def wait_healthy(
+        self, timeout: float = 120.0, on_wait: Callable[[str], Any] | None = None
+    ) -> dict[str, Any] | str: ...  # capabilities.health
+
+    def props(self) -> dict[str, Any]: ...  # capabilities.slots
+
+    def apply_template(  # capabilities.template
+        self, messages: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True
+    ) -> str: ...
+
+
+def server_backend(backend: object) -> ServerBackend:
+    """``backend`` as the ServerBackend its capabilities describe: for the calls of a
+    capability it declares (checked by the caller through :func:`capabilities_of`)."""
+    return cast(ServerBackend, backend)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..errors import TextagentError
-from .base import Capabilities
+from .base import OPENAI_SAMPLING, Capabilities
 
 if TYPE_CHECKING:
     from ._http import HTTPBackend
@@ -38,14 +38,19 @@ APIS = {
 
 
 def api_capabilities(api: str, *, grammar_field: str | None = None) -> Capabilities:
-    """What the backends connect() builds for ``api`` can do: ``grammar`` (a GBNF grammar is
-    sent and held), ``chat`` (native function calling on /v1/chat/completions), ``streaming``."""
+    """What the backends connect() builds for ``api`` can do (Capabilities): their completion
+    backend's, with ``chat`` where the API has a /v1/chat/completions endpoint (native function
+    calling, through ``connect(..., chat=True)``)."""
     _check_api(api)
     if api == "llamacpp":
-        return Capabilities(grammar=True, chat=True, streaming=True)
+        from .llamacpp import LlamaCppBackend
+
+        return LlamaCppBackend.capabilities
     if api == "ollama":
-        return Capabilities(grammar=False, chat=False, streaming=True)
-    return Capabilities(grammar=grammar_field is not None, chat=True, streaming=True)
+        from .ollama import OllamaBackend
+
+        return OllamaBackend.capabilities
+    return Capabilities(grammar=grammar_field is not None, chat=True, streaming=True, sampling=OPENAI_SAMPLING)
 
 
 @overload

@@ -22,7 +22,7 @@ from ..errors import BackendConnectionError, BackendHTTPError, BackendResponseEr
 from ._http import DONE, HTTPBackend
 from ._payload import _count, llama_timings, server_error_message
 from ._reading import LAST, MORE
-from .base import Capabilities, Completion, Usage
+from .base import OPENAI_SAMPLING, Capabilities, Completion, Usage
 from .http_settings import HttpSettings, TimeoutSpec
 
 __all__ = ["LlamaCppBackend"]
@@ -78,11 +78,23 @@ class LlamaCppBackend(HTTPBackend):
     # what Agent(..., **options) may pass to complete() (see Backend)
     request_options = frozenset({"temperature", "seed", "stream", "on_text", "id_slot", "grammar"})
 
-    # grammar: GBNF in /completion; chat: native mode uses the server's /v1/chat/completions
-    capabilities = Capabilities(grammar=True, chat=True, streaming=True)
+    # grammar: GBNF in /completion; chat: native mode uses the server's /v1/chat/completions;
+    # health, slots (/props), template (/apply-template), id_slot and slot save/restore its own
+    capabilities = Capabilities(
+        grammar=True,
+        chat=True,
+        streaming=True,
+        health=True,
+        slots=True,
+        template=True,
+        slot_pinning=True,
+        prefix_cache=True,
+        sampling=OPENAI_SAMPLING,
+    )
 
     api_name = "llama.cpp"
     default_url = "http://127.0.0.1:8080"
+    probe_path = "/health"
 
     def __init__(
         self,
@@ -205,6 +217,14 @@ class LlamaCppBackend(HTTPBackend):
         out = llama_timings(timings)
         out["wall_ms"] = (time.perf_counter() - started) * 1000
         return Completion(text=text, finish_reason="early_stop", usage=usage, timings=out, retries=retries)
+
+    def sampling_params(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """As the OpenAI body has them, but ``logit_bias`` as /completion's [[token, bias], ...]
+        pairs (OpenAI's is a {token: bias} object)."""
+        out = dict(fields)
+        if "logit_bias" in out:
+            out["logit_bias"] = [[int(token), bias] for token, bias in out["logit_bias"].items()]
+        return out
 
     # -- server helpers ----------------------------------------------------------------------
     def health(self, *, timeout: TimeoutSpec | None = None) -> dict[str, Any] | str:

@@ -73,9 +73,16 @@ class OllamaBackend(HTTPBackend):
     # what Agent(..., **options) may pass to complete() (see Backend)
     request_options = frozenset({"temperature", "seed", "stream", "on_text"})
 
-    capabilities = Capabilities(grammar=False, chat=False, streaming=True)
+    # top_p and the penalties go into Ollama's options; it takes no logit_bias
+    capabilities = Capabilities(
+        grammar=False,
+        chat=False,
+        streaming=True,
+        sampling=frozenset({"top_p", "frequency_penalty", "presence_penalty"}),
+    )
 
     api_name = "Ollama"
+    probe_path = "/api/version"
     default_url = DEFAULT_OLLAMA_URL
 
     def __init__(

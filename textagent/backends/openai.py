@@ -17,7 +17,7 @@ from ..errors import BackendResponseError, ModeNotSupported
 from ._http import DONE, HTTPBackend
 from ._payload import llama_timings, openai_usage
 from ._reading import HOLD, LAST, MORE
-from .base import Capabilities, Completion
+from .base import OPENAI_SAMPLING, Capabilities, Completion
 from .http_settings import HttpSettings
 
 __all__ = ["OpenAICompletionsBackend", "openai_root"]
@@ -75,10 +75,12 @@ class _OpenAIBase(HTTPBackend):
         self.stream_usage = stream_usage
         self.params: dict[str, Any] = dict(params or {})
 
+    probe_path = "/models"
+
     @property
     def capabilities(self) -> Capabilities:
         """grammar only with a ``grammar_field``; chat only for the chat backend."""
-        return Capabilities(grammar=bool(self.grammar_field), chat=self._chat, streaming=True)
+        return Capabilities(grammar=bool(self.grammar_field), chat=self._chat, streaming=True, sampling=OPENAI_SAMPLING)
 
     _chat = False  # native function calling (chat()): ChatAsTextBackend
 
