@@ -8,7 +8,7 @@ from httpfake import FakeServer
 
 import textagent.local
 from textagent.backends import ChatAsTextBackend, LlamaCppBackend, OpenAICompletionsBackend
-from textagent.endpoint import Endpoint
+from textagent.endpoint import DeadEndpoint, Endpoint
 from textagent.errors import BackendError, TextagentError
 from textagent.templates import CHATML
 
@@ -120,3 +120,83 @@ def test_a_server_that_does_not_start_is_stopped_and_the_error_kept(srv, monkeyp
         Endpoint(api="ollama").open()
     with pytest.raises(TextagentError, match="not open"):
         Endpoint().connect()
+
+
+# -- asked, not typed: capabilities, liveness, the model served --------------------------------------
+
+
+def test_what_the_endpoint_can_do_is_known_before_a_backend_is_made(srv):
+    assert Endpoint(srv.url).capabilities.slots and Endpoint().capabilities.template  # llama.cpp, embedded too
+    other = Endpoint(srv.url, api="completions", model="m").capabilities
+    assert not (other.slots or other.template or other.health or other.slot_pinning)
+
+
+def test_the_model_a_server_serves_is_asked_of_it_once_and_quietly(srv):
+    srv.json("/props", {"total_slots": 2, "model_path": "/models/tiny-q4.gguf"})
+    assert Endpoint(srv.url).served_model() == "tiny-q4.gguf"
+    srv.json("/props", {"error": {"message": "kaput"}}, status=500)
+    assert Endpoint(srv.url).served_model() == ""
+    assert [r.path for r in srv.requests] == ["/props", "/props"]  # no retries
+    assert Endpoint(srv.url, api="completions", model="m").served_model() == ""  # not asked: no /props
+    assert len(srv.requests) == 2
+
+
+def test_check_passes_a_healthy_server_and_waits_for_one_loading_its_model(srv):
+    srv.json("/health", {"error": {"code": 503, "message": "Loading model"}}, status=503)
+    srv.json("/health", {"status": "ok"})
+    said: list[str] = []
+    Endpoint(srv.url).check(on_wait=said.append)
+    assert [r.path for r in srv.requests] == ["/health", "/health"]
+
+
+@pytest.mark.parametrize(
+    "status, said",
+    [(500, "is not healthy"), (401, "refused the API key")],
+)
+def test_check_refuses_a_failing_server_or_a_refused_key(srv, status, said):
+    srv.json("/health", {"error": {"message": "no"}}, status=status)
+    with pytest.raises(DeadEndpoint, match=said):
+        Endpoint(srv.url).check()
+
+
+def test_check_asks_other_apis_their_cheapest_request_and_takes_any_other_answer(srv):
+    srv.json("/v1/models", {"error": {"message": "not here"}}, status=404)
+    Endpoint(srv.url, api="completions", model="m").check()
+    srv.json("/api/version", {"version": "0.5"})
+    Endpoint(srv.url, api="ollama").check()  # no model needed to ask whether it is there
+    assert [r.path for r in srv.requests] == ["/v1/models", "/api/version"]
+
+
+def test_check_of_nothing_listening_says_start_the_server():
+    from httpfake import closed_port_url
+
+    with pytest.raises(DeadEndpoint, match="is not answering"):
+        Endpoint(closed_port_url()).check(timeout=2)
+
+
+def test_probe_says_whether_the_server_serves_now(srv):
+    srv.json("/health", {"status": "ok"})
+    Endpoint(srv.url).probe()
+    srv.json("/health", {"error": {"message": "down"}}, status=500)
+    with pytest.raises(BackendError):
+        Endpoint(srv.url).probe()
+    srv.json("/v1/models", {"error": {"message": "who?"}}, status=401)
+    Endpoint(srv.url, api="completions", model="m").probe()  # an answer: it is there
+    srv.stop()
+    with pytest.raises(BackendError):
+        Endpoint(srv.url, api="completions", model="m").probe()
+
+
+def test_wait_ready_polls_only_a_server_that_says_when_it_is_ready(srv):
+    srv.json("/health", {"error": {"message": "Loading model"}}, status=503)
+    srv.json("/health", {"status": "ok"})
+    Endpoint(srv.url).wait_ready(timeout=10)
+    Endpoint(srv.url, api="completions", model="m").wait_ready(timeout=10)
+    assert [r.path for r in srv.requests] == ["/health", "/health"]
+
+
+def test_the_prefix_cache_goes_to_the_backends_that_restore_prefixes(srv):
+    ep = Endpoint(srv.url)
+    ep.prefix_cache = cache = object()
+    assert ep.connect().prefix_cache is cache  # type: ignore[attr-defined]
+    assert getattr(ep.connect(chat=True), "prefix_cache", None) is None

@@ -232,3 +232,55 @@ def test_no_proxy_module_uses_another_ones_private_names():
             and not node.attr.startswith("__")
         ]
     assert found == []
+
+
+# textagent's backend classes: outside backends/, what a backend can do is asked of its
+# Capabilities (capabilities_of), never of its class or of the attributes it happens to have
+BACKEND_CLASSES = {"LlamaCppBackend", "OllamaBackend", "OpenAICompletionsBackend", "ChatAsTextBackend", "HTTPBackend"}
+
+
+def _outside_backends() -> list[pathlib.Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if (PACKAGE / "backends") not in p.parents)
+
+
+def _asks_type(node: ast.AST) -> bool:
+    """``isinstance(x, LlamaCppBackend)`` (or a tuple naming one), or ``hasattr(<a backend>, name)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2):
+        return False
+    subject, about = (ast.unparse(arg) for arg in node.args)
+    if node.func.id == "isinstance":
+        return bool(BACKEND_CLASSES & set(re.findall(r"\w+", about)))
+    return node.func.id == "hasattr" and "backend" in subject.lower()
+
+
+def test_backends_are_asked_their_capabilities_not_their_type():
+    found = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno} {ast.unparse(node)}"
+        for path in _outside_backends()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if _asks_type(node)
+    ]
+    assert found == []
+
+
+def test_the_rule_above_sees_what_it_forbids():
+    code = "isinstance(self.backend, (LlamaCppBackend, X))\nhasattr(backend, 'prefix_cache')\nhasattr(tool, 'x')"
+    calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)]
+    assert [_asks_type(c) for c in calls] == [True, True, False]
+
+
+def test_model_servers_are_asked_through_the_backends():
+    """HTTP to a model server goes through backends/ (timeouts, retries, errors translated);
+    local/ alone, which starts and watches the embedded server, asks it on its own."""
+    found = [
+        str(path.relative_to(PACKAGE))
+        for path in _outside_backends()
+        if (PACKAGE / "local") not in path.parents and "requests" in _third_party_imports(path)
+    ]
+    assert found == []
+
+
+def _third_party_imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return names | {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}

@@ -141,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
             endpoints = [server.url]
             factory.endpoints[server.url] = server
         workers = _workers(args, endpoints, factory)
-        if not model and args.api == "llamacpp":
-            model = _server_model(endpoints[0])
+        if not model:
+            model = factory.endpoint(endpoints[0]).served_model()
         if any(bench_mode(m).starts_proxy for m in modes):  # a proxy in front of each worker's slot, on its server
             proxies += _start_proxies(args, workers, factory)
         meta = run_file.new_meta(args, tasks, modes, unavailable, endpoints, model, settings)
@@ -418,17 +418,6 @@ def _sigterm_as_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _server_model(url: str) -> str:
-    from ..backends import connect
-
-    try:
-        props = connect("llamacpp", url, retries=0).props()
-    except BackendError:
-        return ""
-    path = props.get("model_path") or ""
-    return Path(path).name if path else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import requests
-
-from ..backends import LlamaCppBackend, OllamaBackend, OpenAICompletionsBackend
+from ..backends.base import NO_CAPABILITIES, Backend, Capabilities, capabilities_of, server_backend
 from ..endpoint import Endpoint
 from ..errors import BackendError, TextagentError
 from ..templates import ChatFormat, get_format
@@ -24,13 +22,6 @@ from .errors import ProxyError, redact
 __all__ = ["Upstream", "UpstreamConfig"]
 
 log = logging.getLogger(__name__)
-
-# the sampling fields each backend's upstream takes (in its request body, or Ollama's options)
-_SAMPLING = (
-    (LlamaCppBackend, {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"}),
-    (OpenAICompletionsBackend, {"top_p", "frequency_penalty", "presence_penalty", "logit_bias"}),
-    (OllamaBackend, {"top_p", "frequency_penalty", "presence_penalty"}),
-)
 
 
 @dataclass
@@ -62,7 +53,8 @@ class Upstream:
         self.config = config
         self.progress: Callable[[str], Any] = lambda message: progress(self.redact(message))
         self.state, self.detail = "starting", ""
-        self.backend: Any = None
+        self.backend: Backend | None = None
+        self.capabilities: Capabilities = NO_CAPABILITIES  # the backend's, once it is made
         self.format: ChatFormat = get_format("chatml")
         self.takes_grammar = False
         self.model = config.model or config.gguf or "textagent"
@@ -134,17 +126,17 @@ class Upstream:
         if self._server is not None:
             self.model = c.model or endpoint.model_label() or self.model
         self.backend = endpoint.connect()
-        if isinstance(self.backend, LlamaCppBackend):
-            self.backend.wait_healthy(timeout=c.timeout, on_wait=self.progress)
+        self.capabilities = capabilities_of(self.backend)
+        endpoint.wait_ready(timeout=c.timeout, on_wait=self.progress)
         try:
             self.format = endpoint.chat_format(self.backend)
         except BackendError as exc:
             raise TextagentError(f"could not learn the chat template from {endpoint.url}: {exc}") from None
-        self.takes_grammar = bool(getattr(getattr(self.backend, "capabilities", None), "grammar", False))
+        self.takes_grammar = self.capabilities.grammar
         if not c.slots:
             self._free = list(range(c.parallel or endpoint.slots() or 4))
             return
-        if not isinstance(self.backend, LlamaCppBackend):
+        if not self.capabilities.slot_pinning:
             raise TextagentError("--slots needs a llama.cpp upstream (--api llamacpp): other APIs cannot pin a slot")
         known = endpoint.slots()
         if known is not None and max(c.slots) >= known:
@@ -174,21 +166,17 @@ class Upstream:
         return redact(text, secrets)
 
     def health(self) -> dict[str, Any]:
-        """What ``/health`` says about the upstream: state, and for llama.cpp its own health."""
-        url = getattr(self.backend, "url", self.config.endpoint)
+        """What ``/health`` says about the upstream: state, and whether it answers now (llama.cpp:
+        its own health; other APIs, which have none: any HTTP answer)."""
+        url = server_backend(self.backend).url if self.backend is not None else self.config.endpoint
         out: dict[str, Any] = {"state": self.state, "url": self.redact(url) if isinstance(url, str) else url}
         if self.detail:
             out["detail"] = self.redact(self.detail)
-        if self.state == "ready" and isinstance(self.backend, LlamaCppBackend):
+        if self.state == "ready" and self.endpoint is not None:
             try:
-                self.backend.health(timeout=(2.0, 3.0))
+                self.endpoint.probe(timeout=(2.0, 3.0))
             except BackendError as exc:
                 out["state"], out["detail"] = "unavailable", self.redact(str(exc))
-        elif self.state == "ready" and isinstance(url, str):
-            try:  # no health endpoint in these APIs: any HTTP answer means it is reachable
-                requests.get(url, timeout=(2.0, 3.0), allow_redirects=False).close()
-            except requests.RequestException as exc:
-                out["state"], out["detail"] = "unavailable", self.redact(f"{url} does not answer: {exc}")
         return out
 
     def require(self) -> None:
@@ -214,28 +202,25 @@ class Upstream:
 
     # -- slots --------------------------------------------------------------------------------
     def options(self, slot: int) -> dict[str, Any]:
-        """Request options for a request on ``slot`` (llama.cpp pins it, keeping its KV cache)."""
-        return {"id_slot": slot} if isinstance(self.backend, LlamaCppBackend) else {}
+        """Request options for a request on ``slot`` (a server that pins it keeps its KV cache)."""
+        return {"id_slot": slot} if self.capabilities.slot_pinning else {}
 
     def backend_for(self, sampling: dict[str, Any]) -> Any:
         """The backend with ``sampling`` (top_p, penalties, logit_bias) in every request body;
         ProxyError 400 for a field this upstream cannot take."""
         if not sampling:
             return self.backend
-        taken = next((fields for kind, fields in _SAMPLING if isinstance(self.backend, kind)), set())
-        refused = sorted(set(sampling) - taken)
-        if refused or not isinstance(getattr(self.backend, "params", None), dict):
+        refused = sorted(set(sampling) - self.capabilities.sampling)
+        if refused:
             raise ProxyError(
                 400,
-                f"this upstream ({self.config.api}) cannot honour {', '.join(refused or sampling)}",
-                param=(refused or list(sampling))[0],
+                f"this upstream ({self.config.api}) cannot honour {', '.join(refused)}",
+                param=refused[0],
                 code="unsupported_parameter",
             )
-        fields = dict(sampling)
-        if "logit_bias" in fields and isinstance(self.backend, LlamaCppBackend):
-            fields["logit_bias"] = [[int(token), bias] for token, bias in fields["logit_bias"].items()]
-        backend = copy.copy(self.backend)  # shares the HTTP session; only the body differs
-        backend.params = {**self.backend.params, **fields}
+        shared = server_backend(self.backend)
+        backend = copy.copy(shared)  # shares the HTTP session; only the body differs
+        backend.params = {**shared.params, **shared.sampling_params(sampling)}
         return backend
 
     @staticmethod
