@@ -851,3 +851,78 @@ def test_parse_into_a_pipe_closed_early_ends_quietly(tmp_path, answer_chars):
     proc.stdout.close()  # the short one: closed before the process writes anything
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141 and err == ""
+
+
+# -- one stack stops what a command started ------------------------------------------------------------
+
+
+def test_a_run_stops_what_it_started_in_reverse_order_and_puts_the_sigterm_handler_back(server, capsys, monkeypatch):
+    import contextlib
+    import signal
+
+    import textagent.tools.mcp
+    from textagent.endpoint import Endpoint
+
+    events = []
+
+    @contextlib.contextmanager
+    def mcp_tools(*commands, prefix=None):
+        events.append("mcp started")
+        yield demo.demo_tools()
+        events.append("mcp stopped")
+
+    real_stop = Endpoint.stop
+    monkeypatch.setattr(Endpoint, "stop", lambda self: (events.append("endpoint stopped"), real_stop(self)))
+    monkeypatch.setattr(textagent.tools.mcp, "mcp_tools", mcp_tools)
+    server.json("/completion", completion("ANSWER: 4"))
+    before = signal.getsignal(signal.SIGTERM)
+    code, out, _ = run_cli(
+        capsys, "run", "--mcp", "python server.py", "--endpoint", server.url, "--chat-format", "chatml", "2+2?"
+    )
+    assert code == 0 and out.strip() == "4"
+    # started: MCP servers, then the endpoint; stopped the other way round, the handler last
+    assert events == ["mcp started", "endpoint stopped", "mcp stopped"]
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_an_endpoint_that_fails_to_open_is_stopped_all_the_same(capsys, monkeypatch):
+    import signal
+
+    from textagent.endpoint import Endpoint
+
+    stopped = []
+
+    def fail(self):
+        raise TextagentError("the model would not load")
+
+    monkeypatch.setattr(Endpoint, "open", fail)
+    monkeypatch.setattr(Endpoint, "stop", lambda self: stopped.append(self))
+    before = signal.getsignal(signal.SIGTERM)
+    code, _, err = run_cli(capsys, "run", "--endpoint", "http://127.0.0.1:9", "q?")
+    assert code == 1 and "the model would not load" in err
+    assert len(stopped) == 1 and signal.getsignal(signal.SIGTERM) == before
+
+
+def test_serve_stops_its_server_and_forgets_it_through_the_same_stack(capsys, monkeypatch):
+    import signal
+
+    import textagent.local
+
+    events = []
+
+    class Server:
+        def __init__(self, gguf, **options):
+            pass
+
+        def start(self):
+            raise TextagentError("no llama-server")
+
+        def stop(self):
+            events.append("stopped")
+
+    monkeypatch.setattr(textagent.local, "LocalServer", Server)
+    monkeypatch.setattr(textagent.local, "clear_state", lambda: events.append("forgotten"))
+    before = signal.getsignal(signal.SIGTERM)
+    code, _, err = run_cli(capsys, "serve")
+    assert code == 1 and "no llama-server" in err
+    assert events == ["stopped", "forgotten"] and signal.getsignal(signal.SIGTERM) == before

@@ -121,7 +121,7 @@ def _print_step(step: Any) -> None:
         _say(f"  step {step.index}: answer")
 
 
-def _make_backend(args: argparse.Namespace, stack: list[Any]) -> tuple[Any, Any]:
+def _make_backend(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Any, Any]:
     """(backend, chat format) for --endpoint/--api, or the embedded local server (the one
     `textagent serve` runs, or one started for this run and stopped through ``stack``).
 
@@ -145,7 +145,7 @@ def _make_backend(args: argparse.Namespace, stack: list[Any]) -> tuple[Any, Any]
         prefix_cache=args.prefix_cache,
         progress=_say if args.verbose or sys.stderr.isatty() else lambda _: None,
     )
-    stack.append(endpoint)
+    stack.callback(endpoint.stop)  # before open(): a server that fails to start is stopped too
     endpoint.open()
     if endpoint.served:
         log.info("using the server `textagent serve` started at %s", endpoint.url)
@@ -180,9 +180,10 @@ def _raise_terminated(*_: Any) -> None:
     raise _Terminated
 
 
-def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.ExitStack) -> Any:
+def _open_agent(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
     """The Agent `run` and `chat` use: tools (demo, module:function, MCP servers), the backend
-    (an endpoint or the embedded server, stopped through ``stack``), the options given."""
+    (an endpoint or the embedded server), the options given; what they start is stopped
+    through ``stack``."""
     from . import checks
     from .agent import Agent
 
@@ -191,7 +192,7 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
     if args.mcp:
         from .tools.mcp import mcp_tools
 
-        served = servers.enter_context(mcp_tools(*args.mcp, prefix=args.mcp_prefix))
+        served = stack.enter_context(mcp_tools(*args.mcp, prefix=args.mcp_prefix))
         try:
             tools = served if tools is None else tools.with_tools(served)
         except ValueError as exc:  # a tool of --tools and one of a server share a name
@@ -222,17 +223,12 @@ def _open_agent(args: argparse.Namespace, stack: list[Any], servers: contextlib.
     )
 
 
-def _unwind_on_sigterm(servers: contextlib.ExitStack) -> None:
+def _unwind_on_sigterm(stack: contextlib.ExitStack) -> None:
     """SIGTERM unwinds like Ctrl-C, so the embedded llama-server (also while it loads the model)
-    and MCP servers (in sessions of their own) are stopped, not left running without a parent."""
+    and MCP servers (in sessions of their own) are stopped, not left running without a parent;
+    the handler before is put back last, once they are."""
     if threading.current_thread() is threading.main_thread():
-        servers.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _raise_terminated))
-
-
-def _closing(stack: list[Any], servers: contextlib.ExitStack) -> None:
-    for item in reversed(stack):
-        item.stop()
-    servers.close()
+        stack.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _raise_terminated))
 
 
 def _say_stop(result: Any) -> None:
@@ -247,16 +243,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if not args.question.strip():
         raise TextagentError("the question is empty; give the question to ask as the argument of `run`")
-    stack: list[Any] = []
-    servers = contextlib.ExitStack()
-    _unwind_on_sigterm(servers)
+    stack = contextlib.ExitStack()  # what the run starts, stopped in reverse order
+    _unwind_on_sigterm(stack)
     begun = time.perf_counter()
     try:
-        agent = _open_agent(args, stack, servers)
+        agent = _open_agent(args, stack)
         opened = time.perf_counter() - begun
         result = agent.run(args.question)
     finally:
-        _closing(stack, servers)
+        stack.close()
     _say_stop(result)
     if args.verbose:
         _say(_time_line(result, opened, _process_age() - (time.perf_counter() - begun)))
@@ -360,11 +355,10 @@ def _ask(agent: Any, text: str, embedded: bool) -> None:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """An interactive conversation: each line a question that sees the earlier ones."""
-    stack: list[Any] = []
-    servers = contextlib.ExitStack()
-    _unwind_on_sigterm(servers)
+    stack = contextlib.ExitStack()  # what the session starts, stopped in reverse order
+    _unwind_on_sigterm(stack)
     try:
-        agent = _open_agent(args, stack, servers)
+        agent = _open_agent(args, stack)
         _say(f"textagent chat ({agent.mode.name} mode, tools: {', '.join(agent.tools) or 'none'}): {CHAT_HELP}")
         while True:
             try:
@@ -388,7 +382,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 continue
             _ask(agent, text, embedded=args.endpoint is None)
     finally:
-        _closing(stack, servers)
+        stack.close()
 
 
 def cmd_grammar(args: argparse.Namespace) -> int:
@@ -415,8 +409,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         progress=_say,
         prefix_cache=args.prefix_cache,
     )
-    # SIGTERM becomes KeyboardInterrupt so the server is stopped by the same path as Ctrl-C.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    stack = contextlib.ExitStack()  # as run's and chat's: SIGTERM unwinds it as Ctrl-C does
+    _unwind_on_sigterm(stack)
+    stack.callback(clear_state)
+    stack.callback(server.stop)  # before start(): a server that fails to start is stopped too
     try:
         server.start()
         write_state(server)
@@ -429,8 +425,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        server.stop()
-        clear_state()
+        stack.close()
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
