@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from textagent.agent import STOP_REASONS, Agent
+from textagent.agent import STOP_REASONS, Agent, AgentConfig
 from textagent.backends.scripted import ScriptedBackend
 from textagent.errors import BackendConnectionError
 from textagent.modes import TextExchange
@@ -496,7 +496,7 @@ def test_checks_must_be_check_objects():
 def test_the_old_check_flags_are_accepted_for_one_release_and_do_nothing():
     with pytest.warns(DeprecationWarning) as caught:
         agent = Agent(ScriptedBackend([]), check_numbers=True, check_items=False)
-    assert agent.checks == []
+    assert agent.config.checks == ()
     assert sorted(str(w.message).split(" is ")[0] for w in caught) == [
         "Agent(check_items=...)",
         "Agent(check_numbers=...)",
@@ -553,7 +553,7 @@ def test_unknown_options_are_refused_naming_the_valid_ones():
 
     with pytest.raises(TypeError, match=r"unknown option 'max_step' \(did you mean 'max_steps'\?\)") as err:
         Agent(LlamaCppBackend("http://127.0.0.1:9"), demo.demo_tools(), max_step=1)
-    assert "Agent options: mode, max_steps," in str(err.value)
+    assert "Agent options: mode, on_step, trace, max_steps," in str(err.value)
     assert "LlamaCppBackend takes: grammar, id_slot, on_text, seed, stream, temperature" in str(err.value)
     with pytest.raises(TypeError, match="unknown option 'id_slot'.*OllamaBackend takes: on_text, seed, stream"):
         Agent(OllamaBackend("http://127.0.0.1:9", model="m"), demo.demo_tools(), id_slot=0)
@@ -663,7 +663,7 @@ def test_calls_per_reply_are_capped_and_the_rest_refused_in_one_observation():
     many = "\n".join(f'TOOL: calculate ARGS: {{"expression": "{i} + 1"}}' for i in range(10_000))
     result, backend = run([many, "ANSWER: done"])
     first = result.steps[0]
-    assert len(first.outcomes) == 16 == Agent.__init__.__kwdefaults__["max_calls_per_reply"]
+    assert len(first.outcomes) == 16 == AgentConfig().max_calls_per_reply
     assert [o.output for o in first.outcomes] == [str(i + 1) for i in range(16)]
     assert first.details["refused_calls"] == 9984
     refused = [o for o in first.observations if "9984" in o]
@@ -795,3 +795,64 @@ def test_each_stop_is_a_class_whose_reason_is_a_stop_reason():
     classes = [getattr(stops, name) for name in stops.__all__ if name != "Stop"]
     assert all(issubclass(c, stops.Stop) for c in classes)
     assert {c.reason for c in classes} == set(STOP_REASONS) - {"backend_error"}
+
+
+# -- one question at a time: examples, the run object, taking a question back ----------------------
+
+
+def test_the_worked_examples_are_built_once_per_conversation_start(monkeypatch):
+    import textagent.agent as agent_module
+
+    built = []
+    real = agent_module.prompts.worked_examples
+
+    def counting(*args, **kwargs):
+        built.append(args[3] if len(args) > 3 else kwargs.get("question"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(agent_module.prompts, "worked_examples", counting)
+    agent = Agent(ScriptedBackend(["ANSWER: a", "ANSWER: b", "ANSWER: c"]), demo.demo_tools())
+    assert built == []  # nothing is built before there is a question to build it around
+    agent.run("Weather in Paris?")
+    agent.run("And in Quito?")  # a follow-up: the conversation has its examples already
+    assert built == ["Weather in Paris?"]
+    agent.reset()
+    agent.run("What is 2 + 2?")
+    assert built == ["Weather in Paris?", "What is 2 + 2?"]
+
+
+def test_each_question_runs_in_its_own_run_object_and_the_agent_keeps_only_the_conversation():
+    agent = Agent(
+        ScriptedBackend(['TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: a", "ANSWER: b"]), demo.demo_tools()
+    )
+    first = agent.run("Weather in Paris?")
+    run_one = agent.last
+    second = agent.run("And now?")
+    assert agent.last is not run_one and agent.steps is second.steps and run_one.steps is first.steps
+    assert [len(first.steps), len(second.steps)] == [2, 1] and agent.question == 2
+    assert not {"bad_in_a_row", "retrying", "spent", "usage", "started"} & set(vars(agent))
+
+
+def test_restore_takes_the_questions_since_a_checkpoint_back():
+    agent = Agent(ScriptedBackend(["ANSWER: sunny", "ANSWER: rainy", "ANSWER: cloudy", "ANSWER: b"]), demo.demo_tools())
+    agent.run("Weather in Paris?")
+    mark = agent.checkpoint()
+    before = (list(agent.conversation.messages), agent.conversation.prompt, agent.question)
+    agent.run("And in Quito?")
+    agent.restore(mark)
+    assert (agent.conversation.messages, agent.conversation.prompt, agent.question) == before
+    agent.run("And in Oslo?")
+    texts = [m["content"] for m in agent.conversation.messages]
+    assert not any("Quito" in t for t in texts) and any("Oslo" in t for t in texts)
+    agent.restore(mark)  # a checkpoint serves again: what was written after it never reached it
+    assert agent.conversation.messages == before[0]
+
+
+def test_restoring_a_checkpoint_of_an_empty_conversation_starts_the_next_question_afresh():
+    agent = Agent(ScriptedBackend(["ANSWER: a", "ANSWER: b"]), demo.demo_tools())
+    mark = agent.checkpoint()
+    agent.run("Weather in Paris?")
+    agent.restore(mark)
+    assert agent.conversation.messages == [] and agent.question == 0
+    agent.run("What is 2 + 2?")
+    assert agent.conversation.messages[-2]["content"].endswith("What is 2 + 2?")

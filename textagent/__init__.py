@@ -40,6 +40,7 @@ _LAZY = {
     **dict.fromkeys(["ParseError", "Reply", "ToolCall", "parse_reply", "render_call"], ".protocol"),
     "ChatFormat": ".templates",
     "Retry": ".retry",
+    "AgentConfig": ".config",
     **dict.fromkeys(["Example", "Tool", "ToolOutcome", "ToolSet", "tool"], ".tools"),
     **dict.fromkeys(["Trace", "load_trace", "load_traces"], ".trace"),
 }
@@ -78,6 +79,7 @@ __all__ = [
     "STOP_REASONS",
     # the loop
     "Agent",
+    "AgentConfig",
     # backends
     "Backend",
     "BackendConnectionError",

@@ -19,12 +19,15 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._cli_parser import CHAT_HELP, build_parser
 from ._lazy import load_reference
 from .conventions import EXIT_CODES, EXIT_ERROR, apply_conventions
 from .errors import BackendError, BackendHTTPError, TextagentError
+
+if TYPE_CHECKING:
+    from .agent import Agent  # imported when a command needs it: start-up stays fast
 
 log = logging.getLogger(__name__)
 _IMPORTED = time.perf_counter()
@@ -332,12 +335,10 @@ def _refused(error: Any, agent: Any, embedded: bool) -> str:
     return f"textagent: {error} (that question is dropped)"
 
 
-def _ask(agent: Any, text: str, embedded: bool) -> None:
+def _ask(agent: Agent, text: str, embedded: bool) -> None:
     """One question of a chat. A question interrupted (Ctrl-C) or refused by the server is taken
-    back: the conversation stays as it was before it, so the next question does not carry it."""
-    import copy
-
-    saved, question = copy.deepcopy(agent.conversation), agent.question
+    back (Agent.restore): the conversation stays as it was before it, so the next question does not carry it."""
+    before = agent.checkpoint()
     try:
         result = agent.run(text)
     except _Terminated:
@@ -345,7 +346,7 @@ def _ask(agent: Any, text: str, embedded: bool) -> None:
     except KeyboardInterrupt:
         result = None
     if result is None or result.stop_reason == "backend_error":
-        agent.mode.conversation, agent.question = saved, question
+        agent.restore(before)
         _say("(interrupted; that question is dropped)" if result is None else _refused(result.error, agent, embedded))
         return
     _say_stop(result)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import difflib
-import inspect
 import warnings
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from .backends.base import REQUEST_OPTIONS
@@ -13,16 +12,16 @@ from .backends.base import REQUEST_OPTIONS
 __all__ = ["check_options", "drop_deprecated"]
 
 
-def check_options(backend: Any, options: Mapping[str, Any], init: Callable[..., Any]) -> None:
-    """Refuse options neither Agent (the keyword-only parameters of ``init``) nor the backend takes
-    (``max_step=1`` would else be sent on as a request option and ignored): a TypeError naming the
-    valid ones and the closest. The signature is read only when there is something to refuse."""
+def check_options(backend: Any, options: Mapping[str, Any], own: Iterable[str]) -> None:
+    """Refuse options neither Agent (``own``: its keyword parameters and AgentConfig's fields) nor
+    the backend takes (``max_step=1`` would else be sent on as a request option and ignored): a
+    TypeError naming the valid ones and the closest."""
     accepted = getattr(backend, "request_options", None)
     accepted = REQUEST_OPTIONS if accepted is None else frozenset(accepted)
     unknown = [k for k in options if k not in accepted or k == "messages"]
     if not unknown:
         return
-    own = [p.name for p in inspect.signature(init).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    own = list(own)
     close = difflib.get_close_matches(unknown[0], [*own, *accepted], n=1)
     raise TypeError(
         f"Agent() got an unknown option {unknown[0]!r}"

@@ -109,7 +109,7 @@ def test_the_retry_setting_reaches_textagents_own_loop(mode):
 
     settings = Settings(retry="vary,sample", retry_temperature=0.5, seed=3)
     options = agent_options(mode, settings, bare_tools(), question="Where is Paris?")
-    assert options["retry"] == Retry(vary=True, grammar=False, temperature=0.5, seed=3)
+    assert options["retry"] == Retry(vary=True, grammar=False, temperature=0.5, seed=3, rewind_temperature=0.5)
     assert agent_options(mode, Settings(), bare_tools(), question="Where is Paris?")["retry"] == Retry()
 
 

@@ -406,3 +406,16 @@ def test_a_native_question_ended_by_a_limit_closes_its_turn_before_the_next():
     assert agent.run("Now add 100 to it.").answer == "508"
     roles = [m["role"] for m in backend.requests[1]["messages"]]
     assert roles[-3:] == ["tool", "assistant", "user"], roles
+
+
+def test_restore_takes_a_native_question_back():
+    backend = FakeChat([msg("sunny"), msg("rainy"), msg("cloudy")])
+    agent = Agent(backend, demo.demo_tools(), mode="native")
+    agent.run("Weather in Paris?")
+    before, mark = [dict(m) for m in agent.conversation.messages], agent.checkpoint()
+    agent.run("And in Quito?")
+    agent.restore(mark)
+    assert agent.conversation.messages == before
+    agent.run("And in Oslo?")
+    sent = json.dumps(backend.requests[-1]["messages"])
+    assert "Quito" not in sent and "Oslo" in sent

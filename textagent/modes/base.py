@@ -72,6 +72,10 @@ class Conversation:
     prompt: str = ""
     fixed: int = 0  # the characters of ``prompt`` before the first question: the same for every question
 
+    def copy(self) -> Conversation:
+        """A copy that later writes to this one leave as it is (Agent.undo keeps one)."""
+        return Conversation([dict(m) for m in self.messages], self.prompt, self.fixed)
+
 
 def fixed_part(format: Any, messages: list[dict[str, Any]]) -> int:
     """The characters of ``format.render(messages)`` before the text of the last message (the
