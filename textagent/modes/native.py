@@ -266,7 +266,9 @@ class NativeMode:
             raise FormatError(self.prompts.render("empty_reply"))
         return Reply([], content.strip(), content, [])
 
-    def _rescue(self, content: str, kind: str, found: list, step: Step, facts: NativeFacts) -> Reply | None:
+    def _rescue(
+        self, content: str, kind: str, found: list[tuple[str, Any]], step: Step, facts: NativeFacts
+    ) -> Reply | None:
         text = content if kind == "text_protocol" else _as_text(found)
         try:
             reply = parse_reply(text, self.ctx.tools)
@@ -357,7 +359,7 @@ def _facts(step: Step) -> NativeFacts:
     return step.facts
 
 
-def _read_tool_call(raw: Any) -> tuple[str, dict | str, str | None]:
+def _read_tool_call(raw: Any) -> tuple[str, dict[str, Any] | str, str | None]:
     """(name, args, error) of one server tool call; error when the arguments are not an object."""
     function = raw.get("function") if isinstance(raw, dict) else None
     if not isinstance(function, dict):

@@ -79,12 +79,12 @@ def _accepts_string(schema: Mapping[str, Any]) -> bool:
     return kind == "string" or (isinstance(kind, list) and "string" in kind)
 
 
-def tool_specs(tools: Any) -> dict[str, dict]:
+def tool_specs(tools: Any) -> dict[str, dict[str, Any]]:
     """name -> JSON schema of its parameters, from Tool objects, a ToolSet/mapping, OpenAI-style
     dicts, or plain names."""
     if tools is None:
         return {}
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     if isinstance(tools, Mapping):
         for key, t in tools.items():
             name, params = _one_spec(t)
@@ -99,7 +99,7 @@ def tool_specs(tools: Any) -> dict[str, dict]:
     return out
 
 
-def _one_spec(t: Any) -> tuple[str | None, dict]:
+def _one_spec(t: Any) -> tuple[str | None, dict[str, Any]]:
     if isinstance(t, str):
         return t, {}
     if isinstance(t, Mapping):
@@ -114,7 +114,7 @@ def _one_spec(t: Any) -> tuple[str | None, dict]:
     return (str(name) if name else None), dict(params or {}) if isinstance(params, Mapping) else {}
 
 
-def bind(name: str, text: str, specs: dict) -> dict | str:
+def bind(name: str, text: str, specs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | str:
     """Bind a bare argument to tool ``name``'s parameter (:func:`bind_bare`); the text stays as it
     is when the tool is unknown or no single parameter takes it."""
     params = specs.get(name)

@@ -9,7 +9,7 @@ expected, the excerpt, the label); ``textagent.prompts.parse_feedback`` words it
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -383,6 +383,11 @@ ERROR_CLASSES: tuple[ErrorClass, ...] = (
 KNOWN_BAD: dict[str, tuple[str, ...]] = {c.label: c.examples for c in ERROR_CLASSES}
 CLASS_BY_LABEL: dict[str, ErrorClass] = {c.label: c for c in ERROR_CLASSES}
 
+#: What a grammar failure is matched on against the known-bad examples (protocol.labels): the
+#: parser state (opaque to us: lark's), the terminals expected there, the character class where
+#: it failed, and whether the tool name read is `args`.
+ErrorKey = tuple[Hashable, frozenset[str], str, bool]
+
 
 class ParseError(TextagentError, ValueError):
     """A reply that breaks the protocol.
@@ -417,7 +422,7 @@ class ParseError(TextagentError, ValueError):
         self.label = label
         self.name = name
         self.tools = tools
-        self._key: tuple | None = None
+        self._key: ErrorKey | None = None
 
     def __str__(self) -> str:
         return f"line {self.line}, column {self.column}: {self.message}"

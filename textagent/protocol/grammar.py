@@ -61,7 +61,7 @@ def _unescape_lenient(body: str) -> str:
     if "\\" not in body:
         return body
 
-    def one(m: re.Match) -> str:
+    def one(m: re.Match[str]) -> str:
         s = m.group(1)
         if len(s) == 5:
             return chr(int(s[1:], 16))
@@ -126,21 +126,21 @@ def clip(s: str, n: int = 40) -> str:
 _TLS = threading.local()  # the call text being parsed (continuation pieces are cut from it)
 
 
-def _pairs(children: list, more_type: str) -> dict:
+def _pairs(children: list[Any], more_type: str) -> dict[str, Any]:
     """Fold key=value pairs; a continuation piece extends the previous unquoted value.
 
     (The UQ / SH_UQ terminals take the pieces that continue them in already; a piece met here
     follows a value that is not unquoted, an error, or an unquoted value the lexer ended at a
     line break. The extended text is cut from the call text once, when the value is complete.)
     """
-    out: dict = {}
-    last_key = None
+    out: dict[str, Any] = {}
+    last_key: str | None = None  # the key of last_tok's value
     last_tok: Token | None = None  # the unquoted value token the next piece may extend
     end: int | None = None  # where the pieces that extend it end
 
     def extend() -> None:
         text = getattr(_TLS, "text", None)
-        if text is not None and last_tok is not None and end is not None:
+        if text is not None and last_key is not None and last_tok is not None and end is not None:
             out[last_key] = text[last_tok.start_pos : end].rstrip()
 
     for ch in children:
@@ -170,7 +170,7 @@ def _pairs(children: list, more_type: str) -> dict:
     return out
 
 
-def _unique(into: dict, members: list[tuple[Any, Any, int]]) -> dict:
+def _unique(into: dict[str, Any], members: list[tuple[str, Any, int]]) -> dict[str, Any]:
     """Add (key, value, position) members to ``into``; a key given twice is an error: which of
     its values was meant cannot be known (small models write the arguments of several calls
     into one object)."""
@@ -186,7 +186,7 @@ def _unique(into: dict, members: list[tuple[Any, Any, int]]) -> dict:
     return into
 
 
-def unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """json.loads' object_pairs_hook: refuses a key given twice (the grammar then says where)."""
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -194,7 +194,7 @@ def unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-def several_objects(text: str) -> list[dict] | None:
+def several_objects(text: str) -> list[dict[str, Any]] | None:
     """`{...}, {...}`: two or more JSON objects after one `ARGS:`, each the arguments of a call of
     the same tool (small models list the calls of a parallel question so); None otherwise."""
     if text.count("{") + text.count("[") > MAX_DEPTH:
@@ -208,7 +208,7 @@ def several_objects(text: str) -> list[dict] | None:
     return None
 
 
-class _CallTransformer(Transformer):
+class _CallTransformer(Transformer[Token, CallSyntax]):
     """Builds a CallSyntax from the parse of one call (applied inline by the LALR parser)."""
 
     def start(self, c):

@@ -6,13 +6,13 @@ that example's label."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
-from .error_table import ERROR_CLASSES, ParseError
+from .error_table import ERROR_CLASSES, ErrorKey, ParseError
 from .lines import DQ_RE, SQ_RE
 
-_INDEX: dict | None = None
+_INDEX: dict[tuple[Hashable, ...], str] | None = None
 _INDEX_LOCK = threading.Lock()
 _TLS = threading.local()  # .building: the index is being built (its own failures get no label yet)
 
@@ -38,7 +38,7 @@ def char_class(text: str, offset: int) -> str:
     return "?"
 
 
-def _key_views(key: tuple) -> tuple[tuple, ...]:
+def _key_views(key: ErrorKey) -> tuple[tuple[Hashable, ...], ...]:
     """The ways a failure is matched against the examples, most specific first:
     (parser state, character class), (what was expected, character class), parser state,
     what was expected."""
@@ -53,7 +53,7 @@ def _key_views(key: tuple) -> tuple[tuple, ...]:
     )
 
 
-def label_for(key: tuple, read: Callable[[str], Any]) -> str:
+def label_for(key: ErrorKey, read: Callable[[str], Any]) -> str:
     """The label of a failure with this key: (parser state, expected terminals, character class,
     whether the tool name read is `args`). ``read`` reads a reply (the reader passes itself, so
     the examples are read as replies are: this module imports no reader)."""
@@ -67,14 +67,14 @@ def label_for(key: tuple, read: Callable[[str], Any]) -> str:
     return "bad_call"
 
 
-def _error_index(read: Callable[[str], Any]) -> dict:
+def _error_index(read: Callable[[str], Any]) -> dict[tuple[Hashable, ...], str]:
     """Parse every known-bad example once (with ``read``) and remember where it failed -> its label."""
     global _INDEX
     if _INDEX is not None:
         return _INDEX
     with _INDEX_LOCK:
         if _INDEX is None:
-            index: dict = {}
+            index: dict[tuple[Hashable, ...], str] = {}
             _TLS.building = True
             try:
                 for cls in ERROR_CLASSES:

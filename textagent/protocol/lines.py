@@ -104,6 +104,8 @@ _SCAN_RE = re.compile(r"[{}\[\]\"']")
 DQ_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
 SQ_RE = re.compile(r"'[^'\\\n]*(?:\\.[^'\\\n]*)*'")
 CLOSER = {"{": "}", "[": "]"}
+#: An open `{`/`[` on :func:`scan`'s stack: (bracket, segment, offset in the segment).
+OpenBracket = tuple[str, int, int]
 # A full stop or semicolon after the closing brace or parenthesis ends the sentence the call was
 # written as ("...ARGS: {"expression": "sqrt(2025)"}."); it is not a comment.
 END_STOP_RE = re.compile(r"([})])[ \t]*[.;]$")
@@ -214,7 +216,7 @@ class Segments:
         return line + 1, col + offset + 1
 
 
-def scan(text: str, pos: int, stack: list, seg: int, gather: bool = True) -> str:
+def scan(text: str, pos: int, stack: list[OpenBracket], seg: int, gather: bool = True) -> str:
     """Track `{`/`[` nesting in text[pos:], string-aware and in linear time. Stack entries are
     (bracket, segment, offset). Returns "ok", "mismatch" (a closer that does not match: the
     grammar reports it), "string" (a string does not end on its line: the grammar reports it;

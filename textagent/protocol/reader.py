@@ -33,6 +33,7 @@ from .lines import (
     QUOTE_PREFIX,
     SQ_RE,
     Line,
+    OpenBracket,
     Segments,
     classify,
     name_of,
@@ -95,6 +96,14 @@ class _Fences:
         return hidden
 
 
+#: ``ReadState.mark()``: the lengths of the calls, prose, answers and dropped lists, the answer
+#: going on with its number of parts and whether it is in a fence, and the fences' open, used
+#: and number of hidden lines.
+Mark = tuple[int, int, int, int, _Answer | None, tuple[int, bool] | None, tuple[int | None, bool, int]]
+#: ``Reader.read_lines``' marks: (line index, whether a look-ahead ran into the end before it, the mark).
+LineMark = tuple[int, bool, Mark]
+
+
 class ReadState:
     """What the reading of a reply holds after some of its lines: the calls, the prose lines, the
     fences, the answers, the dropped parts, and the ANSWER the next line continues. A reader of a
@@ -114,7 +123,7 @@ class ReadState:
         self.dropped: list[Dropped] = []
         self.answer: _Answer | None = None
 
-    def mark(self) -> tuple:
+    def mark(self) -> Mark:
         """The state as it is, to roll back to: every list only grows between a mark and a roll-back."""
         a, f = self.answer, self.fences
         return (
@@ -127,11 +136,12 @@ class ReadState:
             (f.open, f.used, len(f.hidden)),
         )
 
-    def roll_back(self, mark: tuple) -> None:
+    def roll_back(self, mark: Mark) -> None:
         calls, prose, answers, dropped, answer, parts, fences = mark
         del self.calls[calls:], self.prose[prose:], self.answers[answers:], self.dropped[dropped:]
         self.answer = answer
         if answer is not None:
+            assert parts is not None  # mark() records them whenever there is an answer
             del answer.parts[parts[0] :]
             answer.in_fence = parts[1]
         f = self.fences
@@ -179,17 +189,17 @@ class Reader:
         self.lines = lines
         self.tools = tools
         self.shortcut = shortcut
-        self._specs: dict | None = None
+        self._specs: dict[str, dict[str, Any]] | None = None
         # What a reader of a growing reply needs (protocol.stream.CompleteCalls): whether a look-ahead
         # ran into the end of the text (more text could change what was read), the `{`/`[`
         # still open there (stack, quoted), and whether a self-written OBSERVATION ended it.
         self.at_end = False
-        self.open_at_end: tuple[list, bool] | None = None
+        self.open_at_end: tuple[list[OpenBracket], bool] | None = None
         self.observed = False
         self.first = 0  # the reply's line number of this text's first line (read_lines sets it)
 
     @property
-    def specs(self) -> dict:
+    def specs(self) -> dict[str, dict[str, Any]]:
         if self._specs is None:
             self._specs = tool_specs(self.tools)
         return self._specs
@@ -235,7 +245,7 @@ class Reader:
         self.read_lines(state)
         return self.reply(state, strict)
 
-    def read_lines(self, state: ReadState, marks: list | None = None) -> None:
+    def read_lines(self, state: ReadState, marks: list[LineMark] | None = None) -> None:
         """Read every line of the text into ``state`` (whose line numbers start at
         ``state.first``). ``marks`` gets ``(line, at_end, state.mark())`` where the loop starts
         reading each line (and once after the last): the state to go on from there, and whether
@@ -417,7 +427,7 @@ class Reader:
     def gather(self, segs: Segments, start: int, nxt: int, quoted: bool, gather: bool) -> int:
         """Add the lines an open `{`/`[` spans. Returns the next line index."""
         lines = self.lines
-        stack: list = []
+        stack: list[OpenBracket] = []
         seg = len(segs.parts) - 1
         status = scan(segs.parts[seg][2], start, stack, seg, gather)
         while gather and status == "ok" and stack:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .error_table import ParseError
-from .lines import QUOTE_PREFIX, classify, scan, stops_gathering, unwrap
-from .reader import Reader, ReadState
+from .lines import QUOTE_PREFIX, OpenBracket, classify, scan, stops_gathering, unwrap
+from .reader import LineMark, Reader, ReadState
 from .types import Reply, ToolCall
 from .words import answer_content, read_words, undecided
 
@@ -99,7 +99,7 @@ class CompleteCalls:
         self._base = 0  # text[:_base] (whole lines) is read for good ...
         self._state = ReadState()  # ... into this
         self._maybe = False  # text[_base:] mentions "tool" (else it holds no call)
-        self._open: tuple[list, bool] | None = None  # an object still open: (stack, quoted)
+        self._open: tuple[list[OpenBracket], bool] | None = None  # an object still open: (stack, quoted)
 
     def at(self, text: str, start: int, nl: int) -> list[ToolCall] | None:
         if self.never:
@@ -116,7 +116,7 @@ class CompleteCalls:
             return None
         pending = text[self._base : nl]
         reader = Reader(pending, self.tools)
-        marks: list = []
+        marks: list[LineMark] = []
         before, in_answer = state.mark(), state.answer is not None
         try:
             reader.read_lines(state, marks)
@@ -178,7 +178,7 @@ class CompleteCalls:
                 return False
         return True
 
-    def _advance(self, text: str, pending: str, marks: list, nl: int) -> None:
+    def _advance(self, text: str, pending: str, marks: list[LineMark], nl: int) -> None:
         """Move ``_base`` to the last place of ``pending`` the parser reached without having
         looked past the end of the text, and the state back to what it held there."""
         line, _, mark = [m for m in marks if not m[1]][-1]

@@ -33,7 +33,7 @@ class ToolCall:
     """
 
     name: str
-    args: dict | str = field(default_factory=dict)
+    args: dict[str, Any] | str = field(default_factory=dict)
     id: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
