@@ -115,3 +115,17 @@ def test_a_step_record_without_details_is_no_decode_failure():
         {"task": "t", "mode": "native", "trace": [{"type": "step", "step": 1, "raw": '{"name": "x"}'}]}
     )
     assert episode.facts.native_decode_failures == 0 and episode.facts.steps == 1
+
+
+def test_retry_facts_are_typed_on_the_step_and_round_trip_through_the_record():
+    from textagent.steps import RetryFacts
+
+    step = Step(2, "TOOL: x ARGS: {}", retry=RetryFacts(temperature=0.7, seed=3, rewound=True, sampled_next=0.7))
+    record = step.to_record()
+    assert record["details"]["retry"] == {"temperature": 0.7, "seed": 3, "rewound": True, "sampled_next": 0.7}
+    back = Step.from_record(record)
+    assert back.retry == step.retry and back.rewound and back.details == step.details and "retry" not in back.extra
+    # an older or newer trace's keys this version does not know are left out, not an error
+    record["details"]["retry"]["someday"] = 1
+    assert Step.from_record(record).retry == step.retry
+    assert Step(1, "").details == {} and not Step(1, "").rewound

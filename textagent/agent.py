@@ -26,7 +26,7 @@ from .modes import Conversation, FormatError, Mode, ModeContext, RunsTools, get_
 from .modes.text import TextExchange
 from .options import check_options, drop_deprecated
 from .retry import Retrying
-from .steps import STOP_REASONS, Note, Result, SentBack, Step, tokens_spent
+from .steps import STOP_REASONS, Note, Result, RetryFacts, SentBack, Step, tokens_spent
 from .stops import Answered, FormatErrors, MaxSteps, Repeated, Stop, Submitted, TimeLimit, TokenBudget
 from .tools import Tool, ToolSet
 from .tools.execution import cap_outputs
@@ -252,7 +252,7 @@ class QuestionRun:
         step = Step(len(self.steps) + 1, "")
         once = self.retrying.options_for_next()  # a retry's grammar or temperature, this request only
         if once:
-            step.extra["retry"] = {k: (True if k == "grammar" else v) for k, v in once.items()}
+            step.retry = RetryFacts("grammar" in once, once.get("temperature"), once.get("seed"))
         max_seconds = self.config.max_seconds
         # every request of the query ends by the run's time limit (its timeouts cut to the time left)
         with request_deadline(None if max_seconds is None else self.started + max_seconds), self._once(once):

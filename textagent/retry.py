@@ -50,7 +50,7 @@ from . import prompts
 from ._schema import type_label
 from .examples import relevance
 from .protocol.fixes import corrected_line
-from .steps import Note, Step
+from .steps import Note, RetryFacts, Step
 from .tools import ToolSet
 
 __all__ = ["RETRY_PARTS", "Retry", "Retrying"]
@@ -97,6 +97,13 @@ class Retry:
         return cls("vary" in names, "grammar" in names, sampled, seed, "gate" in names, "rewind" in names, temperature)
 
 
+def facts(step: Step) -> RetryFacts:
+    """The step's retry facts, made on first use."""
+    if step.retry is None:
+        step.retry = RetryFacts()
+    return step.retry
+
+
 def _sampling_temperature(t: Any) -> bool:
     return isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and 0 < t <= 2
 
@@ -136,19 +143,16 @@ class Retrying:
         return options
 
     def _after_failure(self, step: Step, *, word_for_word: bool, held: bool, repeat: bool = False) -> None:
-        noted: dict[str, Any] = {}
         if self.retry.grammar and held and self.grammar is not None:
             self.next_options["grammar"] = self.grammar
-            noted["grammar_next"] = True
+            facts(step).grammar_next = True
         if self.retry.rewind and repeat:
             temperature = self.retry.rewind_temperature
             self.next_options.update(temperature=temperature, seed=self.retry.seed + step.index)
-            noted.update(rewound=True, sampled_next=temperature)
+            facts(step).rewound, facts(step).sampled_next = True, temperature
         elif self.retry.temperature is not None and word_for_word:
             self.next_options.update(temperature=self.retry.temperature, seed=self.retry.seed + step.index)
-            noted["sampled_next"] = self.retry.temperature
-        if noted:
-            step.extra.setdefault("retry", {}).update(noted)
+            facts(step).sampled_next = self.retry.temperature
 
     # -- after a reply ----------------------------------------------------------------------------
     def format_error(self, step: Step, observation: str) -> str:
@@ -158,10 +162,10 @@ class Retrying:
         repeated = key in self.failed_texts
         self.failed_texts.add(key)
         if repeated:
-            step.extra.setdefault("retry", {})["repeats_failed"] = True
+            facts(step).repeats_failed = True
         if repeated and self.retry.vary and not self.retry.rewind:
             observation += "\n" + self._repeated_format(step.raw)
-            step.extra["retry"]["varied"] = True
+            facts(step).varied = True
         self._after_failure(step, word_for_word=repeated, held=True, repeat=repeated)
         return observation
 
@@ -177,12 +181,12 @@ class Retrying:
         self.failed_calls.add(key)
         self.failed_texts.add(text)
         if repeated:
-            step.extra.setdefault("retry", {})["repeats_failed"] = True
+            facts(step).repeats_failed = True
         ruled_out = any(o.error in ("unknown_tool", "bad_arguments") for _, o in failed)  # what the grammar rules out
         self._after_failure(step, word_for_word=word_for_word, held=ruled_out, repeat=repeated)
         if not (repeated and self.retry.vary) or step.rewound:
             return []
-        step.extra["retry"]["varied"] = True
+        facts(step).varied = True
         notes = [Note("retry", text, i) for i, o in failed if (text := self._repeated_call(step, i, o.error))]
         return notes
 
@@ -197,11 +201,11 @@ class Retrying:
         self.call_texts.add(text)
         if not step.calls or not seen:
             return []
-        step.extra.setdefault("retry", {})["repeats_results"] = True
+        facts(step).repeats_results = True
         self._after_failure(step, word_for_word=word_for_word, held=False, repeat=True)
         if not self.retry.vary or step.rewound:
             return []
-        step.extra["retry"]["varied"] = True
+        facts(step).varied = True
         return [Note("retry", self.prompts.template("retry_same_results").substitute())]
 
     def send_back(self, step: Step, answer: str) -> str | None:
@@ -220,7 +224,7 @@ class Retrying:
         if not ranked:
             return None
         self.gated = True
-        step.extra.setdefault("retry", {})["gated"] = True
+        facts(step).gated = True
         self._after_failure(step, word_for_word=True, held=True)  # the re-ask gets what a retry gets
         listed = "\n".join(_usage_line(tools[i]) for i in ranked[:_CLOSEST])
         return self.prompts.template("retry_gate").substitute(tools=listed)
@@ -234,7 +238,7 @@ class Retrying:
         if quoted is None or _text_key(step.raw) in self.failed_texts:
             return None
         self.failed_texts.add(_text_key(step.raw))
-        step.extra.setdefault("retry", {})["quoted_feedback"] = quoted
+        facts(step).quoted_feedback = quoted
         return self.prompts.template("retry_quoted").substitute(quoted=quoted)
 
     # -- the words ------------------------------------------------------------------------------

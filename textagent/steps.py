@@ -14,7 +14,7 @@ from .backends.base import Completion, Usage
 from .protocol import Dropped, ParseError, Reply, ToolCall
 from .tools import ToolOutcome
 
-__all__ = ["STOP_REASONS", "Note", "Result", "SentBack", "Step", "tokens_spent"]
+__all__ = ["STOP_REASONS", "Note", "Result", "RetryFacts", "SentBack", "Step", "tokens_spent"]
 
 # "submitted": a mode that runs no tools handed a usable reply on (the proxy's, to its client)
 STOP_REASONS = (
@@ -50,12 +50,46 @@ class SentBack:
 
 
 @dataclass
+class RetryFacts:
+    """What the loop's retries (textagent.retry) did about one reply. Of the request: ``grammar``
+    (it was held to the tool set's grammar), ``temperature`` and ``seed`` (it was sampled). Of the
+    reply: ``repeats_failed`` (it repeats a failed reply of the question), ``repeats_results`` (its
+    calls returned what they returned before), ``varied`` (it was told so in more words),
+    ``rewound`` (kept out of the conversation), ``gated`` (an answer asked once more),
+    ``quoted_feedback`` (the words of the feedback an answer held). Of the next request:
+    ``grammar_next``, ``sampled_next`` (its temperature)."""
+
+    grammar: bool = False
+    temperature: float | None = None
+    seed: int | None = None
+    repeats_failed: bool = False
+    repeats_results: bool = False
+    varied: bool = False
+    rewound: bool = False
+    gated: bool = False
+    quoted_feedback: str | None = None
+    grammar_next: bool = False
+    sampled_next: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The facts that are set (a trace's ``details["retry"]``)."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) not in (None, False)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RetryFacts:
+        """The facts of a trace's ``details["retry"]`` (keys it does not know are left out)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
 class Step:
     """One model reply and everything done about it.
 
     ``facts`` is what the mode noted about the reply (a dataclass of the mode's own, e.g.
-    modes.text.TextFacts, modes.native.NativeFacts). ``extra`` is free for what else annotates a
-    step: a mode without facts of its own (bfcl-prompt's decoding), the proxy's repairs."""
+    modes.text.TextFacts, modes.native.NativeFacts); ``retry`` what the loop's retries did
+    (RetryFacts, None when nothing). ``extra`` is free for what else annotates a step: a mode
+    without facts of its own (bfcl-prompt's decoding), the proxy's repairs."""
 
     index: int
     raw: str
@@ -73,6 +107,7 @@ class Step:
     refused_calls: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     stop_word: str | None = None
+    retry: RetryFacts | None = None
 
     @property
     def calls(self) -> list[ToolCall]:
@@ -101,8 +136,7 @@ class Step:
     def rewound(self) -> bool:
         """A repeat the loop kept out of the conversation (textagent.retry's ``rewind``): the
         model was asked again from before it."""
-        noted = self._noted("retry")
-        return isinstance(noted, dict) and bool(noted.get("rewound"))
+        return self.retry is not None and self.retry.rewound
 
     def _noted(self, name: str) -> Any:
         """One entry of :attr:`details` without making all of it: ``extra`` first (a step read
@@ -144,6 +178,8 @@ class Step:
             }
         if self.refused_calls:
             out["refused_calls"] = self.refused_calls
+        if self.retry is not None:
+            out["retry"] = self.retry.to_dict()
         out.update(self.extra)
         return out
 
@@ -186,6 +222,7 @@ class Step:
         extra = dict(record.get("details") or {})
         # what details was made of goes back to its fields, so that details reads the same
         notes = [Note(n["source"], n["text"], n.get("outcome")) for n in extra.pop("notes", None) or []]
+        retry = extra.pop("retry", None)
         sent = extra.pop("sent_back", None)
         sent_back = None if not sent else SentBack(sent["check"], sent["text"], tuple(sent.get("found") or ()))
         dropped = [Dropped(d["kind"], d["line"], d["text"]) for d in record.get("dropped") or []]
@@ -216,6 +253,7 @@ class Step:
             refused_calls=int(extra.pop("refused_calls", 0)),
             extra=extra,
             stop_word=record.get("stop_word"),
+            retry=RetryFacts.from_dict(retry) if isinstance(retry, dict) else None,
         )
 
 
