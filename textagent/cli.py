@@ -107,12 +107,12 @@ def _print_step(step: Any) -> None:
     for outcome in step.outcomes:
         args = outcome.args if isinstance(outcome.args, str) else dict(outcome.args)
         _say(f"  step {step.index}: calling {outcome.name}({args!r}) -> {outcome.output[:200]}")
-    if getattr(step.facts, "fallback", False):
+    if step.rescued:
         _say(f"  step {step.index}: (native+fallback: the calls above were read from the message content)")
-    elif getattr(step.facts, "decode_failure", None):
+    elif step.decode_failure:
         _say(
             f"  step {step.index}: native decode failure: the content holds a call "
-            f"({step.facts.decode_failure}) the server did not return as tool_calls"
+            f"({step.decode_failure}) the server did not return as tool_calls"
         )
     if step.sent_back is not None:
         found = ", ".join(str(getattr(f, "item", f)) for f in step.sent_back.found)

@@ -14,7 +14,18 @@ from .backends.base import Completion, Usage
 from .protocol import Dropped, ParseError, Reply, ToolCall
 from .tools import ToolOutcome
 
-__all__ = ["STOP_REASONS", "Note", "Result", "RetryFacts", "SentBack", "Step", "tokens_spent"]
+__all__ = [
+    "STOP_REASONS",
+    "EarlyStopFacts",
+    "NativeFacts",
+    "Note",
+    "Result",
+    "RetryFacts",
+    "SentBack",
+    "Step",
+    "TextFacts",
+    "tokens_spent",
+]
 
 # "submitted": a mode that runs no tools handed a usable reply on (the proxy's, to its client)
 STOP_REASONS = (
@@ -47,6 +58,38 @@ class SentBack:
     check: str
     text: str
     found: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class EarlyStopFacts:
+    """A streamed reply closed after its complete calls: how much was kept and what was dropped."""
+
+    kept_chars: int
+    dropped_chars: int
+    dropped: str
+
+
+@dataclass
+class TextFacts:
+    """What the text modes note about a reply."""
+
+    early_stop: EarlyStopFacts | None = None
+
+
+@dataclass
+class NativeFacts:
+    """What native modes note about a reply: ``native`` is where the server put it
+    ("tool_calls" or "content"); ``decode_failure`` the kind of call found in the content
+    (``content_calls``: what it held); ``fallback`` that native+fallback ran those calls;
+    ``invalid_arguments`` call index -> why its arguments could not be read."""
+
+    native: str = "content"
+    tool_calls: list[Any] = field(default_factory=list)
+    invalid_arguments: dict[int, str] = field(default_factory=dict)
+    decode_failure: str | None = None
+    content_calls: list[dict[str, Any]] = field(default_factory=list)
+    fallback: bool = False
+    fallback_error: str | None = None
 
 
 @dataclass
@@ -86,8 +129,8 @@ class RetryFacts:
 class Step:
     """One model reply and everything done about it.
 
-    ``facts`` is what the mode noted about the reply (a dataclass of the mode's own, e.g.
-    modes.text.TextFacts, modes.native.NativeFacts); ``retry`` what the loop's retries did
+    ``facts`` is what the mode noted about the reply (TextFacts in the text modes, NativeFacts
+    in the native ones); ``retry`` what the loop's retries did
     (RetryFacts, None when nothing). ``extra`` is free for what else annotates a step: a mode
     without facts of its own (bfcl-prompt's decoding), the proxy's repairs."""
 
@@ -101,7 +144,7 @@ class Step:
     timings: dict[str, float] = field(default_factory=dict)
     finish_reason: str | None = None
     retries: int = 0
-    facts: Any = None
+    facts: TextFacts | NativeFacts | None = None
     notes: list[Note] = field(default_factory=list)
     sent_back: SentBack | None = None
     refused_calls: int = 0
@@ -123,7 +166,7 @@ class Step:
     @property
     def decode_failure(self) -> str | None:
         """Native modes: the kind of call the reply's content held that the server did not return
-        as ``tool_calls`` (modes.native.NativeFacts); None for every other step."""
+        as ``tool_calls`` (NativeFacts); None for every other step."""
         kind = self._noted("decode_failure")
         return str(kind) if kind else None
 

@@ -27,7 +27,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from .. import prompts
@@ -35,7 +35,7 @@ from ..backends.base import Completion
 from ..errors import ModeNotSupported
 from ..prompts import Worked
 from ..protocol import ParseError, Reply, ToolCall, has_call_line, parse_reply, render_call
-from ..steps import Note, Step
+from ..steps import NativeFacts, Note, Step
 from ..tools import ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs
 from .text import RETRYABLE
@@ -164,22 +164,6 @@ def _as_text(calls: list[tuple[str, Any]]) -> str:
 
 
 # -- the mode ------------------------------------------------------------------------------------
-
-
-@dataclass
-class NativeFacts:
-    """What native modes note about a reply: ``native`` is where the server put it
-    ("tool_calls" or "content"); ``decode_failure`` the kind of call found in the content
-    (``content_calls``: what it held); ``fallback`` that native+fallback ran those calls;
-    ``invalid_arguments`` call index -> why its arguments could not be read."""
-
-    native: str = "content"
-    tool_calls: list[Any] = field(default_factory=list)
-    invalid_arguments: dict[int, str] = field(default_factory=dict)
-    decode_failure: str | None = None
-    content_calls: list[dict[str, Any]] = field(default_factory=list)
-    fallback: bool = False
-    fallback_error: str | None = None
 
 
 class NativeMode:

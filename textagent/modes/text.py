@@ -13,7 +13,7 @@ the results), also where a server does not honour ``stop``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from .. import prompts
@@ -21,7 +21,7 @@ from ..backends.base import Completion
 from ..prompts import Worked
 from ..protocol import ParseError, Reply, ToolCall, parse_reply
 from ..protocol.stream import CutHere, ReplyStream, complete_calls
-from ..steps import Note, Step
+from ..steps import EarlyStopFacts, Note, Step, TextFacts
 from ..tools import Tool, ToolOutcome, ToolSet
 from .base import Conversation, FormatError, ModeContext, Needs, complete, fixed_part
 
@@ -48,22 +48,6 @@ class EarlyStop:
                 if isinstance(event, CutHere):
                     self.cut = event.at
         return self.cut is not None
-
-
-@dataclass(frozen=True)
-class EarlyStopFacts:
-    """A streamed reply closed after its complete calls: how much was kept and what was dropped."""
-
-    kept_chars: int
-    dropped_chars: int
-    dropped: str
-
-
-@dataclass
-class TextFacts:
-    """What the text modes note about a reply."""
-
-    early_stop: EarlyStopFacts | None = None
 
 
 class TextExchange:
