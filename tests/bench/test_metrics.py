@@ -439,3 +439,15 @@ def test_skipped_calls_count_items_that_needed_one():
         read_back(needs_tools=True, attempted=["f"])
     )
     assert not skipped_call(read_back(needs_tools=True, attempted=[], stop_reason="backend_error"))
+
+
+def test_a_claimed_call_is_one_the_answer_says_ran_and_the_episode_did_not():
+    from textagent.bench.metrics import claimed_call
+
+    status = 'get_weather ran with city "Paris" and reported sun.'
+    assert claimed_call(status, set()) and claimed_call(status, {"get_time"})
+    assert not claimed_call(status, {"get_weather"})
+    assert claimed_call('maps.route_times ran with route "A"; it returned 3 hours', {"get_weather"})
+    # a placeholder copy is no claim; "ran for" without a function-like name is no claim either
+    assert not claimed_call("The result is (what get_weather returned).", set())
+    assert not claimed_call("The job ran for 2 hours.", set()) and not claimed_call(None, set())

@@ -27,6 +27,7 @@ __all__ = [
     "FAILURE_TITLES",
     "EpisodeFacts",
     "ModeSummary",
+    "claimed_call",
     "classify",
     "episode_tokens",
     "facts_of",
@@ -350,11 +351,23 @@ def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
         return False
     if _COPIED.search(answer):
         return True
+    claimed = _claimed(answer)
+    return bool(claimed) and (called is None or not claimed <= set(called))
+
+
+def _claimed(answer: str) -> set[str]:
+    """The tools an answer says ran, in the status style's form."""
     claimed = {m.group(1) for m in _NAMED_RUN.finditer(answer)}
     status = _STATUS.search(answer)
     if status is not None:
         claimed.add(status.group(1))
-    return bool(claimed) and (called is None or not claimed <= set(called))
+    return claimed
+
+
+def claimed_call(answer: Any, called: Collection[str]) -> bool:
+    """Whether a final answer says a tool ran ("f ran with x 1 and reported ...") that the episode
+    (or turn) did not run: ``called``, the names of the tools it ran."""
+    return isinstance(answer, str) and not _claimed(answer) <= set(called)
 
 
 # Feedback the model is sent when a reply or a call goes wrong (prompts/<family>/<name>.txt).

@@ -10,6 +10,7 @@ from typing import Any
 from ..metrics import episode_tokens, wilson
 from ..records import Episode
 from .checker import ERROR_TYPES
+from .habits import render_habits
 
 __all__ = ["ERROR_TITLES", "OVERALL", "CategoryScore", "bfcl_scores", "draw_categories", "render_bfcl"]
 
@@ -141,6 +142,7 @@ def render_bfcl(episodes: Sequence[Episode], modes: Sequence[str], *, first_repl
     rows = [[ERROR_TITLES.get(e, e), *[str(overall[m].failures.get(e, 0)) for m in shown]] for e in labels]
     rows.append(["**right**", *[f"**{overall[m].first}**" for m in shown]])
     out += [_table(["failure", *shown], rows), ""]
+    out += [render_habits(episodes, shown)]
     return "\n".join(out)
 
 

@@ -1,0 +1,111 @@
+"""bench/bfcl/habits.py: what first replies did with the tools, per category and mode, counted on
+episodes the runner made (and on the same episodes read back from their records)."""
+
+from __future__ import annotations
+
+from textagent import ScriptedBackend
+from textagent.bench.bfcl.data import BfclItem
+from textagent.bench.bfcl.habits import duplicated_shape, habits_by_category, render_habits
+from textagent.bench.bfcl.report import render_bfcl
+from textagent.bench.bfcl.tasks import MAX_STEPS
+from textagent.bench.episode import run_episode
+from textagent.bench.records import Episode
+from textagent.bench.tasks import Task
+
+WEATHER = {
+    "name": "get_weather",
+    "description": "The current weather in a city.",
+    "parameters": {
+        "type": "dict",
+        "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+ONE = ({"get_weather": {"city": ["Paris"], "unit": ["", "celsius"]}},)
+TWO = (*ONE, {"get_weather": {"city": ["Tokyo"], "unit": ["", "celsius"]}})
+PARIS = 'TOOL: get_weather ARGS: {"city": "Paris"}'
+PARIS_F = 'TOOL: get_weather ARGS: {"city": "Paris", "unit": "fahrenheit"}'
+PARIS_C = 'TOOL: get_weather ARGS: {"city": "Paris", "unit": "celsius"}'
+TOKYO = 'TOOL: get_weather ARGS: {"city": "Tokyo"}'
+
+
+def _episode(category: str, truth, *replies: str, mode: str = "text") -> Episode:
+    item = BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Weather?"},), (WEATHER,), truth)
+    task = Task(
+        id=item.id,
+        question="Weather?",
+        tools=("get_weather",),
+        checks=(),
+        kind=category,
+        max_steps=MAX_STEPS,
+        split=item.split,
+        bfcl=item,
+    )
+    return run_episode(task, mode, ScriptedBackend(list(replies)))
+
+
+def _read_back(episode: Episode) -> Episode:
+    return Episode.from_record(episode.to_record())
+
+
+def test_the_same_tool_twice_where_one_call_is_asked_is_the_pair_shape() -> None:
+    twice = _episode("simple_python", ONE, f"{PARIS_F}\n{PARIS_C}", "ANSWER: mild")
+    assert duplicated_shape(twice) and duplicated_shape(_read_back(twice))
+
+
+def test_calls_the_item_asks_for_are_not_the_pair_shape() -> None:
+    # two calls of one tool where the item asks for two (parallel), or one right call
+    assert not duplicated_shape(_episode("parallel", TWO, f"{PARIS}\n{TOKYO}", "ANSWER: both mild"))
+    assert not duplicated_shape(_episode("simple_python", ONE, PARIS, "ANSWER: mild"))
+    # too few calls of one tool is a wrong count, not the example's shape
+    assert not duplicated_shape(_episode("parallel", TWO, PARIS, "ANSWER: mild"))
+
+
+def test_two_different_tools_where_one_is_asked_are_not_the_pair_shape() -> None:
+    other = {**WEATHER, "name": "get_forecast"}
+    item = BfclItem("multiple_1", "multiple", 1, ({"role": "user", "content": "Weather?"},), (WEATHER, other), ONE)
+    task = Task(
+        id=item.id,
+        question="Weather?",
+        tools=("get_weather", "get_forecast"),
+        checks=(),
+        kind="multiple",
+        max_steps=MAX_STEPS,
+        split=item.split,
+        bfcl=item,
+    )
+    reply = f'{PARIS}\nTOOL: get_forecast ARGS: {{"city": "Paris"}}'
+    episode = run_episode(task, "text", ScriptedBackend([reply, "ANSWER: mild"]))
+    assert episode.bfcl is not None and episode.bfcl["first"]["error_type"] == "wrong_count"
+    assert not duplicated_shape(episode)
+
+
+def test_each_habit_is_counted_in_its_category_and_mode() -> None:
+    episodes = [
+        # a tool fits; answered from memory, claiming the call in the status answer's form
+        _episode("simple_python", ONE, 'ANSWER: get_weather ran with city "Paris"; it reported sun.'),
+        _episode("simple_python", ONE, f"{PARIS_F}\n{PARIS_C}", "ANSWER: mild"),
+        _episode("simple_python", ONE, PARIS, 'ANSWER: get_weather ran with city "Paris" and reported sun.'),
+        _episode("irrelevance", None, "ANSWER: no listed tool tells the time."),
+        _episode("irrelevance", None, PARIS, "ANSWER: sunny"),
+        _episode("simple_python", ONE, "[]", mode="bfcl-prompt"),  # BFCL's prompt: an empty list
+    ]
+    table = habits_by_category([_read_back(e) for e in episodes], ["text", "bfcl-prompt"])
+    simple, irrelevance = table["simple_python"]["text"], table["irrelevance"]["text"]
+    assert (simple.items, simple.skipped, simple.claims, simple.duplicated) == (3, 1, 1, 1)
+    assert (irrelevance.items, irrelevance.irrelevance_right, irrelevance.irrelevance_items) == (2, 1, 2)
+    assert irrelevance.skipped == 0  # no call is the right answer there
+    assert table["simple_python"]["bfcl-prompt"].skipped == 1
+
+
+def test_the_section_shows_each_category_and_the_total() -> None:
+    episodes = [
+        _episode("simple_python", ONE, "ANSWER: sunny"),
+        _episode("irrelevance", None, "ANSWER: no tool fits"),
+    ]
+    section = render_habits(episodes, ["text"])
+    assert "| simple_python | 1 / 0 / 0 |" in section
+    assert "| irrelevance | 0 / 0 / 0 / 1 of 1 |" in section
+    assert "| **all** | 1 / 0 / 0 / 1 of 1 |" in section
+    assert section in render_bfcl(episodes, ["text"])
+    assert render_habits([], ["text"]) == ""

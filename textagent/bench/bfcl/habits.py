@@ -1,0 +1,103 @@
+"""What a first reply does with the tools it is shown, per BFCL category and mode: calls skipped
+where a tool fits, answers claiming a call that never ran, the same tool called more times than
+the question asks (the pair example's shape), and irrelevance items answered without a call."""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+
+from ..metrics import called_tools, claimed_call, skipped_call
+from ..records import Episode
+from .score import step_calls
+
+__all__ = ["Habits", "duplicated_shape", "habits_by_category", "render_habits"]
+
+# checker._check_count's sentence: "expected 1 call(s), got 2."
+_COUNT = re.compile(r"expected (\d+) call\(s\), got (\d+)\.")
+
+
+def duplicated_shape(episode: Episode) -> bool:
+    """A first reply that made more calls than the item asks for, calling one tool twice or more:
+    the shape of the worked example that calls its tool twice in one reply ("for A, and for B"),
+    where the question asked for one (``get_current_weather`` once in fahrenheit and again in
+    celsius)."""
+    first = (episode.bfcl or {}).get("first") or {}
+    count = _COUNT.search(str(first.get("detail") or ""))
+    if first.get("error_type") != "wrong_count" or count is None or int(count[2]) <= int(count[1]):
+        return False
+    steps = episode.result.steps
+    calls = step_calls(steps[0]) if steps else None
+    names = collections.Counter(name for name, _ in calls or ())
+    return any(n > 1 for n in names.values())
+
+
+@dataclass
+class Habits:
+    """One (category, mode) cell: items, and how many of them show each habit."""
+
+    items: int = 0
+    skipped: int = 0  # a tool fits, the first reply answered without a call
+    claims: int = 0  # the answer says a tool ran that the episode never ran
+    duplicated: int = 0  # duplicated_shape
+    irrelevance_right: int = 0  # an irrelevance item answered without a call
+    irrelevance_items: int = 0
+
+    def add(self, episode: Episode) -> None:
+        self.items += 1
+        self.skipped += skipped_call(episode)
+        self.claims += claimed_call(episode.answer, called_tools(episode))
+        self.duplicated += duplicated_shape(episode)
+        if "irrelevance" in str(episode.kind):
+            self.irrelevance_items += 1
+            self.irrelevance_right += bool((episode.bfcl or {}).get("first", {}).get("valid"))
+
+    def __iadd__(self, other: Habits) -> Habits:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+
+def habits_by_category(episodes: Sequence[Episode], modes: Sequence[str]) -> dict[str, dict[str, Habits]]:
+    """{category: {mode: Habits}} over the single-turn BFCL episodes, categories as they come."""
+    table: dict[str, dict[str, Habits]] = {}
+    for episode in episodes:
+        if isinstance(episode.bfcl, Mapping) and episode.mode in modes:
+            table.setdefault(str(episode.kind), {m: Habits() for m in modes})[episode.mode].add(episode)
+    return table
+
+
+def _cell(h: Habits) -> str:
+    if not h.items:
+        return "—"
+    shown = f"{h.skipped} / {h.claims} / {h.duplicated}"
+    return shown + (f" / {h.irrelevance_right} of {h.irrelevance_items}" if h.irrelevance_items else "")
+
+
+def render_habits(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
+    """The markdown section, empty when no episode is a single-turn BFCL item."""
+    table = habits_by_category(episodes, modes)
+    if not table:
+        return ""
+    shown = [m for m in modes if any(cells[m].items for cells in table.values())]
+    total = {m: Habits() for m in shown}
+    for cells in table.values():
+        for m in shown:
+            total[m] += cells[m]
+    rows = [[c, *[_cell(cells[m]) for m in shown]] for c, cells in table.items()]
+    rows.append(["**all**", *[_cell(total[m]) for m in shown]])
+    lines = [
+        "### What the first replies did with the tools",
+        "",
+        "Per category: calls skipped where a tool fits (the first reply answered without one) / "
+        'answers claiming a call that never ran ("f ran with ..." where f did not run) / replies '
+        "calling one tool more times than the item asks (the shape of the worked example that calls "
+        "its tool twice), and on irrelevance categories the items answered without a call.",
+        "",
+        "| category | " + " | ".join(shown) + " |",
+        "|---|" + "---:|" * len(shown),
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join([*lines, ""])
