@@ -39,6 +39,7 @@ def test_a_config_is_frozen_and_holds_frozen_values():
         ({"example_style": "poem"}, "example style"),
         ({"example_tool": "random"}, "example tool"),
         ({"chat_format": "nonesuch"}, "nonesuch"),
+        ({"example": "none"}, "example must be"),  # a string other than "auto" (None means none)
     ],
 )
 def test_bad_values_are_refused_when_the_config_is_made(changes, message):

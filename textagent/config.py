@@ -75,6 +75,10 @@ class AgentConfig:
         # frozen values all the way down: a list given is kept as a tuple
         object.__setattr__(self, "checks", tuple(as_checks(tuple(self.checks))))
         object.__setattr__(self, "chat_format", get_format(self.chat_format))
+        if isinstance(self.example, str) and self.example != "auto":
+            raise ValueError(
+                f'example must be "auto", an Example, a sequence of them or None, not {self.example!r:.60}'
+            )
         if not isinstance(self.example, (str, type(None))) and not hasattr(self.example, "calls"):
             object.__setattr__(self, "example", tuple(self.example))
 
