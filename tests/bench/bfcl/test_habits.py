@@ -7,10 +7,9 @@ from textagent import ScriptedBackend
 from textagent.bench.bfcl.data import BfclItem
 from textagent.bench.bfcl.habits import duplicated_shape, habits_by_category, render_habits
 from textagent.bench.bfcl.report import render_bfcl
-from textagent.bench.bfcl.tasks import MAX_STEPS
+from textagent.bench.bfcl.tasks import item_task
 from textagent.bench.episode import run_episode
 from textagent.bench.records import Episode
-from textagent.bench.tasks import Task
 
 WEATHER = {
     "name": "get_weather",
@@ -29,19 +28,9 @@ PARIS_C = 'TOOL: get_weather ARGS: {"city": "Paris", "unit": "celsius"}'
 TOKYO = 'TOOL: get_weather ARGS: {"city": "Tokyo"}'
 
 
-def _episode(category: str, truth, *replies: str, mode: str = "text") -> Episode:
-    item = BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Weather?"},), (WEATHER,), truth)
-    task = Task(
-        id=item.id,
-        question="Weather?",
-        tools=("get_weather",),
-        checks=(),
-        kind=category,
-        max_steps=MAX_STEPS,
-        split=item.split,
-        bfcl=item,
-    )
-    return run_episode(task, mode, ScriptedBackend(list(replies)))
+def _episode(category: str, truth, *replies: str, mode: str = "text", functions=(WEATHER,)) -> Episode:
+    item = BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Weather?"},), functions, truth)
+    return run_episode(item_task(item), mode, ScriptedBackend(list(replies)))
 
 
 def _read_back(episode: Episode) -> Episode:
@@ -62,20 +51,9 @@ def test_calls_the_item_asks_for_are_not_the_pair_shape() -> None:
 
 
 def test_two_different_tools_where_one_is_asked_are_not_the_pair_shape() -> None:
-    other = {**WEATHER, "name": "get_forecast"}
-    item = BfclItem("multiple_1", "multiple", 1, ({"role": "user", "content": "Weather?"},), (WEATHER, other), ONE)
-    task = Task(
-        id=item.id,
-        question="Weather?",
-        tools=("get_weather", "get_forecast"),
-        checks=(),
-        kind="multiple",
-        max_steps=MAX_STEPS,
-        split=item.split,
-        bfcl=item,
-    )
+    forecast = {**WEATHER, "name": "get_forecast"}
     reply = f'{PARIS}\nTOOL: get_forecast ARGS: {{"city": "Paris"}}'
-    episode = run_episode(task, "text", ScriptedBackend([reply, "ANSWER: mild"]))
+    episode = _episode("multiple", ONE, reply, "ANSWER: mild", functions=(WEATHER, forecast))
     assert episode.bfcl is not None and episode.bfcl["first"]["error_type"] == "wrong_count"
     assert not duplicated_shape(episode)
 

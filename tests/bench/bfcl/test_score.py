@@ -9,7 +9,7 @@ import pytest
 
 from textagent import ScriptedBackend
 from textagent.bench.bfcl.data import BfclItem
-from textagent.bench.bfcl.tasks import MAX_STEPS
+from textagent.bench.bfcl.tasks import item_task
 from textagent.bench.episode import run_episode
 from textagent.bench.tasks import Task
 
@@ -39,16 +39,8 @@ B = 'TOOL: spotify.play ARGS: {"artist": "Maroon 5", "duration": 15}'
 
 
 def _task(category: str = "parallel", truth=TRUTH) -> Task:
-    item = BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Play both."},), tuple(DOCS), truth)
-    return Task(
-        id=item.id,
-        question="Play both.",
-        tools=("spotify.play",),
-        checks=(),
-        kind=category,
-        max_steps=MAX_STEPS,
-        split=item.split,
-        bfcl=item,
+    return item_task(
+        BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Play both."},), tuple(DOCS), truth)
     )
 
 

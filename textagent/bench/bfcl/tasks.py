@@ -14,7 +14,16 @@ from .data import AST_CATEGORIES, BfclDataError, BfclItem, language_of, load_cat
 from .multi_turn import MAX_CALL_STEPS, MULTI_TURN_CATEGORIES, MultiTurnItem, load_multi_turn
 from .schema import language_hint
 
-__all__ = ["MAX_STEPS", "PREFIX", "bfcl_tasks", "is_bfcl_spec", "is_multi_turn", "item_documents", "item_question"]
+__all__ = [
+    "MAX_STEPS",
+    "PREFIX",
+    "bfcl_tasks",
+    "is_bfcl_spec",
+    "is_multi_turn",
+    "item_documents",
+    "item_question",
+    "item_task",
+]
 
 PREFIX = "bfcl:"
 #: Steps an agent gets on one BFCL item: the calls, maybe a correction, the answer.
@@ -56,20 +65,23 @@ def bfcl_tasks(spec: str | Sequence[str], *, progress: Callable[[str], None] = l
             items = load_category(category, progress=progress)
         except BfclDataError as exc:
             raise TaskFileError(str(exc)) from exc
-        for item in items:
-            tasks.append(
-                Task(
-                    id=item.id,
-                    question=item_question(item),
-                    tools=tuple(f["name"] for f in item.functions),
-                    checks=(),
-                    kind=category,
-                    max_steps=MAX_STEPS,
-                    split=item.split,
-                    bfcl=item,
-                )
-            )
+        tasks += [item_task(item) for item in items]
     return tasks
+
+
+def item_task(item: BfclItem) -> Task:
+    """The bench's task of a single-turn item: its question, its functions as the tools, its
+    category as the kind."""
+    return Task(
+        id=item.id,
+        question=item_question(item),
+        tools=tuple(f["name"] for f in item.functions),
+        checks=(),
+        kind=item.category,
+        max_steps=MAX_STEPS,
+        split=item.split,
+        bfcl=item,
+    )
 
 
 def _multi_turn_tasks(category: str, progress: Callable[[str], None]) -> list[Task]:
