@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import paired
-from .metrics import FAILURE_TITLES, FAILURES, ModeSummary, summarize, task_scores
+from .facts import FAILURE_TITLES, FAILURES
+from .metrics import ModeSummary, summarize, task_scores
 from .records import Episode
 from .report import _METRIC_NAMES, _frac, _modes, _table, load_run, metric_rows
 

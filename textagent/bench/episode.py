@@ -185,7 +185,7 @@ def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | 
 
 def episode_of(task: Task, mode: str, repeat: int, *, endpoint: str | None, **fields: Any) -> Episode:
     """The Episode of ``task`` in ``mode``: what the task says of itself, and ``fields``; a failure
-    its scorer did not name is classified (metrics.classify), as its record says."""
+    its scorer did not name is classified (facts.classify), as its record says."""
     episode = Episode(
         task=task.id,
         kind=task.kind,

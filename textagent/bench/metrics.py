@@ -1,40 +1,32 @@
-"""Per-episode facts, the failure taxonomy, and the per-mode summary of a bench run.
+"""The per-mode summary of a bench run: success with Wilson intervals, cost, the counts of what
+the model did, failures by class, tasks worst first, throughput per endpoint.
 
 Everything here is a pure function of Episodes (bench.records: made by a run, or read from the
 JSON lines the runner writes), so a run can be re-summarised, or two runs compared, long after
-the model is gone. The counts of an episode are those of its run (textagent.steps.Result): the
-live one, or the one read back from the record's trace.
+the model is gone. An episode's own counts are bench.facts'; what its answer holds, bench.answers'.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import math
-import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..backends.base import Usage
-from ..steps import Result, Step
+from .answers import called_tools, copied_example, repeated_feedback, skipped_call
+from .facts import classify
 
 if TYPE_CHECKING:
     from .records import Episode
 
 __all__ = [
-    "FAILURES",
-    "FAILURE_TITLES",
-    "EpisodeFacts",
     "ModeSummary",
-    "claimed_call",
-    "classify",
     "episode_tokens",
-    "facts_of",
     "latest",
-    "looped",
     "native_tools",
     "summarize",
+    "task_scores",
+    "throughput",
     "wilson",
 ]
 
@@ -47,32 +39,6 @@ def native_tools(mode: str) -> bool:
     bench = BENCH_MODES.get(mode)
     return bench is not None and bench.reads_native_calls
 
-
-# Failure classes, in the order they are tried (the first that applies labels the episode).
-FAILURES = (
-    "backend_error",
-    "call_not_needed",
-    "hallucinated_observation",
-    "loop",
-    "unparseable",
-    "budget",
-    "no_call",
-    "wrong_tool",
-    "invalid_args",
-    "wrong_answer",
-)
-FAILURE_TITLES = {
-    "backend_error": "backend error (server failed)",
-    "call_not_needed": "call where none was needed",
-    "hallucinated_observation": "hallucinated observation",
-    "loop": "loop (same call repeated)",
-    "unparseable": "unparseable reply",
-    "budget": "budget hit (steps/tokens/time)",
-    "no_call": "no call where one was needed",
-    "wrong_tool": "wrong tool",
-    "invalid_args": "invalid args",
-    "wrong_answer": "wrong final answer",
-}
 
 Z95 = 1.959963984540054
 
@@ -93,107 +59,6 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
 # --------------------------------------------------------------------------------------------
 # Facts of one episode, from its trace
 # --------------------------------------------------------------------------------------------
-
-
-def _canon(args: Any) -> str:
-    try:
-        return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(args)
-
-
-def looped(steps: Sequence[Step]) -> bool:
-    """The same call made again after it succeeded, or three times whatever its results."""
-    seen_ok: set[tuple[str, str]] = set()
-    counts: dict[tuple[str, str], int] = {}
-    for step in steps:
-        keys = [(str(o.name), _canon(o.args)) for o in step.outcomes]
-        for key in keys:
-            counts[key] = counts.get(key, 0) + 1
-            if key in seen_ok or counts[key] >= 3:
-                return True
-        seen_ok.update(key for key, o in zip(keys, step.outcomes) if o.ok)
-    return False
-
-
-@dataclass(frozen=True)
-class EpisodeFacts:
-    """The counts of an episode, read from its run (a Result): each defined once, on Step and
-    Result (textagent.steps). ``first_prompt``/``first_evaluated``: step 1's prompt tokens sent
-    and evaluated (the rest was cached); ``sent_back``/``check_notes``: answers checks sent back
-    and notes they added (textagent.checks)."""
-
-    steps: int = 0
-    first_prompt: int | None = None
-    first_evaluated: int | None = None
-    format_errors: int = 0
-    first_step_format_error: bool = False
-    recovered: bool = False
-    native_decode_failures: int = 0
-    unrescued_decode_failures: int = 0
-    tool_errors: int = 0
-    sent_back: int = 0
-    check_notes: int = 0
-    loop: bool = False
-    hallucinated: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def facts_of(result: Result) -> EpisodeFacts:
-    """The counts of a run (see :class:`EpisodeFacts`)."""
-    first_usage = result.steps[0].usage if result.steps else Usage()
-    return EpisodeFacts(
-        steps=len(result.steps),
-        first_prompt=first_usage.prompt_tokens,
-        first_evaluated=first_usage.prompt_evaluated,
-        format_errors=result.format_errors,
-        first_step_format_error=result.first_step_format_error,
-        recovered=result.recovered,
-        native_decode_failures=result.decode_failures,
-        unrescued_decode_failures=result.unrescued_decode_failures,
-        tool_errors=result.tool_errors,
-        sent_back=result.sent_back(),
-        check_notes=result.check_notes,
-        loop=looped(result.steps),
-        hallucinated=result.hallucinated,
-    )
-
-
-def classify(episode: Episode) -> str | None:
-    """The failure class of an episode (one of FAILURES), or None when it succeeded."""
-    if episode.success:
-        return None
-    facts = episode.facts
-    stop = episode.stop_reason
-    attempted = episode.attempted or []
-    checks = {c["type"]: c for c in episode.checks if not c.get("ok")}
-    if stop in ("backend_error", "error"):
-        return "backend_error"
-    if episode.needs_no_tool and attempted:
-        return "call_not_needed"
-    if facts.hallucinated:
-        return "hallucinated_observation"
-    if facts.loop or stop == "repeated":  # "repeated": ended by --max-repeats
-        return "loop"
-    if (
-        stop == "format_errors"
-        or facts.unrescued_decode_failures
-        or (facts.steps and facts.format_errors == facts.steps)
-    ):
-        return "unparseable"
-    if stop in ("max_steps", "token_budget", "time_limit"):
-        return "budget"
-    if episode.needs_tools and not attempted:
-        return "no_call"
-    if "not_called" in checks:
-        return "wrong_tool"
-    if "calls" in checks:
-        from .checking import diagnose_calls
-
-        return diagnose_calls(episode.call_specs or [], episode.calls or []) or "invalid_args"
-    return "wrong_answer"
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,116 +177,6 @@ def summarize(episodes: Iterable[Episode], modes: Sequence[str] | None = None) -
             kind[0] += 1 if e.success else 0
             kind[1] += 1
     return out
-
-
-# The phrases of the placeholder worked examples (prompts/common/example_*.txt) that a model copies
-# into its answers: "math_factorial returned: 120", "(what f returned)" or "(f returned)", "returned a
-# result each"; their bracketed form made the model's own where a value belongs ("are: (list of movie
-# titles)", "is (name of the python file)": described, never stated; no digit, at most 12 words);
-# and the concrete style's made-up results, 42 and 17 ("The result is 42.", and "The result is 17."
-# after a call whose result the model had not seen).
-_COPIED = re.compile(
-    r"\b[\w.]+ returned: |\((?:what )?[\w.]+ returned\)|returned a result (?:for )?each\b"
-    r"|(?:\b(?:is|are|was|were)\b:?|:)\s*"
-    r"\((?:what|the|name of|list of|number of|result|details|value|information|calculate)\b(?:[^()\d\s]*\s?){1,12}\)"
-    r"|\b42 and 17\b|^\s*the result is (?:42|17)\.?\s*$"
-    # the value style's made-up values, stated as reported ("f reported success with the value 42.")
-    r"|\breported (?:success with the value )?(?:42|17)\b(?![.,]\d)"
-    # the direct example's tail ("...; no tool is needed for that.") given as the whole answer
-    r"|^\s*no tool is needed(?: for (?:that|this))?\.?\s*$",
-    re.I,
-)
-
-
-# The status style's answer ("f ran with x 1 and reported success.") says what ran: true when the
-# episode ran f, a copied claim when it did not, in whatever words it says what f reported
-# ("f ran with league "NBA"; it reported the record ...", BFCL dev, the 1.5B), or with no word of
-# a report when f looks like a function name ("maps.route_times ran with route ...; it returned
-# the estimated time", "get_snow_report ran with location "Boston"", BFCL test, the 1.5B): a name
-# with a dot or an underscore, so that "The job ran for 2 hours." is no claim.
-_STATUS = re.compile(r"\b([\w.-]+) ran (?:with|for)\b.*\breported\b", re.I | re.S)
-_NAMED_RUN = re.compile(r"\b([\w.-]*[_.][\w.-]*) ran (?:with|for)\b", re.I)
-
-
-def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
-    """Whether a final answer holds a phrase of the worked examples, or their bracketed placeholder
-    where a value belongs. ``called``: the names of the tools the episode (or turn) ran; a status
-    answer counts unless the tool it names is among them (all of them count when None)."""
-    if not isinstance(answer, str):
-        return False
-    if _COPIED.search(answer):
-        return True
-    claimed = _claimed(answer)
-    return bool(claimed) and (called is None or not claimed <= set(called))
-
-
-def _claimed(answer: str) -> set[str]:
-    """The tools an answer says ran, in the status style's form."""
-    claimed = {m.group(1) for m in _NAMED_RUN.finditer(answer)}
-    status = _STATUS.search(answer)
-    if status is not None:
-        claimed.add(status.group(1))
-    return claimed
-
-
-def claimed_call(answer: Any, called: Collection[str]) -> bool:
-    """Whether a final answer says a tool ran ("f ran with x 1 and reported ...") that the episode
-    (or turn) did not run: ``called``, the names of the tools it ran."""
-    return isinstance(answer, str) and not _claimed(answer) <= set(called)
-
-
-# Feedback the model is sent when a reply or a call goes wrong (prompts/<family>/<name>.txt).
-_FEEDBACK_TEMPLATES = (
-    ("text", "observation_error"),
-    ("text", "format_error"),
-    ("text", "empty_reply"),
-    ("text", "reply_cut"),
-    ("native", "tool_error"),
-    ("native", "bad_arguments"),
-    ("native", "empty_reply"),
-)
-
-
-@functools.cache
-def feedback_sentences() -> tuple[str, ...]:
-    """The sentences of textagent's feedback to the model that stand whole in their templates
-    (no placeholder in them, at least five words), lower-cased: what an answer repeats when the
-    model parrots the feedback ("The call failed. Call the tool again ...") instead of answering."""
-    from .. import prompts
-
-    found: list[str] = []
-    for family, name in _FEEDBACK_TEMPLATES:
-        text = prompts.for_family(family).template(name).template
-        for piece in re.split(r"\$\{?\w+\}?", text):
-            for sentence in re.split(r"(?<=[.;:])\s+|\n", piece):
-                sentence = " ".join(sentence.split()).strip(" ,.;:")
-                if len(sentence.split()) >= 5 and sentence.lower() not in found:
-                    found.append(sentence.lower())
-    return tuple(found)
-
-
-def repeated_feedback(answer: Any) -> bool:
-    """Whether a final answer holds a whole sentence of textagent's feedback to the model."""
-    if not isinstance(answer, str):
-        return False
-    text = " ".join(answer.split()).lower()
-    return any(sentence in text for sentence in feedback_sentences())
-
-
-def called_tools(episode: Episode) -> set[str]:
-    """The names of the tools an episode ran (its ``calls``)."""
-    return {str(c.get("name")) for c in episode.calls or () if isinstance(c, Mapping)}
-
-
-def skipped_call(episode: Episode) -> bool:
-    """An episode that needed a call and made none, answering instead (BFCL items: a category with
-    calls to make whose first reply had none; the suite: a task that needs tools, no call attempted)."""
-    if episode.stop_reason in ("backend_error", "error"):
-        return False
-    if isinstance(episode.bfcl, Mapping):
-        first = episode.bfcl.get("first") or {}
-        return "irrelevance" not in str(episode.kind) and first.get("error_type") == "no_call"
-    return bool(episode.needs_tools) and not episode.attempted
 
 
 def task_scores(episodes: Iterable[Episode], mode: str) -> list[dict[str, Any]]:

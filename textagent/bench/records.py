@@ -6,7 +6,7 @@ again on resume); a run.json that does not fit is refused with the field named.
 An Episode made by a run holds that run's Results (one per question: a multi-turn item asks one
 per turn), and its counts are theirs; one read from a record (:meth:`Episode.from_record`, the one
 loader) has its Results read back from its trace once, so a live run and a re-made report count
-alike (bench.metrics.EpisodeFacts)."""
+alike (bench.facts.EpisodeFacts)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from ..backends.base import Usage
 from ..steps import Result, Step
-from .metrics import EpisodeFacts, classify, facts_of
+from .facts import EpisodeFacts, classify, facts_of
 
 __all__ = ["RECORD_VERSION", "Episode", "MultiTurnVerdict", "TurnEnd", "meta_problem", "record_problem", "runs_of"]
 
@@ -129,9 +129,9 @@ def runs_of(trace: Sequence[Any], mode: str) -> list[Result]:
 class Episode:
     """One episode of ``textagent bench``: the task and mode, how the run ended, what it cost,
     how it was scored, and its trace. ``runs``: the Agent's runs of it, one per question, live or
-    read back from the trace; :attr:`facts` are their counts (bench.metrics.EpisodeFacts, one
+    read back from the trace; :attr:`facts` are their counts (bench.facts.EpisodeFacts, one
     definition of each). :meth:`to_record` writes the episode with those counts and, for a
-    failure not named by its scorer, its class (metrics.classify); :meth:`from_record` reads one."""
+    failure not named by its scorer, its class (facts.classify); :meth:`from_record` reads one."""
 
     task: str
     kind: str
@@ -157,7 +157,7 @@ class Episode:
     error: str | None = None
     time: float = field(default_factory=time.time)
     trace: list[dict[str, Any]] = field(default_factory=list)
-    failure: str | None = None  # None: classified from the episode (metrics.classify) unless it succeeded
+    failure: str | None = None  # None: classified from the episode (facts.classify) unless it succeeded
     multi_turn: MultiTurnVerdict | None = None  # BFCL's multi-turn verdict
     bfcl: dict[str, Any] | None = None  # BFCL's single-turn scores
     version: int = RECORD_VERSION
@@ -176,7 +176,7 @@ class Episode:
 
     @property
     def failure_class(self) -> str | None:
-        """None when it succeeded, else the class its scorer named or :func:`metrics.classify` gives."""
+        """None when it succeeded, else the class its scorer named or :func:`facts.classify` gives."""
         return None if self.success else (self.failure or classify(self))
 
     def to_record(self) -> dict[str, Any]:

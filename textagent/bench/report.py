@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from . import paired
+from .facts import FAILURE_TITLES, FAILURES
 from .metrics import (
-    FAILURE_TITLES,
-    FAILURES,
     ModeSummary,
     latest,
     native_tools,
@@ -355,9 +354,9 @@ _DEFINITIONS = (
     "`content` instead of `tool_calls`. `baseline` is the seed-style loop (regex `TOOL: (\\w+) ARGS: (.*)` "
     "+ `json.loads`, one call per reply, no feedback) on the same prompt. Answers copying an example's "
     "phrase: final answers holding a phrase of the worked examples, or saying in their form that a tool ran "
-    "when it did not (`bench.metrics.copied_example`); "
+    "when it did not (`bench.answers.copied_example`); "
     "answers repeating the feedback: final answers holding a whole sentence of what textagent tells the model "
-    "when a reply or call goes wrong (`bench.metrics.repeated_feedback`)."
+    "when a reply or call goes wrong (`bench.answers.repeated_feedback`)."
 )
 
 

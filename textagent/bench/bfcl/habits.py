@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from ..metrics import called_tools, claimed_call, skipped_call
+from ..answers import called_tools, claimed_call, skipped_call
 from ..records import Episode
 from .score import step_calls
 

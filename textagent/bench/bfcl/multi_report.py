@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import paired
-from ..metrics import copied_example, episode_tokens, latest, repeated_feedback, wilson
+from ..answers import copied_example, repeated_feedback
+from ..metrics import episode_tokens, latest, wilson
 from ..records import Episode
 from .loop_stats import FORCE_QUIT_CAUSES, loop_stats
 
@@ -140,8 +141,8 @@ _EXPLAIN = (
     "reply of the same turn, the same text or the same calls (bench.bfcl.loop_stats). Answers copying an example: "
     "turns ended by an answer that holds a phrase of a worked example instead of a result, or says in "
     "their form that a tool ran when the turn did not run it "
-    "(bench.metrics.copied_example); answers repeating the feedback: turn answers holding a sentence of "
-    "what textagent tells the model when a reply or call goes wrong (bench.metrics.repeated_feedback). "
+    "(bench.answers.copied_example); answers repeating the feedback: turn answers holding a sentence of "
+    "what textagent tells the model when a reply or call goes wrong (bench.answers.repeated_feedback). "
     "Tokens: prompt tokens the server evaluated plus tokens generated."
 )
 
