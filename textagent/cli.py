@@ -416,7 +416,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     stack.callback(server.stop)  # before start(): a server that fails to start is stopped too
     try:
         server.start()
-        write_state(server)
+        write_state(server.state())
         _say(f"llama-server ready at {server.url} (model {server.model_path}); Ctrl-C stops it")
         print(server.url, flush=True)
         assert server.process is not None

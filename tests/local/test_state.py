@@ -33,7 +33,7 @@ def test_a_live_healthy_server_is_found_with_what_run_needs(state_dir, tmp_path)
     with FakeServer() as srv:
         srv.json("/health", {"status": "ok"}, repeat=True)
         server = served(tmp_path, srv.port, os.getpid())
-        local.write_state(server)
+        local.write_state(server.state())
         state = local.running_server()
         assert state is not None
         assert state["url"] == srv.url and state["chat_format"] == "chatml"
@@ -47,7 +47,7 @@ def test_a_live_healthy_server_is_found_with_what_run_needs(state_dir, tmp_path)
 def test_a_server_still_loading_is_not_reused(state_dir, tmp_path):
     with FakeServer() as srv:
         srv.add("/health", status=503, json={"error": {"message": "Loading model"}}, repeat=True)
-        local.write_state(served(tmp_path, srv.port, os.getpid()))
+        local.write_state(served(tmp_path, srv.port, os.getpid()).state())
         assert local.running_server() is None
 
 
@@ -56,7 +56,7 @@ def test_a_dead_server_is_not_reused(state_dir, tmp_path):
     gone.wait()
     with FakeServer() as srv:  # something answers on its port, but the process that wrote the state is gone
         srv.json("/health", {"status": "ok"}, repeat=True)
-        local.write_state(served(tmp_path, srv.port, gone.pid))
+        local.write_state(served(tmp_path, srv.port, gone.pid).state())
         assert local.running_server() is None
 
 

@@ -151,6 +151,18 @@ class LocalServer:
         st = self.model_path.stat()
         return f"{self.model_path.name}|{st.st_size}|{st.st_mtime_ns}"
 
+    def state(self) -> dict[str, Any]:
+        """What a started server leaves for `textagent run` to find it by (local.write_state)."""
+        assert self.process is not None
+        return {
+            "pid": self.process.pid,
+            "url": self.url,
+            "model": str(self.model_path),
+            "chat_format": self.chat_format,
+            "prefix_identity": self.model_identity() if self.use_prefix_cache else "",
+            "extra_args": " ".join(self.extra_args),
+        }
+
     def prefix_cache(self, backend: Any) -> Any:
         """The server's PrefixCache (None when off), made once from ``backend``'s /props, and set on
         ``backend`` (a LlamaCppBackend of this server) so its text-mode requests use it."""

@@ -11,13 +11,11 @@ import hashlib
 import json
 import os
 import platform
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .models import cache_dir
-
-if TYPE_CHECKING:
-    from .server import LocalServer
 
 
 def prefix_dir() -> Path:
@@ -48,21 +46,10 @@ def _state_file() -> Path:
     return _state_dir() / "server.json"
 
 
-def write_state(server: LocalServer) -> None:
-    assert server.process is not None
+def write_state(state: Mapping[str, Any]) -> None:
+    """Keep what `textagent serve` started (LocalServer.state()), for `textagent run` to find."""
     _state_file().parent.mkdir(parents=True, exist_ok=True)
-    _state_file().write_text(
-        json.dumps(
-            {
-                "pid": server.process.pid,
-                "url": server.url,
-                "model": str(server.model_path),
-                "chat_format": server.chat_format,
-                "prefix_identity": server.model_identity() if server.use_prefix_cache else "",
-                "extra_args": " ".join(server.extra_args),
-            }
-        )
-    )
+    _state_file().write_text(json.dumps(dict(state)))
 
 
 def clear_state() -> None:
