@@ -96,7 +96,7 @@ def render_habits(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
         "calling one tool more times than the item asks (the shape of the worked example that calls "
         "its tool twice), and on irrelevance categories the items answered without a call.",
         "",
-        "| category | " + " | ".join(shown) + " |",
+        "| category: skipped / claims / twice / irrelevance right | " + " | ".join(shown) + " |",
         "|---|" + "---:|" * len(shown),
     ]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
