@@ -520,3 +520,32 @@ def test_every_multi_line_answer_the_grammar_allows_is_read_as_that_answer(bits)
         reply = parse_reply(text, demo.demo_tools())
         assert (reply.calls, reply.dropped) == ([], [])
         assert reply.answer == _as_read(text[len("ANSWER: ") :])
+
+
+ABSTAIN = ("Thought: the closest listed tool is ", "; it does not fit because ")
+
+
+def test_the_abstention_grammar_takes_calls_or_an_answer_after_a_named_listed_tool():
+    grammar = Grammar.parse(reply_grammar(demo.demo_tools(), abstain=ABSTAIN))
+    assert grammar.matches('TOOL: calculate ARGS: {"expression": "17 * 24"}')
+    meant = "Thought: the closest listed tool is get_weather; it does not fit because it has no forecasts.\n"
+    assert grammar.matches(meant + "ANSWER: I cannot tell tomorrow's weather.")
+    assert grammar.matches("Thought: first, the tools.\n" + meant + "ANSWER: no forecast")
+    # an answer alone, an unlisted tool named, or no reason given: out of the language
+    assert not grammar.matches("ANSWER: I cannot tell tomorrow's weather.")
+    assert not grammar.matches(meant.replace("get_weather", "get_forecast") + "ANSWER: no")
+    assert not grammar.matches(meant.replace("it has no forecasts.", "") + "ANSWER: no")
+    # without tools there is nothing to name: an answer is the reply
+    assert Grammar.parse(reply_grammar([], abstain=ABSTAIN)).matches("ANSWER: no tools")
+
+
+@FUZZ
+@given(st.data())
+def test_every_abstention_the_grammar_allows_is_read_as_a_thought_and_an_answer(data):
+    tools = demo.demo_tools()
+    grammar = Grammar.parse(reply_grammar(tools, abstain=ABSTAIN))
+    text = grammar.sample(data.draw)
+    reply = parse_reply(text, tools) if "ANSWER: " in text else None
+    assume(reply is not None)
+    assert not reply.calls and reply.answer
+    assert ABSTAIN[0].removeprefix("Thought: ") in reply.thought and ABSTAIN[1].strip() in reply.thought

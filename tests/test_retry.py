@@ -223,3 +223,36 @@ def test_rewind_is_a_part_by_name():
     assert Retry(rewind=True).active
     with pytest.raises(ValueError, match="rewind_temperature"):
         Retry(rewind=True, rewind_temperature=0)
+
+
+def test_abstain_holds_the_gates_re_ask_to_the_abstention_grammar_once():
+    meant = "Thought: the closest listed tool is get_weather; it does not fit because it is a guess.\nANSWER: sunny"
+    result, backend = ask(["ANSWER: sunny", meant], Retry(gate=True, abstain=True))
+    assert result.answer == "sunny" and len(backend.calls) == 2
+    assert "grammar" not in backend.calls[0]
+    grammar = backend.calls[1]["grammar"]
+    assert "abstention ::=" in grammar and '"get_weather"' in grammar
+    assert result.steps[0].details["retry"]["grammar_next"] is True
+    # the answer after it is taken, its abstention line kept as the reply's thought
+    assert "closest listed tool is get_weather" in result.steps[1].reply.thought
+
+
+def test_abstain_is_the_gates_part_and_needs_a_grammar_backend():
+    assert Retry.from_parts("abstain") == Retry(gate=True, abstain=True, rewind_temperature=0.7)
+    with pytest.raises(ValueError, match="gate=True"):
+        Retry(abstain=True)
+    # no grammar on this server: the gate alone asks again, in words
+    _, backend = ask(
+        ["ANSWER: sunny", "ANSWER: sunny"], Retry(gate=True, abstain=True), capabilities=Capabilities(grammar=False)
+    )
+    assert len(backend.calls) == 2 and all("grammar" not in c for c in backend.calls)
+    # no gate question (a call came first): no abstention grammar
+    _, backend = ask(['TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny"], Retry(gate=True, abstain=True))
+    assert all("grammar" not in c for c in backend.calls)
+
+
+def test_abstain_and_grammar_each_send_their_own_grammar():
+    _, backend = ask([UNREADABLE, "ANSWER: sunny", "ANSWER: sunny"], Retry(gate=True, grammar=True, abstain=True))
+    # after the unreadable reply: the tool set's grammar; after the gate's question: the abstention's
+    assert "abstention ::=" not in backend.calls[1]["grammar"]
+    assert "abstention ::=" in backend.calls[2]["grammar"]

@@ -178,16 +178,21 @@ class Agent:
             self.mode.start(task, self.shown)
         self._added = []
 
-    def retry_grammar(self) -> str | None:
-        """The grammar a retry is held to: the tool set's, when asked for, in the text protocol
-        (constrained mode has it already), on a backend that takes a grammar."""
-        mode = self.mode
-        if not self.config.retry.grammar or not isinstance(mode, TextExchange) or needs_of(mode).grammar:
+    def retry_grammar(self, *, abstain: bool = False) -> str | None:
+        """The grammar a retry is held to: the tool set's, when the Retry asks for it, in the text
+        protocol (constrained mode has it already), on a backend that takes a grammar.
+        ``abstain``: the gate's re-ask's (Retry.abstain), an answer only after a line naming the
+        closest listed tool and why it does not fit."""
+        mode, retry = self.mode, self.config.retry
+        if not (retry.abstain if abstain else retry.grammar) or not isinstance(mode, TextExchange):
             return None
         capabilities = getattr(self.backend, "capabilities", None)
         if capabilities is None or not capabilities.grammar or not self.tools:
             return None
-        return reply_grammar(self.tools)
+        if not abstain:  # constrained mode holds every reply to the grammar already
+            return None if needs_of(mode).grammar else reply_grammar(self.tools)
+        before, after = mode.prompts.template("retry_abstain_line").template.split("$tool")
+        return reply_grammar(self.tools, abstain=(before, after))
 
     def start_record(self, task: str) -> dict[str, Any]:
         """The first trace line of a run of ``task`` on this agent (trace.start_record), the
@@ -215,7 +220,14 @@ class QuestionRun:
         self.bad_in_a_row = 0  # unusable replies in a row (max_format_errors)
         self.same_in_a_row = 0  # see _count_repeats
         self.last_calls: list[tuple[str, Any]] | None = None
-        self.retrying = Retrying(self.config.retry, agent.tools, task, self.mode.prompts, agent.retry_grammar())
+        self.retrying = Retrying(
+            self.config.retry,
+            agent.tools,
+            task,
+            self.mode.prompts,
+            agent.retry_grammar(),
+            agent.retry_grammar(abstain=True),
+        )
 
     def run(self, trace: TraceWriter) -> Result:
         """Ask until an answer or a limit; every step is traced and handed to ``on_step`` as it ends."""

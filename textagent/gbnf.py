@@ -369,11 +369,15 @@ def schema_grammar(schema: Mapping[str, Any], *, name: str = "json") -> str:
     return _assemble(f"root ::= {expr}", builder)
 
 
-def reply_grammar(tools: Any, *, max_thoughts: int = 3, max_calls: int | None = None) -> str:
+def reply_grammar(
+    tools: Any, *, max_thoughts: int = 3, max_calls: int | None = None, abstain: tuple[str, str] | None = None
+) -> str:
     """The GBNF grammar of a reply that uses ``tools`` (a ToolSet, mapping or list of Tools).
 
     A reply is up to ``max_thoughts`` lines ``Thought: ...``, then either canonical call lines
     ``TOOL: name ARGS: {...}`` (one to ``max_calls``, None: no limit) or one ``ANSWER: ...`` line.
+    ``abstain``: the answer comes only after a line that names a listed tool and says why it does
+    not fit, written ``before + name + after + reason`` (a thought line the reader keeps as such).
     """
     tool_list = _tools(tools)
     builder = _Builder(_static_names())
@@ -391,8 +395,12 @@ def reply_grammar(tools: Any, *, max_thoughts: int = 3, max_calls: int | None = 
         builder.rules[name] = f"{literal(tool.name + ' ARGS: ')} {'object' if args == 'value' else args}"
         alts.append(name)
     thoughts = _repeat("thought", 0, max(0, max_thoughts))
-    head = f"root ::= {thoughts + ' ' if thoughts else ''}" + ("(calls | answer)" if alts else "answer")
+    answer = "abstention answer" if abstain is not None and tool_list else "answer"
+    head = f"root ::= {thoughts + ' ' if thoughts else ''}" + (f"(calls | {answer})" if alts else answer)
     lines = [head]
+    if abstain is not None and tool_list:
+        names = " | ".join(literal(t.name) for t in tool_list)
+        lines.append(f'abstention ::= {literal(abstain[0])} ({names}) {literal(abstain[1])} [^\n]+ "\n"')
     if alts:
         more = _repeat('("\\n" call)', 0, None if max_calls is None else max(max_calls, 1) - 1)
         lines.append(f"calls ::= call{' ' + more if more else ''} calls-end?")

@@ -28,6 +28,10 @@ loop *does* when a reply fails, each part on its own:
   question (``GATE_RELEVANCE``), is asked once more: the closest tools are named, and the reply
   after it is held to the grammar and sampled when those parts are on. Answering from memory is
   then a choice made twice, not a slip; the second answer is taken.
+- ``abstain`` (the gate, its re-ask held to a grammar): the reply after the gate's question either
+  calls listed tools or, before its answer, writes a line that names the closest listed tool and
+  why it does not fit (prompts' ``retry_abstain_line``): an abstention has to be meant, in a form
+  the model cannot skip. Needs a backend that takes a grammar; elsewhere it is the gate alone.
 
 The :class:`Retrying` object keeps one question's memory of failed replies; the Agent makes
 one per question and asks it after each reply.
@@ -55,8 +59,9 @@ from .tools import ToolSet
 
 __all__ = ["RETRY_PARTS", "Retry", "Retrying"]
 
-#: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate, rewind.
-RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind")
+#: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate,
+#: rewind, abstain (the gate with its re-ask held to the abstention grammar).
+RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain")
 REWIND_TEMPERATURE = 0.7  # a rewound reply's, when the Retry sets no temperature
 
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
@@ -76,11 +81,14 @@ class Retry:
     gate: bool = False
     rewind: bool = False
     rewind_temperature: float = REWIND_TEMPERATURE
+    abstain: bool = False
 
     def __post_init__(self) -> None:
         for name, t in (("temperature", self.temperature), ("rewind_temperature", self.rewind_temperature)):
             if (t is not None or name != "temperature") and not _sampling_temperature(t):
                 raise ValueError(f"Retry({name}=...) must be above 0 and at most 2; got {t!r}")
+        if self.abstain and not self.gate:
+            raise ValueError("Retry(abstain=True) holds the gate's re-ask to a grammar: it needs gate=True")
 
     @property
     def active(self) -> bool:
@@ -94,7 +102,8 @@ class Retry:
         if unknown:
             raise ValueError(f"unknown retry part {unknown[0]!r}; choose from {', '.join(RETRY_PARTS)} (or none)")
         sampled = temperature if "sample" in names else None
-        return cls("vary" in names, "grammar" in names, sampled, seed, "gate" in names, "rewind" in names, temperature)
+        gate, abstain = "gate" in names or "abstain" in names, "abstain" in names  # abstain is the gate's
+        return cls("vary" in names, "grammar" in names, sampled, seed, gate, "rewind" in names, temperature, abstain)
 
 
 def facts(step: Step) -> RetryFacts:
@@ -121,13 +130,15 @@ class Retrying:
     """One question's memory of the replies that failed, and what the next request gets.
 
     ``grammar``: the tool set's GBNF grammar when the mode speaks the text protocol and the
-    backend takes a grammar (else None: no grammar retry)."""
+    backend takes a grammar (else None: no grammar retry); ``abstain_grammar``: the same with an
+    answer only after the abstention line, for the gate's re-ask (``abstain``; else None)."""
 
     retry: Retry
     tools: ToolSet
     task: str
     prompts: prompts.Prompts = field(default_factory=lambda: prompts.for_family("text"))
     grammar: str | None = None
+    abstain_grammar: str | None = None
     failed_texts: set[str] = field(default_factory=set)
     failed_calls: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
     same_results: set[tuple[Any, ...]] = field(default_factory=set)  # (calls, their outputs) seen
@@ -226,6 +237,9 @@ class Retrying:
         self.gated = True
         facts(step).gated = True
         self._after_failure(step, word_for_word=True, held=True)  # the re-ask gets what a retry gets
+        if self.retry.abstain and self.abstain_grammar is not None:
+            self.next_options["grammar"] = self.abstain_grammar
+            facts(step).grammar_next = True
         listed = "\n".join(_usage_line(tools[i]) for i in ranked[:_CLOSEST])
         return self.prompts.template("retry_gate").substitute(tools=listed)
 

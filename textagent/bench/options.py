@@ -181,8 +181,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "own loops' rules): vary (a repeated mistake gets more to act on), grammar (the next reply held to the "
         "tool set's grammar, text protocol on llama.cpp), sample (a word-for-word repeat is followed by one "
         "sampled reply), gate (an answer before any call, while a listed tool is close to the question, is asked "
-        "once more), rewind (a repeat is kept out of the conversation and asked again, sampled); comma-separated, "
-        "or none (default)",
+        "once more), rewind (a repeat is kept out of the conversation and asked again, sampled), abstain (the "
+        "gate, its re-ask held to a grammar in which an answer comes only after naming the closest listed tool "
+        "and why it does not fit); comma-separated, or none (default)",
     )
     p.add_argument(
         "--retry-temperature",
