@@ -222,6 +222,12 @@ def test_generated_grammars_are_valid_for_llama_server(qwen_server):
     assert not accepted('root ::= "a" [\\q]')  # the server does reject bad grammars
     assert accepted(reply_grammar(demo.demo_tools()))
     assert accepted(reply_grammar(demo.demo_tools(), max_thoughts=0, max_calls=1))
+    # the gate's re-ask under Retry(abstain=True), built as the Agent builds it
+    from textagent.retry import Retry
+
+    abstaining = Agent(LlamaCppBackend(qwen_server.url), demo.demo_tools(), retry=Retry(gate=True, abstain=True))
+    abstention = abstaining.retry_grammar(abstain=True)
+    assert abstention is not None and "abstention ::=" in abstention and accepted(abstention)
     for schema, _, _ in FEATURES:
         assert accepted(schema_grammar(schema)), schema
 
