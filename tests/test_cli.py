@@ -926,3 +926,23 @@ def test_serve_stops_its_server_and_forgets_it_through_the_same_stack(capsys, mo
     code, _, err = run_cli(capsys, "serve")
     assert code == 1 and "no llama-server" in err
     assert events == ["stopped", "forgotten"] and signal.getsignal(signal.SIGTERM) == before
+
+
+def test_retry_reaches_the_agent_of_run(server, capsys):
+    # the same unknown tool twice, then an answer: under --retry grammar the reply after a failure
+    # is asked under the tool set's grammar
+    for text in ['TOOL: teleport ARGS: {"to": "Paris"}', 'TOOL: teleport ARGS: {"to": "Paris"}', "ANSWER: done"]:
+        server.json("/completion", completion(text))
+    code, out, _ = run_cli(
+        capsys, "run", "--endpoint", server.url, "--chat-format", "chatml", "--json", "--retry", "grammar", "q"
+    )
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["answer"] == "done"
+    bodies = server.bodies("/completion")
+    assert "grammar" not in bodies[0] and "grammar" in bodies[1]
+
+
+def test_an_unknown_retry_part_is_a_one_line_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--retry", "harder", "q"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "unknown retry part 'harder'" in err and "Traceback" not in err

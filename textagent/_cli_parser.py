@@ -17,6 +17,7 @@ from .conventions import (
     EXIT_ERROR,
     add_model_options,
     add_prefix_cache_option,
+    add_retry_options,
     add_token_options,
     check_names,
     gguf_help,
@@ -128,6 +129,7 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
     )
     r.add_argument("--temperature", type=non_negative(float), default=0.0)
     r.add_argument("--seed", type=int, default=0)
+    add_retry_options(r)
     r.add_argument("--timeout", type=positive(float), default=300, help="read timeout of one request, seconds")
     r.add_argument("--stream", action=argparse.BooleanOptionalAction, default=False, help="stream tokens")
     r.add_argument("--trace", help="append a JSONL trace of the run to this file")

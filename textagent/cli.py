@@ -189,6 +189,7 @@ def _open_agent(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
     through ``stack``."""
     from . import checks
     from .agent import Agent
+    from .retry import Retry
 
     _check_trace_path(args.trace)
     tools = _load_tools(args.tools) if args.tools or not args.mcp else None
@@ -220,6 +221,7 @@ def _open_agent(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         max_seconds=args.max_seconds,
         chat_format=chat_format,
         checks=checks.from_names(args.checks),
+        retry=Retry.from_parts(args.retry, temperature=args.retry_temperature, seed=args.seed or 0),
         on_step=_print_step if args.verbose else None,
         trace=args.trace,
         **options,

@@ -29,6 +29,7 @@ __all__ = [
     "add_example_options",
     "add_model_options",
     "add_prefix_cache_option",
+    "add_retry_options",
     "add_server_options",
     "add_token_options",
     "apply_conventions",
@@ -154,6 +155,51 @@ def add_example_options(p: argparse.ArgumentParser, examples: str) -> None:
         default=DEFAULT_EXAMPLE_TOOL,
         help=f"which tools {examples} show: first (the first that takes arguments) or closest (those whose "
         "name and description are closest to the question); default %(default)s",
+    )
+
+
+def retry_parts(text: str) -> str:
+    """``--retry``: parts of textagent.retry.Retry, comma-separated (checked, kept as written)."""
+    from .retry import Retry  # at parse time only: the CLI's start-up does not load the loop
+
+    try:
+        Retry.from_parts(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return ",".join(p.strip() for p in text.split(",") if p.strip()) or "none"
+
+
+def retry_temperature(text: str) -> float:
+    """``--retry-temperature``: what Retry takes, above 0 and at most 2."""
+    from .retry import Retry
+
+    try:
+        value = float(text)
+        Retry(temperature=value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number above 0 and at most 2 (got {text})") from None
+    return value
+
+
+def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> None:
+    """--retry and --retry-temperature: what ``whose`` does after a failed reply (textagent.retry;
+    none by default, each part measured in docs/tuning)."""
+    p.add_argument(
+        "--retry",
+        default="none",
+        type=retry_parts,
+        help=f"what {whose} does after a failed reply: vary (a repeated mistake gets more to act on), grammar "
+        "(the next reply held to the tool set's grammar, text protocol on llama.cpp), sample (a word-for-word "
+        "repeat is followed by one sampled reply), gate (an answer before any call, while a listed tool is close "
+        "to the question, is asked once more), abstain (the gate, its re-ask held to a grammar in which an "
+        "answer comes only after naming the closest listed tool and why it does not fit), rewind (a repeat is "
+        "kept out of the conversation and asked again, sampled); comma-separated, or none (default)",
+    )
+    p.add_argument(
+        "--retry-temperature",
+        type=retry_temperature,
+        default=0.7,
+        help="the temperature of the sampled retry (--retry sample or rewind; default 0.7, seeded by --seed and the step)",
     )
 
 

@@ -127,3 +127,16 @@ def test_a_trace_folder_that_cannot_be_made_is_refused(tmp_path, capsys):
     blocker.write_text("")
     assert main(["--endpoint", "http://127.0.0.1:9", "--trace", str(blocker / "traces")]) == 1
     assert f"--trace {blocker / 'traces'}: " in capsys.readouterr().err
+
+
+def test_retry_options_reach_the_proxys_repair_loop(capsys):
+    from textagent.proxy.cli import build_parser, proxy_config
+    from textagent.retry import Retry
+
+    args = build_parser().parse_args(["--retry", "grammar, rewind", "--retry-temperature", "0.5"])
+    assert proxy_config(args, None).retry == Retry(grammar=True, rewind=True, rewind_temperature=0.5)
+    assert proxy_config(build_parser().parse_args([]), None).retry == Retry()  # none by default
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["--retry", "louder"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "unknown retry part 'louder'" in err and "Traceback" not in err

@@ -10,36 +10,17 @@ from ..conventions import (
     CHAT_FORMAT_CHOICES,
     add_example_options,
     add_model_options,
+    add_retry_options,
     add_server_options,
     check_names,
 )
 from ..local import DEFAULT_POLL, DEFAULT_THREADS
-from ..retry import Retry
 from .mode_table import MODES
 
 __all__ = ["DEFAULT_MODES", "add_arguments", "build_parser"]
 
 DEFAULT_MODES = "text,constrained,native,baseline"
 DESCRIPTION = "``textagent bench``: run the task suite in several modes side by side and write a report."
-
-
-def retry_parts(text: str) -> str:
-    """``--retry``: parts of textagent.retry.Retry, comma-separated (checked, kept as written)."""
-    try:
-        Retry.from_parts(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return ",".join(p.strip() for p in text.split(",") if p.strip()) or "none"
-
-
-def retry_temperature(text: str) -> float:
-    """``--retry-temperature``: what Retry takes, above 0 and at most 2."""
-    try:
-        value = float(text)
-        Retry(temperature=value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number above 0 and at most 2 (got {text})") from None
-    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -173,24 +154,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "said once above them, not in every description (about half the system prompt on BFCL multi-turn)",
     )
     add_example_options(p, "the worked examples of the text modes and the proxy for tools without their own")
-    p.add_argument(
-        "--retry",
-        default="none",
-        type=retry_parts,
-        help="what textagent's own loop does after a failed reply (not bfcl-prompt or baseline, which keep their "
-        "own loops' rules): vary (a repeated mistake gets more to act on), grammar (the next reply held to the "
-        "tool set's grammar, text protocol on llama.cpp), sample (a word-for-word repeat is followed by one "
-        "sampled reply), gate (an answer before any call, while a listed tool is close to the question, is asked "
-        "once more), rewind (a repeat is kept out of the conversation and asked again, sampled), abstain (the "
-        "gate, its re-ask held to a grammar in which an answer comes only after naming the closest listed tool "
-        "and why it does not fit); comma-separated, or none (default)",
-    )
-    p.add_argument(
-        "--retry-temperature",
-        type=retry_temperature,
-        default=0.7,
-        help="the temperature of the sampled retry (--retry sample or rewind; default 0.7, seeded by --seed and the step)",
-    )
+    add_retry_options(p, "textagent's own loop (not bfcl-prompt or baseline, which keep their own loops' rules)")
     p.add_argument(
         "--native-examples",
         action="store_true",

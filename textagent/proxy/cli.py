@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._argtypes import Refused, nonempty, port_number, positive, slot_list
 from ..conventions import (
@@ -21,10 +22,14 @@ from ..conventions import (
     ENV_BASE_URL,
     ENV_OLLAMA_HOST,
     EXIT_ERROR,
+    add_retry_options,
     add_server_options,
     gguf_help,
     ollama_url,
 )
+
+if TYPE_CHECKING:
+    from .app import ProxyConfig
 
 ENV_PROXY_KEY = "TEXTAGENT_PROXY_API_KEY"
 DEFAULT_PORT = 8000
@@ -108,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=2,
         help="repairs of one reply inside the proxy before the client gets it as text (default 2)",
     )
+    add_retry_options(p, "the proxy's repair loop")
     p.add_argument(
         "--parallel",
         type=positive(int),
@@ -195,12 +201,29 @@ def _endpoint_and_trace(args: argparse.Namespace) -> tuple[str | None, Path | No
     return endpoint, trace_dir
 
 
+def proxy_config(args: argparse.Namespace, trace_dir: Path | None) -> ProxyConfig:
+    """The ProxyConfig of the parsed options."""
+    from ..retry import Retry
+    from .app import ProxyConfig
+
+    return ProxyConfig(
+        mode=args.mode,
+        max_repairs=args.max_repairs,
+        retry=Retry.from_parts(args.retry, temperature=args.retry_temperature),
+        api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
+        max_body_bytes=args.max_body,
+        trace_dir=trace_dir,
+        max_queue=args.max_queue,
+        allowed_origins=tuple(args.allow_origin),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         import uvicorn
 
-        from . import ProxyConfig, Upstream, UpstreamConfig
+        from . import Upstream, UpstreamConfig
         from .server import uvicorn_config
     except ImportError as exc:
         print(f"textagent proxy: needs the proxy extra (pip install 'textagent[proxy]'): {exc}", file=sys.stderr)
@@ -235,15 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         progress=say,
     )
-    config = ProxyConfig(
-        mode=args.mode,
-        max_repairs=args.max_repairs,
-        api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
-        max_body_bytes=args.max_body,
-        trace_dir=trace_dir,
-        max_queue=args.max_queue,
-        allowed_origins=tuple(args.allow_origin),
-    )
+    config = proxy_config(args, trace_dir)
     warning = exposure_warning(args.host, config.api_key)
     if warning:
         say(warning)
