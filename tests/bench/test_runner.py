@@ -7,6 +7,7 @@ import _thread
 import gzip
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -487,3 +488,24 @@ def test_an_episode_cut_off_while_written_is_skipped_and_run_again(tmp_path, cap
     assert sorted(r["task"] for r in _records(tmp_path)) == sorted(t.id for t in SOME[:2])
     text = gzip.decompress(path.read_bytes())  # mended: every member whole again
     assert text.count(b"\n") == (2 if whole else 3 if kept == "half" else 2)
+
+
+def test_cli_stopped_before_any_episode_ends_says_so_and_keeps_the_run_file(tmp_path, capsys, monkeypatch):
+    with FakeServer() as srv:
+        srv.json("/api/version", {"version": "0.5.0"})
+        srv.json("/api/generate", {"response": "ANSWER: 408", "done": True}, delay=20)
+        monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{srv.port}")
+        out = tmp_path / "o"
+        argv = ["--modes", "text", "--api", "ollama", "--model", "m", "--only", "single-calc-mul"]
+        # SIGTERM is taken as Ctrl-C (a background process may ignore SIGINT); sent mid-request
+        timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGTERM))
+        timer.start()
+        started = time.monotonic()
+        try:
+            code = cli.main([*argv, "--out", str(out), "--no-progress"])
+        finally:
+            timer.cancel()
+        assert code == 130 and time.monotonic() - started < 15  # not held by the request in flight
+    err = capsys.readouterr().err
+    assert "interrupted before any episode finished" in err and "no bench results" not in err
+    assert (out / "run.json").exists() and not (out / R.EPISODES_FILE).exists()

@@ -169,6 +169,9 @@ def run(args: argparse.Namespace) -> int:
         meta["finished"] = None if outcome.interrupted else run_file.now()
         meta["interrupted"] = outcome.interrupted
         run_file.write_meta(out, meta)
+        if outcome.interrupted and not episodes_file(out).exists():  # before the first episode ended
+            _say(f"textagent bench: interrupted before any episode finished; the same command goes on from {out}/")
+            return 130
         report = write_report(out)
         print_table(out, modes)
         _say(f"textagent bench: report at {report}")
