@@ -132,9 +132,9 @@ def test_task_scores_put_the_worst_first():
 
 
 def test_episode_tokens_fall_back_to_prompt_tokens():
-    assert M.episode_tokens({"prompt_tokens": 100, "completion_tokens": 5}) == 105
-    assert M.episode_tokens({"prompt_tokens": 100, "prompt_evaluated": 10, "completion_tokens": 5}) == 15
-    assert M.episode_tokens(None) == 0
+    assert M.episode_tokens(Usage(prompt_tokens=100, completion_tokens=5)) == 105
+    assert M.episode_tokens(Usage(prompt_tokens=100, prompt_evaluated=10, completion_tokens=5)) == 15
+    assert M.episode_tokens(Usage()) == 0
 
 
 def test_usage_from_a_scripted_completion_reaches_the_record():
@@ -147,7 +147,8 @@ def test_usage_from_a_scripted_completion_reaches_the_record():
         ),
         chat_format="chatml",
     )
-    assert record.usage["prompt_tokens"] == 1400 and record.usage["completion_tokens"] == 24
+    assert record.usage == Usage(prompt_tokens=1400, prompt_evaluated=1400, prompt_cached=0, completion_tokens=24)
+    assert read_back(**record.to_record()).usage == record.usage  # typed in the record and read back
     assert parse_task({"id": "x", "question": "q", "tools": [], "check": {"type": "answered"}}).checks
 
 

@@ -19,6 +19,37 @@ def test_an_episode_reads_back_from_its_record_and_writes_the_same_record():
     assert "multi_turn" not in scored.to_record()
 
 
+def test_usage_and_checks_are_typed_on_the_episode_and_plain_in_the_record():
+    import json
+
+    from textagent.backends.base import Usage
+    from textagent.bench.checking import CheckResult
+    from textagent.bench.records import Episode, record_problem
+
+    usage = Usage(prompt_tokens=120, prompt_evaluated=20, prompt_cached=100, completion_tokens=7)
+    checks = [CheckResult("numeric", False, "expected 408"), CheckResult("calls", True)]
+    episode = Episode("t", "single", "dev", "text", 0, stop_reason="answer", usage=usage, checks=checks)
+    record = json.loads(json.dumps(episode.to_record()))  # as a file holds it
+    assert record["usage"] == usage.to_dict() and record["checks"][0] == {
+        "type": "numeric",
+        "ok": False,
+        "detail": "expected 408",
+    }
+    assert record_problem(record) is None
+    again = Episode.from_record(record)
+    assert again.usage == usage and again.checks == checks
+    # an older record: usage absent or with unknown counts, a check without its detail
+    old = Episode.from_record(
+        {
+            **record,
+            "usage": {"prompt_tokens": 5, "completion_tokens": None},
+            "checks": [{"type": "answered", "ok": True}],
+        }
+    )
+    assert old.usage == Usage(prompt_tokens=5) and old.checks == [CheckResult("answered", True, "")]
+    assert Episode.from_record({k: v for k, v in record.items() if k != "usage"}).usage == Usage()
+
+
 def test_a_multi_turn_verdict_has_its_nested_fields_checked_as_the_top_level_is():
     """Hardening h66, 22: the fields of ``multi_turn`` the report reads are named when wrong."""
     from textagent.bench.records import Episode, MultiTurnVerdict, TurnEnd, record_problem

@@ -49,7 +49,7 @@ def test_a_wrong_reference_fails_its_checks():
     )
     ((_, episode),) = check_suite([wrong])
     assert episode is not None and not episode.success
-    assert {c["type"] for c in episode.checks if not c["ok"]} == {"calls", "state"}
+    assert {c.type for c in episode.checks if not c.ok} == {"calls", "state"}
 
 
 # -- file format --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, cast, runtime_checkable
@@ -94,6 +95,19 @@ class Usage:
 
     def to_dict(self) -> dict[str, int | None]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:
+        """The Usage a record holds (``to_dict``'s form); a count that is not a whole number is unknown."""
+        data = data or {}
+
+        def count(key: str) -> int | None:
+            value = data.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                return None
+            return int(value)
+
+        return cls(*(count(f) for f in ("prompt_tokens", "prompt_evaluated", "prompt_cached", "completion_tokens")))
 
 
 def _fields(u: Usage) -> tuple[int | None, ...]:

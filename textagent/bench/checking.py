@@ -38,6 +38,10 @@ class CheckResult:
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "ok": self.ok, "detail": self.detail}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckResult:
+        return cls(str(data.get("type") or ""), bool(data.get("ok")), str(data.get("detail") or ""))
+
 
 def numbers_in(text: str | None) -> list[float]:
     """Numbers written in text: 1,234.5 / -2 / 87.8°F / $875.00 / 1e3 is read as 1 and 3."""

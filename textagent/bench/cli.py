@@ -400,7 +400,7 @@ def _check_suite(args: argparse.Namespace) -> int:
             print(f"{task.id}: no reference replies (not checked)")
         elif not episode.success:
             bad += 1
-            why = "; ".join(c["detail"] or c["type"] for c in episode.checks if not c["ok"]) or episode.stop_reason
+            why = "; ".join(c.detail or c.type for c in episode.checks if not c.ok) or episode.stop_reason
             print(f"{task.id}: FAILED ({episode.failure}): {why}{' / ' + episode.error if episode.error else ''}")
     print(f"{len(tasks) - bad}/{len(tasks)} tasks: reference replies pass their checks")
     return 1 if bad else 0

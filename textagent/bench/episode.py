@@ -137,7 +137,7 @@ def run_episode(
         steps=len(result.steps) if result is not None else 0,
         seconds=round(seconds, 4),
         usage=usage,
-        checks=[c.to_dict() for c in checks],
+        checks=list(checks),
         calls=[{**c, "output": c["output"][:1000]} for c in calls],
         attempted=attempted,
         state={"lights": {k: v for k, v in env.lights.items() if v}},
@@ -162,11 +162,11 @@ def _mode_options(
     return task.question, agent_options(mode, settings, tools, documents=documents, question=task.question)
 
 
-def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | None, str, dict[str, Any]]:
+def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | None, str, Usage]:
     """From a run's result (None: it raised): the calls run, the tool names the model tried, the
     answer, the stop reason and the usage."""
     if result is None:
-        return [], [], None, "error", Usage().to_dict()
+        return [], [], None, "error", Usage()
     calls: list[dict[str, Any]] = [
         {"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
         for s in result.steps
@@ -180,7 +180,7 @@ def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | 
             calls_in_content = s.details.get("content_calls") or []
             names = [str(c.get("name")) for c in calls_in_content if isinstance(c, dict)]
         attempted.extend(names)
-    return calls, attempted, result.answer, result.stop_reason, result.usage.to_dict()
+    return calls, attempted, result.answer, result.stop_reason, result.usage
 
 
 def episode_of(task: Task, mode: str, repeat: int, *, endpoint: str | None, **fields: Any) -> Episode:

@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..backends.base import Usage
 from ..steps import Result, Step
+
+if TYPE_CHECKING:
+    from .checking import CheckResult
 
 __all__ = ["FAILURES", "FAILURE_TITLES", "Classified", "EpisodeFacts", "classify", "facts_of", "looped"]
 
@@ -121,7 +124,7 @@ class Classified(Protocol):
     @property
     def attempted(self) -> list[str]: ...
     @property
-    def checks(self) -> list[dict[str, Any]]: ...
+    def checks(self) -> list[CheckResult]: ...
     @property
     def calls(self) -> list[dict[str, Any]]: ...
     @property
@@ -139,7 +142,7 @@ def classify(episode: Classified) -> str | None:
     facts = episode.facts
     stop = episode.stop_reason
     attempted = episode.attempted or []
-    checks = {c["type"]: c for c in episode.checks if not c.get("ok")}
+    checks = {c.type: c for c in episode.checks if not c.ok}
     if stop in ("backend_error", "error"):
         return "backend_error"
     if episode.needs_no_tool and attempted:

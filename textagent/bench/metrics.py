@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..backends.base import Usage
 from .answers import called_tools, copied_example, repeated_feedback, skipped_call
 from .facts import classify
 
@@ -66,14 +67,15 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
 # --------------------------------------------------------------------------------------------
 
 
-def episode_tokens(usage: Mapping[str, Any] | None) -> int:
+def episode_tokens(usage: Usage) -> int:
     """Tokens an episode cost: prompt tokens the server computed (all sent tokens when it does
     not say) plus generated tokens."""
-    usage = usage or {}
-    prompt = usage.get("prompt_evaluated")
-    if prompt is None:
-        prompt = usage.get("prompt_tokens") or 0
-    return int(prompt) + int(usage.get("completion_tokens") or 0)
+    return _evaluated(usage) + (usage.completion_tokens or 0)
+
+
+def _evaluated(usage: Usage) -> int:
+    """Prompt tokens the server computed; all sent tokens when it does not say."""
+    return usage.prompt_evaluated if usage.prompt_evaluated is not None else usage.prompt_tokens or 0
 
 
 @dataclass
@@ -142,12 +144,12 @@ def summarize(episodes: Iterable[Episode], modes: Sequence[str] | None = None) -
         s.mean_steps = steps / len(es)
         tokens = sum(episode_tokens(e.usage) for e in es)
         s.tokens_per_solved = tokens / s.successes if s.successes else None
-        sent = sum((e.usage or {}).get("prompt_tokens") or 0 for e in es)
+        sent = sum(e.usage.prompt_tokens or 0 for e in es)
         s.prompt_tokens_per_episode = sent / len(es)
-        cached_known = [(e.usage or {}) for e in es if (e.usage or {}).get("prompt_cached") is not None]
-        cached_total = sum(u.get("prompt_tokens") or 0 for u in cached_known)
+        cached_known = [e.usage for e in es if e.usage.prompt_cached is not None]
+        cached_total = sum(u.prompt_tokens or 0 for u in cached_known)
         if cached_total:
-            s.kv_reuse = sum(u.get("prompt_cached") or 0 for u in cached_known) / cached_total
+            s.kv_reuse = sum(u.prompt_cached or 0 for u in cached_known) / cached_total
         firsts = [
             (f.first_prompt, f.first_evaluated)
             for f in facts
@@ -216,11 +218,8 @@ def throughput(episodes: Iterable[Episode]) -> dict[str, dict[str, float]]:
     for endpoint, es in by_endpoint.items():
         start = min(float(e.time) - float(e.seconds or 0) for e in es)
         wall = max(float(e.time) for e in es) - start
-        usage: list[Mapping[str, Any]] = [e.usage or {} for e in es]
-        evaluated = sum(
-            (n if (n := u.get("prompt_evaluated")) is not None else u.get("prompt_tokens") or 0) for u in usage
-        )
-        generated = sum(u.get("completion_tokens") or 0 for u in usage)
+        evaluated = sum(_evaluated(e.usage) for e in es)
+        generated = sum(e.usage.completion_tokens or 0 for e in es)
         out[endpoint] = {
             "episodes": len(es),
             "wall_seconds": wall,

@@ -19,15 +19,12 @@ from typing import Any
 
 from ..backends.base import Usage
 from ..steps import Result, Step
+from .checking import CheckResult
 from .facts import EpisodeFacts, classify, facts_of
 
 __all__ = ["RECORD_VERSION", "Episode", "MultiTurnVerdict", "TurnEnd", "meta_problem", "record_problem", "runs_of"]
 
 RECORD_VERSION = 1
-
-
-def _no_usage() -> dict[str, Any]:
-    return {"prompt_tokens": None, "prompt_evaluated": None, "prompt_cached": None, "completion_tokens": None}
 
 
 @dataclass
@@ -143,8 +140,8 @@ class Episode:
     answer: str | None = None
     steps: int = 0
     seconds: float = 0.0
-    usage: dict[str, Any] = field(default_factory=_no_usage)
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    checks: list[CheckResult] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     attempted: list[str] = field(default_factory=list)
     needs_tools: bool = False
@@ -185,7 +182,9 @@ class Episode:
             value = getattr(self, f.name)
             if f.name in ("version", "runs") or (f.name in ("multi_turn", "bfcl") and value is None):
                 continue
-            record[f.name] = value.to_dict() if isinstance(value, MultiTurnVerdict) else value
+            if f.name == "checks":
+                value = [c.to_dict() for c in value]
+            record[f.name] = value.to_dict() if isinstance(value, (MultiTurnVerdict, Usage)) else value
         record.update({k: v for k, v in self.facts.to_dict().items() if k != "steps"})
         record["failure"] = self.failure_class
         return record
@@ -194,11 +193,11 @@ class Episode:
     def from_record(cls, record: Mapping[str, Any]) -> Episode:
         """The episode of a record (record_problem has passed it): its fields, its verdict typed,
         its runs read back from its trace (the derived counts are :attr:`facts`)."""
-        names = {f.name for f in fields(cls)} - {"runs", "multi_turn"}
+        names = {f.name for f in fields(cls)} - {"runs", "multi_turn", "usage", "checks"}
         given = {k: v for k, v in record.items() if k in names}
         episode = cls(**{"kind": "other", "split": "", "repeat": 0, **given})
-        if episode.usage is None:
-            episode.usage = _no_usage()
+        episode.usage = Usage.from_dict(record.get("usage"))
+        episode.checks = [CheckResult.from_dict(c) for c in record.get("checks") or ()]
         verdict = record.get("multi_turn")
         episode.multi_turn = MultiTurnVerdict.from_dict(verdict) if isinstance(verdict, Mapping) else None
         episode.runs = runs_of(episode.trace, episode.mode)
