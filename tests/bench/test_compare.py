@@ -56,3 +56,28 @@ def test_compare_counts_the_episodes_whose_replies_are_the_same_word_for_word(tm
     text = compare_runs(a, b)
     assert "Same replies, word for word: 6 of the 7 episodes both ran." in text
     assert f"They part in 1, e.g. `{episodes[2]['task']}` (repeat 0) at reply {len(steps)}." in text
+
+
+def test_compare_one_mode_of_a_run_against_another_mode_of_another(tmp_path, make_run):
+    a = make_run(tmp_path / "a", broken=("bare-is-prime", "single-calc-mul"))
+    b = make_run(tmp_path / "b", broken=("typed-currency",))
+    text = compare_runs(f"{a}:text", f"{b}:baseline")
+    assert "## text / baseline" in text and "## baseline\n" not in text and "## text\n" not in text
+    assert "| text / baseline: B − A | 7 | 5 / 5 | 1 | 1 |" in text  # paired on the items both ran
+    assert "Mode `baseline` of B against mode `text` of A" in text
+    # one side naming a mode keeps that mode of it; the other side's same mode pairs with it
+    alone = compare_runs(f"{a}:text", b)
+    assert "## text" in alone and "## baseline\n\nOnly in B." in alone
+
+
+def test_compare_refuses_a_mode_the_run_does_not_have(tmp_path, make_run):
+    import pytest
+
+    a = make_run(tmp_path / "a", modes=("text",))
+    with pytest.raises(FileNotFoundError, match=r"has no episodes of mode 'native' \(its modes: text\)"):
+        compare_runs(f"{a}:native", a)
+
+
+def test_a_run_directory_with_a_colon_in_its_name_is_taken_whole(tmp_path, make_run):
+    a = make_run(tmp_path / "run:2", modes=("text",))
+    assert "## text" in compare_runs(a, a)

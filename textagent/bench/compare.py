@@ -5,7 +5,9 @@ items), whether the replies are the same word for word, and the tasks that flipp
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from . import paired
 from .facts import FAILURE_TITLES, FAILURES
@@ -67,9 +69,18 @@ def _turn_pairs(
 
 
 def compare_runs(a: str | Path, b: str | Path) -> str:
-    """A markdown diff of two runs: metrics per mode (A, B, change), failure classes, tasks that flipped."""
-    meta_a, rec_a = load_run(a)
-    meta_b, rec_b = load_run(b)
+    """A markdown diff of two runs: metrics per mode (A, B, change), failure classes, tasks that flipped.
+
+    ``DIR:MODE`` takes that mode of the run alone; when A and B each name a different one, B's
+    mode is paired with A's (the feedback ablation of one run against the loop of another, say)
+    under the name ``A's mode / B's mode``."""
+    (meta_a, rec_a, mode_a), (meta_b, rec_b, mode_b) = _side(a), _side(b)
+    which = "Each mode of B against the same mode of A"
+    if mode_a and mode_b and mode_a != mode_b:
+        which = f"Mode `{mode_b}` of B against mode `{mode_a}` of A"
+        both = f"{mode_a} / {mode_b}"
+        rec_a, rec_b = [replace(e, mode=both) for e in rec_a], [replace(e, mode=both) for e in rec_b]
+        meta_a, meta_b = {**meta_a, "modes": [both]}, {**meta_b, "modes": [both]}
     modes = list(dict.fromkeys(_modes(meta_a, rec_a) + _modes(meta_b, rec_b)))
     sa, sb = summarize(rec_a, modes), summarize(rec_b, modes)
     out = [f"# bench compare: A = `{a}`, B = `{b}`", ""]
@@ -84,8 +95,7 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
         out += [
             "## Paired differences",
             "",
-            "Each mode of B against the same mode of A, on the episodes (task, repeat) both runs finished. "
-            + paired.EXPLAIN,
+            f"{which}, on the episodes (task, repeat) both runs finished. " + paired.EXPLAIN,
             "",
             _table(header, rows),
             "",
@@ -159,3 +169,19 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
         if not better and not worse:
             out += ["No task changed outcome.", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _side(where: str | Path) -> tuple[dict[str, Any], list[Episode], str | None]:
+    """(metadata, episodes, the mode asked for or None) of ``DIR`` or ``DIR:MODE``; a directory
+    whose own name holds a colon is taken whole."""
+    text = str(where)
+    folder, sep, mode = text.rpartition(":")
+    if not sep or not mode or Path(text).exists() or not Path(folder).exists():
+        meta, episodes = load_run(where)
+        return dict(meta), list(episodes), None
+    meta, episodes = load_run(folder)
+    mine = [e for e in episodes if e.mode == mode]
+    if not mine:
+        have = ", ".join(_modes(meta, episodes)) or "none"
+        raise FileNotFoundError(f"{folder} has no episodes of mode {mode!r} (its modes: {have})")
+    return {**meta, "modes": [mode]}, mine, mode

@@ -194,7 +194,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="store_true",
         help="no model: replay every task's reference replies and check that they pass",
     )
-    p.add_argument("--compare", nargs=2, metavar=("A", "B"), help="diff the tables of two runs (directories)")
+    p.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="diff the tables of two runs (directories); DIR:MODE takes one mode of a run, and two different "
+        "modes named so are paired with each other",
+    )
     return p
 
 
