@@ -6,17 +6,23 @@ import pytest
 
 from textagent.bench import checking as C
 from textagent.bench import tasks as T
+from textagent.bench.records import call_from_record
 
 GOOD = {"id": "t1", "question": "What is 2+2?", "tools": ["calculate"], "check": {"type": "numeric", "value": 4}}
 
 
+def typed(calls):
+    """Calls written as their records are, read as the bench reads them."""
+    return [call_from_record(c) for c in calls]
+
+
 def out(answer="", calls=(), attempted=None, lights=None, answered=True):
-    calls = [dict(c) for c in calls]
+    calls = typed(calls)
     return C.Outcome(
         answer=answer,
         answered=answered,
         calls=calls,
-        attempted=attempted if attempted is not None else [c["name"] for c in calls],
+        attempted=attempted if attempted is not None else [c.name for c in calls],
         state={"lights": lights or {}},
     )
 
@@ -133,16 +139,16 @@ def test_success_needs_a_final_answer():
 )
 def test_diagnose_missing_calls(calls, expected):
     specs = [{"name": "get_weather", "args": {"city": "Tokyo"}}]
-    assert C.diagnose_calls(specs, calls) == expected
+    assert C.diagnose_calls(specs, typed(calls)) == expected
 
 
 def test_diagnosis_uses_a_maximum_matching():
     specs = [{"any_of": ["a", "b"]}, {"name": "a"}]
     calls = [{"name": "a", "args": {}, "ok": True}, {"name": "b", "args": {}, "ok": True}]
-    assert C.diagnose_calls(specs, calls) is None
+    assert C.diagnose_calls(specs, typed(calls)) is None
     # the second weather call was never made: a needed call is missing, not invalid args
     specs = [{"name": "get_weather", "args": {"city": "Paris"}}, {"name": "get_weather", "args": {"city": "Tokyo"}}]
-    assert C.diagnose_calls(specs, [{"name": "get_weather", "args": {"city": "Paris"}, "ok": True}]) == "no_call"
+    assert C.diagnose_calls(specs, typed([{"name": "get_weather", "args": {"city": "Paris"}, "ok": True}])) == "no_call"
 
 
 # -- bench tools ----------------------------------------------------------------------------------

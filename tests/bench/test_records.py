@@ -19,16 +19,21 @@ def test_an_episode_reads_back_from_its_record_and_writes_the_same_record():
     assert "multi_turn" not in scored.to_record()
 
 
-def test_usage_and_checks_are_typed_on_the_episode_and_plain_in_the_record():
+def test_usage_checks_and_calls_are_typed_on_the_episode_and_plain_in_the_record():
     import json
 
     from textagent.backends.base import Usage
     from textagent.bench.checking import CheckResult
     from textagent.bench.records import Episode, record_problem
+    from textagent.tools import ToolOutcome
 
     usage = Usage(prompt_tokens=120, prompt_evaluated=20, prompt_cached=100, completion_tokens=7)
     checks = [CheckResult("numeric", False, "expected 408"), CheckResult("calls", True)]
-    episode = Episode("t", "single", "dev", "text", 0, stop_reason="answer", usage=usage, checks=checks)
+    calls = [
+        ToolOutcome("calculate", {"expression": "17 * 24"}, True, "408"),
+        ToolOutcome("f", "x", False, "ERROR", "bad_arguments"),
+    ]
+    episode = Episode("t", "single", "dev", "text", 0, stop_reason="answer", usage=usage, checks=checks, calls=calls)
     record = json.loads(json.dumps(episode.to_record()))  # as a file holds it
     assert record["usage"] == usage.to_dict() and record["checks"][0] == {
         "type": "numeric",
@@ -36,8 +41,15 @@ def test_usage_and_checks_are_typed_on_the_episode_and_plain_in_the_record():
         "detail": "expected 408",
     }
     assert record_problem(record) is None
+    assert record["calls"][0] == {
+        "name": "calculate",
+        "args": {"expression": "17 * 24"},
+        "ok": True,
+        "output": "408",
+        "error": None,
+    }
     again = Episode.from_record(record)
-    assert again.usage == usage and again.checks == checks
+    assert again.usage == usage and again.checks == checks and again.calls == calls
     # an older record: usage absent or with unknown counts, a check without its detail
     old = Episode.from_record(
         {

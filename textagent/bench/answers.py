@@ -117,7 +117,7 @@ def repeated_feedback(answer: Any) -> bool:
 
 def called_tools(episode: Episode) -> set[str]:
     """The names of the tools an episode ran (its ``calls``)."""
-    return {str(c.get("name")) for c in episode.calls or () if isinstance(c, Mapping)}
+    return {c.name for c in episode.calls}
 
 
 def skipped_call(episode: Episode) -> bool:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.words import answer_content
+from ..tools import ToolOutcome
 from .numbers import find_numbers
 from .tasks import Task
 
@@ -24,7 +25,7 @@ class Outcome:
 
     answer: str | None
     answered: bool  # the run ended with a final answer
-    calls: list[dict[str, Any]]  # executed calls: {"name", "args", "ok", "output", "error"}
+    calls: list[ToolOutcome]  # the calls that ran
     attempted: list[str] = field(default_factory=list)  # names of every call the model wrote (parsed)
     state: dict[str, Any] = field(default_factory=dict)  # Env.state()
 
@@ -68,20 +69,19 @@ def _value_matches(expected: Any, actual: Any) -> bool:
     return expected == actual
 
 
-def _spec_matches(spec: Mapping[str, Any], call: Mapping[str, Any]) -> bool:
+def _spec_matches(spec: Mapping[str, Any], call: ToolOutcome) -> bool:
     names = spec.get("any_of") or [spec.get("name")]
-    if call.get("name") not in names or not call.get("ok"):
+    if call.name not in names or not call.ok:
         return False
-    raw_args = call.get("args")
-    args: Mapping[str, Any] = raw_args if isinstance(raw_args, Mapping) else {}
+    args: Mapping[str, Any] = call.args if isinstance(call.args, Mapping) else {}
     for key, expected in (spec.get("args") or {}).items():
         if key not in args or not _value_matches(expected, args[key]):
             return False
     needle = spec.get("output_contains")
-    return not (needle is not None and _norm(needle) not in _norm(call.get("output", "")))
+    return not (needle is not None and _norm(needle) not in _norm(call.output))
 
 
-def _match_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> list[int] | None:
+def _match_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[ToolOutcome]) -> list[int] | None:
     """A distinct call index per spec (backtracking; suites are small), or None."""
 
     def search(i: int, used: frozenset[int]) -> list[int] | None:
@@ -166,7 +166,7 @@ def call_specs(task: Task) -> list[dict[str, Any]]:
     return [dict(spec) for c in task.checks if c["type"] == "calls" for spec in c["calls"]]
 
 
-def diagnose_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> str | None:
+def diagnose_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[ToolOutcome]) -> str | None:
     """Why required calls are missing: None (all matched), "invalid_args" (the tool was tried
     but with wrong or rejected arguments), "wrong_tool" (another tool was used instead) or
     "no_call" (it was never tried). Judged on the first spec left unmatched by a maximum
@@ -193,10 +193,10 @@ def diagnose_calls(specs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[s
     unused = [c for j, c in enumerate(calls) if j not in owner]
     spec = specs[unmatched[0]]
     names = set(spec.get("any_of") or [spec.get("name")])
-    tried = [c for c in unused if c.get("name") in names]
-    if any(c.get("ok") or c.get("error") == "bad_arguments" for c in tried):
+    tried = [c for c in unused if c.name in names]
+    if any(c.ok or c.error == "bad_arguments" for c in tried):
         return "invalid_args"
-    if any(c.get("name") not in required for c in unused):
+    if any(c.name not in required for c in unused):
         return "wrong_tool"
     return "no_call"
 

@@ -12,7 +12,7 @@ through ``bench.bfcl.episode`` and comes back as an Episode of the same form.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import prompts
@@ -21,6 +21,7 @@ from ..agent import Agent
 from ..backends.base import Usage
 from ..steps import Result
 from ..templates import ChatFormat
+from ..tools import ToolOutcome
 from ..trace import run_records
 from .agent_options import agent_options
 from .checking import CheckResult, Outcome, call_specs, check_task
@@ -138,7 +139,7 @@ def run_episode(
         seconds=round(seconds, 4),
         usage=usage,
         checks=list(checks),
-        calls=[{**c, "output": c["output"][:1000]} for c in calls],
+        calls=[replace(c, output=c.output[:1000]) for c in calls],
         attempted=attempted,
         state={"lights": {k: v for k, v in env.lights.items() if v}},
         endpoint=endpoint,
@@ -162,16 +163,12 @@ def _mode_options(
     return task.question, agent_options(mode, settings, tools, documents=documents, question=task.question)
 
 
-def _what_happened(result: Any) -> tuple[list[dict[str, Any]], list[str], str | None, str, Usage]:
+def _what_happened(result: Any) -> tuple[list[ToolOutcome], list[str], str | None, str, Usage]:
     """From a run's result (None: it raised): the calls run, the tool names the model tried, the
     answer, the stop reason and the usage."""
     if result is None:
         return [], [], None, "error", Usage()
-    calls: list[dict[str, Any]] = [
-        {"name": o.name, "args": o.args, "ok": o.ok, "output": o.output, "error": o.error}
-        for s in result.steps
-        for o in s.outcomes
-    ]
+    calls = [o for s in result.steps for o in s.outcomes]
     attempted: list[str] = []
     for s in result.steps:
         names = [c.name for c in s.calls] or [o.name for o in s.outcomes]

@@ -15,6 +15,7 @@ from ..backends.base import Usage
 from ..steps import Result, Step
 
 if TYPE_CHECKING:
+    from ..tools import ToolOutcome
     from .checking import CheckResult
 
 __all__ = ["FAILURES", "FAILURE_TITLES", "Classified", "EpisodeFacts", "classify", "facts_of", "looped"]
@@ -126,7 +127,7 @@ class Classified(Protocol):
     @property
     def checks(self) -> list[CheckResult]: ...
     @property
-    def calls(self) -> list[dict[str, Any]]: ...
+    def calls(self) -> list[ToolOutcome]: ...
     @property
     def call_specs(self) -> list[Any]: ...
     @property

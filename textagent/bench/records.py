@@ -19,10 +19,21 @@ from typing import Any
 
 from ..backends.base import Usage
 from ..steps import Result, Step
+from ..tools import ToolOutcome
 from .checking import CheckResult
 from .facts import EpisodeFacts, classify, facts_of
 
-__all__ = ["RECORD_VERSION", "Episode", "MultiTurnVerdict", "TurnEnd", "meta_problem", "record_problem", "runs_of"]
+__all__ = [
+    "RECORD_VERSION",
+    "Episode",
+    "MultiTurnVerdict",
+    "TurnEnd",
+    "call_from_record",
+    "call_record",
+    "meta_problem",
+    "record_problem",
+    "runs_of",
+]
 
 RECORD_VERSION = 1
 
@@ -142,7 +153,7 @@ class Episode:
     seconds: float = 0.0
     usage: Usage = field(default_factory=Usage)
     checks: list[CheckResult] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolOutcome] = field(default_factory=list)  # the calls that ran
     attempted: list[str] = field(default_factory=list)
     needs_tools: bool = False
     needs_no_tool: bool = False
@@ -184,6 +195,8 @@ class Episode:
                 continue
             if f.name == "checks":
                 value = [c.to_dict() for c in value]
+            elif f.name == "calls":
+                value = [call_record(c) for c in value]
             record[f.name] = value.to_dict() if isinstance(value, (MultiTurnVerdict, Usage)) else value
         record.update({k: v for k, v in self.facts.to_dict().items() if k != "steps"})
         record["failure"] = self.failure_class
@@ -193,15 +206,32 @@ class Episode:
     def from_record(cls, record: Mapping[str, Any]) -> Episode:
         """The episode of a record (record_problem has passed it): its fields, its verdict typed,
         its runs read back from its trace (the derived counts are :attr:`facts`)."""
-        names = {f.name for f in fields(cls)} - {"runs", "multi_turn", "usage", "checks"}
+        names = {f.name for f in fields(cls)} - {"runs", "multi_turn", "usage", "checks", "calls"}
         given = {k: v for k, v in record.items() if k in names}
         episode = cls(**{"kind": "other", "split": "", "repeat": 0, **given})
         episode.usage = Usage.from_dict(record.get("usage"))
         episode.checks = [CheckResult.from_dict(c) for c in record.get("checks") or ()]
+        episode.calls = [call_from_record(c) for c in record.get("calls") or ()]
         verdict = record.get("multi_turn")
         episode.multi_turn = MultiTurnVerdict.from_dict(verdict) if isinstance(verdict, Mapping) else None
         episode.runs = runs_of(episode.trace, episode.mode)
         return episode
+
+
+def call_record(call: ToolOutcome) -> dict[str, Any]:
+    """A call that ran as an episode's record holds it (its output as the model saw it)."""
+    return {"name": call.name, "args": call.args, "ok": call.ok, "output": call.output, "error": call.error}
+
+
+def call_from_record(record: Mapping[str, Any]) -> ToolOutcome:
+    args = record.get("args")
+    return ToolOutcome(
+        str(record.get("name") or ""),
+        args if isinstance(args, (dict, str)) else {},
+        bool(record.get("ok")),
+        str(record.get("output") or ""),
+        None if record.get("error") is None else str(record.get("error")),
+    )
 
 
 def _int(x: Any) -> bool:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ...agent import Agent
 from ...backends.base import Usage
 from ...steps import Result
-from ...tools import Tool, ToolSet
+from ...tools import Tool, ToolOutcome, ToolSet
 from ...trace import run_records
 from ..agent_options import agent_options
 from ..checking import CheckResult
@@ -95,7 +96,7 @@ def run_multi_turn(
     turns: list[list[list[str]]] = []
     per_turn: list[TurnEnd] = []
     usage, steps, error_text, answer, stop = Usage(), 0, None, None, "answer"
-    calls: list[dict[str, Any]] = []
+    calls: list[ToolOutcome] = []
     attempted: list[str] = []
     started = time.monotonic()
     agent: Agent | None = None
@@ -146,16 +147,7 @@ def run_multi_turn(
             answer, stop = result.answer, result.stop_reason
             refused = sum(1 for s in result.steps for o in s.outcomes if o.error in ("unknown_tool", "bad_arguments"))
             for s in result.steps:
-                calls += [
-                    {
-                        "name": mapping.get(o.name, o.name),
-                        "args": o.args,
-                        "ok": o.ok,
-                        "output": o.output[:300],
-                        "error": o.error,
-                    }
-                    for o in s.outcomes
-                ]
+                calls += [replace(o, name=mapping.get(o.name, o.name), output=o.output[:300]) for o in s.outcomes]
                 attempted += [mapping.get(c.name, c.name) for c in s.calls]
             per_turn.append(
                 TurnEnd(
