@@ -129,3 +129,14 @@ def test_retry_facts_are_typed_on_the_step_and_round_trip_through_the_record():
     record["details"]["retry"]["someday"] = 1
     assert Step.from_record(record).retry == step.retry
     assert Step(1, "").details == {} and not Step(1, "").rewound
+
+
+def test_a_step_records_usage_reads_back_whatever_counts_it_holds():
+    from textagent.backends.base import Usage
+
+    record = {"step": 1, "raw": "ANSWER: 4", "answer": "4", "usage": {"prompt_tokens": 9, "completion_tokens": 3}}
+    assert Step.from_record(record).usage == Usage(prompt_tokens=9, completion_tokens=3)
+    # a count a later version adds, or one written as null or a string, does not lose the step
+    odd = {**record, "usage": {"prompt_tokens": 9, "draft_tokens": 4, "completion_tokens": None, "prompt_cached": "x"}}
+    assert Step.from_record(odd).usage == Usage(prompt_tokens=9)
+    assert Step.from_record({**record, "usage": None}).usage == Usage()

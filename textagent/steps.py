@@ -287,7 +287,7 @@ class Step:
                 for o in record.get("outcomes") or []
             ],
             observations=list(record.get("observations") or []),
-            usage=Usage(**(record.get("usage") or {})),
+            usage=Usage.from_dict(record.get("usage")),
             timings=dict(record.get("timings") or {}),
             finish_reason=record.get("finish_reason"),
             retries=record.get("retries", 0),
