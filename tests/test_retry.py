@@ -256,3 +256,19 @@ def test_abstain_and_grammar_each_send_their_own_grammar():
     # after the unreadable reply: the tool set's grammar; after the gate's question: the abstention's
     assert "abstention ::=" not in backend.calls[1]["grammar"]
     assert "abstention ::=" in backend.calls[2]["grammar"]
+
+
+def test_a_retry_grammar_is_built_only_when_a_retry_needs_it_and_once_a_question(monkeypatch):
+    import textagent.agent as agent_module
+
+    built = []
+    real = agent_module.reply_grammar
+    monkeypatch.setattr(agent_module, "reply_grammar", lambda *a, **kw: built.append(kw) or real(*a, **kw))
+    ask(['TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny"], Retry(grammar=True, gate=True, abstain=True))
+    assert built == []  # nothing failed, nothing gated: no grammar made
+    _, backend = ask([UNKNOWN, UNKNOWN, UNKNOWN, "ANSWER: sunny"], Retry(grammar=True))
+    assert len(built) == 1 and sum("grammar" in c for c in backend.calls) == 3  # three retries, one grammar
+    built.clear()
+    _, backend = ask(["ANSWER: sunny", "ANSWER: sunny"], Retry(grammar=True, gate=True, abstain=True))
+    # the gate's re-ask is held to the abstention grammar alone: the plain one is not made for it
+    assert [bool(kw.get("abstain")) for kw in built] == [True] and "grammar" in backend.calls[1]

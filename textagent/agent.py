@@ -225,8 +225,7 @@ class QuestionRun:
             agent.tools,
             task,
             self.mode.prompts,
-            agent.retry_grammar(),
-            agent.retry_grammar(abstain=True),
+            lambda abstain: agent.retry_grammar(abstain=abstain),
         )
 
     def run(self, trace: TraceWriter) -> Result:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import cache
@@ -129,16 +130,17 @@ def _text_key(raw: str) -> str:
 class Retrying:
     """One question's memory of the replies that failed, and what the next request gets.
 
-    ``grammar``: the tool set's GBNF grammar when the mode speaks the text protocol and the
-    backend takes a grammar (else None: no grammar retry); ``abstain_grammar``: the same with an
-    answer only after the abstention line, for the gate's re-ask (``abstain``; else None)."""
+    ``grammars(abstain)``: the tool set's GBNF grammar when the mode speaks the text protocol and
+    the backend takes a grammar (else None: no grammar retry); with ``abstain=True`` the same with
+    an answer only after the abstention line, for the gate's re-ask. Each is built when a retry
+    first needs it, once a question (a large tool set's grammar is not free; most questions need
+    none)."""
 
     retry: Retry
     tools: ToolSet
     task: str
     prompts: prompts.Prompts = field(default_factory=lambda: prompts.for_family("text"))
-    grammar: str | None = None
-    abstain_grammar: str | None = None
+    grammars: Callable[[bool], str | None] = lambda abstain: None
     failed_texts: set[str] = field(default_factory=set)
     failed_calls: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
     same_results: set[tuple[Any, ...]] = field(default_factory=set)  # (calls, their outputs) seen
@@ -146,6 +148,13 @@ class Retrying:
     called: bool = False  # a call was made in this question
     gated: bool = False  # the gate asked once already
     next_options: dict[str, Any] = field(default_factory=dict)
+    _built: dict[bool, str | None] = field(default_factory=dict, repr=False)
+
+    def grammar(self, *, abstain: bool = False) -> str | None:
+        """The retry's grammar (see ``grammars``), built on first use."""
+        if abstain not in self._built:
+            self._built[abstain] = self.grammars(abstain)
+        return self._built[abstain]
 
     # -- what the next request gets ---------------------------------------------------------------
     def options_for_next(self) -> dict[str, Any]:
@@ -154,8 +163,9 @@ class Retrying:
         return options
 
     def _after_failure(self, step: Step, *, word_for_word: bool, held: bool, repeat: bool = False) -> None:
-        if self.retry.grammar and held and self.grammar is not None:
-            self.next_options["grammar"] = self.grammar
+        grammar = self.grammar() if self.retry.grammar and held else None
+        if grammar is not None:
+            self.next_options["grammar"] = grammar
             facts(step).grammar_next = True
         if self.retry.rewind and repeat:
             temperature = self.retry.rewind_temperature
@@ -236,9 +246,11 @@ class Retrying:
             return None
         self.gated = True
         facts(step).gated = True
-        self._after_failure(step, word_for_word=True, held=True)  # the re-ask gets what a retry gets
-        if self.retry.abstain and self.abstain_grammar is not None:
-            self.next_options["grammar"] = self.abstain_grammar
+        abstention = self.grammar(abstain=True) if self.retry.abstain else None
+        # the re-ask gets what a retry gets, the abstention grammar in place of the plain one
+        self._after_failure(step, word_for_word=True, held=abstention is None)
+        if abstention is not None:
+            self.next_options["grammar"] = abstention
             facts(step).grammar_next = True
         listed = "\n".join(_usage_line(tools[i]) for i in ranked[:_CLOSEST])
         return self.prompts.template("retry_gate").substitute(tools=listed)
