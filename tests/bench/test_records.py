@@ -14,8 +14,12 @@ def test_an_episode_reads_back_from_its_record_and_writes_the_same_record():
     assert {"format_errors", "tool_errors", "loop"} <= set(record)  # the counts the metrics derive
     again = Episode.from_record(record)
     assert again.to_record() == record and replace(again, failure=None) == episode  # the class is kept
-    scored = Episode("t2", "bfcl", "test", "text", 0, success=True, failure="wrong_value", bfcl={"first": {}})
-    assert scored.to_record()["failure"] is None and scored.to_record()["bfcl"] == {"first": {}}
+    from textagent.bench.records import BfclScores
+
+    scores = BfclScores.from_dict(_bfcl_scores())
+    scored = Episode("t2", "bfcl", "test", "text", 0, success=True, failure="wrong_value", bfcl=scores)
+    assert scored.to_record()["failure"] is None and scored.to_record()["bfcl"] == _bfcl_scores()
+    assert Episode.from_record(scored.to_record()).bfcl == scores  # typed again
     assert "multi_turn" not in scored.to_record()
 
 
@@ -140,10 +144,10 @@ def _bfcl_scores(valid: bool = True) -> dict:
 
 def test_single_turn_bfcl_scores_have_their_nested_fields_checked_as_the_top_level_is():
     """The views of ``bfcl`` the report reads are named when wrong (``"bfcl": {}`` was KeyError 'first')."""
-    from textagent.bench.records import Episode, record_problem
+    from textagent.bench.records import BfclScores, Episode, record_problem
 
     record = Episode(
-        "simple_python_0", "simple_python", "dev", "text", 0, success=True, bfcl=_bfcl_scores()
+        "simple_python_0", "simple_python", "dev", "text", 0, success=True, bfcl=BfclScores.from_dict(_bfcl_scores())
     ).to_record()
     assert record_problem(record) is None
     assert record_problem({**record, "bfcl": {**_bfcl_scores(), "recovered": None}}) is None  # left out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -125,7 +125,6 @@ def skipped_call(episode: Episode) -> bool:
     calls to make whose first reply had none; the suite: a task that needs tools, no call attempted)."""
     if episode.stop_reason in ("backend_error", "error"):
         return False
-    if isinstance(episode.bfcl, Mapping):
-        first = episode.bfcl.get("first") or {}
-        return "irrelevance" not in str(episode.kind) and first.get("error_type") == "no_call"
+    if episode.bfcl is not None:
+        return "irrelevance" not in str(episode.kind) and episode.bfcl.first.error_type == "no_call"
     return bool(episode.needs_tools) and not episode.attempted

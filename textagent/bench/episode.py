@@ -121,13 +121,13 @@ def run_episode(
         from .bfcl.score import score_steps
 
         bfcl_scores = score_steps(task.bfcl, result.steps if result is not None else [], name_map)
-        first = bfcl_scores["first"]
-        success, checks = first["valid"], [CheckResult("bfcl", first["valid"], first["detail"])]
+        first = bfcl_scores.first
+        success, checks = first.valid, [CheckResult("bfcl", first.valid, first.detail)]
     else:
         success, checks = check_task(task, outcome)
     failure = None
     if bfcl_scores is not None and not success:
-        failure = "backend_error" if stop_reason in ("backend_error", "error") else bfcl_scores["first"]["error_type"]
+        failure = "backend_error" if stop_reason in ("backend_error", "error") else bfcl_scores.first.error_type
     return episode_of(
         task,
         mode,

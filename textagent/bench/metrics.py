@@ -9,7 +9,7 @@ the model is gone. An episode's own counts are bench.facts'; what its answer hol
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -172,7 +172,7 @@ def summarize(episodes: Iterable[Episode], modes: Sequence[str] | None = None) -
         for e in es:
             # recomputed: episodes stay comparable as the taxonomy evolves; a BFCL item keeps
             # the checker's label (BFCL's terms)
-            label = e.failure if isinstance(e.bfcl, Mapping) else classify(e)
+            label = e.failure if e.bfcl is not None else classify(e)
             if label:
                 s.failures[label] = s.failures.get(label, 0) + 1
             kind = s.by_kind.setdefault(e.kind, [0, 0])

@@ -20,11 +20,13 @@ from typing import Any
 from ..backends.base import Usage
 from ..steps import Result, Step
 from ..tools import ToolOutcome
+from .bfcl.checker import Verdict
 from .checking import CheckResult
 from .facts import EpisodeFacts, classify, facts_of
 
 __all__ = [
     "RECORD_VERSION",
+    "BfclScores",
     "Episode",
     "MultiTurnVerdict",
     "TurnEnd",
@@ -36,6 +38,36 @@ __all__ = [
 ]
 
 RECORD_VERSION = 1
+
+
+@dataclass(frozen=True)
+class BfclScores:
+    """BFCL's verdicts on a single-turn item, one per view (bench.bfcl.score.score_steps): the
+    first reply (BFCL's own view), the first usable reply after the loop's feedback, every distinct
+    call the agent made; ``recovered``: right after feedback where the first reply was not."""
+
+    first: Verdict
+    feedback: Verdict
+    agent: Verdict
+    recovered: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BfclScores:
+        """The scores of a record (record_problem has checked the views the report reads; a view
+        a test leaves out is not valid)."""
+
+        def view(key: str) -> Verdict:
+            v = data.get(key)
+            v = v if isinstance(v, Mapping) else {}
+            error_type = v.get("error_type")
+            return Verdict(
+                bool(v.get("valid")), None if error_type is None else str(error_type), str(v.get("detail") or "")
+            )
+
+        return cls(view("first"), view("feedback"), view("agent"), bool(data.get("recovered")))
 
 
 @dataclass
@@ -167,7 +199,7 @@ class Episode:
     trace: list[dict[str, Any]] = field(default_factory=list)
     failure: str | None = None  # None: classified from the episode (facts.classify) unless it succeeded
     multi_turn: MultiTurnVerdict | None = None  # BFCL's multi-turn verdict
-    bfcl: dict[str, Any] | None = None  # BFCL's single-turn scores
+    bfcl: BfclScores | None = None  # BFCL's single-turn scores
     version: int = RECORD_VERSION
     runs: list[Result] = field(default_factory=list, repr=False, compare=False)
 
@@ -197,7 +229,7 @@ class Episode:
                 value = [c.to_dict() for c in value]
             elif f.name == "calls":
                 value = [call_record(c) for c in value]
-            record[f.name] = value.to_dict() if isinstance(value, (MultiTurnVerdict, Usage)) else value
+            record[f.name] = value.to_dict() if isinstance(value, (MultiTurnVerdict, BfclScores, Usage)) else value
         record.update({k: v for k, v in self.facts.to_dict().items() if k != "steps"})
         record["failure"] = self.failure_class
         return record
@@ -206,12 +238,14 @@ class Episode:
     def from_record(cls, record: Mapping[str, Any]) -> Episode:
         """The episode of a record (record_problem has passed it): its fields, its verdict typed,
         its runs read back from its trace (the derived counts are :attr:`facts`)."""
-        names = {f.name for f in fields(cls)} - {"runs", "multi_turn", "usage", "checks", "calls"}
+        names = {f.name for f in fields(cls)} - {"runs", "multi_turn", "usage", "checks", "calls", "bfcl"}
         given = {k: v for k, v in record.items() if k in names}
         episode = cls(**{"kind": "other", "split": "", "repeat": 0, **given})
         episode.usage = Usage.from_dict(record.get("usage"))
         episode.checks = [CheckResult.from_dict(c) for c in record.get("checks") or ()]
         episode.calls = [call_from_record(c) for c in record.get("calls") or ()]
+        scores = record.get("bfcl")
+        episode.bfcl = BfclScores.from_dict(scores) if isinstance(scores, Mapping) else None
         verdict = record.get("multi_turn")
         episode.multi_turn = MultiTurnVerdict.from_dict(verdict) if isinstance(verdict, Mapping) else None
         episode.runs = runs_of(episode.trace, episode.mode)

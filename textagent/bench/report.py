@@ -389,7 +389,7 @@ def write_chart(summaries: Mapping[str, ModeSummary], path: str | Path, records:
         return "report.png was not drawn: no episodes"
     from .bfcl.report import draw_categories
 
-    has_bfcl = any(isinstance(e.bfcl, Mapping) for e in records)
+    has_bfcl = any(e.bfcl is not None for e in records)
     if has_bfcl:
         fig = plt.figure(figsize=(15, 10.5))
         grid = fig.add_gridspec(2, 3, height_ratios=[1, 1.15])

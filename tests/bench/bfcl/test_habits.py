@@ -54,7 +54,7 @@ def test_two_different_tools_where_one_is_asked_are_not_the_pair_shape() -> None
     forecast = {**WEATHER, "name": "get_forecast"}
     reply = f'{PARIS}\nTOOL: get_forecast ARGS: {{"city": "Paris"}}'
     episode = _episode("multiple", ONE, reply, "ANSWER: mild", functions=(WEATHER, forecast))
-    assert episode.bfcl is not None and episode.bfcl["first"]["error_type"] == "wrong_count"
+    assert episode.bfcl is not None and episode.bfcl.first.error_type == "wrong_count"
     assert not duplicated_shape(episode)
 
 

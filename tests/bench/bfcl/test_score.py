@@ -133,6 +133,6 @@ def test_real_items_from_the_fixtures_score_their_ground_truth() -> None:
         item = BfclItem(raw["id"], raw["category"], 1, (), tuple(raw["function"]), tuple(raw["ground_truth"]))
         calls = [ToolCall(name, args) for name, args in gt_calls(raw)]
         step = Step(1, "", reply=Reply(calls, None, "", []))
-        assert score_steps(item, [step])["first"]["valid"], raw["id"]
+        assert score_steps(item, [step]).first.valid, raw["id"]
         checked += 1
     assert checked

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from ..answers import called_tools, claimed_call, skipped_call
@@ -24,9 +24,11 @@ def duplicated_shape(episode: Episode) -> bool:
     the shape of the worked example that calls its tool twice in one reply ("for A, and for B"),
     where the question asked for one (``get_current_weather`` once in fahrenheit and again in
     celsius)."""
-    first = (episode.bfcl or {}).get("first") or {}
-    count = _COUNT.search(str(first.get("detail") or ""))
-    if first.get("error_type") != "wrong_count" or count is None or int(count[2]) <= int(count[1]):
+    if episode.bfcl is None:
+        return False
+    first = episode.bfcl.first
+    count = _COUNT.search(first.detail)
+    if first.error_type != "wrong_count" or count is None or int(count[2]) <= int(count[1]):
         return False
     steps = episode.result.steps
     calls = step_calls(steps[0]) if steps else None
@@ -52,7 +54,7 @@ class Habits:
         self.duplicated += duplicated_shape(episode)
         if "irrelevance" in str(episode.kind):
             self.irrelevance_items += 1
-            self.irrelevance_right += bool((episode.bfcl or {}).get("first", {}).get("valid"))
+            self.irrelevance_right += episode.bfcl is not None and episode.bfcl.first.valid
 
     def __iadd__(self, other: Habits) -> Habits:
         for f in fields(self):
@@ -64,7 +66,7 @@ def habits_by_category(episodes: Sequence[Episode], modes: Sequence[str]) -> dic
     """{category: {mode: Habits}} over the single-turn BFCL episodes, categories as they come."""
     table: dict[str, dict[str, Habits]] = {}
     for episode in episodes:
-        if isinstance(episode.bfcl, Mapping) and episode.mode in modes:
+        if episode.bfcl is not None and episode.mode in modes:
             table.setdefault(str(episode.kind), {m: Habits() for m in modes})[episode.mode].add(episode)
     return table
 

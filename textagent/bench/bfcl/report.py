@@ -3,7 +3,7 @@ intervals, tokens and seconds per item, and the failures in BFCL's terms."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,14 +46,14 @@ class CategoryScore:
         scores = episode.bfcl
         assert scores is not None  # a single-turn BFCL item
         self.items += 1
-        self.first += bool(scores["first"]["valid"])
-        self.feedback += bool(scores["feedback"]["valid"])
-        self.agent += bool(scores["agent"]["valid"])
-        self.recovered += bool(scores.get("recovered"))
+        self.first += scores.first.valid
+        self.feedback += scores.feedback.valid
+        self.agent += scores.agent.valid
+        self.recovered += scores.recovered
         self.tokens += episode_tokens(episode.usage)
         self.seconds += float(episode.seconds or 0.0)
-        if not scores["first"]["valid"]:
-            label = episode.failure or scores["first"].get("error_type") or "unparseable"
+        if not scores.first.valid:
+            label = episode.failure or scores.first.error_type or "unparseable"
             self.failures[label] = self.failures.get(label, 0) + 1
 
     def rate(self, view: str = "first") -> float:
@@ -64,7 +64,7 @@ def bfcl_scores(episodes: Sequence[Episode], modes: Sequence[str]) -> dict[str, 
     """{category (and OVERALL): {mode: CategoryScore}} over the episodes that carry BFCL scores."""
     table: dict[str, dict[str, CategoryScore]] = {}
     for episode in episodes:
-        if not isinstance(episode.bfcl, Mapping) or episode.mode not in modes:
+        if episode.bfcl is None or episode.mode not in modes:
             continue
         for key in (str(episode.kind), OVERALL):
             table.setdefault(key, {m: CategoryScore() for m in modes})[episode.mode].add(episode)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
+from ..records import BfclScores
 from .checker import Verdict, check_calls
 from .data import BfclItem, language_of
 
@@ -90,8 +90,8 @@ def _canon(call: Call) -> str:
     return json.dumps([call[0], call[1]], sort_keys=True, default=str)
 
 
-def score_steps(item: BfclItem, steps: Sequence[Any], names: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """{"first", "feedback", "agent": verdict dict, "recovered": bool} for an episode's steps."""
+def score_steps(item: BfclItem, steps: Sequence[Any], names: Mapping[str, str] | None = None) -> BfclScores:
+    """BFCL's verdicts on an episode's steps, one per view (the first reply, after feedback, the agent's calls)."""
     per_step = [step_calls(s, names) for s in steps]
     first = _verdict(item, per_step[0]) if per_step else Verdict(False, "unparseable", "no reply")
     taken = next((c for s, c in zip(steps, per_step) if _accepted(s)), None)
@@ -110,9 +110,4 @@ def score_steps(item: BfclItem, steps: Sequence[Any], names: Mapping[str, str] |
                 seen.add(_canon(call))
                 made.append(call)
     agent = _verdict(item, made if any(c is not None for c in per_step) else None)
-    return {
-        "first": asdict(first),
-        "feedback": asdict(feedback),
-        "agent": asdict(agent),
-        "recovered": feedback.valid and not first.valid,
-    }
+    return BfclScores(first, feedback, agent, recovered=feedback.valid and not first.valid)
