@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol, cast, runtime_checkable
 
 __all__ = [
@@ -107,7 +107,7 @@ class Usage:
                 return None
             return int(value)
 
-        return cls(*(count(f) for f in ("prompt_tokens", "prompt_evaluated", "prompt_cached", "completion_tokens")))
+        return cls(*(count(f.name) for f in fields(cls)))
 
 
 def _fields(u: Usage) -> tuple[int | None, ...]:
