@@ -379,6 +379,47 @@ def test_max_repeats_below_two_is_refused(value):
         Agent(ScriptedBackend([]), demo.demo_tools(), max_repeats=value)
 
 
+def test_max_call_errors_ends_the_run_after_that_many_replies_in_a_row_with_a_failed_call():
+    unknown = 'TOOL: teleport ARGS: {"to": "Mars"}'
+    bad = 'TOOL: calculate ARGS: {"expr": "1"}'
+    result, _ = run([unknown, bad, unknown, "ANSWER: no"])  # off by default: no such limit
+    assert result.stop_reason == "answer" and len(result.steps) == 4
+    result, backend = run([unknown, bad, unknown, "ANSWER: no"], max_call_errors=2)
+    assert result.stop_reason == "call_errors" and len(result.steps) == 2
+    assert [s.outcomes[0].error for s in result.steps] == ["unknown_tool", "bad_arguments"]
+    assert len(backend.prompts) == 2  # ended after the second failure's results, before asking again
+
+
+def test_a_reply_whose_calls_all_ran_breaks_the_row_of_failed_calls_and_a_format_error_does_not_count():
+    unknown = 'TOOL: teleport ARGS: {"to": "Mars"}'
+    good = 'TOOL: calculate ARGS: {"expression": "1+1"}'
+    result, _ = run([unknown, good, unknown, "TOOL: ARGS: {}", "ANSWER: 2"], max_call_errors=2)
+    assert result.stop_reason == "answer" and len(result.steps) == 5
+    # one failed call among calls that ran fails the reply
+    mixed = f"{good}\n{unknown}"
+    result, _ = run([mixed, "ANSWER: 2"], max_call_errors=1)
+    assert result.stop_reason == "call_errors" and [o.ok for o in result.steps[0].outcomes] == [True, False]
+
+
+def test_a_tool_that_raises_is_a_failed_call_and_each_question_counts_afresh():
+    @tool
+    def broken(x: int) -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    call = 'TOOL: broken ARGS: {"x": 1}'
+    agent = Agent(ScriptedBackend([call, "ANSWER: a", call, "ANSWER: b"]), [broken], max_call_errors=2)
+    assert agent.run("q1").stop_reason == "answer" and agent.run("q2").stop_reason == "answer"
+    result, _ = run([call, call], tools=[broken], max_call_errors=2)
+    assert result.stop_reason == "call_errors" and result.steps[-1].outcomes[0].error == "tool_error"
+
+
+@pytest.mark.parametrize("value", [0, -1])
+def test_max_call_errors_below_one_is_refused(value):
+    with pytest.raises(ValueError, match="max_call_errors must be at least 1"):
+        Agent(ScriptedBackend([]), demo.demo_tools(), max_call_errors=value)
+
+
 def test_backend_error_keeps_the_exception_and_the_trace(tmp_path):
     path = tmp_path / "t.jsonl"
     failure = BackendConnectionError("no server at http://127.0.0.1:9")
@@ -398,6 +439,7 @@ def test_every_stop_reason_is_reachable():
     reached.add(run(["TOOL: get_time"] * 3, max_seconds=0)[0].stop_reason)
     reached.add(run(["TOOL:"] * 3)[0].stop_reason)
     reached.add(run(["TOOL: get_time"] * 3, max_repeats=2)[0].stop_reason)
+    reached.add(run(["TOOL: nosuch"] * 3, max_call_errors=1)[0].stop_reason)
     reached.add(run([])[0].stop_reason)  # ScriptExhausted is a BackendError
 
     # a mode that runs no tools hands a reply with calls on (the proxy's, to its client)

@@ -171,6 +171,7 @@ def test_unknown_checks_are_refused_by_name(capsys):
         ("format_errors", [], ["TOOL:"] * 3),
         ("token_budget", ["--token-budget", "25"], ["TOOL: get_time"] * 3),
         ("repeated", ["--max-repeats", "2"], ["TOOL: get_time"] * 2),
+        ("call_errors", ["--max-call-errors", "2"], ["TOOL: teleport"] * 2),
     ],
 )
 def test_each_stop_reason_has_its_exit_code(server, capsys, reason, argv, replies):
@@ -394,6 +395,7 @@ def test_unknown_tool_option_is_a_clear_error(capsys):
         (["run", "--max-steps", "0", "q"], "argument --max-steps: must be a finite number greater than 0"),
         (["run", "--max-repeats", "1", "q"], "argument --max-repeats: the same calls 2 or more times in a row, not 1"),
         (["chat", "--max-repeats", "two"], "argument --max-repeats: 'two' is not a whole number"),
+        (["run", "--max-call-errors", "0", "q"], "argument --max-call-errors: must be a finite number greater than 0"),
         (["run", "--max-seconds", "nan", "q"], "argument --max-seconds: must be a finite number greater than 0"),
         (["run", "--max-steps", "two", "q"], "argument --max-steps: 'two' is not a whole number"),
     ],

@@ -118,6 +118,12 @@ def _add_agent_options(r: argparse.ArgumentParser) -> None:
         type=repeat_limit,
         help="end a question when this many replies in a row made the same calls (opt-in; default: no such limit)",
     )
+    r.add_argument(
+        "--max-call-errors",
+        type=positive(int),
+        help="end a question when this many replies in a row had a call that failed (unknown tool, bad "
+        "arguments, a tool that raised or timed out; opt-in; default: no such limit)",
+    )
     add_token_options(r)
     r.add_argument("--max-seconds", type=positive(float), help="wall-time budget for the whole run")
     r.add_argument(

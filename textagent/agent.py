@@ -27,7 +27,7 @@ from .modes.text import TextExchange
 from .options import check_options, drop_deprecated
 from .retry import Retrying
 from .steps import STOP_REASONS, Note, Result, RetryFacts, SentBack, Step, tokens_spent
-from .stops import Answered, FormatErrors, MaxSteps, Repeated, Stop, Submitted, TimeLimit, TokenBudget
+from .stops import Answered, CallErrors, FormatErrors, MaxSteps, Repeated, Stop, Submitted, TimeLimit, TokenBudget
 from .tools import Tool, ToolSet
 from .tools.execution import cap_outputs
 from .trace import TraceWriter, new_run_id, start_record
@@ -219,6 +219,7 @@ class QuestionRun:
         self.usage, self.started, self.spent = Usage(), time.monotonic(), 0
         self.bad_in_a_row = 0  # unusable replies in a row (max_format_errors)
         self.same_in_a_row = 0  # see _count_repeats
+        self.failed_in_a_row = 0  # replies in a row with a call that failed (max_call_errors)
         self.last_calls: list[tuple[str, Any]] | None = None
         self.retrying = Retrying(
             self.config.retry,
@@ -312,6 +313,7 @@ class QuestionRun:
         if not step.rewound:
             mode.observe(step, step.notes)
         self._count_repeats(step)
+        self._count_failures(step)
         return step
 
     def _answer(self, step: Step) -> None:
@@ -362,6 +364,14 @@ class QuestionRun:
         self.last_calls = calls
         if self.config.max_repeats is not None and self.same_in_a_row >= self.config.max_repeats:
             raise Repeated()
+
+    def _count_failures(self, step: Step) -> None:
+        """End the run (``call_errors``) once ``max_call_errors`` replies in a row had a call that
+        failed, after its results went back (opt-in: a reply whose calls all ran breaks the row)."""
+        self.failed_in_a_row = self.failed_in_a_row + 1 if any(not o.ok for o in step.outcomes) else 0
+        limit = self.config.max_call_errors
+        if limit is not None and self.failed_in_a_row >= limit:
+            raise CallErrors()
 
     def _view(self) -> RunView:
         agent = self.agent

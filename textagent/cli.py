@@ -216,6 +216,7 @@ def _open_agent(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         mode=args.mode,
         max_steps=args.max_steps,
         max_repeats=args.max_repeats,
+        max_call_errors=args.max_call_errors,
         max_tokens=args.token_budget,
         reply_tokens=args.reply_tokens,
         max_seconds=args.max_seconds,

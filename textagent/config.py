@@ -26,6 +26,7 @@ class AgentConfig:
     Limits: ``max_steps`` replies; ``max_tokens`` tokens spent in the run (prompt tokens
     evaluated plus completion); ``max_seconds``; ``max_format_errors`` unusable replies in a
     row; ``max_repeats`` (opt-in, None by default) replies in a row with the same calls;
+    ``max_call_errors`` (opt-in, None by default) replies in a row with a call that failed;
     ``reply_tokens`` one reply; ``max_calls_per_reply``; ``observation_limit`` one result,
     ``step_observation_limit`` the results of one step; ``tool_timeout`` one call.
 
@@ -45,6 +46,7 @@ class AgentConfig:
     max_seconds: float | None = None
     max_format_errors: int = 3
     max_repeats: int | None = None
+    max_call_errors: int | None = None
     reply_tokens: int = 512
     max_calls_per_reply: int | None = 16
     observation_limit: int = 4000
@@ -66,6 +68,8 @@ class AgentConfig:
             raise ValueError("max_calls_per_reply must be at least 1 (or None for no limit)")
         if self.max_repeats is not None and self.max_repeats < 2:
             raise ValueError("max_repeats must be at least 2: the same calls that many times in a row (or None)")
+        if self.max_call_errors is not None and self.max_call_errors < 1:
+            raise ValueError("max_call_errors must be at least 1 (or None for no such limit)")
         if self.retry is None:  # as given by callers that pass their optional one on
             object.__setattr__(self, "retry", Retry())
         if not isinstance(self.retry, Retry):

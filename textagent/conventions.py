@@ -49,6 +49,7 @@ EXIT_CODES = {
     "format_errors": 6,
     "backend_error": 7,
     "repeated": 9,  # only with --max-repeats
+    "call_errors": 10,  # only with --max-call-errors
 }
 EXIT_ERROR = 1
 

@@ -35,6 +35,7 @@ STOP_REASONS = (
     "time_limit",
     "format_errors",
     "repeated",
+    "call_errors",
     "backend_error",
     "submitted",
 )

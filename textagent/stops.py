@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-__all__ = ["Answered", "FormatErrors", "MaxSteps", "Repeated", "Stop", "Submitted", "TimeLimit", "TokenBudget"]
+__all__ = [
+    "Answered",
+    "CallErrors",
+    "FormatErrors",
+    "MaxSteps",
+    "Repeated",
+    "Stop",
+    "Submitted",
+    "TimeLimit",
+    "TokenBudget",
+]
 
 
 class Stop(Exception):
@@ -61,3 +71,10 @@ class Repeated(Stop):
     """``max_repeats`` replies in a row made the same calls."""
 
     reason = "repeated"
+
+
+class CallErrors(Stop):
+    """``max_call_errors`` replies in a row with a call that failed (unknown tool, arguments its
+    schema refuses, a tool that raised or timed out)."""
+
+    reason = "call_errors"

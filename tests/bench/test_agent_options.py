@@ -6,8 +6,9 @@ from dataclasses import replace
 import pytest
 
 from textagent import Agent, ScriptedBackend, ToolSet
+from textagent.bench.ablations import FirstFailureTextMode, NoFeedbackTextMode
 from textagent.bench.agent_options import agent_options
-from textagent.bench.baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
+from textagent.bench.baseline import AGENT_OPTIONS, BaselineMode
 from textagent.bench.bfcl.prompt_mode import BfclPromptMode
 from textagent.bench.episode import Settings
 from textagent.bench.proxy_client import ProxyClientMode
@@ -65,6 +66,9 @@ def test_each_mode_gets_its_own_mode_and_the_text_modes_their_settings():
     ablation = agent_options("text-no-feedback", settings, bare_tools())
     assert isinstance(ablation["mode"], NoFeedbackTextMode) and ablation["max_format_errors"] == 1
     assert "system_prompt" in ablation  # listed as text mode lists
+    first = agent_options("text-first-failure", Settings(max_call_errors=5), bare_tools())
+    assert isinstance(first["mode"], FirstFailureTextMode)
+    assert (first["max_format_errors"], first["max_call_errors"]) == (1, 1)  # the mode's own, not the run's
     native = agent_options("native", settings, bare_tools())
     assert "stream" not in native and "system_prompt" not in native and "example" not in native
     assert isinstance(agent_options("proxy", settings, bare_tools())["mode"], ProxyClientMode)

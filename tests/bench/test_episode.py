@@ -245,3 +245,13 @@ def test_max_repeats_ends_a_text_episode_as_a_loop_and_leaves_the_seed_baseline_
         task, "baseline", ScriptedBackend([call] * 2 + ["ANSWER: 408"]), settings=settings
     ).to_record()
     assert baseline["stop_reason"] == "answer"  # the seed's loop keeps its own limits
+
+
+def test_max_call_errors_ends_a_text_episode_at_failed_calls_and_leaves_the_seed_baseline_alone():
+    task = BY_ID["single-calc-mul"]
+    unknown = 'TOOL: teleport ARGS: {"to": "Mars"}'
+    settings = E.Settings(max_call_errors=2)
+    record = E.run_episode(task, "text", ScriptedBackend([unknown] * 3 + ["ANSWER: 408"]), settings=settings)
+    assert record.stop_reason == "call_errors" and record.steps == 2 and not record.success
+    baseline = E.run_episode(task, "baseline", ScriptedBackend([unknown] * 3 + ["ANSWER: 408"]), settings=settings)
+    assert baseline.stop_reason == "answer"

@@ -39,6 +39,7 @@ def agent_options(
     loop = {
         "checks": from_names(settings.checks),
         "max_repeats": settings.max_repeats,
+        "max_call_errors": settings.max_call_errors,
         "retry": Retry.from_parts(settings.retry, temperature=settings.retry_temperature, seed=settings.seed),
     }
     if bench.family == "client":

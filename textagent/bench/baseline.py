@@ -20,7 +20,7 @@ from ..protocol import Reply, ToolCall
 from ..steps import Note, Step
 from ..tools import ToolOutcome
 
-__all__ = ["AGENT_OPTIONS", "SEED_CALL", "BaselineMode", "NoFeedbackTextMode"]
+__all__ = ["AGENT_OPTIONS", "SEED_CALL", "BaselineMode"]
 
 # The seed loops' regex: the first TOOL line, its arguments read with json.loads.
 SEED_CALL = re.compile(r"TOOL: (\w+) ARGS: (.*)")
@@ -68,14 +68,3 @@ class BaselineMode(TextMode):
 
     def reject(self, step: Step, feedback: str) -> None:
         self._append(step, step.raw, None)  # the run ends here; nothing is sent back
-
-
-class NoFeedbackTextMode(TextMode):
-    """``text-no-feedback``, the feedback ablation: text mode whose reply that does not parse ends
-    the run (``max_format_errors=1``) and is answered with nothing, as BFCL ends a turn; a later
-    question of the conversation does not see feedback either."""
-
-    name = "text-no-feedback"
-
-    def reject(self, step: Step, feedback: str) -> None:
-        self._append(step, step.raw, None)

@@ -243,6 +243,7 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
         reply_tokens=args.reply_tokens,
         max_steps=args.max_steps,
         max_repeats=args.max_repeats,
+        max_call_errors=args.max_call_errors,
         max_seconds=args.max_seconds,
         temperature=args.temperature,
         seed=args.seed,

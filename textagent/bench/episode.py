@@ -39,6 +39,7 @@ class Settings:
     reply_tokens: int = 256
     max_steps: int | None = None  # caps every task's own max_steps
     max_repeats: int | None = None  # opt-in: replies in a row with the same calls end the run (Agent.max_repeats)
+    max_call_errors: int | None = None  # opt-in: replies in a row with a failed call end the run
     max_seconds: float | None = 300.0  # per episode
     observation_limit: int = 4000
     temperature: float = 0.0

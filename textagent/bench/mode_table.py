@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from ..modes import MODES as AGENT_MODES
 from ..modes import Needs, mode_needs
-from .baseline import AGENT_OPTIONS, BaselineMode, NoFeedbackTextMode
+from .ablations import FIRST_FAILURE_OPTIONS, NO_FEEDBACK_OPTIONS, FirstFailureTextMode, NoFeedbackTextMode
+from .baseline import AGENT_OPTIONS, BaselineMode
 
 __all__ = ["BENCH_MODES", "FIRST_PAIRS", "MODES", "BenchMode", "bench_mode"]
 
@@ -99,10 +100,13 @@ BENCH_MODES: dict[str, BenchMode] = {
         bfcl_words=True,
         reference=True,
     ),
-    # text mode with the run (a multi-turn item: the turn) ended at the first reply that does not
-    # parse, as BFCL ends it: the feedback ablation
+    # the feedback ablations (bench.ablations): text mode with the run (a multi-turn item: the
+    # turn) ended at the first reply that does not parse, as BFCL ends it, or also at a failed call
     "text-no-feedback": BenchMode(
-        "text-no-feedback", Needs(), lambda documents, system: NoFeedbackTextMode(), fixed={"max_format_errors": 1}
+        "text-no-feedback", Needs(), lambda documents, system: NoFeedbackTextMode(), fixed=NO_FEEDBACK_OPTIONS
+    ),
+    "text-first-failure": BenchMode(
+        "text-first-failure", Needs(), lambda documents, system: FirstFailureTextMode(), fixed=FIRST_FAILURE_OPTIONS
     ),
     # function calling through `textagent proxy` (started by the bench), asked by the openai client
     "proxy": BenchMode("proxy", Needs(chat=True, tools=True), _proxy_client, family="client", starts_proxy=True),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._argtypes import non_negative, nonempty, repeat_limit
+from .._argtypes import non_negative, nonempty, positive, repeat_limit
 from ..conventions import (
     API_CHOICES,
     CHAT_FORMAT_CHOICES,
@@ -124,6 +124,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="end an episode (a multi-turn item: the turn) when this many replies in a row made the same calls; "
         "textagent's modes and the proxy's client (not bfcl-prompt or baseline, which keep their own loops' "
         "rules); opt-in, default no such limit",
+    )
+    p.add_argument(
+        "--max-call-errors",
+        type=positive(int),
+        help="end an episode (a multi-turn item: the turn) when this many replies in a row had a call that failed "
+        "(unknown tool, bad arguments, a tool that raised or timed out); the modes --max-repeats applies to; "
+        "opt-in, default no such limit",
     )
     p.add_argument(
         "--first-reply",

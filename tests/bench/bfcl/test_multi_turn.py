@@ -113,7 +113,7 @@ def test_missing_mpmath_is_a_one_line_error_naming_the_extra(wheel, monkeypatch:
 
 
 @pytest.mark.parametrize("category", ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"])
-@pytest.mark.parametrize("mode", ["text", "bfcl-prompt", "text-no-feedback"])
+@pytest.mark.parametrize("mode", ["text", "bfcl-prompt", "text-no-feedback", "text-first-failure"])
 def test_ground_truth_replayed_through_the_agent_scores_right(wheel, category: str, mode: str) -> None:
     item = mt.load_multi_turn(category, wheel=wheel)[0]
     backend = ScriptedBackend(_reference(item, bfcl=mode == "bfcl-prompt"))
@@ -147,6 +147,25 @@ def test_feedback_lets_the_text_mode_fix_a_call_the_ablation_cannot(wheel) -> No
     ).to_record()
     assert not ablated["success"] and ablated["multi_turn"]["per_turn"][0]["stop_reason"] == "format_errors"
     assert ablated["multi_turn"]["turns_right"] == 0
+
+
+def test_a_refused_call_ends_the_turn_of_the_first_failure_ablation_and_text_mode_goes_on(wheel) -> None:
+    item = mt.load_multi_turn("multi_turn_base", wheel=wheel)[0]
+    refused = ['TOOL: cd ARGS: {"directory": "document"}', *_reference(item)]  # not a parameter of cd
+    full = run_multi_turn(
+        item, "text", ScriptedBackend(refused), chat_format="chatml", settings=Settings(), options={}
+    ).to_record()
+    assert full["success"] and full["multi_turn"]["refused_calls"] == 1
+    backend = ScriptedBackend(refused + ["ANSWER: done"] * 4)
+    ablated = run_multi_turn(
+        item, "text-first-failure", backend, chat_format="chatml", settings=Settings(), options={}
+    ).to_record()
+    per_turn = ablated["multi_turn"]["per_turn"]
+    assert per_turn[0]["stop_reason"] == "call_errors" and per_turn[0]["refused_calls"] == 1
+    assert len(per_turn) == len(item.turns) and not ablated["multi_turn"]["force_quit"]  # the item goes on
+    assert not ablated["success"] and ablated["multi_turn"]["turns_right"] == 0
+    after = backend.prompts[1].split('"directory"', 1)[1]  # what followed the refused call
+    assert "OBSERVATION" not in after and item.turn_text(1) in after  # nothing said of it: the next turn
 
 
 def test_a_model_that_never_stops_calling_is_force_quit(wheel) -> None:

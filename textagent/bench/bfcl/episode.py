@@ -3,7 +3,8 @@
 Each user turn is a question of the same conversation (``Agent.run`` goes on with it); the
 model's calls run on BFCL's simulators through BFCL's executor; a turn ends when the model
 answers, when its replies stop being usable (the modes that end a turn there: ``bfcl-prompt``,
-``text-no-feedback``), or after MAX_CALL_STEPS steps and one more, when the item is
+the feedback ablations), when a limit the run opts into ends it (``max_repeats``,
+``max_call_errors``), or after MAX_CALL_STEPS steps and one more, when the item is
 force-quit as BFCL force-quits it. A held-out function (``multi_turn_miss_func``) is added at its
 turn: ``bfcl-prompt`` gets BFCL's own user message with the documents, the other modes the
 tool itself (text modes list it in that turn; native modes send it in ``tools``) with the
