@@ -272,3 +272,26 @@ def test_a_retry_grammar_is_built_only_when_a_retry_needs_it_and_once_a_question
     _, backend = ask(["ANSWER: sunny", "ANSWER: sunny"], Retry(grammar=True, gate=True, abstain=True))
     # the gate's re-ask is held to the abstention grammar alone: the plain one is not made for it
     assert [bool(kw.get("abstain")) for kw in built] == [True] and "grammar" in backend.calls[1]
+
+
+def test_a_conversation_builds_a_retry_grammar_once_for_its_tool_set_and_anew_when_tools_are_added(monkeypatch):
+    import textagent.agent as agent_module
+    from textagent.tools import tool
+
+    built = []
+    real = agent_module.reply_grammar
+    monkeypatch.setattr(agent_module, "reply_grammar", lambda *a, **kw: built.append(a[0]) or real(*a, **kw))
+
+    @tool
+    def get_forecast(city: str, days: int) -> str:
+        """The forecast for a city."""
+        return "rain"
+
+    backend = ScriptedBackend([UNKNOWN, "ANSWER: a", UNKNOWN, "ANSWER: b", UNKNOWN, "ANSWER: c"])
+    agent = Agent(backend, demo.demo_tools(), retry=Retry(grammar=True))
+    agent.run("q1")
+    agent.run("q2")
+    assert len(built) == 1 and backend.calls[1]["grammar"] == backend.calls[3]["grammar"]
+    agent.add_tools(get_forecast)
+    agent.run("q3")
+    assert len(built) == 2 and "get_forecast" in backend.calls[5]["grammar"]

@@ -97,6 +97,9 @@ class Agent:
         self.question, self.conversation_id = 0, new_run_id()
         self.last: QuestionRun | None = None  # the question running or run last
         self._added: list[Tool] = []
+        # the retry grammars made for a tool set, kept while it is the Agent's: a conversation's
+        # later questions (BFCL's multi-turn turns) need not build a large set's grammar again
+        self._grammars: tuple[ToolSet, dict[bool, str | None]] = (self.tools, {})
 
     # -- the conversation ---------------------------------------------------------------------
 
@@ -178,11 +181,19 @@ class Agent:
             self.mode.start(task, self.shown)
         self._added = []
 
-    def retry_grammar(self, *, abstain: bool = False) -> str | None:
+    def retry_grammar(self, abstain: bool = False) -> str | None:
         """The grammar a retry is held to: the tool set's, when the Retry asks for it, in the text
         protocol (constrained mode has it already), on a backend that takes a grammar.
         ``abstain``: the gate's re-ask's (Retry.abstain), an answer only after a line naming the
-        closest listed tool and why it does not fit."""
+        closest listed tool and why it does not fit. Built once for a tool set."""
+        tools, made = self._grammars
+        if tools is not self.tools:  # tools added (or the set replaced): made anew
+            self._grammars = tools, made = self.tools, {}
+        if abstain not in made:
+            made[abstain] = self._make_retry_grammar(abstain)
+        return made[abstain]
+
+    def _make_retry_grammar(self, abstain: bool) -> str | None:
         mode, retry = self.mode, self.config.retry
         if not (retry.abstain if abstain else retry.grammar) or not isinstance(mode, TextExchange):
             return None
@@ -226,7 +237,7 @@ class QuestionRun:
             agent.tools,
             task,
             self.mode.prompts,
-            lambda abstain: agent.retry_grammar(abstain=abstain),
+            agent.retry_grammar,
         )
 
     def run(self, trace: TraceWriter) -> Result:

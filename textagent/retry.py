@@ -132,9 +132,9 @@ class Retrying:
 
     ``grammars(abstain)``: the tool set's GBNF grammar when the mode speaks the text protocol and
     the backend takes a grammar (else None: no grammar retry); with ``abstain=True`` the same with
-    an answer only after the abstention line, for the gate's re-ask. Each is built when a retry
-    first needs it, once a question (a large tool set's grammar is not free; most questions need
-    none)."""
+    an answer only after the abstention line, for the gate's re-ask. It is asked only when a retry
+    needs a grammar (a large tool set's grammar is not free; most questions need none), and keeps
+    what it made (``Agent.retry_grammar``: once for a tool set)."""
 
     retry: Retry
     tools: ToolSet
@@ -148,13 +148,10 @@ class Retrying:
     called: bool = False  # a call was made in this question
     gated: bool = False  # the gate asked once already
     next_options: dict[str, Any] = field(default_factory=dict)
-    _built: dict[bool, str | None] = field(default_factory=dict, repr=False)
 
     def grammar(self, *, abstain: bool = False) -> str | None:
-        """The retry's grammar (see ``grammars``), built on first use."""
-        if abstain not in self._built:
-            self._built[abstain] = self.grammars(abstain)
-        return self._built[abstain]
+        """The retry's grammar (see ``grammars``)."""
+        return self.grammars(abstain)
 
     # -- what the next request gets ---------------------------------------------------------------
     def options_for_next(self) -> dict[str, Any]:
