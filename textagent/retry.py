@@ -133,8 +133,8 @@ class Retrying:
     ``grammars(abstain)``: the tool set's GBNF grammar when the mode speaks the text protocol and
     the backend takes a grammar (else None: no grammar retry); with ``abstain=True`` the same with
     an answer only after the abstention line, for the gate's re-ask. It is asked only when a retry
-    needs a grammar (a large tool set's grammar is not free; most questions need none), and keeps
-    what it made (``Agent.retry_grammar``: once for a tool set)."""
+    needs a grammar (a large tool set's grammar is not free; most questions need none); the
+    Agent's (``Agent.retry_grammar``) makes each once for a tool set."""
 
     retry: Retry
     tools: ToolSet
