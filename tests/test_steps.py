@@ -140,3 +140,13 @@ def test_a_step_records_usage_reads_back_whatever_counts_it_holds():
     odd = {**record, "usage": {"prompt_tokens": 9, "draft_tokens": 4, "completion_tokens": None, "prompt_cached": "x"}}
     assert Step.from_record(odd).usage == Usage(prompt_tokens=9)
     assert Step.from_record({**record, "usage": None}).usage == Usage()
+
+
+def test_a_step_has_a_failed_call_when_any_of_its_calls_failed_and_so_does_its_record():
+    from textagent.tools.execution import ToolOutcome
+
+    ran = ToolOutcome("add", {"a": 1}, True, "2")
+    unknown = ToolOutcome("ad", {}, False, "unknown tool", "unknown_tool")
+    assert not Step(1, "ANSWER: 2").call_failed and not Step(1, "x", outcomes=[ran]).call_failed
+    mixed = Step(1, "x", outcomes=[ran, unknown])
+    assert mixed.call_failed and Step.from_record(json.loads(json.dumps(mixed.to_record()))).call_failed

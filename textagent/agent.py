@@ -379,7 +379,7 @@ class QuestionRun:
     def _count_failures(self, step: Step) -> None:
         """End the run (``call_errors``) once ``max_call_errors`` replies in a row had a call that
         failed, after its results went back (opt-in: a reply whose calls all ran breaks the row)."""
-        self.failed_in_a_row = self.failed_in_a_row + 1 if any(not o.ok for o in step.outcomes) else 0
+        self.failed_in_a_row = self.failed_in_a_row + 1 if step.call_failed else 0
         limit = self.config.max_call_errors
         if limit is not None and self.failed_in_a_row >= limit:
             raise CallErrors()

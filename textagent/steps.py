@@ -165,6 +165,12 @@ class Step:
         return self.reply is None
 
     @property
+    def call_failed(self) -> bool:
+        """A call of the reply failed: an unknown tool, bad arguments, a refusal, a tool that
+        raised or timed out."""
+        return any(not o.ok for o in self.outcomes)
+
+    @property
     def decode_failure(self) -> str | None:
         """Native modes: the kind of call the reply's content held that the server did not return
         as ``tool_calls`` (NativeFacts); None for every other step."""

@@ -41,7 +41,7 @@ class FirstFailureTextMode(NoFeedbackTextMode):
     name = "text-first-failure"
 
     def observe(self, step: Step, notes: Sequence[Note]) -> None:
-        if all(o.ok for o in step.outcomes):
+        if not step.call_failed:
             super().observe(step, notes)
             return
         ran = [prompts.observation(o.name, o.output) for o in step.outcomes if o.ok]

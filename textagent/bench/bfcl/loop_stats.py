@@ -41,7 +41,7 @@ class LoopStats:
 
 
 def _failed(step: Step) -> bool:
-    return step.format_error or any(not o.ok for o in step.outcomes) or step.sent_back is not None
+    return step.format_error or step.call_failed or step.sent_back is not None
 
 
 def _keys(step: Step) -> tuple[str, str | None]:
