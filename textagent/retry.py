@@ -149,10 +149,6 @@ class Retrying:
     gated: bool = False  # the gate asked once already
     next_options: dict[str, Any] = field(default_factory=dict)
 
-    def grammar(self, *, abstain: bool = False) -> str | None:
-        """The retry's grammar (see ``grammars``)."""
-        return self.grammars(abstain)
-
     # -- what the next request gets ---------------------------------------------------------------
     def options_for_next(self) -> dict[str, Any]:
         """The request options of the next reply only (a grammar, a sampled temperature), then none."""
@@ -160,7 +156,7 @@ class Retrying:
         return options
 
     def _after_failure(self, step: Step, *, word_for_word: bool, held: bool, repeat: bool = False) -> None:
-        grammar = self.grammar() if self.retry.grammar and held else None
+        grammar = self.grammars(False) if self.retry.grammar and held else None
         if grammar is not None:
             self.next_options["grammar"] = grammar
             facts(step).grammar_next = True
@@ -243,7 +239,7 @@ class Retrying:
             return None
         self.gated = True
         facts(step).gated = True
-        abstention = self.grammar(abstain=True) if self.retry.abstain else None
+        abstention = self.grammars(True) if self.retry.abstain else None
         # the re-ask gets what a retry gets, the abstention grammar in place of the plain one
         self._after_failure(step, word_for_word=True, held=abstention is None)
         if abstention is not None:
