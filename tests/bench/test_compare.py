@@ -81,3 +81,46 @@ def test_compare_refuses_a_mode_the_run_does_not_have(tmp_path, make_run):
 def test_a_run_directory_with_a_colon_in_its_name_is_taken_whole(tmp_path, make_run):
     a = make_run(tmp_path / "run:2", modes=("text",))
     assert "## text" in compare_runs(a, a)
+
+
+def _bfcl_run(path, replies: dict[str, str], *, first_reply: bool = False):
+    """A run of single-turn BFCL items (category ``simple``), each answered by its scripted reply."""
+    import json
+
+    from textagent import ScriptedBackend
+    from textagent.bench.bfcl.data import BfclItem
+    from textagent.bench.bfcl.tasks import item_task
+    from textagent.bench.episode import run_episode
+
+    weather = {
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": {"type": "dict", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+    truth = ({"get_weather": {"city": ["Paris"]}},)
+    path.mkdir()
+    episodes = []
+    for n, (task, reply) in enumerate(replies.items()):
+        item = BfclItem(task, "simple", n, ({"role": "user", "content": "Weather in Paris?"},), (weather,), truth)
+        episodes.append(run_episode(item_task(item), "text", ScriptedBackend([reply, "ANSWER: done"])))
+    write_episodes(path, episodes)
+    (path / "run.json").write_text(json.dumps({"modes": ["text"], "settings": {"first_reply": first_reply}}))
+    return path
+
+
+def test_compare_pairs_bfcl_items_on_the_agent_view_overall_and_per_category(tmp_path):
+    paris, memory = 'TOOL: get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny"
+    a = _bfcl_run(tmp_path / "a", {"simple_1": memory, "simple_2": paris})
+    b = _bfcl_run(tmp_path / "b", {"simple_1": paris, "simple_2": paris})
+    records = read_records(b)
+    # as if the call came when the loop asked again: BFCL's view (the first reply) is wrong
+    records[0]["bfcl"]["first"] = {"valid": False, "error_type": "no_call", "detail": ""}
+    records[0]["success"] = False
+    write_episodes(b, records)
+    text = compare_runs(a, b)
+    first, agent = text.split("### BFCL's agent view", 1)
+    assert "| text: B − A | 2 | 1 / 1 | 0 | 0 |" in first  # BFCL's own view: the first reply
+    assert "| text: B − A | 2 | 2 / 1 | 1 | 0 |" in agent and "| text, simple: B − A | 2 | 2 / 1 | 1 | 0 |" in agent
+    # stopped at the first reply, the agent view is the first reply's: not shown again
+    c = _bfcl_run(tmp_path / "c", {"simple_1": paris, "simple_2": paris}, first_reply=True)
+    assert "agent view" not in compare_runs(a, c) and "agent view" in compare_runs(a, b)

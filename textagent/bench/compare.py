@@ -1,6 +1,6 @@
 """The diff of two bench runs (``textagent bench --compare A B``): each mode's metrics side by
 side, paired differences on the episodes both runs finished (and on the turns of BFCL multi-turn
-items), whether the replies are the same word for word, and the tasks that flipped."""
+items, and on the agent view of BFCL single-turn items), whether the replies are the same word for word, and the tasks that flipped."""
 
 from __future__ import annotations
 
@@ -68,6 +68,47 @@ def _turn_pairs(
     return [TURNS_HEADING, "", _table(header, rows), ""]
 
 
+def _agent_outcomes(episodes: Sequence[Episode], mode: str, kind: str | None = None) -> dict[tuple[str, int], bool]:
+    """{(task, repeat): right on BFCL's agent view} of one mode's single-turn BFCL items (of one
+    category when ``kind`` is given)."""
+    return {
+        (e.task, e.repeat): e.bfcl.agent.valid
+        for e in episodes
+        if e.mode == mode and e.bfcl is not None and (kind is None or e.kind == kind)
+    }
+
+
+def _agent_view_pairs(
+    rec_a: Sequence[Episode], rec_b: Sequence[Episode], modes: Sequence[str], header: list[str]
+) -> list[str]:
+    """The same pairs on BFCL's agent view (every call the episode made before its answer), overall
+    and per category: what a loop acting after the first reply (a retry, the gate) changes, where
+    BFCL's own view reads the first reply only. Nothing unless both runs have such items; the
+    caller leaves it out for runs stopped at their first reply (the views are then the same)."""
+    rows = []
+    for mode in modes:
+        if not (_agent_outcomes(rec_a, mode) and _agent_outcomes(rec_b, mode)):
+            continue
+        kinds = sorted({str(e.kind) for e in rec_b if e.mode == mode and e.bfcl is not None})
+        for kind in (None, *kinds):
+            p = paired.pair_outcomes(
+                f"{mode}: B" if kind is None else f"{mode}, {kind}: B",
+                "A",
+                _agent_outcomes(rec_b, mode, kind),
+                _agent_outcomes(rec_a, mode, kind),
+            )
+            if p.items:
+                rows.append(paired.row(p))
+    if not rows:
+        return []
+    return [
+        "### BFCL's agent view (every call the episode made before its answer), overall and per category",
+        "",
+        _table(header, rows),
+        "",
+    ]
+
+
 def compare_runs(a: str | Path, b: str | Path) -> str:
     """A markdown diff of two runs: metrics per mode (A, B, change), failure classes, tasks that flipped.
 
@@ -101,6 +142,8 @@ def compare_runs(a: str | Path, b: str | Path) -> str:
             "",
         ]
         out += _turn_pairs(rec_a, rec_b, shared, header)
+        if not any((m.get("settings") or {}).get("first_reply") for m in (meta_a, meta_b)):
+            out += _agent_view_pairs(rec_a, rec_b, shared, header)
     for mode in modes:
         x, y = sa.get(mode, ModeSummary(mode)), sb.get(mode, ModeSummary(mode))
         out += [f"## {mode}", ""]
