@@ -8,7 +8,7 @@ from textagent.bench.bfcl.data import BfclItem
 from textagent.bench.bfcl.habits import duplicated_shape, habits_by_category, render_habits
 from textagent.bench.bfcl.report import render_bfcl
 from textagent.bench.bfcl.tasks import item_task
-from textagent.bench.episode import run_episode
+from textagent.bench.episode import Settings, run_episode
 from textagent.bench.records import Episode
 
 WEATHER = {
@@ -28,9 +28,11 @@ PARIS_C = 'TOOL: get_weather ARGS: {"city": "Paris", "unit": "celsius"}'
 TOKYO = 'TOOL: get_weather ARGS: {"city": "Tokyo"}'
 
 
-def _episode(category: str, truth, *replies: str, mode: str = "text", functions=(WEATHER,)) -> Episode:
+def _episode(
+    category: str, truth, *replies: str, mode: str = "text", functions=(WEATHER,), retry: str = "none"
+) -> Episode:
     item = BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Weather?"},), functions, truth)
-    return run_episode(item_task(item), mode, ScriptedBackend(list(replies)))
+    return run_episode(item_task(item), mode, ScriptedBackend(list(replies)), settings=Settings(retry=retry))
 
 
 def _read_back(episode: Episode) -> Episode:
@@ -87,3 +89,15 @@ def test_the_section_shows_each_category_and_the_total() -> None:
     assert "| **all** | 1 / 0 / 0 / 1 of 1 |" in section
     assert section in render_bfcl(episodes, ["text"])
     assert render_habits([], ["text"]) == ""
+
+
+def test_the_gate_table_counts_the_answers_asked_again_and_the_calls_after_them() -> None:
+    called = _episode("simple_python", ONE, "ANSWER: sunny", PARIS, "ANSWER: mild", retry="gate")
+    kept = _episode("simple_python", ONE, "ANSWER: sunny", "ANSWER: sunny, I am sure", retry="gate")
+    right = _episode("simple_python", ONE, PARIS, "ANSWER: mild", retry="gate")  # a call first: no gate
+    table = habits_by_category([_read_back(e) for e in (called, kept, right)], ["text"])
+    assert (table["simple_python"]["text"].gated, table["simple_python"]["text"].gated_then_called) == (2, 1)
+    section = render_habits([called, kept, right], ["text"])
+    assert "| category: called after the gate | text |" in section and "| **all** | 1 of 2 |" in section
+    # without the gate on, no such table
+    assert "after the gate" not in render_habits([_episode("simple_python", ONE, "ANSWER: sunny")], ["text"])

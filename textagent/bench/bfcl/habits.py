@@ -1,6 +1,8 @@
 """What a first reply does with the tools it is shown, per BFCL category and mode: calls skipped
 where a tool fits, answers claiming a call that never ran, the same tool called more times than
-the question asks (the pair example's shape), and irrelevance items answered without a call."""
+the question asks (the pair example's shape), and irrelevance items answered without a call; and,
+with the loop's gate on (``--retry gate`` or ``abstain``), the first answers it asked again and
+what came next."""
 
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ class Habits:
     duplicated: int = 0  # duplicated_shape
     irrelevance_right: int = 0  # an irrelevance item answered without a call
     irrelevance_items: int = 0
+    gated: int = 0  # an answer the gate asked again (textagent.retry)
+    gated_then_called: int = 0  # ... and the reply after it made a call
 
     def add(self, episode: Episode) -> None:
         self.items += 1
@@ -55,6 +59,11 @@ class Habits:
         if "irrelevance" in str(episode.kind):
             self.irrelevance_items += 1
             self.irrelevance_right += episode.bfcl is not None and episode.bfcl.first.valid
+        steps = episode.result.steps
+        gate = next((i for i, step in enumerate(steps) if step.retry is not None and step.retry.gated), None)
+        if gate is not None:
+            self.gated += 1
+            self.gated_then_called += gate + 1 < len(steps) and bool(steps[gate + 1].calls)
 
     def __iadd__(self, other: Habits) -> Habits:
         for f in fields(self):
@@ -102,4 +111,26 @@ def render_habits(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
         "|---|" + "---:|" * len(shown),
     ]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    if any(total[m].gated for m in shown):
+        lines += ["", *_gate_table(table, total, shown)]
     return "\n".join([*lines, ""])
+
+
+def _gate_table(table: dict[str, dict[str, Habits]], total: dict[str, Habits], shown: Sequence[str]) -> list[str]:
+    """Per category: the first answers the gate asked again, and how many were followed by a call
+    (the others by an answer: with ``abstain``, one after the abstention line its grammar holds)."""
+
+    def cell(h: Habits) -> str:
+        return f"{h.gated_then_called} of {h.gated}" if h.items else "—"
+
+    rows = [[c, *[cell(cells[m]) for m in shown]] for c, cells in table.items() if any(cells[m].gated for m in shown)]
+    rows.append(["**all**", *[cell(total[m]) for m in shown]])
+    return [
+        "The loop's gate asked again after a first answer given without a call while a listed tool was "
+        "close to the question (`--retry gate`, `abstain`): replies after it that called a tool, of the "
+        "answers asked again.",
+        "",
+        "| category: called after the gate | " + " | ".join(shown) + " |",
+        "|---|" + "---:|" * len(shown),
+        *["| " + " | ".join(r) + " |" for r in rows],
+    ]
