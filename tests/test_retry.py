@@ -295,3 +295,15 @@ def test_a_conversation_builds_a_retry_grammar_once_for_its_tool_set_and_anew_wh
     agent.add_tools(get_forecast)
     agent.run("q3")
     assert len(built) == 2 and "get_forecast" in backend.calls[5]["grammar"]
+
+
+@pytest.mark.parametrize("retry", [Retry(grammar=True), Retry(gate=True, abstain=True)])
+def test_a_reply_held_to_a_retry_grammar_writes_no_more_calls_than_the_loop_runs(retry):
+    from gbnfkit import Grammar
+
+    first = UNKNOWN if retry.grammar else "ANSWER: sunny"
+    backend = ScriptedBackend([first, "ANSWER: sunny", "ANSWER: sunny"])
+    Agent(backend, demo.demo_tools(), retry=retry, max_calls_per_reply=2).run("What's the weather in Paris?")
+    held = Grammar.parse(backend.calls[1]["grammar"])
+    call = 'TOOL: get_weather ARGS: {"city": "Paris"}'
+    assert held.matches("\n".join([call] * 2)) and not held.matches("\n".join([call] * 3))

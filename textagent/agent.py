@@ -200,10 +200,12 @@ class Agent:
         capabilities = getattr(self.backend, "capabilities", None)
         if capabilities is None or not capabilities.grammar or not self.tools:
             return None
+        # no more call lines than the loop runs: the rest would be refused (max_calls_per_reply)
+        most = self.config.max_calls_per_reply
         if not abstain:  # constrained mode holds every reply to the grammar already
-            return None if needs_of(mode).grammar else reply_grammar(self.tools)
+            return None if needs_of(mode).grammar else reply_grammar(self.tools, max_calls=most)
         before, after = mode.prompts.template("retry_abstain_line").template.split("$tool")
-        return reply_grammar(self.tools, abstain=(before, after))
+        return reply_grammar(self.tools, max_calls=most, abstain=(before, after))
 
     def start_record(self, task: str) -> dict[str, Any]:
         """The first trace line of a run of ``task`` on this agent (trace.start_record), the
