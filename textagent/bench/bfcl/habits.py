@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 from ..answers import called_tools, claimed_call, skipped_call
@@ -97,8 +97,6 @@ def render_habits(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
     for cells in table.values():
         for m in shown:
             total[m] += cells[m]
-    rows = [[c, *[_cell(cells[m]) for m in shown]] for c, cells in table.items()]
-    rows.append(["**all**", *[_cell(total[m]) for m in shown]])
     lines = [
         "### What the first replies did with the tools",
         "",
@@ -107,30 +105,38 @@ def render_habits(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
         "calling one tool more times than the item asks (the shape of the worked example that calls "
         "its tool twice), and on irrelevance categories the items answered without a call.",
         "",
-        "| category: skipped / claims / twice / irrelevance right | " + " | ".join(shown) + " |",
-        "|---|" + "---:|" * len(shown),
+        *_category_table("category: skipped / claims / twice / irrelevance right", _cell, table, total, shown),
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
     if any(total[m].gated for m in shown):
-        lines += ["", *_gate_table(table, total, shown)]
+        lines += [
+            "",
+            "The loop's gate asked again after a first answer given without a call while a listed tool "
+            "was close to the question (`--retry gate`, `abstain`): replies after it that called a tool, "
+            "of the answers asked again.",
+            "",
+            *_category_table(
+                "category: called after the gate",
+                lambda h: f"{h.gated_then_called} of {h.gated}" if h.items else "—",
+                {c: cells for c, cells in table.items() if any(cells[m].gated for m in shown)},
+                total,
+                shown,
+            ),
+        ]
     return "\n".join([*lines, ""])
 
 
-def _gate_table(table: dict[str, dict[str, Habits]], total: dict[str, Habits], shown: Sequence[str]) -> list[str]:
-    """Per category: the first answers the gate asked again, and how many were followed by a call
-    (the others by an answer: with ``abstain``, one after the abstention line its grammar holds)."""
-
-    def cell(h: Habits) -> str:
-        return f"{h.gated_then_called} of {h.gated}" if h.items else "—"
-
-    rows = [[c, *[cell(cells[m]) for m in shown]] for c, cells in table.items() if any(cells[m].gated for m in shown)]
+def _category_table(
+    first: str,
+    cell: Callable[[Habits], str],
+    table: dict[str, dict[str, Habits]],
+    total: dict[str, Habits],
+    shown: Sequence[str],
+) -> list[str]:
+    """A markdown table: a row per category of ``table`` and the total, a column per mode."""
+    rows = [[c, *[cell(cells[m]) for m in shown]] for c, cells in table.items()]
     rows.append(["**all**", *[cell(total[m]) for m in shown]])
     return [
-        "The loop's gate asked again after a first answer given without a call while a listed tool was "
-        "close to the question (`--retry gate`, `abstain`): replies after it that called a tool, of the "
-        "answers asked again.",
-        "",
-        "| category: called after the gate | " + " | ".join(shown) + " |",
+        f"| {first} | " + " | ".join(shown) + " |",
         "|---|" + "---:|" * len(shown),
         *["| " + " | ".join(r) + " |" for r in rows],
     ]
