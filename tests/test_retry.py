@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from textagent import Agent
-from textagent.backends.base import Capabilities
+from textagent.backends.base import Capabilities, Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
 from textagent.retry import Retry
 from textagent.toolkits import demo
@@ -307,3 +307,109 @@ def test_a_reply_held_to_a_retry_grammar_writes_no_more_calls_than_the_loop_runs
     held = Grammar.parse(backend.calls[1]["grammar"])
     call = 'TOOL: get_weather ARGS: {"city": "Paris"}'
     assert held.matches("\n".join([call] * 2)) and not held.matches("\n".join([call] * 3))
+
+
+ODDS_BACKEND = Capabilities(grammar=True, token_probs=True)
+CALL = 'TOOL: get_weather ARGS: {"city": "Paris"}'
+
+
+def first(*tokens: tuple[str, float]) -> Completion:
+    """The answer to the odds' question: one token, with the likeliest first tokens."""
+    return Completion(text=tokens[0][0], finish_reason="length", top_tokens=tokens)
+
+
+def test_odds_begin_the_first_reply_with_a_call_where_the_model_nearly_wrote_one():
+    probe = first(("ANSWER", 0.6), ("TO", 0.2), ("TOOL", 0.1), ("The", 0.05))
+    replies = [probe, ' get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny"]
+    result, backend = ask(replies, Retry(odds=0.25), capabilities=ODDS_BACKEND)
+    assert result.answer == "sunny" and len(backend.calls) == 3
+    asked, reply = backend.calls[0], backend.calls[1]
+    assert asked["max_tokens"] == 1 and asked["token_probs"] == 10 and asked["stream"] is False
+    assert "lead" not in asked and "lead" not in reply  # the lead is the mode's, never the server's
+    assert backend.prompts[1] == backend.prompts[0] + "TOOL:"
+    step = result.steps[0]
+    assert step.raw == CALL and step.calls[0].name == "get_weather" and step.outcomes[0].ok
+    assert step.details["retry"] == {"call_odds": 0.3, "lead": "TOOL:"}
+    # the reply enters the conversation once, as the model's own
+    assert backend.prompts[2].count("TOOL: get_weather") == backend.prompts[0].count("TOOL: get_weather") + 1
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        (("ANSWER", 0.8), ("TOOL", 0.15)),  # below the threshold
+        (("TOOL", 0.55), ("ANSWER", 0.4)),  # the model calls anyway: nothing to begin
+        (("ANSWER", 1.0),),  # no call in sight: odds 0, recorded as such
+    ],
+)
+def test_odds_leave_the_reply_to_the_model_below_the_threshold_and_record_them(tokens):
+    result, backend = ask([first(*tokens), "ANSWER: sunny"], Retry(odds=0.25), capabilities=ODDS_BACKEND)
+    assert result.answer == "sunny" and backend.prompts[1] == backend.prompts[0]
+    expected = round(sum(p for t, p in tokens if t.startswith("TO")), 4)
+    assert result.steps[0].details["retry"] == {"call_odds": expected}
+
+
+def test_odds_ask_before_the_first_reply_of_each_question_only():
+    backend = ScriptedBackend(
+        [
+            first(("ANSWER", 0.9), ("TOOL", 0.1)),
+            CALL,
+            "ANSWER: sunny",
+            first(
+                ("ANSWER", 1.0),
+            ),
+            "ANSWER: yes",
+        ],
+        capabilities=ODDS_BACKEND,
+    )
+    agent = Agent(backend, demo.demo_tools(), retry=Retry(odds=0.5))
+    agent.run("What's the weather in Paris?")
+    agent.run("And is it warm?")
+    asked = [c for c in backend.calls if c.get("token_probs")]
+    assert len(asked) == 2 and len(backend.calls) == 5
+
+
+def test_odds_are_not_asked_where_they_cannot_be_had():
+    # a backend without token_probs, or a mode whose replies a grammar holds
+    _, backend = ask(["ANSWER: sunny"], Retry(odds=0.1))
+    assert len(backend.calls) == 1 and "token_probs" not in backend.calls[0]
+    backend = ScriptedBackend(["ANSWER: sunny"], capabilities=ODDS_BACKEND)
+    Agent(backend, demo.demo_tools(), mode="constrained", retry=Retry(odds=0.1)).run("What's the weather in Paris?")
+    assert len(backend.calls) == 1 and "token_probs" not in backend.calls[0]
+    # a backend that has the capability but reports no alternatives: the reply is asked as it is
+    _, backend = ask([Completion("A"), "ANSWER: sunny"], Retry(odds=0.1), capabilities=ODDS_BACKEND)
+    assert len(backend.calls) == 2 and backend.prompts[1] == backend.prompts[0]
+
+
+def test_odds_count_the_question_of_the_first_token_in_the_usage():
+    probe = Completion("ANSWER", top_tokens=(("ANSWER", 1.0),), usage=Usage(prompt_tokens=100, completion_tokens=1))
+    result, _ = ask([probe, "ANSWER: sunny"], Retry(odds=0.1), capabilities=ODDS_BACKEND)
+    assert result.usage.prompt_tokens is not None and result.usage.prompt_tokens > 100
+
+
+def test_a_stream_shows_a_reply_the_odds_began_from_its_lead():
+    shown: list[str] = []
+
+    class Streaming(ScriptedBackend):
+        def complete(self, prompt, *, stop, max_tokens, **options):
+            completion = super().complete(prompt, stop=stop, max_tokens=max_tokens, **options)
+            if options.get("on_text") is not None:
+                options["on_text"](completion.text)
+            return completion
+
+    backend = Streaming(
+        [first(("ANSWER", 0.6), ("TOOL", 0.4)), ' get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny"],
+        capabilities=ODDS_BACKEND,
+    )
+    agent = Agent(backend, demo.demo_tools(), retry=Retry(odds=0.3), stream=True, on_text=shown.append)
+    assert agent.run("What's the weather in Paris?").answer == "sunny"
+    assert shown[0] == CALL
+
+
+def test_odds_is_a_part_with_a_threshold():
+    assert Retry.from_parts("odds") == Retry(odds=0.1)
+    assert Retry.from_parts("odds,vary", odds=0.4) == Retry(vary=True, odds=0.4)
+    assert Retry(odds=1).active and not Retry().active
+    for bad in (0, -0.1, 1.5, True, float("nan")):
+        with pytest.raises(ValueError, match="odds"):
+            Retry(odds=bad)

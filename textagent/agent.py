@@ -17,13 +17,13 @@ from typing import IO, Any
 
 from . import prompts
 from .backends import request_deadline
-from .backends.base import Backend, Usage
+from .backends.base import Backend, Usage, capabilities_of
 from .checks import RunView
 from .config import AgentConfig
 from .errors import BackendError, BackendTimeout, RunTimeLimit
 from .gbnf import reply_grammar
 from .modes import Conversation, FormatError, Mode, ModeContext, RunsTools, get_mode, needs_of
-from .modes.text import TextExchange
+from .modes.text import TextExchange, TextMode
 from .options import check_options, drop_deprecated
 from .retry import Retrying
 from .steps import STOP_REASONS, Note, Result, RetryFacts, SentBack, Step, tokens_spent
@@ -240,6 +240,7 @@ class QuestionRun:
             task,
             self.mode.prompts,
             agent.retry_grammar,
+            self._first_tokens,
         )
 
     def run(self, trace: TraceWriter) -> Result:
@@ -278,6 +279,7 @@ class QuestionRun:
         once = self.retrying.options_for_next()  # a retry's grammar or temperature, this request only
         if once:
             step.retry = RetryFacts("grammar" in once, once.get("temperature"), once.get("seed"))
+        once.update(self.retrying.opening(step))  # the odds' lead, this request only
         max_seconds = self.config.max_seconds
         # every request of the query ends by the run's time limit (its timeouts cut to the time left)
         with request_deadline(None if max_seconds is None else self.started + max_seconds), self._once(once):
@@ -351,6 +353,19 @@ class QuestionRun:
         raise Answered(answer)
 
     # -- pieces -----------------------------------------------------------------------------
+    def _first_tokens(self, k: int) -> tuple[tuple[str, float], ...]:
+        """The next reply's likeliest first tokens (Retrying's odds): asked of a backend with
+        ``token_probs`` in the text protocol without a grammar (the lead must be free to
+        follow), else none. The request's tokens count in the question's usage."""
+        mode = self.mode
+        if not isinstance(mode, TextMode) or mode.grammar or not capabilities_of(self.agent.backend).token_probs:
+            return ()
+        max_seconds = self.config.max_seconds
+        with request_deadline(None if max_seconds is None else self.started + max_seconds):
+            completion = mode.first_tokens(k)
+        self.usage += completion.usage
+        return completion.top_tokens
+
     @contextmanager
     def _once(self, options: dict[str, Any]) -> Iterator[None]:
         """``options`` on the next request only: the mode reads the Agent's request options

@@ -222,7 +222,9 @@ def _open_agent(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         max_seconds=args.max_seconds,
         chat_format=chat_format,
         checks=checks.from_names(args.checks),
-        retry=Retry.from_parts(args.retry, temperature=args.retry_temperature, seed=args.seed or 0),
+        retry=Retry.from_parts(
+            args.retry, temperature=args.retry_temperature, seed=args.seed or 0, odds=args.retry_odds
+        ),
         on_step=_print_step if args.verbose else None,
         trace=args.trace,
         **options,

@@ -182,6 +182,18 @@ def retry_temperature(text: str) -> float:
     return value
 
 
+def retry_odds(text: str) -> float:
+    """``--retry-odds``: what Retry takes, above 0 and at most 1."""
+    from .retry import Retry
+
+    try:
+        value = float(text)
+        Retry(odds=value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number above 0 and at most 1 (got {text})") from None
+    return value
+
+
 def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> None:
     """--retry and --retry-temperature: what ``whose`` does after a failed reply (textagent.retry;
     none by default, each part measured in docs/tuning)."""
@@ -194,13 +206,22 @@ def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> No
         "repeat is followed by one sampled reply), gate (an answer before any call, while a listed tool is close "
         "to the question, is asked once more), abstain (the gate, its re-ask held to a grammar in which an "
         "answer comes only after naming the closest listed tool and why it does not fit), rewind (a repeat is "
-        "kept out of the conversation and asked again, sampled); comma-separated, or none (default)",
+        "kept out of the conversation and asked again, sampled), odds (the first reply begun with a call where "
+        "the model's own odds of one reach --retry-odds, text protocol on llama.cpp or /v1/completions); "
+        "comma-separated, or none (default)",
     )
     p.add_argument(
         "--retry-temperature",
         type=retry_temperature,
         default=0.7,
         help="the temperature of the sampled retry (--retry sample or rewind; default 0.7, seeded by --seed and the step)",
+    )
+    p.add_argument(
+        "--retry-odds",
+        type=retry_odds,
+        default=0.1,
+        help="with --retry odds: the probability of a call the model's first token must reach for the reply to be "
+        "begun with the call keyword (default 0.1; 1 records the odds and never begins a reply)",
     )
 
 

@@ -28,6 +28,13 @@ loop *does* when a reply fails, each part on its own:
   question (``GATE_RELEVANCE``), is asked once more: the closest tools are named, and the reply
   after it is held to the grammar and sampled when those parts are on. Answering from memory is
   then a choice made twice, not a slip; the second answer is taken.
+- ``odds`` (a threshold): before the question's first reply, the model's own odds of beginning
+  it with a call are asked of the server (the first token's likeliest alternatives: a backend
+  with ``token_probs``, in the text protocol without a grammar). When the likeliest token does
+  not begin a call but the tokens that do hold at least ``odds`` of the probability, the reply
+  is begun with the call keyword for the model, which writes the tool and its arguments. The
+  model's own weighing tells the answer it nearly did not give from the one it meant; the odds
+  are recorded (``call_odds``) whether or not they reach the threshold.
 - ``abstain`` (the gate, its re-ask held to a grammar): the reply after the gate's question either
   calls listed tools or, before its answer, writes a line that names the closest listed tool and
   why it does not fit (prompts' ``retry_abstain_line``): an abstention has to be meant, in a form
@@ -54,6 +61,7 @@ from jsonschema import Draft202012Validator
 from . import prompts
 from ._schema import type_label
 from .examples import relevance
+from .protocol import begins_call
 from .protocol.fixes import corrected_line
 from .steps import Note, RetryFacts, Step
 from .tools import ToolSet
@@ -61,9 +69,12 @@ from .tools import ToolSet
 __all__ = ["RETRY_PARTS", "Retry", "Retrying"]
 
 #: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate,
-#: rewind, abstain (the gate with its re-ask held to the abstention grammar).
-RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain")
+#: rewind, abstain (the gate with its re-ask held to the abstention grammar), odds (the threshold).
+RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain", "odds")
 REWIND_TEMPERATURE = 0.7  # a rewound reply's, when the Retry sets no temperature
+ODDS = 0.1  # ``--retry odds``'s threshold when none is given (``--retry-odds``)
+ODDS_TOKENS = 10  # the first token's alternatives asked for the odds
+CALL_LEAD = "TOOL:"  # what a reply the odds begin is begun with: the protocol's call keyword
 
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
 _CLOSEST = 3  # listed tools shown for an unknown one
@@ -83,8 +94,13 @@ class Retry:
     rewind: bool = False
     rewind_temperature: float = REWIND_TEMPERATURE
     abstain: bool = False
+    odds: float | None = None
 
     def __post_init__(self) -> None:
+        if self.odds is not None and not (
+            isinstance(self.odds, (int, float)) and not isinstance(self.odds, bool) and 0 < self.odds <= 1
+        ):
+            raise ValueError(f"Retry(odds=...) must be above 0 and at most 1; got {self.odds!r}")
         for name, t in (("temperature", self.temperature), ("rewind_temperature", self.rewind_temperature)):
             if (t is not None or name != "temperature") and not _sampling_temperature(t):
                 raise ValueError(f"Retry({name}=...) must be above 0 and at most 2; got {t!r}")
@@ -93,18 +109,29 @@ class Retry:
 
     @property
     def active(self) -> bool:
-        return self.vary or self.grammar or self.temperature is not None or self.gate or self.rewind
+        return (
+            self.vary
+            or self.grammar
+            or self.temperature is not None
+            or self.gate
+            or self.rewind
+            or self.odds is not None
+        )
 
     @classmethod
-    def from_parts(cls, parts: str, *, temperature: float = 0.7, seed: int = 0) -> Retry:
-        """A Retry from a comma-separated list of RETRY_PARTS ("none" or "": none of them)."""
+    def from_parts(cls, parts: str, *, temperature: float = 0.7, seed: int = 0, odds: float = ODDS) -> Retry:
+        """A Retry from a comma-separated list of RETRY_PARTS ("none" or "": none of them);
+        ``odds`` is the threshold of the odds part."""
         names = [p.strip() for p in parts.split(",") if p.strip() and p.strip() != "none"]
         unknown = [n for n in names if n not in RETRY_PARTS]
         if unknown:
             raise ValueError(f"unknown retry part {unknown[0]!r}; choose from {', '.join(RETRY_PARTS)} (or none)")
         sampled = temperature if "sample" in names else None
         gate, abstain = "gate" in names or "abstain" in names, "abstain" in names  # abstain is the gate's
-        return cls("vary" in names, "grammar" in names, sampled, seed, gate, "rewind" in names, temperature, abstain)
+        threshold = odds if "odds" in names else None
+        return cls(
+            "vary" in names, "grammar" in names, sampled, seed, gate, "rewind" in names, temperature, abstain, threshold
+        )
 
 
 def facts(step: Step) -> RetryFacts:
@@ -141,6 +168,7 @@ class Retrying:
     task: str
     prompts: prompts.Prompts = field(default_factory=lambda: prompts.for_family("text"))
     grammars: Callable[[bool], str | None] = lambda abstain: None
+    first_tokens: Callable[[int], tuple[tuple[str, float], ...]] = lambda k: ()
     failed_texts: set[str] = field(default_factory=set)
     failed_calls: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
     same_results: set[tuple[Any, ...]] = field(default_factory=set)  # (calls, their outputs) seen
@@ -150,6 +178,22 @@ class Retrying:
     next_options: dict[str, Any] = field(default_factory=dict)
 
     # -- what the next request gets ---------------------------------------------------------------
+    def opening(self, step: Step) -> dict[str, str]:
+        """``odds``: before the question's first reply, the model's odds of a call (recorded),
+        and the request option that begins the reply with the call keyword when the likeliest
+        first token does not begin a call but those that do hold ``odds`` of the probability."""
+        if self.retry.odds is None or step.index != 1 or not self.tools:
+            return {}
+        top = self.first_tokens(ODDS_TOKENS)
+        if not top:  # a backend or mode that cannot say
+            return {}
+        odds = sum(p for token, p in top if begins_call(token))
+        facts(step).call_odds = round(odds, 4)
+        if begins_call(top[0][0]) or odds < self.retry.odds:
+            return {}
+        facts(step).lead = CALL_LEAD
+        return {"lead": CALL_LEAD}
+
     def options_for_next(self) -> dict[str, Any]:
         """The request options of the next reply only (a grammar, a sampled temperature), then none."""
         options, self.next_options = self.next_options, {}

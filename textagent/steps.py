@@ -101,7 +101,9 @@ class RetryFacts:
     calls returned what they returned before), ``varied`` (it was told so in more words),
     ``rewound`` (kept out of the conversation), ``gated`` (an answer asked once more),
     ``quoted_feedback`` (the words of the feedback an answer held). Of the next request:
-    ``grammar_next``, ``sampled_next`` (its temperature)."""
+    ``grammar_next``, ``sampled_next`` (its temperature). Before the reply (``odds``):
+    ``call_odds`` (the probability the model put on beginning it with a call), ``lead`` (the
+    text it was begun with for the model: the call keyword)."""
 
     grammar: bool = False
     temperature: float | None = None
@@ -114,10 +116,12 @@ class RetryFacts:
     quoted_feedback: str | None = None
     grammar_next: bool = False
     sampled_next: float | None = None
+    call_odds: float | None = None
+    lead: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The facts that are set (a trace's ``details["retry"]``)."""
-        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) not in (None, False)}
+        """The facts that are set (a trace's ``details["retry"]``): a number is kept when it is 0."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None and v is not False}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RetryFacts:

@@ -1,6 +1,6 @@
 """Every backend declares what it can do: grammar, chat (native function calling), streaming,
 and what its server offers besides completions (health, slots, template, slot pinning, prefix
-cache, sampling fields)."""
+cache, sampling fields, the first token's alternatives)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ LLAMA = Capabilities(
     slot_pinning=True,
     prefix_cache=True,
     sampling=OPENAI_SAMPLING,
+    token_probs=True,
 )
 OLLAMA_SAMPLING = frozenset({"top_p", "frequency_penalty", "presence_penalty"})
 
@@ -39,6 +40,7 @@ def test_capabilities_are_a_frozen_dataclass_exported_by_the_package():
     caps = Capabilities()
     assert (caps.grammar, caps.chat, caps.streaming) == (False, False, False)
     assert not (caps.health or caps.slots or caps.template or caps.slot_pinning or caps.prefix_cache or caps.sampling)
+    assert not caps.token_probs
     with pytest.raises(dataclasses.FrozenInstanceError):
         caps.grammar = True  # type: ignore[misc]
 
@@ -47,10 +49,13 @@ def test_capabilities_are_a_frozen_dataclass_exported_by_the_package():
     "backend, caps",
     [
         (LlamaCppBackend("http://h:1"), LLAMA),
-        (OpenAICompletionsBackend("http://h:1"), Capabilities(streaming=True, sampling=OPENAI_SAMPLING)),
+        (
+            OpenAICompletionsBackend("http://h:1"),
+            Capabilities(streaming=True, sampling=OPENAI_SAMPLING, token_probs=True),
+        ),
         (
             OpenAICompletionsBackend("http://h:1", grammar_field="grammar"),
-            Capabilities(grammar=True, streaming=True, sampling=OPENAI_SAMPLING),
+            Capabilities(grammar=True, streaming=True, sampling=OPENAI_SAMPLING, token_probs=True),
         ),
         (ChatAsTextBackend("http://h:1"), Capabilities(chat=True, streaming=True, sampling=OPENAI_SAMPLING)),
         (

@@ -400,3 +400,48 @@ def test_the_chat_backend_talks_to_the_same_server_with_the_same_settings():
     chat = backend.chat_backend()
     assert isinstance(chat, ChatAsTextBackend) and chat.url == backend.url + "/v1" and chat.session is backend.session
     assert (chat.http, chat.temperature, chat.seed) == (backend.http, 0.3, 4) and chat.http.retries == 0
+
+
+def test_token_probs_asks_for_the_first_tokens_alternatives_before_sampling(fake_server):
+    top = [{"id": 1, "token": "ANSWER", "logprob": -0.5}, {"id": 2, "token": "TOOL", "logprob": -1.2}]
+    fake_server.json(
+        "/completion", {**FINAL, "completion_probabilities": [{"id": 1, "token": "ANSWER", "top_logprobs": top}]}
+    )
+    fake_server.json("/completion", FINAL)
+    b = backend(fake_server)
+    completion = b.complete("P", stop=[], max_tokens=1, token_probs=5)
+    assert [t for t, _ in completion.top_tokens] == ["ANSWER", "TOOL"]
+    assert completion.top_tokens[0][1] == pytest.approx(0.6065, abs=1e-4)
+    assert b.complete("P", stop=[], max_tokens=1).top_tokens == ()
+    asked, plain = fake_server.bodies("/completion")
+    assert asked["n_probs"] == 5 and asked["post_sampling_probs"] is False
+    assert "n_probs" not in plain and b.capabilities.token_probs
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"probs": [{"tok_str": "TOOL", "prob": 0.3}, {"tok_str": "ANSWER", "prob": 0.7}]},  # servers before 2025
+        {"top_probs": [{"token": "ANSWER", "prob": 0.7}, {"token": "TOOL", "prob": 0.3}]},  # post-sampling
+        {
+            "top_logprobs": [
+                {"token": "ANSWER", "logprob": -0.35667},
+                {"token": "TOOL", "logprob": -1.20397},
+                {"token": 7, "logprob": -1},
+                {"token": "x", "logprob": 3},
+                {"token": "y"},
+                "junk",
+            ]
+        },
+    ],
+)
+def test_top_tokens_read_from_every_form_servers_send_likeliest_first(fake_server, entry):
+    fake_server.json("/completion", {**FINAL, "completion_probabilities": [entry]})
+    top = backend(fake_server).complete("P", stop=[], max_tokens=1, token_probs=2).top_tokens
+    assert [t for t, _ in top] == ["ANSWER", "TOOL"] and top[1][1] == pytest.approx(0.3, abs=1e-4)
+
+
+@pytest.mark.parametrize("probabilities", [None, [], "x", [None], [{"top_logprobs": "x"}]])
+def test_no_top_tokens_from_an_answer_without_them(fake_server, probabilities):
+    fake_server.json("/completion", {**FINAL, "completion_probabilities": probabilities})
+    assert backend(fake_server).complete("P", stop=[], max_tokens=1, token_probs=2).top_tokens == ()

@@ -226,3 +226,16 @@ def test_one_megabyte_reply(fake_server):
     big = "b" * (1024 * 1024)
     fake_server.json(PATH, {**REPLY, "choices": [{"index": 0, "text": big, "finish_reason": "length"}]})
     assert backend(fake_server).complete("p", stop=[], max_tokens=5).text == big
+
+
+def test_token_probs_asks_for_logprobs_at_most_five_and_reads_the_first_tokens(fake_server):
+    logprobs = {"tokens": ["ANSWER"], "top_logprobs": [{"TOOL": -1.6094, "ANSWER": -0.2231, "x": "junk"}]}
+    fake_server.json(PATH, {**REPLY, "choices": [{**REPLY["choices"][0], "logprobs": logprobs}]})
+    fake_server.json(PATH, REPLY)
+    b = backend(fake_server)
+    top = b.complete("P", stop=[], max_tokens=1, token_probs=10).top_tokens
+    assert [t for t, _ in top] == ["ANSWER", "TOOL"] and top[1][1] == pytest.approx(0.2, abs=1e-4)
+    assert b.complete("P", stop=[], max_tokens=1).top_tokens == ()  # logprobs: None
+    asked, plain = fake_server.bodies(PATH)
+    assert asked["logprobs"] == 5 and "logprobs" not in plain
+    assert b.capabilities.token_probs

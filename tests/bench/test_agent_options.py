@@ -145,3 +145,21 @@ def test_a_retry_temperature_out_of_range_is_a_usage_error(value, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--retry", "sample", "--retry-temperature", value])
     assert "above 0 and at most 2" in capsys.readouterr().err
+
+
+def test_the_odds_threshold_reaches_the_loop_and_defaults_to_the_retrys_own():
+    from textagent.bench.options import build_parser
+    from textagent.retry import ODDS, Retry
+
+    assert build_parser().parse_args([]).retry_odds == ODDS == Settings().retry_odds
+    options = agent_options("text", Settings(retry="odds", retry_odds=0.3), bare_tools(), question="Where is Paris?")
+    assert options["retry"] == Retry(odds=0.3)
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-1", "1.5", "likely"])
+def test_an_odds_threshold_out_of_range_is_a_usage_error(value, capsys):
+    from textagent.bench.options import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--retry", "odds", "--retry-odds", value])
+    assert "above 0 and at most 1" in capsys.readouterr().err

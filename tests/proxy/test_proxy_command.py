@@ -107,6 +107,7 @@ def test_bad_slots_are_one_line_usage_errors(capsys, value, says):
         (["--api", "ollama"], "--api ollama needs --endpoint", 1),
         (["--api", "ollama", "--endpoint", "http://127.0.0.1:9", "--mode", "constrained"], "needs a llama.cpp", 1),
         (["--max-repairs", "-1"], "--max-repairs must be 0 or more", 1),
+        (["--retry", "vary,odds"], "--retry odds begins text mode's first reply", 2),
         (["--endpoint", "http://127.0.0.1:9", "--server-arg=--poll"], "size the embedded server", 2),
     ],
 )

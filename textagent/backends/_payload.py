@@ -11,7 +11,14 @@ from typing import Any
 
 from .base import Usage
 
-__all__ = ["llama_timings", "openai_usage", "request_body", "server_error_message"]
+__all__ = [
+    "llama_timings",
+    "llama_top_tokens",
+    "openai_top_tokens",
+    "openai_usage",
+    "request_body",
+    "server_error_message",
+]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -125,3 +132,53 @@ def llama_timings(timings: Any) -> dict[str, float]:
             if value is not None:
                 out[key] = value
     return out
+
+
+def _probability(entry: Mapping[str, Any]) -> float | None:
+    """One alternative's probability: its ``prob``, or ``logprob`` turned into one."""
+    prob = _number(entry.get("prob"))
+    if prob is None:
+        logprob = _number(entry.get("logprob"))
+        prob = math.exp(logprob) if logprob is not None and logprob <= 0 else None
+    return prob if prob is not None and 0.0 <= prob <= 1.0 else None
+
+
+def _ranked(pairs: list[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(pairs, key=lambda pair: -pair[1]))
+
+
+def llama_top_tokens(data: Any) -> tuple[tuple[str, float], ...]:
+    """The first generated token's alternatives in a llama.cpp ``/completion`` answer asked with
+    ``n_probs``, likeliest first: ``completion_probabilities[0]``'s ``top_logprobs`` (servers
+    since 2025), ``top_probs`` (with ``post_sampling_probs``) or ``probs`` (older servers, whose
+    alternatives are ``tok_str``). Whatever does not fit is left out."""
+    entries = data.get("completion_probabilities") if isinstance(data, Mapping) else None
+    if not isinstance(entries, list) or not entries or not isinstance(entries[0], Mapping):
+        return ()
+    first = entries[0]
+    for key, text_key in (("top_logprobs", "token"), ("top_probs", "token"), ("probs", "tok_str")):
+        alternatives = first.get(key)
+        if isinstance(alternatives, list):
+            pairs = []
+            for entry in alternatives:
+                if isinstance(entry, Mapping) and isinstance(entry.get(text_key), str):
+                    prob = _probability(entry)
+                    if prob is not None:
+                        pairs.append((entry[text_key], prob))
+            return _ranked(pairs)
+    return ()
+
+
+def openai_top_tokens(choice: Any) -> tuple[tuple[str, float], ...]:
+    """The first generated token's alternatives in an OpenAI ``/v1/completions`` choice asked
+    with ``logprobs``: ``logprobs.top_logprobs[0]``, a {token: logprob} object, likeliest first."""
+    logprobs = choice.get("logprobs") if isinstance(choice, Mapping) else None
+    top = logprobs.get("top_logprobs") if isinstance(logprobs, Mapping) else None
+    if not isinstance(top, list) or not top or not isinstance(top[0], Mapping):
+        return ()
+    pairs = []
+    for token, logprob in top[0].items():
+        prob = _probability({"logprob": logprob})
+        if isinstance(token, str) and prob is not None:
+            pairs.append((token, prob))
+    return _ranked(pairs)

@@ -43,7 +43,9 @@ class Capabilities:
     request to one slot (whose KV cache it keeps). ``prefix_cache``: a PrefixCache set as its
     ``prefix_cache`` restores a saved prompt prefix into the slot before a request.
     ``sampling``: the sampling fields (top_p, penalties, logit_bias) its requests can carry,
-    set in its ``params`` through ``sampling_params()``.
+    set in its ``params`` through ``sampling_params()``. ``token_probs``: ``complete()`` takes a
+    ``token_probs=k`` option and reports the first generated token's ``k`` likeliest
+    alternatives in ``Completion.top_tokens``.
     """
 
     grammar: bool = False
@@ -55,6 +57,7 @@ class Capabilities:
     slot_pinning: bool = False
     prefix_cache: bool = False
     sampling: frozenset[str] = frozenset()
+    token_probs: bool = False
 
 
 NO_CAPABILITIES = Capabilities()
@@ -133,6 +136,10 @@ class Completion:
     message: dict[str, Any] | None = field(default=None, compare=False)
     # Retries the backend made before this completion succeeded (visible in traces).
     retries: int = 0
+    # The first generated token's likeliest alternatives, (text, probability) likeliest first, as
+    # the model put them before sampling (a request not streamed, with the ``token_probs`` option;
+    # else empty).
+    top_tokens: tuple[tuple[str, float], ...] = field(default=(), compare=False)
 
 
 @runtime_checkable

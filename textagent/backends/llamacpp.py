@@ -20,7 +20,7 @@ import requests
 
 from ..errors import BackendConnectionError, BackendHTTPError, BackendResponseError, BackendTimeout
 from ._http import DONE, HTTPBackend
-from ._payload import _count, llama_timings, server_error_message
+from ._payload import _count, llama_timings, llama_top_tokens, server_error_message
 from ._reading import LAST, MORE
 from .base import OPENAI_SAMPLING, Capabilities, Completion, Usage
 from .http_settings import HttpSettings, TimeoutSpec
@@ -67,7 +67,8 @@ class LlamaCppBackend(HTTPBackend):
     successive prompts (only the new tokens are evaluated: see ``Completion.usage``).
 
     ``complete()`` options: ``temperature``, ``seed``, ``grammar`` (GBNF, passed through),
-    ``id_slot`` (pin the request to a server slot, which keeps its cache warm), ``stream``
+    ``id_slot`` (pin the request to a server slot, which keeps its cache warm), ``token_probs``
+    (``n_probs``: the first token's likeliest alternatives in ``Completion.top_tokens``), ``stream``
     (default: the constructor's ``stream``, or True when ``on_text`` is given), ``on_text``
     (called with the text so far after every streamed chunk; returning True closes the stream
     and returns what was generated with ``finish_reason="early_stop"``). ``params`` are extra
@@ -90,6 +91,7 @@ class LlamaCppBackend(HTTPBackend):
         slot_pinning=True,
         prefix_cache=True,
         sampling=OPENAI_SAMPLING,
+        token_probs=True,
     )
 
     api_name = "llama.cpp"
@@ -151,6 +153,8 @@ class LlamaCppBackend(HTTPBackend):
             payload["grammar"] = options["grammar"]
         if options.get("id_slot") is not None:
             payload["id_slot"] = options["id_slot"]
+        if options.get("token_probs"):  # before sampling: at temperature 0 the sampler's are all 1 and 0
+            payload["n_probs"], payload["post_sampling_probs"] = int(options["token_probs"]), False
         if stream:
             # per-chunk timings let an early-stopped stream still report its token counts
             payload["timings_per_token"] = True
@@ -179,6 +183,7 @@ class LlamaCppBackend(HTTPBackend):
             usage=_usage(data),
             timings=timings,
             retries=retries,
+            top_tokens=llama_top_tokens(data),
         )
 
     def _read_stream(

@@ -15,7 +15,7 @@ import requests
 
 from ..errors import BackendResponseError, ModeNotSupported
 from ._http import DONE, HTTPBackend
-from ._payload import llama_timings, openai_usage
+from ._payload import llama_timings, openai_top_tokens, openai_usage
 from ._reading import HOLD, LAST, MORE
 from .base import OPENAI_SAMPLING, Capabilities, Completion
 from .http_settings import HttpSettings
@@ -79,8 +79,15 @@ class _OpenAIBase(HTTPBackend):
 
     @property
     def capabilities(self) -> Capabilities:
-        """grammar only with a ``grammar_field``; chat only for the chat backend."""
-        return Capabilities(grammar=bool(self.grammar_field), chat=self._chat, streaming=True, sampling=OPENAI_SAMPLING)
+        """grammar only with a ``grammar_field``; chat only for the chat backend; token_probs for
+        completions (the legacy ``logprobs`` field)."""
+        return Capabilities(
+            grammar=bool(self.grammar_field),
+            chat=self._chat,
+            streaming=True,
+            sampling=OPENAI_SAMPLING,
+            token_probs=not self._chat,
+        )
 
     _chat = False  # native function calling (chat()): ChatAsTextBackend
 
@@ -254,6 +261,8 @@ class OpenAICompletionsBackend(_OpenAIBase):
         stream, on_text = self._want_stream(self.stream, options)
         payload = self._base_payload(stop=stop, max_tokens=max_tokens, options=options)
         payload["prompt"] = prompt
+        if options.get("token_probs"):  # the first token's alternatives: at most 5 in OpenAI's API
+            payload["logprobs"] = min(int(options["token_probs"]), 5)
         self._stream_flags(payload, stream)
         payload.update(self.params)
         started = time.perf_counter()
@@ -272,4 +281,5 @@ class OpenAICompletionsBackend(_OpenAIBase):
             usage=openai_usage(data.get("usage"), data.get("timings")),
             timings={**llama_timings(data.get("timings")), "wall_ms": (time.perf_counter() - started) * 1000},
             retries=retries,
+            top_tokens=openai_top_tokens(choice),
         )

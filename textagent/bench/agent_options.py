@@ -40,7 +40,9 @@ def agent_options(
         "checks": from_names(settings.checks),
         "max_repeats": settings.max_repeats,
         "max_call_errors": settings.max_call_errors,
-        "retry": Retry.from_parts(settings.retry, temperature=settings.retry_temperature, seed=settings.seed),
+        "retry": Retry.from_parts(
+            settings.retry, temperature=settings.retry_temperature, seed=settings.seed, odds=settings.retry_odds
+        ),
     }
     if bench.family == "client":
         # the proxy's client asks as an FC client does: the retries run in the proxy's repair loop

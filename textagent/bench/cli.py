@@ -258,6 +258,7 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
         grouped_listing=args.grouped_listing,
         retry=args.retry,
         retry_temperature=args.retry_temperature,
+        retry_odds=args.retry_odds,
     )
     return modes, unavailable, tasks, settings
 
@@ -377,7 +378,9 @@ def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: B
             ProxyConfig(
                 example_style=args.example_style,
                 example_tool=args.example_tool,
-                retry=Retry.from_parts(args.retry, temperature=args.retry_temperature, seed=args.seed),
+                retry=Retry.from_parts(
+                    args.retry, temperature=args.retry_temperature, seed=args.seed, odds=args.retry_odds
+                ),
             ),
         ).start()
         started.append(proxy)

@@ -19,6 +19,7 @@ from .. import prompts
 from .._redact import redact
 from ..agent import Agent
 from ..backends.base import Usage
+from ..retry import ODDS
 from ..steps import Result
 from ..templates import ChatFormat
 from ..tools import ToolOutcome
@@ -55,6 +56,7 @@ class Settings:
     example_tool: str = prompts.DEFAULT_EXAMPLE_TOOL  # which tools placeholder examples show (prompts.EXAMPLE_TOOLS)
     retry: str = "none"  # textagent's own modes: what the loop does after a failed reply (RETRY_PARTS, comma-separated)
     retry_temperature: float = 0.7  # the sampled retry's temperature (with "sample" in retry)
+    retry_odds: float = ODDS  # the odds' threshold (with "odds" in retry)
 
 
 def run_episode(

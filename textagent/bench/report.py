@@ -222,7 +222,9 @@ def _facts(meta: Mapping[str, Any], finished: int) -> list[str]:
             + (", text modes list the tools grouped (`--grouped-listing`)" if st.get("grouped_listing") else "")
             + (
                 f", **the loop retries after a failed reply: {st['retry']}** (`--retry`"
-                + (f", temperature {st.get('retry_temperature')})" if "sample" in st["retry"] else ")")
+                + (f", temperature {st.get('retry_temperature')}" if "sample" in st["retry"] else "")
+                + (f", odds threshold {st.get('retry_odds', 0.1)}" if "odds" in st["retry"] else "")
+                + ")"
                 if st.get("retry") not in (None, "none")
                 else ""
             )

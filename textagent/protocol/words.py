@@ -16,6 +16,7 @@ from .types import Reply
 __all__ = [
     "answer_content",
     "answer_in",
+    "begins_call",
     "content_of",
     "has_call_line",
     "line_kind",
@@ -106,6 +107,18 @@ def line_kind(line: str) -> str | None:
     """What one line is to the protocol: ``"call"``, ``"args"``, ``"answer"``, ``"obs"``,
     ``"fence"``, or None (words)."""
     return classify(line).kind
+
+
+_CALL_KEYWORD = "TOOL:"
+
+
+def begins_call(piece: str) -> bool:
+    """Whether a reply whose first token is ``piece`` may be a call: the token holds the start of
+    the ``TOOL:`` keyword as models write it (``TO``, ``TOOL``), or the keyword itself in any
+    case and decoration (``tool:``, ``**TOOL``). A token of blanks alone, or one that begins
+    prose (``To``, ``The``), does not."""
+    text = piece.lstrip()
+    return bool(text) and (_CALL_KEYWORD.startswith(text) or classify(text).kind == "call")
 
 
 def has_call_line(text: str) -> bool:

@@ -192,6 +192,8 @@ def _endpoint_and_trace(args: argparse.Namespace) -> tuple[str | None, Path | No
         )
     if args.max_repairs < 0:
         raise Refused("--max-repairs must be 0 or more", code=EXIT_ERROR)
+    if "odds" in args.retry.split(","):  # a client's prefill owns the start of the proxy's first reply
+        raise Refused("--retry odds begins text mode's first reply (run, chat, bench); the proxy does not", code=2)
     trace_dir = Path(args.trace) if args.trace else None
     if trace_dir is not None:
         try:
@@ -209,7 +211,7 @@ def proxy_config(args: argparse.Namespace, trace_dir: Path | None) -> ProxyConfi
     return ProxyConfig(
         mode=args.mode,
         max_repairs=args.max_repairs,
-        retry=Retry.from_parts(args.retry, temperature=args.retry_temperature),
+        retry=Retry.from_parts(args.retry, temperature=args.retry_temperature, odds=args.retry_odds),
         api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
         max_body_bytes=args.max_body,
         trace_dir=trace_dir,
