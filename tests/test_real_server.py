@@ -204,3 +204,25 @@ def test_a_server_that_dies_of_sigill_while_loading_is_restarted_with_no_repack(
         assert "--no-repack" in server.command()
     assert not any("retrying" in s for s in said), said  # no failed start this time
     assert any("starting it with --no-repack" in s for s in said), said  # and it says why
+
+
+def test_the_first_tokens_odds_on_llama_cpp_and_its_v1_completions(qwen_server):
+    from textagent.retry import Retry
+
+    fmt = format_from_renderer(LlamaCppBackend(qwen_server.url).apply_template)
+    for backend in (LlamaCppBackend(qwen_server.url), OpenAICompletionsBackend(qwen_server.url + "/v1", model="q")):
+        top = backend.complete("The capital of France is", stop=[], max_tokens=1, token_probs=5).top_tokens
+        probs = [p for _, p in top]
+        assert len(top) == 5 and probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0001, top
+    # odds recorded before the first reply; a threshold of almost nothing begins it with a call
+    # wherever the likeliest first token does not
+    backend = LlamaCppBackend(qwen_server.url)
+    for odds in (1.0, 1e-9):
+        agent = Agent(backend, demo.demo_tools(), chat_format=fmt, retry=Retry(odds=odds), max_steps=2, seed=0)
+        first = agent.run("Who wrote Hamlet?").steps[0]
+        facts = first.details["retry"]
+        assert 0 <= facts["call_odds"] <= 1, facts
+        if odds == 1.0:
+            assert "lead" not in facts
+        else:  # led, or the model's own call
+            assert first.raw.startswith("TOOL") and first.calls, (first.raw, facts)

@@ -239,3 +239,11 @@ def test_token_probs_asks_for_logprobs_at_most_five_and_reads_the_first_tokens(f
     asked, plain = fake_server.bodies(PATH)
     assert asked["logprobs"] == 5 and "logprobs" not in plain
     assert b.capabilities.token_probs
+
+
+def test_top_tokens_in_llama_cpps_form_of_the_completions_logprobs(fake_server):
+    top = [{"id": 1, "token": "ANSWER", "logprob": -0.2231}, {"id": 2, "token": "TOOL", "logprob": -1.6094}]
+    logprobs = {"content": [{"id": 1, "token": "ANSWER", "logprob": -0.2231, "top_logprobs": top}]}
+    fake_server.json(PATH, {**REPLY, "choices": [{**REPLY["choices"][0], "logprobs": logprobs}]})
+    top_tokens = backend(fake_server).complete("P", stop=[], max_tokens=1, token_probs=2).top_tokens
+    assert [t for t, _ in top_tokens] == ["ANSWER", "TOOL"] and top_tokens[1][1] == pytest.approx(0.2, abs=1e-4)

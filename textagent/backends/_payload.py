@@ -147,15 +147,8 @@ def _ranked(pairs: list[tuple[str, float]]) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(pairs, key=lambda pair: -pair[1]))
 
 
-def llama_top_tokens(data: Any) -> tuple[tuple[str, float], ...]:
-    """The first generated token's alternatives in a llama.cpp ``/completion`` answer asked with
-    ``n_probs``, likeliest first: ``completion_probabilities[0]``'s ``top_logprobs`` (servers
-    since 2025), ``top_probs`` (with ``post_sampling_probs``) or ``probs`` (older servers, whose
-    alternatives are ``tok_str``). Whatever does not fit is left out."""
-    entries = data.get("completion_probabilities") if isinstance(data, Mapping) else None
-    if not isinstance(entries, list) or not entries or not isinstance(entries[0], Mapping):
-        return ()
-    first = entries[0]
+def _entry_top_tokens(first: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    """One generated token's alternatives, in the forms llama.cpp writes them."""
     for key, text_key in (("top_logprobs", "token"), ("top_probs", "token"), ("probs", "tok_str")):
         alternatives = first.get(key)
         if isinstance(alternatives, list):
@@ -169,15 +162,34 @@ def llama_top_tokens(data: Any) -> tuple[tuple[str, float], ...]:
     return ()
 
 
+def _first_entry(entries: Any) -> Mapping[str, Any] | None:
+    return entries[0] if isinstance(entries, list) and entries and isinstance(entries[0], Mapping) else None
+
+
+def llama_top_tokens(data: Any) -> tuple[tuple[str, float], ...]:
+    """The first generated token's alternatives in a llama.cpp ``/completion`` answer asked with
+    ``n_probs``, likeliest first: ``completion_probabilities[0]``'s ``top_logprobs`` (servers
+    since 2025), ``top_probs`` (with ``post_sampling_probs``) or ``probs`` (older servers, whose
+    alternatives are ``tok_str``). Whatever does not fit is left out."""
+    first = _first_entry(data.get("completion_probabilities") if isinstance(data, Mapping) else None)
+    return _entry_top_tokens(first) if first is not None else ()
+
+
 def openai_top_tokens(choice: Any) -> tuple[tuple[str, float], ...]:
     """The first generated token's alternatives in an OpenAI ``/v1/completions`` choice asked
-    with ``logprobs``: ``logprobs.top_logprobs[0]``, a {token: logprob} object, likeliest first."""
+    with ``logprobs``, likeliest first: ``logprobs.top_logprobs[0]``, a {token: logprob} object
+    (OpenAI, vLLM), or ``logprobs.content[0].top_logprobs`` (llama.cpp's, in the chat form)."""
     logprobs = choice.get("logprobs") if isinstance(choice, Mapping) else None
-    top = logprobs.get("top_logprobs") if isinstance(logprobs, Mapping) else None
-    if not isinstance(top, list) or not top or not isinstance(top[0], Mapping):
+    if not isinstance(logprobs, Mapping):
+        return ()
+    content = _first_entry(logprobs.get("content"))
+    if content is not None:
+        return _entry_top_tokens(content)
+    top = _first_entry(logprobs.get("top_logprobs"))
+    if top is None:
         return ()
     pairs = []
-    for token, logprob in top[0].items():
+    for token, logprob in top.items():
         prob = _probability({"logprob": logprob})
         if isinstance(token, str) and prob is not None:
             pairs.append((token, prob))
