@@ -4,6 +4,7 @@ episodes the runner made (and on the same episodes read back from their records)
 from __future__ import annotations
 
 from textagent import ScriptedBackend
+from textagent.backends.base import Capabilities, Completion
 from textagent.bench.bfcl.data import BfclItem
 from textagent.bench.bfcl.habits import duplicated_shape, habits_by_category, render_habits
 from textagent.bench.bfcl.report import render_bfcl
@@ -29,10 +30,16 @@ TOKYO = 'TOOL: get_weather ARGS: {"city": "Tokyo"}'
 
 
 def _episode(
-    category: str, truth, *replies: str, mode: str = "text", functions=(WEATHER,), retry: str = "none"
+    category: str, truth, *replies: str | Completion, mode: str = "text", functions=(WEATHER,), retry: str = "none"
 ) -> Episode:
     item = BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Weather?"},), functions, truth)
-    return run_episode(item_task(item), mode, ScriptedBackend(list(replies)), settings=Settings(retry=retry))
+    backend = ScriptedBackend(list(replies), capabilities=Capabilities(grammar=True, token_probs=True))
+    return run_episode(item_task(item), mode, backend, settings=Settings(retry=retry, retry_odds=0.2))
+
+
+def _odds(tool: float) -> Completion:
+    """The server's answer to the odds' question: a call's first token at ``tool``."""
+    return Completion("ANSWER", top_tokens=(("ANSWER", 1 - tool), ("TOOL", tool)))
 
 
 def _read_back(episode: Episode) -> Episode:
@@ -101,3 +108,25 @@ def test_the_gate_table_counts_the_answers_asked_again_and_the_calls_after_them(
     assert "| category: called after the gate | text |" in section and "| **all** | 1 of 2 |" in section
     # without the gate on, no such table
     assert "after the gate" not in render_habits([_episode("simple_python", ONE, "ANSWER: sunny")], ["text"])
+
+
+def test_the_odds_tables_count_the_replies_begun_and_the_odds_at_first_answers() -> None:
+    begun_right = _episode(
+        "simple_python", ONE, _odds(0.3), ' get_weather ARGS: {"city": "Paris"}', "ANSWER: mild", retry="odds"
+    )
+    skipped = _episode("simple_python", ONE, _odds(0.1), "ANSWER: sunny", retry="odds")
+    meant = _episode("irrelevance", None, _odds(0.06), "ANSWER: no listed tool tells the time.", retry="odds")
+    begun_wrong = _episode(
+        "irrelevance", None, _odds(0.45), ' get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny", retry="odds"
+    )
+    episodes = [_read_back(e) for e in (begun_right, skipped, meant, begun_wrong)]
+    table = habits_by_category(episodes, ["text"])
+    simple, irrelevance = table["simple_python"]["text"], table["irrelevance"]["text"]
+    assert (simple.probed, simple.led, simple.led_right, simple.skip_odds) == (2, 1, 1, [0.1])
+    assert (irrelevance.probed, irrelevance.led, irrelevance.led_right, irrelevance.meant_odds) == (2, 1, 0, [0.06])
+    section = render_habits(episodes, ["text"])
+    assert "| **all** | 2 / 4, 1 |" in section
+    assert "| **all** | 1 / 1 / 0 / 0 of 1 \\| 1 / 0 / 0 / 0 of 1 |" in section
+    assert "| category: skipped at 0.05 / 0.1 / 0.2 / 0.3 \\| meant at 0.05 / 0.1 / 0.2 / 0.3 | text |" in section
+    # without the odds on, no such tables
+    assert "`--retry odds`" not in render_habits([_episode("simple_python", ONE, "ANSWER: sunny")], ["text"])

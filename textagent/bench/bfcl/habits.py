@@ -2,20 +2,23 @@
 where a tool fits, answers claiming a call that never ran, the same tool called more times than
 the question asks (the pair example's shape), and irrelevance items answered without a call; and,
 with the loop's gate on (``--retry gate`` or ``abstain``), the first answers it asked again and
-what came next."""
+what came next; with its odds (``--retry odds``), the first replies begun with a call and the odds
+of a call the model put on the first answers without one, where a tool fit and where none did."""
 
 from __future__ import annotations
 
 import collections
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from ..answers import called_tools, claimed_call, skipped_call
 from ..records import Episode
 from .score import step_calls
 
 __all__ = ["Habits", "duplicated_shape", "habits_by_category", "render_habits"]
+
+ODDS_LEVELS = (0.05, 0.1, 0.2, 0.3)  # the odds the report counts first answers at (or above)
 
 # checker._check_count's sentence: "expected 1 call(s), got 2."
 _COUNT = re.compile(r"expected (\d+) call\(s\), got (\d+)\.")
@@ -50,16 +53,33 @@ class Habits:
     irrelevance_items: int = 0
     gated: int = 0  # an answer the gate asked again (textagent.retry)
     gated_then_called: int = 0  # ... and the reply after it made a call
+    probed: int = 0  # first replies whose odds of a call were asked (--retry odds)
+    led: int = 0  # ... begun with a call for the model
+    led_right: int = 0  # ... and right (BFCL's view of the first reply)
+    skip_odds: list[float] = field(default_factory=list)  # the odds of a call at each skipped call
+    meant_odds: list[float] = field(default_factory=list)  # ... at each irrelevance item answered without one
 
     def add(self, episode: Episode) -> None:
         self.items += 1
         self.skipped += skipped_call(episode)
         self.claims += claimed_call(episode.answer, called_tools(episode))
         self.duplicated += duplicated_shape(episode)
+        irrelevance_right = False
         if "irrelevance" in str(episode.kind):
             self.irrelevance_items += 1
-            self.irrelevance_right += episode.bfcl is not None and episode.bfcl.first.valid
+            irrelevance_right = episode.bfcl is not None and episode.bfcl.first.valid
+            self.irrelevance_right += irrelevance_right
         steps = episode.result.steps
+        odds = steps[0].retry.call_odds if steps and steps[0].retry is not None else None
+        if odds is not None:
+            self.probed += 1
+            if steps[0].retry is not None and steps[0].retry.lead:
+                self.led += 1
+                self.led_right += episode.bfcl is not None and episode.bfcl.first.valid
+            if skipped_call(episode):
+                self.skip_odds.append(odds)
+            elif irrelevance_right and not steps[0].calls:
+                self.meant_odds.append(odds)
         gate = next((i for i, step in enumerate(steps) if step.retry is not None and step.retry.gated), None)
         if gate is not None:
             self.gated += 1
@@ -122,7 +142,42 @@ def render_habits(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
                 shown,
             ),
         ]
+    if any(total[m].probed for m in shown):
+        lines += ["", *_odds_tables(table, total, shown)]
     return "\n".join([*lines, ""])
+
+
+def _reached(odds: list[float]) -> str:
+    return " / ".join(str(sum(o >= level for o in odds)) for level in ODDS_LEVELS) + f" of {len(odds)}"
+
+
+def _odds_tables(table: dict[str, dict[str, Habits]], total: dict[str, Habits], shown: Sequence[str]) -> list[str]:
+    """The odds' two tables: first replies begun with a call, and the odds at first answers."""
+    probed = {c: cells for c, cells in table.items() if any(cells[m].probed for m in shown)}
+    levels = " / ".join(f"{level:g}" for level in ODDS_LEVELS)
+    return [
+        "The loop's odds (`--retry odds`): first replies begun with a call for the model, of the first "
+        "replies whose odds were asked, and of those begun how many were right (BFCL's view).",
+        "",
+        *_category_table(
+            "category: begun / asked, right",
+            lambda h: f"{h.led} / {h.probed}, {h.led_right}" if h.probed else "—",
+            probed,
+            total,
+            shown,
+        ),
+        "",
+        f"The odds of a call the model put on its first answers without one, counted at {levels} and "
+        "above: where a tool fit (a call skipped) | on irrelevance items (an abstention that was right).",
+        "",
+        *_category_table(
+            f"category: skipped at {levels} \\| meant at {levels}",
+            lambda h: f"{_reached(h.skip_odds)} \\| {_reached(h.meant_odds)}" if h.probed else "—",
+            probed,
+            total,
+            shown,
+        ),
+    ]
 
 
 def _category_table(
