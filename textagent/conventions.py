@@ -9,6 +9,8 @@ import argparse
 import logging
 import os
 import urllib.parse
+from collections.abc import Callable
+from dataclasses import replace
 
 from ._argtypes import nonempty, positive
 from .backends.factory import APIS
@@ -170,28 +172,24 @@ def retry_parts(text: str) -> str:
     return ",".join(p.strip() for p in text.split(",") if p.strip()) or "none"
 
 
-def retry_temperature(text: str) -> float:
-    """``--retry-temperature``: what Retry takes, above 0 and at most 2."""
-    from .retry import Retry
+def _retry_number(field: str, most: int) -> Callable[[str], float]:
+    """The argparse type of a number Retry takes as ``field``: above 0 and at most ``most``."""
 
-    try:
-        value = float(text)
-        Retry(temperature=value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number above 0 and at most 2 (got {text})") from None
-    return value
+    def parse(text: str) -> float:
+        from .retry import Retry  # at parse time only: the CLI's start-up does not load the loop
+
+        try:
+            value = float(text)
+            replace(Retry(), **{field: value})  # Retry checks it
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number above 0 and at most {most} (got {text})") from None
+        return value
+
+    return parse
 
 
-def retry_odds(text: str) -> float:
-    """``--retry-odds``: what Retry takes, above 0 and at most 1."""
-    from .retry import Retry
-
-    try:
-        value = float(text)
-        Retry(odds=value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number above 0 and at most 1 (got {text})") from None
-    return value
+retry_temperature = _retry_number("temperature", 2)  # --retry-temperature
+retry_odds = _retry_number("odds", 1)  # --retry-odds
 
 
 def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> None:
