@@ -10,7 +10,7 @@ import logging
 import os
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import replace
+from typing import Any
 
 from ._argtypes import nonempty, positive
 from .backends.factory import APIS
@@ -180,7 +180,8 @@ def _retry_number(field: str, most: int) -> Callable[[str], float]:
 
         try:
             value = float(text)
-            replace(Retry(), **{field: value})  # Retry checks it
+            number: dict[str, Any] = {field: value}
+            Retry(**number)  # Retry checks it
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be a number above 0 and at most {most} (got {text})") from None
         return value
