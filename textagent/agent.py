@@ -23,7 +23,7 @@ from .config import AgentConfig
 from .errors import BackendError, BackendTimeout, RunTimeLimit
 from .gbnf import reply_grammar
 from .modes import Conversation, FormatError, Mode, ModeContext, RunsTools, get_mode, needs_of
-from .modes.text import TextExchange, TextMode
+from .modes.text import TextExchange
 from .options import check_options, drop_deprecated
 from .retry import Retrying
 from .steps import STOP_REASONS, Note, Result, RetryFacts, SentBack, Step, tokens_spent
@@ -358,7 +358,11 @@ class QuestionRun:
         ``token_probs`` in the text protocol without a grammar (the lead must be free to
         follow), else none. The request's tokens count in the question's usage."""
         mode = self.mode
-        if not isinstance(mode, TextMode) or mode.grammar or not capabilities_of(self.agent.backend).token_probs:
+        if (
+            not isinstance(mode, TextExchange)
+            or not mode.can_lead()
+            or not capabilities_of(self.agent.backend).token_probs
+        ):
             return ()
         max_seconds = self.config.max_seconds
         with request_deadline(None if max_seconds is None else self.started + max_seconds):

@@ -206,7 +206,8 @@ def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> No
         "to the question, is asked once more), abstain (the gate, its re-ask held to a grammar in which an "
         "answer comes only after naming the closest listed tool and why it does not fit), rewind (a repeat is "
         "kept out of the conversation and asked again, sampled), odds (the first reply begun with a call where "
-        "the model's own odds of one reach --retry-odds, text protocol on llama.cpp or /v1/completions); "
+        "the model's own odds of one reach --retry-odds, text protocol without a grammar, on llama.cpp or "
+        "/v1/completions); "
         "comma-separated, or none (default)",
     )
     p.add_argument(

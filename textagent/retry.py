@@ -30,7 +30,8 @@ loop *does* when a reply fails, each part on its own:
   then a choice made twice, not a slip; the second answer is taken.
 - ``odds`` (a threshold): before the question's first reply, the model's own odds of beginning
   it with a call are asked of the server (the first token's likeliest alternatives: a backend
-  with ``token_probs``, in the text protocol without a grammar). When the likeliest token does
+  with ``token_probs``, in the text protocol without a grammar or a client's prefill: text mode,
+  the proxy). When the likeliest token does
   not begin a call but the tokens that do hold at least ``odds`` of the probability, the reply
   is begun with the call keyword for the model, which writes the tool and its arguments. The
   model's own weighing tells the answer it nearly did not give from the one it meant; the odds

@@ -103,7 +103,8 @@ class RetryFacts:
     ``quoted_feedback`` (the words of the feedback an answer held). Of the next request:
     ``grammar_next``, ``sampled_next`` (its temperature). Before the reply (``odds``):
     ``call_odds`` (the probability the model put on beginning it with a call), ``lead`` (the
-    text it was begun with for the model: the call keyword)."""
+    text it was begun with for the model: the call keyword; in text mode the step's ``raw``
+    begins with it, in the proxy's ``raw`` is what followed it, as after a client's prefill)."""
 
     grammar: bool = False
     temperature: float | None = None

@@ -79,3 +79,51 @@ def test_some_valid_calls_are_kept_and_only_the_others_go_back():
 def test_an_answer_where_a_call_is_required_goes_back(choice):
     result, mode, _ = relay(["ANSWER: no", GOOD], tool_choice=choice)
     assert result.stop_reason == "submitted" and len(result.steps) == 2 and mode.out.calls
+
+
+def _odds_relay(replies, messages=None):
+    from textagent.backends.base import Capabilities
+    from textagent.retry import Retry
+
+    messages = messages or [{"role": "user", "content": "Find the TODOs."}]
+    request = parse_request({"messages": messages, "tools": [GREP]})
+    mode = RelayMode(request, transcript(request), grammar=None, cancelled=threading.Event())
+    backend = ScriptedBackend(replies, capabilities=Capabilities(grammar=True, token_probs=True))
+    agent = Agent(
+        backend, request.tools, mode=mode, max_steps=3, max_format_errors=3, example=None, retry=Retry(odds=0.2)
+    )
+    return agent.run("Find the TODOs."), mode, backend
+
+
+def _first(tool: float):
+    from textagent.backends.base import Completion
+
+    return Completion("ANSWER", top_tokens=(("ANSWER", 1 - tool), ("TOOL", tool)))
+
+
+def test_the_odds_begin_the_proxys_first_reply_with_a_call_the_client_gets():
+    result, mode, backend = _odds_relay([_first(0.3), GOOD[len("TOOL:") :]])
+    assert result.stop_reason == "submitted" and mode.out.calls[0]["name"] == "grep"
+    assert backend.prompts[1] == backend.prompts[0] + "TOOL:" and "lead" not in backend.calls[1]
+    # the step's raw text is what the model wrote after the lead, as after a client's prefill
+    assert result.steps[0].raw == GOOD[len("TOOL:") :] and mode.reading.text == GOOD
+    assert result.steps[0].details["retry"] == {"call_odds": 0.3, "lead": "TOOL:"}
+
+
+def test_a_begun_reply_that_fails_goes_back_once_in_the_conversation_and_the_repair_is_free():
+    result, mode, backend = _odds_relay([_first(0.4), BAD[len("TOOL:") :], GOOD])
+    assert result.stop_reason == "submitted" and len(result.steps) == 2
+    repair = backend.prompts[2]
+    assert repair.startswith(backend.prompts[0]) and repair.count(BAD) == 1 and "Find the TODOs." in repair
+    assert not repair.endswith("TOOL:")  # the lead begins the first reply only
+    assert [t["role"] for t in mode.out.turns] == ["assistant", "user", "assistant"]
+    assert mode.out.turns[0]["content"] == BAD
+
+
+def test_the_odds_leave_a_client_prefill_and_a_low_odds_answer_alone():
+    prefill = [{"role": "user", "content": "Find the TODOs."}, {"role": "assistant", "content": "ANSWER: "}]
+    result, mode, backend = _odds_relay(["nothing to find"], prefill)
+    assert len(backend.calls) == 1 and "token_probs" not in backend.calls[0]
+    assert result.stop_reason == "answer" and mode.out.content == "nothing to find"
+    result, mode, backend = _odds_relay([_first(0.1), "ANSWER: nothing to find"])
+    assert backend.prompts[1] == backend.prompts[0] and mode.out.content == "nothing to find"

@@ -134,6 +134,11 @@ class TextExchange:
             completion = replace(completion, text=text[: watcher.cut])
         return completion
 
+    def can_lead(self) -> bool:
+        """Whether the next reply may be begun for the model (a retry's odds): not where a grammar
+        holds the reply from its first character."""
+        return self.grammar is None
+
     def first_tokens(self, k: int) -> Completion:
         """The next reply's likeliest first tokens (``Completion.top_tokens``, ``k`` of them) on a
         backend with ``token_probs``, asked before the reply: one token generated, not streamed

@@ -192,8 +192,6 @@ def _endpoint_and_trace(args: argparse.Namespace) -> tuple[str | None, Path | No
         )
     if args.max_repairs < 0:
         raise Refused("--max-repairs must be 0 or more", code=EXIT_ERROR)
-    if "odds" in args.retry.split(","):  # a client's prefill owns the start of the proxy's first reply
-        raise Refused("--retry odds begins text mode's first reply (run, chat, bench); the proxy does not", code=2)
     trace_dir = Path(args.trace) if args.trace else None
     if trace_dir is not None:
         try:

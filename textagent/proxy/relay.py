@@ -44,6 +44,7 @@ class _Reading:
     calls: bool  # its calls go to the client as each is complete
     before: int  # calls the client had before this reply
     repeats: set[tuple[str, str]]  # calls sent, as the client runs them
+    begun: bool  # the lead is the loop's (a retry's odds), not the client's: the conversation lacks it
     seen: int = 0  # calls of the reply judged
     stop_at: int | None = None  # where the reply was stopped after a call
     failures: list[str] = field(default_factory=list)  # observations on its calls that failed
@@ -104,10 +105,11 @@ class RelayMode(TextExchange):
         model is asked again; if not, :func:`answer` takes it back as not sent)."""
         kept, lead = self._kept(step), self.reading.lead
         self.written += [{"role": "assistant", "content": kept}, {"role": "user", "content": feedback}]
-        if lead:  # the prefill is in the prompt already: the reply goes on from it
+        prefilled = lead and not self.reading.begun  # the client's prefill is in the prompt already
+        if prefilled:
             self.conversation.messages.pop()
-        self._append(step, kept[len(lead) :] if lead else kept, [feedback])
-        if lead:
+        self._append(step, kept[len(lead) :] if prefilled else kept, [feedback])
+        if prefilled:
             self.conversation.messages[-2]["content"] = kept
         self.rejected = step.index
 
@@ -132,6 +134,10 @@ class RelayMode(TextExchange):
             self.send(piece)
 
     # -- asking -------------------------------------------------------------------------------------
+    def can_lead(self) -> bool:
+        """The odds may begin the first reply unless the client's prefill does (or a grammar holds it)."""
+        return super().can_lead() and not self.prefill
+
     def stop(self) -> list[str]:
         return [*super().stop(), *self.request.stop]  # the text or constrained mode's, and the client's
 
@@ -140,20 +146,27 @@ class RelayMode(TextExchange):
             raise Cancelled()
         tools, out = self.ctx.tools, self.out
         self.repairs = step.index - 1
-        lead = self.prefill if step.index == 1 else ""  # only the first reply continues the prefill
+        # only the first reply continues the client's prefill, or the call keyword the odds begin it with
+        begun = self.ctx.options.get("lead", "") if step.index == 1 and not self.prefill else ""
+        lead = (self.prefill or begun) if step.index == 1 else ""
         skip = answer_in(lead, tools)
         release = bool(self.streams and self.send and not out.calls)
         stream = ReplyStream(tools, prefix=lead, calls=bool(tools), answers=True, release=release, skip=skip)
         # a prefill holding an answer: a call after it ends the answer, none is streamed
         calls = self.streams_calls and not skip
-        reading = _Reading(lead, skip, stream, calls, len(out.calls), {judge.call_key(c) for c in out.calls})
+        keys = {judge.call_key(c) for c in out.calls}
+        reading = _Reading(lead, skip, stream, calls, len(out.calls), keys, bool(begun))
         self.reading = reading
 
         def on_text(text: str) -> bool:
             return self.cancelled.is_set() or self._events(reading, stream.feed(text))
 
         options = {**self.options(), "stream": True, "on_text": on_text}
-        completion = complete(self.ctx, self.conversation, stop=self.stop(), max_tokens=max_tokens, **options)
+        options.pop("lead", None)
+        conv = self.conversation
+        if begun:  # the model goes on from the lead (a client's prefill is in the conversation already)
+            conv = Conversation(conv.messages, conv.prompt + begun, conv.fixed)
+        completion = complete(self.ctx, conv, stop=self.stop(), max_tokens=max_tokens, **options)
         if self.cancelled.is_set():
             raise Cancelled()
         text = completion.text
