@@ -31,11 +31,11 @@ loop *does* when a reply fails, each part on its own:
 - ``odds`` (a threshold): before the question's first reply, the model's own odds of beginning
   it with a call are asked of the server (the first token's likeliest alternatives: a backend
   with ``token_probs``, in the text protocol without a grammar or a client's prefill: text mode,
-  the proxy). When the likeliest token does
-  not begin a call but the tokens that do hold at least ``odds`` of the probability, the reply
-  is begun with the call keyword for the model, which writes the tool and its arguments. The
-  model's own weighing tells the answer it nearly did not give from the one it meant; the odds
-  are recorded (``call_odds``) whether or not they reach the threshold.
+  the proxy). When the likeliest token does not begin a call but the tokens that do hold at
+  least ``odds`` of the probability, the reply is begun with the call keyword for the model,
+  which writes the tool and its arguments. The model's own weighing tells the answer it nearly
+  did not give from the one it meant; the odds are recorded (``call_odds``) whether or not they
+  reach the threshold.
 - ``abstain`` (the gate, its re-ask held to a grammar): the reply after the gate's question either
   calls listed tools or, before its answer, writes a line that names the closest listed tool and
   why it does not fit (prompts' ``retry_abstain_line``): an abstention has to be meant, in a form
