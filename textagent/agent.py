@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -280,9 +280,8 @@ class QuestionRun:
         if once:
             step.retry = RetryFacts("grammar" in once, once.get("temperature"), once.get("seed"))
         once.update(self.retrying.opening(step))  # the odds' lead, this request only
-        max_seconds = self.config.max_seconds
         # every request of the query ends by the run's time limit (its timeouts cut to the time left)
-        with request_deadline(None if max_seconds is None else self.started + max_seconds), self._once(once):
+        with self._deadline(), self._once(once):
             completion = self.mode.query(step, self._reply_budget())
         step.raw, step.usage, step.timings = completion.text, completion.usage, dict(completion.timings)
         step.finish_reason, step.retries, step.stop_word = (
@@ -364,11 +363,15 @@ class QuestionRun:
             or not capabilities_of(self.agent.backend).token_probs
         ):
             return ()
-        max_seconds = self.config.max_seconds
-        with request_deadline(None if max_seconds is None else self.started + max_seconds):
+        with self._deadline():
             completion = mode.first_tokens(k)
         self.usage += completion.usage
         return completion.top_tokens
+
+    def _deadline(self) -> AbstractContextManager[None]:
+        """The requests made in it end by the question's time limit (request_deadline)."""
+        max_seconds = self.config.max_seconds
+        return request_deadline(None if max_seconds is None else self.started + max_seconds)
 
     @contextmanager
     def _once(self, options: dict[str, Any]) -> Iterator[None]:

@@ -62,8 +62,8 @@ from jsonschema import Draft202012Validator
 from . import prompts
 from ._schema import type_label
 from .examples import relevance
-from .protocol import begins_call
 from .protocol.fixes import corrected_line
+from .protocol.words import CALL_KEYWORD, begins_call
 from .steps import Note, RetryFacts, Step
 from .tools import ToolSet
 
@@ -75,7 +75,6 @@ RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain", "odds")
 REWIND_TEMPERATURE = 0.7  # a rewound reply's, when the Retry sets no temperature
 ODDS = 0.1  # ``--retry odds``'s threshold when none is given (``--retry-odds``)
 ODDS_TOKENS = 10  # the first token's alternatives asked for the odds
-CALL_LEAD = "TOOL:"  # what a reply the odds begin is begun with: the protocol's call keyword
 
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
 _CLOSEST = 3  # listed tools shown for an unknown one
@@ -192,8 +191,8 @@ class Retrying:
         facts(step).call_odds = round(odds, 4)
         if begins_call(top[0][0]) or odds < self.retry.odds:
             return {}
-        facts(step).lead = CALL_LEAD
-        return {"lead": CALL_LEAD}
+        facts(step).lead = CALL_KEYWORD
+        return {"lead": CALL_KEYWORD}
 
     def options_for_next(self) -> dict[str, Any]:
         """The request options of the next reply only (a grammar, a sampled temperature), then none."""

@@ -188,9 +188,4 @@ def openai_top_tokens(choice: Any) -> tuple[tuple[str, float], ...]:
     top = _first_entry(logprobs.get("top_logprobs"))
     if top is None:
         return ()
-    pairs = []
-    for token, logprob in top.items():
-        prob = _probability({"logprob": logprob})
-        if isinstance(token, str) and prob is not None:
-            pairs.append((token, prob))
-    return _ranked(pairs)
+    return _entry_top_tokens({"top_logprobs": [{"token": t, "logprob": lp} for t, lp in top.items()]})

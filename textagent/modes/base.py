@@ -87,15 +87,22 @@ def fixed_part(format: Any, messages: list[dict[str, Any]]) -> int:
 
 
 def complete(
-    ctx: ModeContext, conversation: Conversation, *, stop: Sequence[str], max_tokens: int, **options: Any
+    ctx: ModeContext,
+    conversation: Conversation,
+    *,
+    stop: Sequence[str],
+    max_tokens: int,
+    lead: str = "",
+    **options: Any,
 ) -> Completion:
     """The request of every mode that sends the conversation as one prompt (text, constrained,
     the proxy's relay, BFCL's Prompt mode), with the request ``options`` the mode gives; the
     conversation's fixed part is marked so that a llama.cpp prefix cache restores it instead of
-    evaluating it (backends/prefix_cache.py)."""
+    evaluating it (backends/prefix_cache.py). ``lead``: the reply's beginning, written for the
+    model after the prompt (a retry's odds); the model goes on from it."""
     if conversation.fixed:
         options["cache_prefix"] = conversation.fixed
-    return ctx.backend.complete(conversation.prompt, stop=list(stop), max_tokens=max_tokens, **options)
+    return ctx.backend.complete(conversation.prompt + lead, stop=list(stop), max_tokens=max_tokens, **options)
 
 
 @runtime_checkable

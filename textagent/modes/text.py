@@ -120,12 +120,12 @@ class TextExchange:
             watcher = options["on_text"] = EarlyStop(self.ctx.tools)
         conv = self.conversation
         messages = self.ctx.format.escape_messages(conv.messages)  # for a chat-only backend
-        if lead:  # the model goes on from the lead; the reply, and what a stream shows, begin with it
-            conv = Conversation(conv.messages, conv.prompt + lead, conv.fixed)
-            if options.get("on_text") is not None:
-                shown = options["on_text"]
-                options["on_text"] = lambda text: shown(lead + text)
-        completion = complete(self.ctx, conv, stop=self.stop(), max_tokens=max_tokens, messages=messages, **options)
+        if lead and options.get("on_text") is not None:  # the reply, and what a stream shows, begin with it
+            shown = options["on_text"]
+            options["on_text"] = lambda text: shown(lead + text)
+        completion = complete(
+            self.ctx, conv, stop=self.stop(), max_tokens=max_tokens, lead=lead, messages=messages, **options
+        )
         if lead:
             completion = replace(completion, text=lead + completion.text)
         if watcher is not None and completion.finish_reason == "early_stop" and watcher.cut is not None:
@@ -143,7 +143,7 @@ class TextExchange:
         """The next reply's likeliest first tokens (``Completion.top_tokens``, ``k`` of them) on a
         backend with ``token_probs``, asked before the reply: one token generated, not streamed
         and held to no grammar; the server keeps the prompt's cache for the reply itself."""
-        options = {key: v for key, v in self.options().items() if key not in ("stream", "on_text", "grammar", "lead")}
+        options = {key: v for key, v in self.options().items() if key not in ("stream", "on_text", "grammar")}
         conv = self.conversation
         return complete(self.ctx, conv, stop=self.stop(), max_tokens=1, stream=False, token_probs=k, **options)
 

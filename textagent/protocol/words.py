@@ -109,7 +109,8 @@ def line_kind(line: str) -> str | None:
     return classify(line).kind
 
 
-_CALL_KEYWORD = "TOOL:"
+#: The call keyword as models write it (and as a reply begun for the model starts: retry's odds).
+CALL_KEYWORD = "TOOL:"
 
 
 def begins_call(piece: str) -> bool:
@@ -118,7 +119,7 @@ def begins_call(piece: str) -> bool:
     case and decoration (``tool:``, ``**TOOL``). A token of blanks alone, or one that begins
     prose (``To``, ``The``), does not."""
     text = piece.lstrip()
-    return bool(text) and (_CALL_KEYWORD.startswith(text) or classify(text).kind == "call")
+    return bool(text) and (CALL_KEYWORD.startswith(text) or classify(text).kind == "call")
 
 
 def has_call_line(text: str) -> bool:

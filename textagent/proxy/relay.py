@@ -162,11 +162,10 @@ class RelayMode(TextExchange):
             return self.cancelled.is_set() or self._events(reading, stream.feed(text))
 
         options = {**self.options(), "stream": True, "on_text": on_text}
-        options.pop("lead", None)
-        conv = self.conversation
-        if begun:  # the model goes on from the lead (a client's prefill is in the conversation already)
-            conv = Conversation(conv.messages, conv.prompt + begun, conv.fixed)
-        completion = complete(self.ctx, conv, stop=self.stop(), max_tokens=max_tokens, **options)
+        options.pop("lead", None)  # the odds' lead goes in as ``begun`` (a client's prefill is in the conversation)
+        completion = complete(
+            self.ctx, self.conversation, stop=self.stop(), max_tokens=max_tokens, lead=begun, **options
+        )
         if self.cancelled.is_set():
             raise Cancelled()
         text = completion.text

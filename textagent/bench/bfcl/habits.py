@@ -70,10 +70,11 @@ class Habits:
             irrelevance_right = episode.bfcl is not None and episode.bfcl.first.valid
             self.irrelevance_right += irrelevance_right
         steps = episode.result.steps
-        odds = steps[0].retry.call_odds if steps and steps[0].retry is not None else None
-        if odds is not None:
+        first = steps[0].retry if steps else None
+        odds = first.call_odds if first is not None else None
+        if first is not None and odds is not None:
             self.probed += 1
-            if steps[0].retry is not None and steps[0].retry.lead:
+            if first.lead:
                 self.led += 1
                 self.led_right += episode.bfcl is not None and episode.bfcl.first.valid
             if skipped_call(episode):
