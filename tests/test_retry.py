@@ -4,12 +4,14 @@ answer; and none of it happens unless asked for."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from textagent import Agent
 from textagent.backends.base import Capabilities, Completion, Usage
 from textagent.backends.scripted import ScriptedBackend
-from textagent.retry import Retry
+from textagent.retry import Retry, reported_error
 from textagent.toolkits import demo
 
 UNKNOWN = 'TOOL: ResearchDocs ARGS: {"query": "weather"}'
@@ -413,3 +415,86 @@ def test_odds_is_a_part_with_a_threshold():
     for bad in (0, -0.1, 1.5, True, float("nan")):
         with pytest.raises(ValueError, match="odds"):
             Retry(odds=bad)
+
+
+def _finder(found: dict[str, str]):
+    def find(path: str) -> dict:
+        """Find a file by name.
+
+        Args:
+            path: the file's name
+        """
+        if path in found:
+            return {"path": found[path]}
+        return {"error": f"find: '{path}': No such file or directory"}
+
+    return find
+
+
+FIND_BAD = 'TOOL: find ARGS: {"path": "config.py"}'
+FIND_GOOD = 'TOOL: find ARGS: {"path": "src/config.py"}'
+
+
+def ask_finder(replies, retry=None):
+    backend = ScriptedBackend(replies)
+    agent = Agent(backend, [_finder({"src/config.py": "/work/src/config.py"})], retry=retry)
+    return agent.run("Find config.py"), backend
+
+
+def test_an_answer_right_after_a_reported_error_is_sent_back_once_naming_it():
+    replies = [FIND_BAD, "ANSWER: not found", FIND_GOOD, "ANSWER: /work/src/config.py"]
+    result, backend = ask_finder(replies, Retry(errors=True))
+    assert result.answer == "/work/src/config.py" and len(backend.prompts) == 4
+    asked = told(backend, 1)
+    assert "result reports an error" in asked and "- find: find: 'config.py': No such file or directory" in asked
+    assert result.steps[1].sent_back is not None and result.steps[1].details["retry"]["after_error"] is True
+    # once a question: the second answer after an error is taken
+    result, backend = ask_finder([FIND_BAD, "ANSWER: not found", FIND_BAD, "ANSWER: not found"], Retry(errors=True))
+    assert result.answer == "not found" and len(backend.prompts) == 4
+
+
+def test_an_answer_is_taken_after_results_that_report_no_error_or_without_the_part():
+    result, backend = ask_finder([FIND_BAD, "ANSWER: not found"])
+    assert result.answer == "not found" and len(backend.prompts) == 2
+    result, backend = ask_finder([FIND_BAD, FIND_GOOD, "ANSWER: found"], Retry(errors=True))
+    assert result.answer == "found" and len(backend.prompts) == 3  # the last calls' results are what count
+    result, backend = ask_finder(["ANSWER: no idea"], Retry(errors=True))
+    assert result.answer == "no idea" and len(backend.prompts) == 1
+
+
+def test_the_re_ask_after_a_reported_error_is_held_to_the_grammar_and_sampled_when_asked_for():
+    retry = Retry(errors=True, grammar=True, temperature=0.5, seed=2)
+    _, backend = ask_finder([FIND_BAD, "ANSWER: not found", FIND_GOOD, "ANSWER: found"], retry)
+    assert ["grammar" in c for c in backend.calls] == [False, False, True, False]
+    assert [c.get("temperature") for c in backend.calls] == [None, None, 0.5, None]
+
+
+@pytest.mark.parametrize(
+    ("output", "error"),
+    [
+        ('{"error": "No such file"}', "No such file"),
+        ('{"booking_status": false, "error": "Card not registered"}', "Card not registered"),
+        ('{"error": {"code": 404, "message": "gone"}}', '{"code": 404, "message": "gone"}'),
+        ('  {"error": "two\\n  lines"}', "two lines"),
+        ('{"error": null}', None),
+        ('{"error": ""}', None),
+        ('{"error": false, "ok": true}', None),
+        ('{"errors": "x"}', None),
+        ('["error"]', None),
+        ('{"error": "cut short', None),  # cut to the observation limit
+        ('the "error" was mine', None),
+        ("sunny", None),
+    ],
+)
+def test_a_result_reports_an_error_when_it_is_an_object_with_one(output, error):
+    assert reported_error(output) == error
+
+
+def test_a_reported_error_is_cut_in_the_re_ask():
+    assert len(reported_error(json.dumps({"error": "x" * 5000})) or "") == 300
+
+
+def test_errors_is_a_part_by_name():
+    assert Retry.from_parts("errors") == Retry(errors=True)
+    assert Retry.from_parts("grammar,rewind,errors") == Retry(grammar=True, rewind=True, errors=True)
+    assert Retry(errors=True).active

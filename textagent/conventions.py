@@ -207,7 +207,8 @@ def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> No
         "answer comes only after naming the closest listed tool and why it does not fit), rewind (a repeat is "
         "kept out of the conversation and asked again, sampled), odds (the first reply begun with a call where "
         "the model's own odds of one reach --retry-odds, text protocol without a grammar, on llama.cpp or "
-        "/v1/completions); "
+        "/v1/completions), errors (an answer right after calls whose results report an error is sent back "
+        "once a question, the errors named); "
         "comma-separated, or none (default)",
     )
     p.add_argument(

@@ -40,6 +40,13 @@ loop *does* when a reply fails, each part on its own:
   calls listed tools or, before its answer, writes a line that names the closest listed tool and
   why it does not fit (prompts' ``retry_abstain_line``): an abstention has to be meant, in a form
   the model cannot skip. Needs a backend that takes a grammar; elsewhere it is the gate alone.
+- ``errors``: an answer that comes right after calls whose results report an error (a JSON
+  object with an ``"error"``, as BFCL's simulators and many web APIs answer a call they could not
+  do: the call ran, so it is no failed call of the loop's) is sent back once a question, the
+  errors named: the model gave up on what it was asked, or reports the error as its answer,
+  where fixing the call (or first calling the tool that gets what it needs) would do it. The
+  re-ask gets what a retry gets (held to the grammar, sampled, when those parts are on); the
+  second answer is taken.
 
 The :class:`Retrying` object keeps one question's memory of failed replies; the Agent makes
 one per question and asks it after each reply.
@@ -70,14 +77,16 @@ from .tools import ToolSet
 __all__ = ["RETRY_PARTS", "Retry", "Retrying"]
 
 #: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate,
-#: rewind, abstain (the gate with its re-ask held to the abstention grammar), odds (the threshold).
-RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain", "odds")
+#: rewind, abstain (the gate with its re-ask held to the abstention grammar), odds (the threshold),
+#: errors.
+RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain", "odds", "errors")
 REWIND_TEMPERATURE = 0.7  # a rewound reply's, when the Retry sets no temperature
 ODDS = 0.1  # ``--retry odds``'s threshold when none is given (``--retry-odds``)
 ODDS_TOKENS = 10  # the first token's alternatives asked for the odds
 
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
 _CLOSEST = 3  # listed tools shown for an unknown one
+_ERROR_CHARS = 300  # of one reported error, in the text that sends an answer back
 GATE_RELEVANCE = 0.3  # the share of the question's (rarity-weighted) words a tool's name and description hold
 
 
@@ -95,6 +104,7 @@ class Retry:
     rewind_temperature: float = REWIND_TEMPERATURE
     abstain: bool = False
     odds: float | None = None
+    errors: bool = False
 
     def __post_init__(self) -> None:
         if self.odds is not None and not (
@@ -116,6 +126,7 @@ class Retry:
             or self.gate
             or self.rewind
             or self.odds is not None
+            or self.errors
         )
 
     @classmethod
@@ -130,7 +141,16 @@ class Retry:
         gate, abstain = "gate" in names or "abstain" in names, "abstain" in names  # abstain is the gate's
         threshold = odds if "odds" in names else None
         return cls(
-            "vary" in names, "grammar" in names, sampled, seed, gate, "rewind" in names, temperature, abstain, threshold
+            vary="vary" in names,
+            grammar="grammar" in names,
+            temperature=sampled,
+            seed=seed,
+            gate=gate,
+            rewind="rewind" in names,
+            rewind_temperature=temperature,
+            abstain=abstain,
+            odds=threshold,
+            errors="errors" in names,
         )
 
 
@@ -175,6 +195,8 @@ class Retrying:
     call_texts: set[str] = field(default_factory=set)  # the replies whose calls all ran
     called: bool = False  # a call was made in this question
     gated: bool = False  # the gate asked once already
+    reported: tuple[tuple[str, str], ...] = ()  # (tool, error) the last calls' results reported
+    errors_asked: bool = False  # an answer after reported errors was sent back once already
     next_options: dict[str, Any] = field(default_factory=dict)
 
     # -- what the next request gets ---------------------------------------------------------------
@@ -231,6 +253,9 @@ class Retrying:
         """After a step's results: notes for a reply repeating failed calls (``vary``), and the
         retries the next request gets. Nothing when every call worked."""
         self.called = self.called or bool(step.calls)
+        self.reported = tuple(
+            (o.name, error) for o in step.outcomes if o.ok and (error := reported_error(o.output)) is not None
+        )
         failed = [(i, o) for i, o in enumerate(step.outcomes) if not o.ok]
         if not failed:
             return self._same_results(step)
@@ -269,7 +294,18 @@ class Retrying:
     def send_back(self, step: Step, answer: str) -> str | None:
         """The text to send back instead of taking a final answer (it quotes the feedback, or the
         gate asks once more), else None."""
-        return self.quotes_feedback(step, answer) or self.gate_answer(step)
+        return self.quotes_feedback(step, answer) or self.gate_answer(step) or self.error_answer(step)
+
+    def error_answer(self, step: Step) -> str | None:
+        """``errors``: the text asking once more when an answer comes right after calls whose
+        results report an error (once a question); else None."""
+        if not self.retry.errors or not self.reported or self.errors_asked:
+            return None
+        self.errors_asked = True
+        facts(step).after_error = True
+        self._after_failure(step, word_for_word=True, held=True)
+        errors = "\n".join(f"- {name}: {error}" for name, error in self.reported)
+        return self.prompts.template("retry_error_result").substitute(errors=errors)
 
     def gate_answer(self, step: Step) -> str | None:
         """``gate``: the text asking once more when the question's first answer came before any
@@ -333,6 +369,23 @@ class Retrying:
         return "\n".join(_usage_line(tools[i]) for i in ranked)
 
 
+def reported_error(output: str) -> str | None:
+    """The error a call's result reports: the ``"error"`` of a result that is a JSON object with
+    one that is not empty (a string, else its JSON), at most ``_ERROR_CHARS``; else None."""
+    text = output.strip()
+    if not text.startswith("{") or '"error"' not in text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:  # cut to the observation limit, or not JSON at all
+        return None
+    error = value.get("error") if isinstance(value, dict) else None
+    if error in (None, False, "", {}, []):
+        return None
+    said = error if isinstance(error, str) else json.dumps(error, default=str)
+    return " ".join(said.split())[:_ERROR_CHARS]
+
+
 def _usage_line(tool: Any) -> str:
     first = (tool.description or "").strip().split("\n", 1)[0][:160]
     return f"- {tool.signature()}" + (f": {first}" if first else "")
@@ -380,6 +433,7 @@ _FEEDBACK_TEMPLATES = (
     "retry_unknown",
     "retry_arguments",
     "retry_same_call",
+    "retry_error_result",
 )
 
 

@@ -100,7 +100,8 @@ class RetryFacts:
     reply: ``repeats_failed`` (it repeats a failed reply of the question), ``repeats_results`` (its
     calls returned what they returned before), ``varied`` (it was told so in more words),
     ``rewound`` (kept out of the conversation), ``gated`` (an answer asked once more),
-    ``quoted_feedback`` (the words of the feedback an answer held). Of the next request:
+    ``quoted_feedback`` (the words of the feedback an answer held), ``after_error`` (an answer
+    sent back: it came right after calls whose results reported an error). Of the next request:
     ``grammar_next``, ``sampled_next`` (its temperature). Before the reply (``odds``):
     ``call_odds`` (the probability the model put on beginning it with a call), ``lead`` (the
     text it was begun with for the model: the call keyword; in text mode the step's ``raw``
@@ -115,6 +116,7 @@ class RetryFacts:
     rewound: bool = False
     gated: bool = False
     quoted_feedback: str | None = None
+    after_error: bool = False
     grammar_next: bool = False
     sampled_next: float | None = None
     call_odds: float | None = None

@@ -106,3 +106,20 @@ def test_rewound_replies_are_counted_and_the_report_says_so_only_when_there_are_
     said = render_multi_turn([record(replies), other], ["text"])
     assert "kept out of the conversation as repeats (`--retry rewind`): text 2 (in 1 of 2 items)" in said
     assert "kept out of the conversation" not in render_multi_turn([record(replies[:1])], ["text"])
+
+
+def test_answers_sent_back_after_reported_errors_are_counted_and_said_only_when_there_are_some():
+    calls = [{"name": "cat", "args": {"file_name": "a.txt"}}]
+    sent = {"retry": {"after_error": True}, "sent_back": {"check": "retry", "text": "You answered right after"}}
+    replies = [
+        step("TOOL: cat ARGS: {}", calls=calls, outcomes=WORKED),
+        step("ANSWER: no such file", details=sent),
+        step("ANSWER: no such file"),
+    ]
+    assert loop_stats(record(replies)).after_error == 1
+    assert loop_stats(record(replies)).rewound == 0
+    other = dataclasses.replace(record([step("ANSWER: done")]), task="multi_turn_base_1")
+    said = render_multi_turn([record(replies), other], ["text"])
+    assert "sent back after calls whose results reported an error (`--retry errors`): text 1 (in 1 of 2 items)" in said
+    assert "kept out of the conversation" not in said
+    assert "reported an error" not in render_multi_turn([record(replies[:1])], ["text"])

@@ -32,12 +32,14 @@ class LoopStats:
     """``after_failure``: replies that came right after a failed reply; ``repeating``: those of them
     that repeat a failed reply of their question; ``force_quit``: the cause (FORCE_QUIT_CAUSES) of
     the item's force-quit turn, or None; ``rewound``: replies kept out of the conversation
-    (textagent.retry's ``rewind``)."""
+    (textagent.retry's ``rewind``); ``after_error``: answers sent back because they came right
+    after calls whose results reported an error (its ``errors``)."""
 
     after_failure: int = 0
     repeating: int = 0
     force_quit: str | None = None
     rewound: int = 0
+    after_error: int = 0
 
 
 def _failed(step: Step) -> bool:
@@ -53,7 +55,7 @@ def _keys(step: Step) -> tuple[str, str | None]:
 
 def loop_stats(episode: Episode) -> LoopStats:
     """The loop's statistics of one multi-turn episode (see the module's docstring)."""
-    after = repeating = rewound = 0
+    after = repeating = rewound = after_error = 0
     last_repeated = last_failed = False
     for run in episode.runs:
         texts: set[str] = set()
@@ -62,6 +64,7 @@ def loop_stats(episode: Episode) -> LoopStats:
         for step in run.steps:
             text, key = _keys(step)
             rewound += step.rewound
+            after_error += step.retry is not None and step.retry.after_error
             repeated = text in texts or (key is not None and key in calls)
             if previous_failed:
                 after += 1
@@ -76,4 +79,4 @@ def loop_stats(episode: Episode) -> LoopStats:
     cause = None
     if episode.multi_turn is not None and episode.multi_turn.force_quit:
         cause = "repeating" if last_repeated else "failing" if last_failed else "calling"
-    return LoopStats(after, repeating, cause, rewound)
+    return LoopStats(after, repeating, cause, rewound, after_error)

@@ -160,13 +160,23 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def _rewound(items: Sequence[Episode], modes: Sequence[str]) -> list[str]:
-    """A line of the replies each mode kept out of the conversation (``--retry rewind``), when any was."""
-    counts = [(m, [loop_stats(e).rewound for e in items if e.mode == m]) for m in modes]
-    said = [f"{m} {sum(c)} (in {sum(1 for x in c if x)} of {len(c)} items)" for m, c in counts if sum(c)]
-    if not said:
-        return []
-    return [f"Replies kept out of the conversation as repeats (`--retry rewind`): {', '.join(said)}.", ""]
+def _retried(items: Sequence[Episode], modes: Sequence[str]) -> list[str]:
+    """Lines of what the loop's retries did, per mode, when they did it: replies kept out of the
+    conversation (``--retry rewind``), answers sent back after reported errors (``--retry errors``)."""
+    stats = {m: [loop_stats(e) for e in items if e.mode == m] for m in modes}
+    out = []
+    for what, part, count in (
+        ("Replies kept out of the conversation as repeats", "rewind", lambda s: s.rewound),
+        ("Answers sent back after calls whose results reported an error", "errors", lambda s: s.after_error),
+    ):
+        said = [
+            f"{m} {sum(c)} (in {sum(1 for x in c if x)} of {len(c)} items)"
+            for m, c in ((m, [count(s) for s in st]) for m, st in stats.items())
+            if sum(c)
+        ]
+        if said:
+            out += [f"{what} (`--retry {part}`): {', '.join(said)}.", ""]
+    return out
 
 
 def _by_category(items: list[Episode]) -> list[tuple[str, list[Episode]]]:
@@ -184,7 +194,7 @@ def render_multi_turn(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
     if not finished:
         return ""
     out = ["## BFCL multi-turn", "", _table(_HEADER, multi_turn_rows(finished, modes)), "", _EXPLAIN, ""]
-    out += _rewound(finished, modes)
+    out += _retried(finished, modes)
     shown = [m for m in modes if any(e.mode == m for e in finished)]
     if len(shown) >= 2:
         items, turns = [], []
