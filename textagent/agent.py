@@ -242,6 +242,9 @@ class QuestionRun:
             agent.retry_grammar,
             self._first_tokens,
         )
+        # a mode whose question begins after calls someone else ran (the proxy's client) says
+        # what they returned: an answer right after them is "right after calls" too
+        self.retrying.results_came(getattr(self.mode, "results_before", ()))
 
     def run(self, trace: TraceWriter) -> Result:
         """Ask until an answer or a limit; every step is traced and handed to ``on_step`` as it ends."""

@@ -57,7 +57,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import cache
@@ -249,13 +249,16 @@ class Retrying:
         self._after_failure(step, word_for_word=repeated, held=True, repeat=repeated)
         return observation
 
+    def results_came(self, results: Iterable[tuple[str, str]]) -> None:
+        """The results (tool name, output) of the calls the next reply answers: the errors they
+        report are what ``errors`` names."""
+        self.reported = tuple((name, error) for name, output in results if (error := reported_error(output)) is not None)
+
     def calls_failed(self, step: Step) -> list[Note]:
         """After a step's results: notes for a reply repeating failed calls (``vary``), and the
         retries the next request gets. Nothing when every call worked."""
         self.called = self.called or bool(step.calls)
-        self.reported = tuple(
-            (o.name, error) for o in step.outcomes if o.ok and (error := reported_error(o.output)) is not None
-        )
+        self.results_came((o.name, o.output) for o in step.outcomes if o.ok)
         failed = [(i, o) for i, o in enumerate(step.outcomes) if not o.ok]
         if not failed:
             return self._same_results(step)

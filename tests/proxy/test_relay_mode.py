@@ -127,3 +127,58 @@ def test_the_odds_leave_a_client_prefill_and_a_low_odds_answer_alone():
     assert result.stop_reason == "answer" and mode.out.content == "nothing to find"
     result, mode, backend = _odds_relay([_first(0.1), "ANSWER: nothing to find"])
     assert backend.prompts[1] == backend.prompts[0] and mode.out.content == "nothing to find"
+
+
+AFTER_CALL = [
+    {"role": "user", "content": "Find the TODOs."},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": '{"file_name": "a.py"}'}}
+        ],
+    },
+]
+
+
+def _errors_relay(replies, results, retry):
+    request = parse_request({"messages": AFTER_CALL + results, "tools": [GREP]})
+    mode = RelayMode(request, transcript(request), grammar=None, cancelled=threading.Event())
+    backend = ScriptedBackend(replies)
+    agent = Agent(backend, request.tools, mode=mode, max_steps=3, max_format_errors=3, example=None, retry=retry)
+    return agent.run("Find the TODOs."), mode, backend
+
+
+def test_the_proxy_sends_back_an_answer_to_client_results_that_report_an_error_once():
+    from textagent.retry import Retry
+
+    failed = [{"role": "tool", "tool_call_id": "c1", "content": '{"error": "grep: a.py: No such file"}'}]
+    result, mode, backend = _errors_relay(["ANSWER: no file", GOOD], failed, Retry(errors=True))
+    assert result.stop_reason == "submitted" and mode.out.calls[0]["name"] == "grep"
+    asked = backend.prompts[1][len(backend.prompts[0]) :]
+    assert "result reports an error" in asked and "- grep: grep: a.py: No such file" in asked
+    # without the part, or after results that report nothing, the answer goes to the client
+    for results, retry in (
+        (failed, Retry()),
+        ([{"role": "tool", "tool_call_id": "c1", "content": "3 TODOs"}], Retry(errors=True)),
+    ):
+        result, mode, backend = _errors_relay(["ANSWER: no file", GOOD], results, retry)
+        assert result.stop_reason == "answer" and len(backend.prompts) == 1
+
+
+def test_a_requests_last_results_are_the_tool_messages_after_its_last_assistant_message():
+    results = [
+        {"role": "tool", "tool_call_id": "c1", "content": "one"},
+        {"role": "tool", "tool_call_id": "c9", "name": "grep", "content": "two"},
+        {"role": "tool", "tool_call_id": "c7", "content": "three"},
+    ]
+    assert parse_request({"messages": AFTER_CALL + results, "tools": [GREP]}).last_results == [
+        ("grep", "one"),
+        ("grep", "two"),
+        ("", "three"),
+    ]
+    asked_again = (
+        AFTER_CALL + results[:1] + [{"role": "assistant", "content": "done"}, {"role": "user", "content": "ok"}]
+    )
+    assert parse_request({"messages": asked_again, "tools": [GREP]}).last_results == []
+    assert parse_request({"messages": AFTER_CALL[:1]}).last_results == []

@@ -84,6 +84,19 @@ class ChatRequest:
         return self.names.get(name, name)
 
     @property
+    def last_results(self) -> list[tuple[str, str]]:
+        """The results the client sent after the model's last calls, the model's next reply's to
+        answer: (tool name in the text protocol, content) of the tool messages after the last
+        assistant message ("" for a name neither the message nor its call gives)."""
+        at = max((i for i, m in enumerate(self.messages) if m["role"] == "assistant"), default=-1)
+        calls = {c["id"]: c["name"] for c in self.messages[at].get("tool_calls", ())} if at >= 0 else {}
+        return [
+            (m.get("name") or calls.get(m.get("tool_call_id", ""), ""), m["content"])
+            for m in self.messages[at + 1 :]
+            if m["role"] == "tool"
+        ]
+
+    @property
     def callable_tools(self) -> ToolSet:
         """The tools a call may name: the named function of ``tool_choice``, else all."""
         return self.tools.select(self.function) if self.function else self.tools

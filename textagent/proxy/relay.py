@@ -86,6 +86,7 @@ class RelayMode(TextExchange):
         self.repairs = 0  # the replies sent back before the one asked now (its step's index - 1)
         self.send = None if on_content is None else (lambda piece: on_content(piece, self.repairs))
         self.rejected = 0  # the step last sent back
+        self.results_before = request.last_results  # what the first reply answers (Retrying's errors)
 
     # -- the conversation -------------------------------------------------------------------------
     def start(self, task: str, examples: Sequence[Any]) -> None:
