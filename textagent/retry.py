@@ -252,7 +252,9 @@ class Retrying:
     def results_came(self, results: Iterable[tuple[str, str]]) -> None:
         """The results (tool name, output) of the calls the next reply answers: the errors they
         report are what ``errors`` names."""
-        self.reported = tuple((name, error) for name, output in results if (error := reported_error(output)) is not None)
+        self.reported = tuple(
+            (name, error) for name, output in results if (error := reported_error(output)) is not None
+        )
 
     def calls_failed(self, step: Step) -> list[Note]:
         """After a step's results: notes for a reply repeating failed calls (``vary``), and the
