@@ -417,6 +417,71 @@ def test_odds_is_a_part_with_a_threshold():
             Retry(odds=bad)
 
 
+NEARLY = first(("ANSWER", 0.6), ("TOOL", 0.4))  # the odds begin the reply (threshold 0.3)
+AFTER_LEAD = ' get_weather ARGS: {"city": "Paris"}'
+
+
+def judged(yes: float) -> Completion:
+    """The model's first token on the check, with its yes-or-no (and a token that is neither)."""
+    return Completion(
+        "Yes" if yes >= 0.5 else "No", top_tokens=(("Yes", yes * 0.9), ("No", (1 - yes) * 0.9), ("I", 0.1))
+    )
+
+
+def test_verify_begins_the_reply_only_where_the_model_stands_by_the_call_it_would_bring():
+    replies = [NEARLY, AFTER_LEAD, judged(0.9), AFTER_LEAD, "ANSWER: sunny"]
+    result, backend = ask(replies, Retry(odds=0.3, verify=0.8), capabilities=ODDS_BACKEND)
+    assert result.answer == "sunny" and len(backend.calls) == 5
+    sketch, check, reply = backend.calls[1:4]
+    # the call the lead would bring is asked first, whole and not streamed, and not written
+    assert backend.prompts[1] == backend.prompts[0] + "TOOL:" and sketch["stream"] is False
+    assert backend.prompts[3] == backend.prompts[1] and reply.get("token_probs") is None
+    # the check is a question of its own, outside the conversation, naming the question and the call
+    asked = backend.prompts[2]
+    assert asked.startswith("<|im_start|>system\nYou check an assistant's work.<|im_end|>")
+    assert "What's the weather in Paris?" in asked and 'get_weather({"city": "Paris"})' in asked
+    assert backend.prompts[0][:200] not in asked and check["max_tokens"] == 1 and check["token_probs"] == 20
+    assert result.steps[0].raw == CALL and result.steps[0].details["retry"] == {
+        "call_odds": 0.4,
+        "lead": "TOOL:",
+        "verify_odds": 0.9,
+    }
+
+
+@pytest.mark.parametrize(
+    ("sketched", "check", "odds"),
+    [
+        (AFTER_LEAD, judged(0.7), 0.7),  # below the threshold
+        (AFTER_LEAD, Completion("I", top_tokens=(("I", 1.0),)), None),  # neither word: no
+        (' get_weather ARGS: {"city": ', None, None),  # no readable call
+        (" ARGS: {}", None, None),
+    ],
+)
+def test_verify_leaves_the_reply_to_the_model_where_it_does_not_stand_by_the_call(sketched, check, odds):
+    replies = [NEARLY, sketched, *([check] if check else []), "ANSWER: sunny"]
+    result, backend = ask(replies, Retry(odds=0.3, verify=0.8), capabilities=ODDS_BACKEND)
+    assert result.answer == "sunny" and backend.prompts[-1] == backend.prompts[0]
+    facts = result.steps[0].details["retry"]
+    assert "lead" not in facts and facts.get("verify_odds") == odds
+
+
+def test_verify_asks_nothing_where_the_odds_begin_nothing():
+    _, backend = ask(
+        [first(("ANSWER", 0.9), ("TOOL", 0.1)), "ANSWER: sunny"], Retry(odds=0.3, verify=0.8), capabilities=ODDS_BACKEND
+    )
+    assert len(backend.calls) == 2
+
+
+def test_verify_is_a_part_with_a_threshold_beside_odds():
+    assert Retry.from_parts("odds,verify") == Retry(odds=0.1, verify=0.8)
+    assert Retry.from_parts("odds,verify", odds=0.05, verify=0.7) == Retry(odds=0.05, verify=0.7)
+    with pytest.raises(ValueError, match="needs odds"):
+        Retry.from_parts("verify")
+    for bad in (0, 1.5, True, float("nan")):
+        with pytest.raises(ValueError, match="verify"):
+            Retry(odds=0.1, verify=bad)
+
+
 def _finder(found: dict[str, str]):
     def find(path: str) -> dict:
         """Find a file by name.

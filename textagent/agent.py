@@ -25,7 +25,7 @@ from .gbnf import reply_grammar
 from .modes import Conversation, FormatError, Mode, ModeContext, RunsTools, get_mode, needs_of
 from .modes.text import TextExchange
 from .options import check_options, drop_deprecated
-from .retry import Retrying
+from .retry import VERIFY_TOKENS, Retrying
 from .steps import STOP_REASONS, Note, Result, RetryFacts, SentBack, Step, tokens_spent
 from .stops import Answered, CallErrors, FormatErrors, MaxSteps, Repeated, Stop, Submitted, TimeLimit, TokenBudget
 from .tools import Tool, ToolSet
@@ -241,6 +241,8 @@ class QuestionRun:
             self.mode.prompts,
             agent.retry_grammar,
             self._first_tokens,
+            self._sketch,
+            self._judge,
         )
         # a mode whose question begins after calls someone else ran (the proxy's client) says
         # what they returned: an answer right after them is "right after calls" too
@@ -368,6 +370,28 @@ class QuestionRun:
             return ()
         with self._deadline():
             completion = mode.first_tokens(k)
+        self.usage += completion.usage
+        return completion.top_tokens
+
+    def _sketch(self, lead: str) -> str:
+        """The next reply begun with ``lead``, asked and not written (Retrying's verify), where the
+        first tokens can be had; else "". Its tokens count in the question's usage."""
+        mode = self.mode
+        if not isinstance(mode, TextExchange) or not mode.can_lead():
+            return ""
+        with self._deadline():
+            completion = mode.sketch(lead, self._reply_budget())  # the reply the lead brings, whole
+        self.usage += completion.usage
+        return completion.text
+
+    def _judge(self, system: str, question: str) -> tuple[tuple[str, float], ...]:
+        """The likeliest first tokens of the model's answer to a question outside the conversation
+        (Retrying's verify), on a backend with ``token_probs``; else none."""
+        mode = self.mode
+        if not isinstance(mode, TextExchange) or not capabilities_of(self.agent.backend).token_probs:
+            return ()
+        with self._deadline():
+            completion = mode.judge_tokens(system, question, VERIFY_TOKENS)
         self.usage += completion.usage
         return completion.top_tokens
 

@@ -223,7 +223,11 @@ def _open_agent(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
         chat_format=chat_format,
         checks=checks.from_names(args.checks),
         retry=Retry.from_parts(
-            args.retry, temperature=args.retry_temperature, seed=args.seed or 0, odds=args.retry_odds
+            args.retry,
+            temperature=args.retry_temperature,
+            seed=args.seed or 0,
+            odds=args.retry_odds,
+            verify=args.retry_verify,
         ),
         on_step=_print_step if args.verbose else None,
         trace=args.trace,

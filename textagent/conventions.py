@@ -180,7 +180,7 @@ def _retry_number(field: str, most: int) -> Callable[[str], float]:
 
         try:
             value = float(text)
-            number: dict[str, Any] = {field: value}
+            number: dict[str, Any] = {"odds": 1.0, field: value}  # verify needs odds beside it
             Retry(**number)  # Retry checks it
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be a number above 0 and at most {most} (got {text})") from None
@@ -191,6 +191,7 @@ def _retry_number(field: str, most: int) -> Callable[[str], float]:
 
 retry_temperature = _retry_number("temperature", 2)  # --retry-temperature
 retry_odds = _retry_number("odds", 1)  # --retry-odds
+retry_verify = _retry_number("verify", 1)  # --retry-verify
 
 
 def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> None:
@@ -208,7 +209,8 @@ def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> No
         "kept out of the conversation and asked again, sampled), odds (the first reply begun with a call where "
         "the model's own odds of one reach --retry-odds, text protocol without a grammar, on llama.cpp or "
         "/v1/completions), errors (an answer right after calls whose results report an error is sent back "
-        "once a question, the errors named); "
+        "once a question, the errors named), verify (with odds: a reply is begun only where the model, asked "
+        "whether the call it would bring does what was asked, says yes with --retry-verify of its yes-or-no); "
         "comma-separated, or none (default)",
     )
     p.add_argument(
@@ -223,6 +225,13 @@ def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> No
         default=0.1,
         help="with --retry odds: the probability of a call the model's first token must reach for the reply to be "
         "begun with the call keyword (default 0.1; 1 records the odds and never begins a reply)",
+    )
+    p.add_argument(
+        "--retry-verify",
+        type=retry_verify,
+        default=0.8,
+        help="with --retry odds,verify: the share of yes in the model's yes-or-no on the call a begun reply "
+        "would bring that the reply needs to be begun (default 0.8)",
     )
 
 

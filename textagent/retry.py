@@ -36,6 +36,12 @@ loop *does* when a reply fails, each part on its own:
   which writes the tool and its arguments. The model's own weighing tells the answer it nearly
   did not give from the one it meant; the odds are recorded (``call_odds``) whether or not they
   reach the threshold.
+- ``verify`` (a threshold; with ``odds``): before a reply is begun for the model, the call the
+  lead would bring is asked (not written, not streamed) and the model, in a question of its own
+  outside the conversation, is asked whether that call does what the question asks
+  (prompts' ``retry_verify``); the reply is begun only when its first token puts at least
+  ``verify`` of the yes-or-no probability on yes (``verify_odds`` is recorded). The odds tell a
+  reply the model nearly wrote; the model's own check tells whether it stands by it.
 - ``abstain`` (the gate, its re-ask held to a grammar): the reply after the gate's question either
   calls listed tools or, before its answer, writes a line that names the closest listed tool and
   why it does not fit (prompts' ``retry_abstain_line``): an abstention has to be meant, in a form
@@ -69,6 +75,7 @@ from jsonschema import Draft202012Validator
 from . import prompts
 from ._schema import type_label
 from .examples import relevance
+from .protocol import ParseError, parse_reply
 from .protocol.fixes import corrected_line
 from .protocol.words import CALL_KEYWORD, begins_call
 from .steps import Note, RetryFacts, Step
@@ -78,11 +85,14 @@ __all__ = ["RETRY_PARTS", "Retry", "Retrying"]
 
 #: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate,
 #: rewind, abstain (the gate with its re-ask held to the abstention grammar), odds (the threshold),
-#: errors.
-RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain", "odds", "errors")
+#: errors, verify (with odds; its threshold).
+RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain", "odds", "errors", "verify")
 REWIND_TEMPERATURE = 0.7  # a rewound reply's, when the Retry sets no temperature
 ODDS = 0.1  # ``--retry odds``'s threshold when none is given (``--retry-odds``)
 ODDS_TOKENS = 10  # the first token's alternatives asked for the odds
+VERIFY = 0.8  # ``--retry verify``'s threshold when none is given (``--retry-verify``)
+VERIFY_TOKENS = 20  # the alternatives of the check's first token, where "yes" and "no" are looked for
+_DESCRIPTION_CHARS = 300  # of the tool's description, in the check
 
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
 _CLOSEST = 3  # listed tools shown for an unknown one
@@ -105,12 +115,16 @@ class Retry:
     abstain: bool = False
     odds: float | None = None
     errors: bool = False
+    verify: float | None = None
 
     def __post_init__(self) -> None:
-        if self.odds is not None and not (
-            isinstance(self.odds, (int, float)) and not isinstance(self.odds, bool) and 0 < self.odds <= 1
-        ):
-            raise ValueError(f"Retry(odds=...) must be above 0 and at most 1; got {self.odds!r}")
+        for name, share in (("odds", self.odds), ("verify", self.verify)):
+            if share is not None and not (
+                isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share <= 1
+            ):
+                raise ValueError(f"Retry({name}=...) must be above 0 and at most 1; got {share!r}")
+        if self.verify is not None and self.odds is None:
+            raise ValueError("Retry(verify=...) checks the replies the odds would begin: it needs odds=...")
         for name, t in (("temperature", self.temperature), ("rewind_temperature", self.rewind_temperature)):
             if (t is not None or name != "temperature") and not _sampling_temperature(t):
                 raise ValueError(f"Retry({name}=...) must be above 0 and at most 2; got {t!r}")
@@ -130,9 +144,11 @@ class Retry:
         )
 
     @classmethod
-    def from_parts(cls, parts: str, *, temperature: float = 0.7, seed: int = 0, odds: float = ODDS) -> Retry:
+    def from_parts(
+        cls, parts: str, *, temperature: float = 0.7, seed: int = 0, odds: float = ODDS, verify: float = VERIFY
+    ) -> Retry:
         """A Retry from a comma-separated list of RETRY_PARTS ("none" or "": none of them);
-        ``odds`` is the threshold of the odds part."""
+        ``odds`` and ``verify`` are the thresholds of those parts."""
         names = [p.strip() for p in parts.split(",") if p.strip() and p.strip() != "none"]
         unknown = [n for n in names if n not in RETRY_PARTS]
         if unknown:
@@ -151,6 +167,7 @@ class Retry:
             abstain=abstain,
             odds=threshold,
             errors="errors" in names,
+            verify=verify if "verify" in names else None,
         )
 
 
@@ -189,6 +206,8 @@ class Retrying:
     prompts: prompts.Prompts = field(default_factory=lambda: prompts.for_family("text"))
     grammars: Callable[[bool], str | None] = lambda abstain: None
     first_tokens: Callable[[int], tuple[tuple[str, float], ...]] = lambda k: ()
+    sketch: Callable[[str], str] = lambda lead: ""  # the next reply begun with lead, asked, not written
+    judge: Callable[[str, str], tuple[tuple[str, float], ...]] = lambda system, user: ()
     failed_texts: set[str] = field(default_factory=set)
     failed_calls: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
     same_results: set[tuple[Any, ...]] = field(default_factory=set)  # (calls, their outputs) seen
@@ -213,8 +232,39 @@ class Retrying:
         facts(step).call_odds = round(odds, 4)
         if begins_call(top[0][0]) or odds < self.retry.odds:
             return {}
+        if self.retry.verify is not None and not self._stands_by(step):
+            return {}
         facts(step).lead = CALL_KEYWORD
         return {"lead": CALL_KEYWORD}
+
+    def _stands_by(self, step: Step) -> bool:
+        """``verify``: does the model, asked outside the conversation, say that the first call the
+        lead would bring does what the question asks, with at least ``verify`` of its yes-or-no
+        probability? (A reply that brings no readable call, or a check with neither word among
+        its likeliest first tokens: no.)"""
+        try:
+            calls = parse_reply(CALL_KEYWORD + self.sketch(CALL_KEYWORD), self.tools).calls
+        except ParseError:
+            return False
+        if not calls:
+            return False
+        call, tool = calls[0], self.tools.get(calls[0].name)
+        description = (tool.description if tool else "").strip().split("\n", 1)[0]
+        check = self.prompts.template("retry_verify").substitute(
+            question=self.task,
+            call=f"{call.name}({json.dumps(call.args)})",
+            tool=call.name,
+            description=description[:_DESCRIPTION_CHARS],
+        )
+        said: dict[str, float] = {}
+        for token, p in self.judge(self.prompts.template("retry_verify_system").substitute(), check):
+            word = token.strip().lower()
+            said[word] = said.get(word, 0.0) + p
+        yes, no = said.get("yes", 0.0), said.get("no", 0.0)
+        if yes + no <= 0:
+            return False
+        facts(step).verify_odds = round(yes / (yes + no), 4)
+        return yes / (yes + no) >= (self.retry.verify or 0)
 
     def options_for_next(self) -> dict[str, Any]:
         """The request options of the next reply only (a grammar, a sampled temperature), then none."""

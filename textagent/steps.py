@@ -105,7 +105,8 @@ class RetryFacts:
     ``grammar_next``, ``sampled_next`` (its temperature). Before the reply (``odds``):
     ``call_odds`` (the probability the model put on beginning it with a call), ``lead`` (the
     text it was begun with for the model: the call keyword; in text mode the step's ``raw``
-    begins with it, in the proxy's ``raw`` is what followed it, as after a client's prefill)."""
+    begins with it, in the proxy's ``raw`` is what followed it, as after a client's prefill),
+    ``verify_odds`` (the share of yes in the model's yes-or-no on the call the lead would bring)."""
 
     grammar: bool = False
     temperature: float | None = None
@@ -121,6 +122,7 @@ class RetryFacts:
     sampled_next: float | None = None
     call_odds: float | None = None
     lead: str | None = None
+    verify_odds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The facts that are set (a trace's ``details["retry"]``): a number is kept when it is 0."""

@@ -163,3 +163,20 @@ def test_an_odds_threshold_out_of_range_is_a_usage_error(value, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--retry", "odds", "--retry-odds", value])
     assert "above 0 and at most 1" in capsys.readouterr().err
+
+
+def test_the_verify_threshold_reaches_the_loop_and_defaults_to_the_retrys_own(capsys):
+    from textagent.bench.options import build_parser
+    from textagent.retry import VERIFY, Retry
+
+    assert build_parser().parse_args([]).retry_verify == VERIFY == Settings().retry_verify
+    settings = Settings(retry="odds,verify", retry_odds=0.05, retry_verify=0.7)
+    options = agent_options("text", settings, bare_tools(), question="Where is Paris?")
+    assert options["retry"] == Retry(odds=0.05, verify=0.7)
+    for value in ("0", "1.5", "sure"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--retry", "odds,verify", "--retry-verify", value])
+        assert "above 0 and at most 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--retry", "verify"])
+    assert "needs odds" in capsys.readouterr().err

@@ -138,6 +138,8 @@ def test_retry_options_reach_the_proxys_repair_loop(capsys):
     assert proxy_config(build_parser().parse_args([]), None).retry == Retry()  # none by default
     odds = build_parser().parse_args(["--retry", "odds", "--retry-odds", "0.3"])
     assert proxy_config(odds, None).retry == Retry(odds=0.3)
+    verify = build_parser().parse_args(["--retry", "odds,verify", "--retry-verify", "0.7"])
+    assert proxy_config(verify, None).retry == Retry(odds=0.1, verify=0.7)
     with pytest.raises(SystemExit) as exit_:
         build_parser().parse_args(["--retry", "louder"])
     err = capsys.readouterr().err

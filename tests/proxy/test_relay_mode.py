@@ -182,3 +182,24 @@ def test_a_requests_last_results_are_the_tool_messages_after_its_last_assistant_
     )
     assert parse_request({"messages": asked_again, "tools": [GREP]}).last_results == []
     assert parse_request({"messages": AFTER_CALL[:1]}).last_results == []
+
+
+def test_verify_checks_the_call_before_the_proxy_begins_a_reply_the_client_gets():
+    from textagent.backends.base import Capabilities, Completion
+    from textagent.retry import Retry
+
+    def judged(yes):
+        return Completion("yes", top_tokens=(("yes", yes), ("no", 1 - yes)))
+
+    for yes, begun in ((0.9, True), (0.5, False)):
+        request = parse_request({"messages": [{"role": "user", "content": "Find the TODOs."}], "tools": [GREP]})
+        mode = RelayMode(request, transcript(request), grammar=None, cancelled=threading.Event())
+        after = GOOD[len("TOOL:") :]
+        replies = [_first(0.3), after, judged(yes), after if begun else "ANSWER: none here"]
+        backend = ScriptedBackend(replies, capabilities=Capabilities(grammar=True, token_probs=True))
+        retry = Retry(odds=0.2, verify=0.8)
+        agent = Agent(backend, request.tools, mode=mode, max_steps=3, max_format_errors=3, example=None, retry=retry)
+        result = agent.run("Find the TODOs.")
+        assert "Find the TODOs." in backend.prompts[2] and "grep(" in backend.prompts[2]
+        assert (result.stop_reason, bool(mode.out.calls)) == (("submitted", True) if begun else ("answer", False))
+        assert result.steps[0].details["retry"]["verify_odds"] == yes

@@ -41,7 +41,11 @@ def agent_options(
         "max_repeats": settings.max_repeats,
         "max_call_errors": settings.max_call_errors,
         "retry": Retry.from_parts(
-            settings.retry, temperature=settings.retry_temperature, seed=settings.seed, odds=settings.retry_odds
+            settings.retry,
+            temperature=settings.retry_temperature,
+            seed=settings.seed,
+            odds=settings.retry_odds,
+            verify=settings.retry_verify,
         ),
     }
     if bench.family == "client":

@@ -259,6 +259,7 @@ def _what_to_run(args: argparse.Namespace) -> tuple[list[str], dict[str, str], l
         retry=args.retry,
         retry_temperature=args.retry_temperature,
         retry_odds=args.retry_odds,
+        retry_verify=args.retry_verify,
     )
     return modes, unavailable, tasks, settings
 
@@ -379,7 +380,11 @@ def _start_proxies(args: argparse.Namespace, workers: Sequence[Slot], factory: B
                 example_style=args.example_style,
                 example_tool=args.example_tool,
                 retry=Retry.from_parts(
-                    args.retry, temperature=args.retry_temperature, seed=args.seed, odds=args.retry_odds
+                    args.retry,
+                    temperature=args.retry_temperature,
+                    seed=args.seed,
+                    odds=args.retry_odds,
+                    verify=args.retry_verify,
                 ),
             ),
         ).start()

@@ -19,7 +19,7 @@ from .. import prompts
 from .._redact import redact
 from ..agent import Agent
 from ..backends.base import Usage
-from ..retry import ODDS
+from ..retry import ODDS, VERIFY
 from ..steps import Result
 from ..templates import ChatFormat
 from ..tools import ToolOutcome
@@ -57,6 +57,7 @@ class Settings:
     retry: str = "none"  # textagent's own modes: what the loop does after a failed reply (RETRY_PARTS, comma-separated)
     retry_temperature: float = 0.7  # the sampled retry's temperature (with "sample" in retry)
     retry_odds: float = ODDS  # the odds' threshold (with "odds" in retry)
+    retry_verify: float = VERIFY  # the check's threshold (with "verify" in retry)
 
 
 def run_episode(

@@ -224,6 +224,7 @@ def _facts(meta: Mapping[str, Any], finished: int) -> list[str]:
                 f", **the loop retries after a failed reply: {st['retry']}** (`--retry`"
                 + (f", temperature {st.get('retry_temperature')}" if "sample" in st["retry"] else "")
                 + (f", odds threshold {st.get('retry_odds')}" if "odds" in st["retry"] else "")
+                + (f", verify threshold {st.get('retry_verify')}" if "verify" in st["retry"] else "")
                 + ")"
                 if st.get("retry") not in (None, "none")
                 else ""

@@ -147,6 +147,22 @@ class TextExchange:
         conv = self.conversation
         return complete(self.ctx, conv, stop=self.stop(), max_tokens=1, stream=False, token_probs=k, **options)
 
+    def sketch(self, lead: str, max_tokens: int) -> Completion:
+        """The next reply begun with ``lead``, asked and not written (a retry's verify reads the
+        call the lead would bring): not streamed and held to no grammar; the text after ``lead``."""
+        options = {key: v for key, v in self.options().items() if key not in ("stream", "on_text", "grammar", "lead")}
+        conv = self.conversation
+        return complete(self.ctx, conv, stop=self.stop(), max_tokens=max_tokens, lead=lead, stream=False, **options)
+
+    def judge_tokens(self, system: str, question: str, k: int) -> Completion:
+        """The ``k`` likeliest first tokens of the model's answer to a question of its own, outside
+        the conversation (``system`` and ``question`` in the chat format; a retry's verify)."""
+        options = {key: v for key, v in self.options().items() if key not in ("stream", "on_text", "grammar", "lead")}
+        prompt = self.ctx.format.start(system, question)
+        return self.ctx.backend.complete(
+            prompt, stop=list(self.ctx.format.stop), max_tokens=1, stream=False, token_probs=k, **options
+        )
+
     # -- reading --------------------------------------------------------------------------------
     def parse(self, completion: Completion, step: Step) -> Reply:
         try:

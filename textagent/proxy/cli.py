@@ -209,7 +209,9 @@ def proxy_config(args: argparse.Namespace, trace_dir: Path | None) -> ProxyConfi
     return ProxyConfig(
         mode=args.mode,
         max_repairs=args.max_repairs,
-        retry=Retry.from_parts(args.retry, temperature=args.retry_temperature, odds=args.retry_odds),
+        retry=Retry.from_parts(
+            args.retry, temperature=args.retry_temperature, odds=args.retry_odds, verify=args.retry_verify
+        ),
         api_key=args.api_key or os.environ.get(ENV_PROXY_KEY) or None,
         max_body_bytes=args.max_body,
         trace_dir=trace_dir,
