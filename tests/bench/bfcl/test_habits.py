@@ -34,7 +34,7 @@ def _episode(
 ) -> Episode:
     item = BfclItem(f"{category}_1", category, 1, ({"role": "user", "content": "Weather?"},), functions, truth)
     backend = ScriptedBackend(list(replies), capabilities=Capabilities(grammar=True, token_probs=True))
-    return run_episode(item_task(item), mode, backend, settings=Settings(retry=retry, retry_odds=0.2))
+    return run_episode(item_task(item), mode, backend, settings=Settings(retry=retry, retry_odds=0.2, retry_verify=0.8))
 
 
 def _odds(tool: float) -> Completion:
@@ -130,3 +130,21 @@ def test_the_odds_tables_count_the_replies_begun_and_the_odds_at_first_answers()
     assert "| category: skipped at 0.05 / 0.1 / 0.2 / 0.3 \\| meant at 0.05 / 0.1 / 0.2 / 0.3 | text |" in section
     # without the odds on, no such tables
     assert "`--retry odds`" not in render_habits([_episode("simple_python", ONE, "ANSWER: sunny")], ["text"])
+
+
+def test_the_odds_table_counts_the_replies_the_check_kept_and_those_it_checked() -> None:
+    after = ' get_weather ARGS: {"city": "Paris"}'
+
+    def judged(yes: float) -> Completion:
+        return Completion("yes", top_tokens=(("yes", yes), ("no", 1 - yes)))
+
+    kept = _episode("simple_python", ONE, _odds(0.3), after, judged(0.9), after, "ANSWER: mild", retry="odds,verify")
+    dropped = _episode(
+        "irrelevance", None, _odds(0.3), after, judged(0.4), "ANSWER: no tool tells the time.", retry="odds,verify"
+    )
+    episodes = [_read_back(e) for e in (kept, dropped)]
+    table = habits_by_category(episodes, ["text"])
+    assert (table["simple_python"]["text"].checked, table["simple_python"]["text"].led) == (1, 1)
+    assert (table["irrelevance"]["text"].checked, table["irrelevance"]["text"].led) == (1, 0)
+    assert episodes[1].bfcl is not None and episodes[1].bfcl.first.valid  # the model's own abstention, kept
+    assert "| **all** | 1 / 2, 1; checked 2 |" in render_habits(episodes, ["text"])

@@ -56,6 +56,7 @@ class Habits:
     probed: int = 0  # first replies whose odds of a call were asked (--retry odds)
     led: int = 0  # ... begun with a call for the model
     led_right: int = 0  # ... and right (BFCL's view of the first reply)
+    checked: int = 0  # first replies the odds would begin whose call the model checked (--retry verify)
     skip_odds: list[float] = field(default_factory=list)  # the odds of a call at each skipped call
     meant_odds: list[float] = field(default_factory=list)  # ... at each irrelevance item answered without one
 
@@ -74,6 +75,7 @@ class Habits:
         odds = first.call_odds if first is not None else None
         if first is not None and odds is not None:
             self.probed += 1
+            self.checked += first.verify_odds is not None
             if first.lead:
                 self.led += 1
                 self.led_right += episode.bfcl is not None and episode.bfcl.first.valid
@@ -158,11 +160,16 @@ def _odds_tables(table: dict[str, dict[str, Habits]], total: dict[str, Habits], 
     levels = " / ".join(f"{level:g}" for level in ODDS_LEVELS)
     return [
         "The loop's odds (`--retry odds`): first replies begun with a call for the model, of the first "
-        "replies whose odds were asked, and of those begun how many were right (BFCL's view).",
+        "replies whose odds were asked, and of those begun how many were right (BFCL's view); with "
+        "`--retry verify`, how many the odds would have begun, their calls checked by the model.",
         "",
         *_category_table(
             "category: begun / asked, right",
-            lambda h: f"{h.led} / {h.probed}, {h.led_right}" if h.probed else "—",
+            lambda h: (
+                (f"{h.led} / {h.probed}, {h.led_right}" + (f"; checked {h.checked}" if h.checked else ""))
+                if h.probed
+                else "—"
+            ),
             probed,
             total,
             shown,
