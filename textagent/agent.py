@@ -17,7 +17,7 @@ from typing import IO, Any
 
 from . import prompts
 from .backends import request_deadline
-from .backends.base import Backend, Usage, capabilities_of
+from .backends.base import Backend, Completion, Usage, capabilities_of
 from .checks import RunView
 from .config import AgentConfig
 from .errors import BackendError, BackendTimeout, RunTimeLimit
@@ -368,10 +368,7 @@ class QuestionRun:
             or not capabilities_of(self.agent.backend).token_probs
         ):
             return ()
-        with self._deadline():
-            completion = mode.first_tokens(k)
-        self.usage += completion.usage
-        return completion.top_tokens
+        return self._aside(lambda: mode.first_tokens(k)).top_tokens
 
     def _sketch(self, lead: str) -> str:
         """The next reply begun with ``lead``, asked and not written (Retrying's verify), where the
@@ -379,10 +376,7 @@ class QuestionRun:
         mode = self.mode
         if not isinstance(mode, TextExchange) or not mode.can_lead():
             return ""
-        with self._deadline():
-            completion = mode.sketch(lead, self._reply_budget())  # the reply the lead brings, whole
-        self.usage += completion.usage
-        return completion.text
+        return self._aside(lambda: mode.sketch(lead, self._reply_budget())).text  # the reply the lead brings, whole
 
     def _judge(self, system: str, question: str) -> tuple[tuple[str, float], ...]:
         """The likeliest first tokens of the model's answer to a question outside the conversation
@@ -390,10 +384,15 @@ class QuestionRun:
         mode = self.mode
         if not isinstance(mode, TextExchange) or not capabilities_of(self.agent.backend).token_probs:
             return ()
+        return self._aside(lambda: mode.judge_tokens(system, question, VERIFY_TOKENS)).top_tokens
+
+    def _aside(self, ask: Callable[[], Completion]) -> Completion:
+        """A request a retry asks beside the replies: it ends by the question's time limit, and
+        its tokens count in the question's usage."""
         with self._deadline():
-            completion = mode.judge_tokens(system, question, VERIFY_TOKENS)
+            completion = ask()
         self.usage += completion.usage
-        return completion.top_tokens
+        return completion
 
     def _deadline(self) -> AbstractContextManager[None]:
         """The requests made in it end by the question's time limit (request_deadline)."""

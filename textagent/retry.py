@@ -263,8 +263,9 @@ class Retrying:
         yes, no = said.get("yes", 0.0), said.get("no", 0.0)
         if yes + no <= 0:
             return False
-        facts(step).verify_odds = round(yes / (yes + no), 4)
-        return yes / (yes + no) >= (self.retry.verify or 0)
+        share = yes / (yes + no)
+        facts(step).verify_odds = round(share, 4)
+        return share >= (self.retry.verify or 0)
 
     def options_for_next(self) -> dict[str, Any]:
         """The request options of the next reply only (a grammar, a sampled temperature), then none."""

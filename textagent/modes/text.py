@@ -139,26 +139,29 @@ class TextExchange:
         holds the reply from its first character."""
         return self.grammar is None
 
+    def _aside_options(self) -> dict[str, Any]:
+        """The request options of a request asked beside the replies (a retry's): the Agent's,
+        without a stream, a grammar or a lead, which are the reply's own."""
+        return {key: v for key, v in self.options().items() if key not in ("stream", "on_text", "grammar", "lead")}
+
     def first_tokens(self, k: int) -> Completion:
         """The next reply's likeliest first tokens (``Completion.top_tokens``, ``k`` of them) on a
         backend with ``token_probs``, asked before the reply: one token generated, not streamed
         and held to no grammar; the server keeps the prompt's cache for the reply itself."""
-        options = {key: v for key, v in self.options().items() if key not in ("stream", "on_text", "grammar")}
         conv = self.conversation
+        options = self._aside_options()
         return complete(self.ctx, conv, stop=self.stop(), max_tokens=1, stream=False, token_probs=k, **options)
 
     def sketch(self, lead: str, max_tokens: int) -> Completion:
         """The next reply begun with ``lead``, asked and not written (a retry's verify reads the
         call the lead would bring): not streamed and held to no grammar; the text after ``lead``."""
-        options = {key: v for key, v in self.options().items() if key not in ("stream", "on_text", "grammar", "lead")}
-        conv = self.conversation
+        options, conv = self._aside_options(), self.conversation
         return complete(self.ctx, conv, stop=self.stop(), max_tokens=max_tokens, lead=lead, stream=False, **options)
 
     def judge_tokens(self, system: str, question: str, k: int) -> Completion:
         """The ``k`` likeliest first tokens of the model's answer to a question of its own, outside
         the conversation (``system`` and ``question`` in the chat format; a retry's verify)."""
-        options = {key: v for key, v in self.options().items() if key not in ("stream", "on_text", "grammar", "lead")}
-        prompt = self.ctx.format.start(system, question)
+        options, prompt = self._aside_options(), self.ctx.format.start(system, question)
         return self.ctx.backend.complete(
             prompt, stop=list(self.ctx.format.stop), max_tokens=1, stream=False, token_probs=k, **options
         )
