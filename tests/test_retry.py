@@ -563,3 +563,81 @@ def test_errors_is_a_part_by_name():
     assert Retry.from_parts("errors") == Retry(errors=True)
     assert Retry.from_parts("grammar,rewind,errors") == Retry(grammar=True, rewind=True, errors=True)
     assert Retry(errors=True).active
+
+
+CLAIM = 'ANSWER: get_weather ran with city "Paris" and reported sunny.'
+LED = "TOOL: get_weather ARGS:"
+
+
+def test_an_answer_claiming_a_call_that_never_ran_is_kept_out_and_the_next_reply_begun_with_that_call():
+    result, backend = ask([CLAIM, ' {"city": "Paris"}', "ANSWER: sunny"], Retry(claims=True))
+    assert result.answer == "sunny" and len(backend.calls) == 3
+    # the claim is not written: the next reply is asked from where it was, begun with the call
+    assert backend.prompts[1] == backend.prompts[0] + LED
+    assert "lead" not in backend.calls[1] and "reported sunny" not in backend.prompts[2]
+    claim, call = result.steps[:2]
+    assert claim.details["retry"] == {"rewound": True, "claimed": "get_weather"}
+    assert call.raw == LED + ' {"city": "Paris"}' and call.outcomes[0].ok
+    assert call.details["retry"] == {"lead": LED}
+    # the reply enters the conversation once, as the model's own
+    assert backend.prompts[2].count(LED) == backend.prompts[0].count(LED) + 1
+
+
+@pytest.mark.parametrize(
+    ("replies", "retry", "kw"),
+    [
+        ([CLAIM], Retry(), {}),  # without the part
+        ([CALL, CLAIM], Retry(claims=True), {}),  # the tool ran in the question
+        (['ANSWER: get_stock_price ran with symbol "X" and reported 3.'], Retry(claims=True), {}),  # no listed tool
+        ([CLAIM], Retry(claims=True), {"max_steps": 1}),  # no reply may follow: the answer is not lost
+    ],
+)
+def test_a_claim_is_taken_as_the_answer_where_the_loop_may_not_act_on_it(replies, retry, kw):
+    backend = ScriptedBackend(replies)
+    result = Agent(backend, demo.demo_tools(), retry=retry, **kw).run("What's the weather in Paris?")
+    assert result.stop_reason == "answer" and result.answer == replies[-1][len("ANSWER: ") :]
+    assert len(backend.calls) == len(replies) and "claimed" not in (result.steps[-1].details.get("retry") or {})
+
+
+def test_a_claim_is_kept_out_once_a_question_and_a_tool_run_in_an_earlier_question_is_no_claim():
+    also = 'ANSWER: get_time ran with timezone "CET" and reported 10:00.'
+    result, backend = ask([CLAIM, ' {"city": "Paris"}', also], Retry(claims=True))
+    assert result.answer == also[len("ANSWER: ") :] and len(backend.calls) == 3
+    backend = ScriptedBackend([CALL, "ANSWER: sunny", CLAIM])
+    agent = Agent(backend, demo.demo_tools(), retry=Retry(claims=True))
+    agent.run("What's the weather in Paris?")
+    assert agent.run("Say again what you found.").answer == CLAIM[len("ANSWER: ") :]
+    # forgotten with the conversation, kept with a checkpoint
+    saved = agent.checkpoint()
+    agent.reset()
+    backend.replies.extend([CLAIM, ' {"city": "Paris"}', "ANSWER: sunny"])
+    assert agent.run("What's the weather in Paris?").steps[0].details["retry"]["claimed"] == "get_weather"
+    agent.restore(saved)
+    backend.replies.append(CLAIM)
+    assert agent.run("And again?").answer == CLAIM[len("ANSWER: ") :]
+
+
+def test_with_verify_a_claim_is_begun_only_where_the_model_stands_by_the_call_else_asked_again_sampled():
+    sketched, none = ' {"city": "Paris"}', first(("ANSWER", 1.0))  # the odds begin nothing
+    retry = Retry(odds=1.0, verify=0.8, claims=True)
+    result, backend = ask(
+        [none, CLAIM, sketched, judged(0.9), sketched, "ANSWER: sunny"], retry, capabilities=ODDS_BACKEND
+    )
+    assert result.answer == "sunny" and backend.prompts[2] == backend.prompts[0] + LED  # the sketch
+    assert 'get_weather({"city": "Paris"})' in backend.prompts[3]  # the check
+    assert backend.prompts[4] == backend.prompts[0] + LED and result.steps[0].details["retry"]["verify_odds"] == 0.9
+    result, backend = ask([none, CLAIM, sketched, judged(0.3), "ANSWER: sunny"], retry, capabilities=ODDS_BACKEND)
+    assert result.answer == "sunny" and backend.prompts[4] == backend.prompts[0]
+    assert backend.calls[4]["temperature"] == 0.7 and backend.calls[4]["seed"] == 1
+    assert result.steps[0].details["retry"] == {
+        "call_odds": 0.0,
+        "rewound": True,
+        "claimed": "get_weather",
+        "verify_odds": 0.3,
+        "sampled_next": 0.7,
+    }
+
+
+def test_claims_is_a_part_by_name():
+    assert Retry.from_parts("claims") == Retry(claims=True)
+    assert Retry(claims=True).active

@@ -40,11 +40,12 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Checkpoint:
     """Where an Agent's conversation was (Agent.checkpoint): the conversation, the number of
-    questions asked, the tools added since the last one."""
+    questions asked, the tools added since the last one, the tools that ran in it."""
 
     conversation: Conversation
     question: int
     added: tuple[Tool, ...]
+    ran: frozenset[str] = frozenset()
 
 
 class Agent:
@@ -97,6 +98,7 @@ class Agent:
         self.question, self.conversation_id = 0, new_run_id()
         self.last: QuestionRun | None = None  # the question running or run last
         self._added: list[Tool] = []
+        self._ran: set[str] = set()  # the tools that ran in the conversation (a retry's claims)
         # the retry grammars made for a tool set, kept while it is the Agent's: a conversation's
         # later questions (BFCL's multi-turn turns) need not build a large set's grammar again
         self._grammars: tuple[ToolSet, dict[bool, str | None]] = (self.tools, {})
@@ -117,17 +119,19 @@ class Agent:
         """Forget the conversation: the next :meth:`run` starts afresh (system prompt, examples)."""
         self.mode.conversation = Conversation()
         self.question, self.conversation_id = 0, new_run_id()
+        self._ran = set()
 
     def checkpoint(self) -> Checkpoint:
         """Where the conversation is now, to :meth:`restore` it later: ``textagent chat`` takes an
         interrupted question (or one the server refused) back this way."""
-        return Checkpoint(self.conversation.copy(), self.question, tuple(self._added))
+        return Checkpoint(self.conversation.copy(), self.question, tuple(self._added), frozenset(self._ran))
 
     def restore(self, checkpoint: Checkpoint) -> None:
         """Put the conversation back where ``checkpoint`` found it: the questions asked since
         are gone from it, so the next question does not carry them."""
         self.mode.conversation = checkpoint.conversation.copy()
         self.question, self._added = checkpoint.question, list(checkpoint.added)
+        self._ran = set(checkpoint.ran)
 
     def add_tools(self, *tools: Any) -> None:
         """Add tools (Tools, functions or ToolSets) for the questions to come. In a conversation
@@ -167,7 +171,10 @@ class Agent:
         with TraceWriter(self.trace) as trace:
             trace.write(self.start_record(task))
             self.question += 1
-            result = self.last.run(trace)
+            try:
+                result = self.last.run(trace)
+            finally:
+                self._ran |= self.last.retrying.ran
             trace.result(result)
         return result
 
@@ -247,6 +254,8 @@ class QuestionRun:
         # a mode whose question begins after calls someone else ran (the proxy's client) says
         # what they returned: an answer right after them is "right after calls" too
         self.retrying.results_came(getattr(self.mode, "results_before", ()))
+        # an answer may say what ran in an earlier question, or ran as the proxy's client's call
+        self.retrying.ran.update(agent._ran, getattr(self.mode, "ran_before", ()))
 
     def run(self, trace: TraceWriter) -> Result:
         """Ask until an answer or a limit; every step is traced and handed to ``on_step`` as it ends."""
@@ -283,7 +292,7 @@ class QuestionRun:
         step = Step(len(self.steps) + 1, "")
         once = self.retrying.options_for_next()  # a retry's grammar or temperature, this request only
         if once:
-            step.retry = RetryFacts("grammar" in once, once.get("temperature"), once.get("seed"))
+            step.retry = RetryFacts("grammar" in once, once.get("temperature"), once.get("seed"), lead=once.get("lead"))
         once.update(self.retrying.opening(step))  # the odds' lead, this request only
         # every request of the query ends by the run's time limit (its timeouts cut to the time left)
         with self._deadline(), self._once(once):
@@ -340,6 +349,9 @@ class QuestionRun:
         else the question ends with it."""
         assert step.reply is not None
         answer = step.reply.answer if step.reply.answer is not None else step.reply.thought.strip()
+        if self._may_take_back(step) and self.retrying.claimed(step, answer):
+            self.last_calls = None
+            return  # kept out of the conversation: the next reply is begun with the call it claims
         again = self.retrying.send_back(step, answer)
         if again is not None:
             step.sent_back = SentBack("retry", again)
@@ -357,6 +369,18 @@ class QuestionRun:
         raise Answered(answer)
 
     # -- pieces -----------------------------------------------------------------------------
+    def _may_take_back(self, step: Step) -> bool:
+        """Whether an answer may be kept out of the conversation and the next reply begun for the
+        model (Retrying's claims): a reply may follow it, in a mode that can begin one and has not
+        shown this answer to anyone yet."""
+        mode = self.mode
+        return (
+            step.index < self.config.max_steps
+            and isinstance(mode, TextExchange)
+            and mode.can_lead()
+            and mode.can_take_back()
+        )
+
     def _first_tokens(self, k: int) -> tuple[tuple[str, float], ...]:
         """The next reply's likeliest first tokens (Retrying's odds): asked of a backend with
         ``token_probs`` in the text protocol without a grammar (the lead must be free to

@@ -210,8 +210,9 @@ def add_retry_options(p: argparse.ArgumentParser, whose: str = "the loop") -> No
         "the model's own odds of one reach --retry-odds, text protocol without a grammar, on llama.cpp or "
         "/v1/completions), errors (an answer right after calls whose results report an error is sent back "
         "once a question, the errors named), verify (with odds: a reply is begun only where the model, asked "
-        "whether the call it would bring does what was asked, says yes with --retry-verify of its yes-or-no); "
-        "comma-separated, or none (default)",
+        "whether the call it would bring does what was asked, says yes with --retry-verify of its yes-or-no), "
+        "claims (an answer saying a listed tool ran that never ran is kept out once a question and the next reply "
+        "begun with that call; with verify only where the model stands by it); comma-separated, or none (default)",
     )
     p.add_argument(
         "--retry-temperature",

@@ -53,6 +53,15 @@ loop *does* when a reply fails, each part on its own:
   where fixing the call (or first calling the tool that gets what it needs) would do it. The
   re-ask gets what a retry gets (held to the grammar, sampled, when those parts are on); the
   second answer is taken.
+- ``claims``: an answer that says a listed tool ran ("f ran with x 1 and reported ...", the worked
+  examples' status form) when it ran nowhere in the conversation is the model answering as if
+  it had called f. Once a question, such an answer is kept out of the conversation (rewound)
+  and the next reply is begun with f's call for the model (``TOOL: f ARGS:``), which writes its
+  arguments: the claim says which call the model meant. With ``verify`` the call the lead would
+  bring is checked first; where the model does not stand by it, the reply is asked again
+  sampled instead (``rewind_temperature``, seeded). Not where no reply may follow (the
+  question's last step), nor in a mode that cannot begin a reply or has shown the answer
+  already (a proxy client's stream).
 
 The :class:`Retrying` object keeps one question's memory of failed replies; the Agent makes
 one per question and asks it after each reply.
@@ -75,7 +84,7 @@ from jsonschema import Draft202012Validator
 from . import prompts
 from ._schema import type_label
 from .examples import relevance
-from .protocol import ParseError, parse_reply
+from .protocol import ParseError, claimed_tools, parse_reply
 from .protocol.fixes import corrected_line
 from .protocol.words import CALL_KEYWORD, begins_call
 from .steps import Note, RetryFacts, Step
@@ -85,8 +94,8 @@ __all__ = ["RETRY_PARTS", "Retry", "Retrying"]
 
 #: The parts of a Retry by name (the bench's ``--retry``): vary, grammar, sample (the temperature), gate,
 #: rewind, abstain (the gate with its re-ask held to the abstention grammar), odds (the threshold),
-#: errors, verify (with odds; its threshold).
-RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain", "odds", "errors", "verify")
+#: errors, verify (with odds; its threshold), claims.
+RETRY_PARTS = ("vary", "grammar", "sample", "gate", "rewind", "abstain", "odds", "errors", "verify", "claims")
 REWIND_TEMPERATURE = 0.7  # a rewound reply's, when the Retry sets no temperature
 ODDS = 0.1  # ``--retry odds``'s threshold when none is given (``--retry-odds``)
 ODDS_TOKENS = 10  # the first token's alternatives asked for the odds
@@ -116,6 +125,7 @@ class Retry:
     odds: float | None = None
     errors: bool = False
     verify: float | None = None
+    claims: bool = False
 
     def __post_init__(self) -> None:
         for name, share in (("odds", self.odds), ("verify", self.verify)):
@@ -141,6 +151,7 @@ class Retry:
             or self.rewind
             or self.odds is not None
             or self.errors
+            or self.claims
         )
 
     @classmethod
@@ -168,6 +179,7 @@ class Retry:
             odds=threshold,
             errors="errors" in names,
             verify=verify if "verify" in names else None,
+            claims="claims" in names,
         )
 
 
@@ -216,6 +228,8 @@ class Retrying:
     gated: bool = False  # the gate asked once already
     reported: tuple[tuple[str, str], ...] = ()  # (tool, error) the last calls' results reported
     errors_asked: bool = False  # an answer after reported errors was sent back once already
+    ran: set[str] = field(default_factory=set)  # the tools that ran in the conversation (claims)
+    claim_taken: bool = False  # an answer claiming a call was kept out once already
     next_options: dict[str, Any] = field(default_factory=dict)
 
     # -- what the next request gets ---------------------------------------------------------------
@@ -232,18 +246,18 @@ class Retrying:
         facts(step).call_odds = round(odds, 4)
         if begins_call(top[0][0]) or odds < self.retry.odds:
             return {}
-        if self.retry.verify is not None and not self._stands_by(step):
+        if self.retry.verify is not None and not self._stands_by(step, CALL_KEYWORD):
             return {}
         facts(step).lead = CALL_KEYWORD
         return {"lead": CALL_KEYWORD}
 
-    def _stands_by(self, step: Step) -> bool:
-        """``verify``: does the model, asked outside the conversation, say that the first call the
-        lead would bring does what the question asks, with at least ``verify`` of its yes-or-no
-        probability? (A reply that brings no readable call, or a check with neither word among
-        its likeliest first tokens: no.)"""
+    def _stands_by(self, step: Step, lead: str) -> bool:
+        """``verify``: does the model, asked outside the conversation, say that the first call
+        ``lead`` would bring does what the question asks, with at least ``verify`` of its
+        yes-or-no probability? (A reply that brings no readable call, or a check with neither
+        word among its likeliest first tokens: no.)"""
         try:
-            calls = parse_reply(CALL_KEYWORD + self.sketch(CALL_KEYWORD), self.tools).calls
+            calls = parse_reply(lead + self.sketch(lead), self.tools).calls
         except ParseError:
             return False
         if not calls:
@@ -311,6 +325,7 @@ class Retrying:
         """After a step's results: notes for a reply repeating failed calls (``vary``), and the
         retries the next request gets. Nothing when every call worked."""
         self.called = self.called or bool(step.calls)
+        self.ran.update(o.name for o in step.outcomes if o.ok)
         self.results_came((o.name, o.output) for o in step.outcomes if o.ok)
         failed = [(i, o) for i, o in enumerate(step.outcomes) if not o.ok]
         if not failed:
@@ -346,6 +361,27 @@ class Retrying:
             return []
         facts(step).varied = True
         return [Note("retry", self.prompts.template("retry_same_results").substitute())]
+
+    def claimed(self, step: Step, answer: str) -> bool:
+        """``claims``: whether ``answer`` is kept out of the conversation, once a question, because
+        it says a listed tool ran that ran nowhere in the conversation; the next reply is then
+        begun with that tool's call (or, with ``verify`` where the model does not stand by that
+        call, asked again sampled). The caller asks only where a reply may follow and be begun."""
+        if not self.retry.claims or self.claim_taken:
+            return False
+        tool = next((name for name in claimed_tools(answer) if name in self.tools and name not in self.ran), None)
+        if tool is None:
+            return False
+        self.claim_taken = True
+        facts(step).claimed, facts(step).rewound = tool, True
+        lead = f"{CALL_KEYWORD} {tool} ARGS:"
+        if self.retry.verify is None or self._stands_by(step, lead):
+            self.next_options["lead"] = lead
+        else:
+            temperature = self.retry.rewind_temperature
+            self.next_options.update(temperature=temperature, seed=self.retry.seed + step.index)
+            facts(step).sampled_next = temperature
+        return True
 
     def send_back(self, step: Step, answer: str) -> str | None:
         """The text to send back instead of taking a final answer (it quotes the feedback, or the

@@ -106,7 +106,9 @@ class RetryFacts:
     ``call_odds`` (the probability the model put on beginning it with a call), ``lead`` (the
     text it was begun with for the model: the call keyword; in text mode the step's ``raw``
     begins with it, in the proxy's ``raw`` is what followed it, as after a client's prefill),
-    ``verify_odds`` (the share of yes in the model's yes-or-no on the call the lead would bring)."""
+    ``verify_odds`` (the share of yes in the model's yes-or-no on the call the lead would bring).
+    Of an answer (``claims``): ``claimed`` (the listed tool it said ran, which had not: it was
+    kept out, and the next reply begun with that tool's call, its ``lead``)."""
 
     grammar: bool = False
     temperature: float | None = None
@@ -123,6 +125,7 @@ class RetryFacts:
     call_odds: float | None = None
     lead: str | None = None
     verify_odds: float | None = None
+    claimed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The facts that are set (a trace's ``details["retry"]``): a number is kept when it is 0."""

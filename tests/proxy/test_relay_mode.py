@@ -203,3 +203,51 @@ def test_verify_checks_the_call_before_the_proxy_begins_a_reply_the_client_gets(
         assert "Find the TODOs." in backend.prompts[2] and "grep(" in backend.prompts[2]
         assert (result.stop_reason, bool(mode.out.calls)) == (("submitted", True) if begun else ("answer", False))
         assert result.steps[0].details["retry"]["verify_odds"] == yes
+
+
+CLAIMED = 'ANSWER: grep ran with file_name "a.py" and pattern "TODO"; it reported 3 lines.'
+
+
+def _claims_relay(replies, messages=None, *, streamed=False):
+    from textagent.retry import Retry
+
+    class Streaming(ScriptedBackend):
+        def complete(self, prompt, *, stop, max_tokens, **options):
+            completion = super().complete(prompt, stop=stop, max_tokens=max_tokens, **options)
+            if options.get("on_text") is not None:
+                options["on_text"](completion.text)
+            return completion
+
+    request = parse_request({"messages": messages or [{"role": "user", "content": "Find the TODOs."}], "tools": [GREP]})
+    shown: list[str] = []
+    mode = RelayMode(
+        request,
+        transcript(request),
+        grammar=None,
+        cancelled=threading.Event(),
+        on_content=(lambda piece, repairs: shown.append(piece)) if streamed else None,
+        on_call=(lambda call, repairs: None) if streamed else None,
+    )
+    backend = Streaming(replies)
+    agent = Agent(
+        backend, request.tools, mode=mode, max_steps=3, max_format_errors=3, example=None, retry=Retry(claims=True)
+    )
+    return agent.run("Find the TODOs."), mode, backend, shown
+
+
+def test_an_answer_claiming_a_call_that_never_ran_becomes_that_call_for_the_proxys_client():
+    after = GOOD[len("TOOL: grep ARGS:") :]
+    result, mode, backend, _ = _claims_relay([CLAIMED, after])
+    assert result.stop_reason == "submitted" and mode.out.calls[0]["name"] == "grep"
+    assert backend.prompts[1] == backend.prompts[0] + "TOOL: grep ARGS:" and "reported 3" not in backend.prompts[1]
+    assert mode.reading.text == GOOD and [t["role"] for t in mode.out.turns] == ["assistant"]
+    assert result.steps[0].details["retry"] == {"rewound": True, "claimed": "grep"}
+
+
+def test_the_proxy_takes_a_claim_the_client_called_before_or_has_seen_streamed_as_the_answer():
+    results = [{"role": "tool", "tool_call_id": "c1", "content": "3 TODOs"}]
+    result, _, backend, _ = _claims_relay([CLAIMED], AFTER_CALL + results)
+    assert parse_request({"messages": AFTER_CALL + results, "tools": [GREP]}).called_tools == {"grep"}
+    assert result.stop_reason == "answer" and len(backend.prompts) == 1
+    result, _, backend, shown = _claims_relay([CLAIMED], streamed=True)
+    assert result.stop_reason == "answer" and len(backend.prompts) == 1 and "".join(shown).startswith("grep ran")

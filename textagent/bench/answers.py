@@ -8,6 +8,8 @@ import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.claims import claimed_tools
+
 if TYPE_CHECKING:
     from .records import Episode
 
@@ -40,16 +42,6 @@ _COPIED = re.compile(
 )
 
 
-# The status style's answer ("f ran with x 1 and reported success.") says what ran: true when the
-# episode ran f, a copied claim when it did not, in whatever words it says what f reported
-# ("f ran with league "NBA"; it reported the record ...", BFCL dev, the 1.5B), or with no word of
-# a report when f looks like a function name ("maps.route_times ran with route ...; it returned
-# the estimated time", "get_snow_report ran with location "Boston"", BFCL test, the 1.5B): a name
-# with a dot or an underscore, so that "The job ran for 2 hours." is no claim.
-_STATUS = re.compile(r"\b([\w.-]+) ran (?:with|for)\b.*\breported\b", re.I | re.S)
-_NAMED_RUN = re.compile(r"\b([\w.-]*[_.][\w.-]*) ran (?:with|for)\b", re.I)
-
-
 def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
     """Whether a final answer holds a phrase of the worked examples, or their bracketed placeholder
     where a value belongs. ``called``: the names of the tools the episode (or turn) ran; a status
@@ -58,23 +50,14 @@ def copied_example(answer: Any, called: Collection[str] | None = None) -> bool:
         return False
     if _COPIED.search(answer):
         return True
-    claimed = _claimed(answer)
+    claimed = set(claimed_tools(answer))
     return bool(claimed) and (called is None or not claimed <= set(called))
-
-
-def _claimed(answer: str) -> set[str]:
-    """The tools an answer says ran, in the status style's form."""
-    claimed = {m.group(1) for m in _NAMED_RUN.finditer(answer)}
-    status = _STATUS.search(answer)
-    if status is not None:
-        claimed.add(status.group(1))
-    return claimed
 
 
 def claimed_call(answer: Any, called: Collection[str]) -> bool:
     """Whether a final answer says a tool ran ("f ran with x 1 and reported ...") that the episode
     (or turn) did not run: ``called``, the names of the tools it ran."""
-    return isinstance(answer, str) and not _claimed(answer) <= set(called)
+    return isinstance(answer, str) and not set(claimed_tools(answer)) <= set(called)
 
 
 # Feedback the model is sent when a reply or a call goes wrong (prompts/<family>/<name>.txt).

@@ -139,6 +139,11 @@ class TextExchange:
         holds the reply from its first character."""
         return self.grammar is None
 
+    def can_take_back(self) -> bool:
+        """Whether the answer read last may still be kept out of the conversation (a retry's
+        claims): here always; a mode that has shown it to someone already says no."""
+        return True
+
     def _aside_options(self) -> dict[str, Any]:
         """The request options of a request asked beside the replies (a retry's): the Agent's,
         without a stream, a grammar or a lead, which are the reply's own."""

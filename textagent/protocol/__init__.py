@@ -23,13 +23,15 @@ The package, one job per module:
 * :mod:`.stream` -- the one reader of a reply as it arrives (:class:`ReplyStream`: calls
   complete, answer text, where to cut, and the Reply at the end);
 * :mod:`.words` -- what a reply says in words, for a person: an answer's content, the words of
-  a reply that could not be used, a reply read when no line can be a call.
+  a reply that could not be used, a reply read when no line can be a call;
+* :mod:`.claims` -- the tools an answer says ran (the status form), whether or not they did.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .claims import claimed_tools
 from .error_table import ERROR_CLASSES, KNOWN_BAD, ErrorClass, ParseError, excerpt
 from .grammar import grammar_text
 from .reader import Reader
@@ -55,6 +57,7 @@ __all__ = [
     "ToolCall",
     "answer_in",
     "begins_call",
+    "claimed_tools",
     "content_of",
     "grammar_text",
     "has_call_line",

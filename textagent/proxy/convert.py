@@ -97,6 +97,12 @@ class ChatRequest:
         ]
 
     @property
+    def called_tools(self) -> set[str]:
+        """The tools (names in the text protocol) the model called earlier in the client's
+        conversation: an answer may say they ran."""
+        return {c["name"] for m in self.messages if m["role"] == "assistant" for c in m.get("tool_calls", ())}
+
+    @property
     def callable_tools(self) -> ToolSet:
         """The tools a call may name: the named function of ``tool_choice``, else all."""
         return self.tools.select(self.function) if self.function else self.tools

@@ -87,6 +87,7 @@ class RelayMode(TextExchange):
         self.send = None if on_content is None else (lambda piece: on_content(piece, self.repairs))
         self.rejected = 0  # the step last sent back
         self.results_before = request.last_results  # what the first reply answers (Retrying's errors)
+        self.ran_before = request.called_tools  # what an answer may say ran (Retrying's claims)
 
     # -- the conversation -------------------------------------------------------------------------
     def start(self, task: str, examples: Sequence[Any]) -> None:
@@ -139,6 +140,10 @@ class RelayMode(TextExchange):
         """The odds may begin the first reply unless the client's prefill does (or a grammar holds it)."""
         return super().can_lead() and not self.prefill
 
+    def can_take_back(self) -> bool:
+        """Not an answer the client's stream has begun to show."""
+        return not self.reading.stream.sent
+
     def stop(self) -> list[str]:
         return [*super().stop(), *self.request.stop]  # the text or constrained mode's, and the client's
 
@@ -147,9 +152,11 @@ class RelayMode(TextExchange):
             raise Cancelled()
         tools, out = self.ctx.tools, self.out
         self.repairs = step.index - 1
-        # only the first reply continues the client's prefill, or the call keyword the odds begin it with
-        begun = self.ctx.options.get("lead", "") if step.index == 1 and not self.prefill else ""
-        lead = (self.prefill or begun) if step.index == 1 else ""
+        # the first reply continues the client's prefill; a reply a retry begins (the odds' call
+        # keyword, the call an answer claimed) continues the retry's lead
+        prefilled = step.index == 1 and bool(self.prefill)
+        begun = "" if prefilled else self.ctx.options.get("lead", "")
+        lead = self.prefill if prefilled else begun
         skip = answer_in(lead, tools)
         release = bool(self.streams and self.send and not out.calls)
         stream = ReplyStream(tools, prefix=lead, calls=bool(tools), answers=True, release=release, skip=skip)

@@ -110,6 +110,18 @@ def test_the_gate_table_counts_the_answers_asked_again_and_the_calls_after_them(
     assert "after the gate" not in render_habits([_episode("simple_python", ONE, "ANSWER: sunny")], ["text"])
 
 
+def test_the_claims_table_counts_the_answers_kept_out_and_the_claimed_calls_after_them() -> None:
+    claim = 'ANSWER: get_weather ran with city "Paris" and reported sunny.'
+    called = _episode("simple_python", ONE, claim, ' {"city": "Paris"}', "ANSWER: mild", retry="claims")
+    unlisted = _episode("simple_python", ONE, "ANSWER: get_forecast ran with x 1 and reported rain.", retry="claims")
+    table = habits_by_category([_read_back(e) for e in (called, unlisted)], ["text"])
+    text = table["simple_python"]["text"]
+    assert (text.claim_taken, text.claim_called, text.claims) == (1, 1, 1)  # the unlisted claim is the answer
+    section = render_habits([called, unlisted], ["text"])
+    assert "| category: claimed tool called after | text |" in section and "| **all** | 1 of 1 |" in section
+    assert "claimed tool" not in render_habits([unlisted], ["text"])
+
+
 def test_the_odds_tables_count_the_replies_begun_and_the_odds_at_first_answers() -> None:
     begun_right = _episode(
         "simple_python", ONE, _odds(0.3), ' get_weather ARGS: {"city": "Paris"}', "ANSWER: mild", retry="odds"

@@ -3,7 +3,8 @@ where a tool fits, answers claiming a call that never ran, the same tool called 
 the question asks (the pair example's shape), and irrelevance items answered without a call; and,
 with the loop's gate on (``--retry gate`` or ``abstain``), the first answers it asked again and
 what came next; with its odds (``--retry odds``), the first replies begun with a call and the odds
-of a call the model put on the first answers without one, where a tool fit and where none did."""
+of a call the model put on the first answers without one, where a tool fit and where none did;
+with ``--retry claims``, the answers kept out for claiming a call and whether that call came."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ class Habits:
     irrelevance_items: int = 0
     gated: int = 0  # an answer the gate asked again (textagent.retry)
     gated_then_called: int = 0  # ... and the reply after it made a call
+    claim_taken: int = 0  # an answer kept out for saying a tool ran that had not (--retry claims)
+    claim_called: int = 0  # ... and the reply after it called that tool
     probed: int = 0  # first replies whose odds of a call were asked (--retry odds)
     led: int = 0  # ... begun with a call for the model
     led_right: int = 0  # ... and right (BFCL's view of the first reply)
@@ -87,6 +90,11 @@ class Habits:
         if gate is not None:
             self.gated += 1
             self.gated_then_called += gate + 1 < len(steps) and bool(steps[gate + 1].calls)
+        claims = [(i, step.retry.claimed) for i, step in enumerate(steps) if step.retry and step.retry.claimed]
+        if claims:
+            at, tool = claims[0]
+            self.claim_taken += 1
+            self.claim_called += at + 1 < len(steps) and any(c.name == tool for c in steps[at + 1].calls)
 
     def __iadd__(self, other: Habits) -> Habits:
         for f in fields(self):
@@ -141,6 +149,20 @@ def render_habits(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
                 "category: called after the gate",
                 lambda h: f"{h.gated_then_called} of {h.gated}" if h.items else "—",
                 {c: cells for c, cells in table.items() if any(cells[m].gated for m in shown)},
+                total,
+                shown,
+            ),
+        ]
+    if any(total[m].claim_taken for m in shown):
+        lines += [
+            "",
+            "The loop's claims (`--retry claims`): answers kept out of the conversation for saying a listed "
+            "tool ran that never ran, and of those how many were followed by a reply calling that tool.",
+            "",
+            *_category_table(
+                "category: claimed tool called after",
+                lambda h: f"{h.claim_called} of {h.claim_taken}" if h.items else "—",
+                {c: cells for c, cells in table.items() if any(cells[m].claim_taken for m in shown)},
                 total,
                 shown,
             ),
