@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from streamkit import StreamingScripted
 
 from textagent import Agent
 from textagent.backends.base import Capabilities, Completion, Usage
@@ -392,14 +393,7 @@ def test_odds_count_the_question_of_the_first_token_in_the_usage():
 def test_a_stream_shows_a_reply_the_odds_began_from_its_lead():
     shown: list[str] = []
 
-    class Streaming(ScriptedBackend):
-        def complete(self, prompt, *, stop, max_tokens, **options):
-            completion = super().complete(prompt, stop=stop, max_tokens=max_tokens, **options)
-            if options.get("on_text") is not None:
-                options["on_text"](completion.text)
-            return completion
-
-    backend = Streaming(
+    backend = StreamingScripted(
         [first(("ANSWER", 0.6), ("TOOL", 0.4)), ' get_weather ARGS: {"city": "Paris"}', "ANSWER: sunny"],
         capabilities=ODDS_BACKEND,
     )

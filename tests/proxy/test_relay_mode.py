@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from proxykit import GREP
+from streamkit import StreamingScripted
 
 from textagent.agent import Agent
 from textagent.backends.scripted import ScriptedBackend
@@ -211,13 +212,6 @@ CLAIMED = 'ANSWER: grep ran with file_name "a.py" and pattern "TODO"; it reporte
 def _claims_relay(replies, messages=None, *, streamed=False):
     from textagent.retry import Retry
 
-    class Streaming(ScriptedBackend):
-        def complete(self, prompt, *, stop, max_tokens, **options):
-            completion = super().complete(prompt, stop=stop, max_tokens=max_tokens, **options)
-            if options.get("on_text") is not None:
-                options["on_text"](completion.text)
-            return completion
-
     request = parse_request({"messages": messages or [{"role": "user", "content": "Find the TODOs."}], "tools": [GREP]})
     shown: list[str] = []
     mode = RelayMode(
@@ -228,7 +222,7 @@ def _claims_relay(replies, messages=None, *, streamed=False):
         on_content=(lambda piece, repairs: shown.append(piece)) if streamed else None,
         on_call=(lambda call, repairs: None) if streamed else None,
     )
-    backend = Streaming(replies)
+    backend = StreamingScripted(replies)
     agent = Agent(
         backend, request.tools, mode=mode, max_steps=3, max_format_errors=3, example=None, retry=Retry(claims=True)
     )

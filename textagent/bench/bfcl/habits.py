@@ -138,38 +138,49 @@ def render_habits(episodes: Sequence[Episode], modes: Sequence[str]) -> str:
         "",
         *_category_table("category: skipped / claims / twice / irrelevance right", _cell, table, total, shown),
     ]
-    if any(total[m].gated for m in shown):
-        lines += [
-            "",
-            "The loop's gate asked again after a first answer given without a call while a listed tool "
-            "was close to the question (`--retry gate`, `abstain`): replies after it that called a tool, "
-            "of the answers asked again.",
-            "",
-            *_category_table(
-                "category: called after the gate",
-                lambda h: f"{h.gated_then_called} of {h.gated}" if h.items else "—",
-                {c: cells for c, cells in table.items() if any(cells[m].gated for m in shown)},
-                total,
-                shown,
-            ),
-        ]
-    if any(total[m].claim_taken for m in shown):
-        lines += [
-            "",
-            "The loop's claims (`--retry claims`): answers kept out of the conversation for saying a listed "
-            "tool ran that never ran, and of those how many were followed by a reply calling that tool.",
-            "",
-            *_category_table(
-                "category: claimed tool called after",
-                lambda h: f"{h.claim_called} of {h.claim_taken}" if h.items else "—",
-                {c: cells for c, cells in table.items() if any(cells[m].claim_taken for m in shown)},
-                total,
-                shown,
-            ),
-        ]
+    lines += _acted_table(
+        "The loop's gate asked again after a first answer given without a call while a listed tool "
+        "was close to the question (`--retry gate`, `abstain`): replies after it that called a tool, "
+        "of the answers asked again.",
+        "category: called after the gate",
+        ("gated_then_called", "gated"),
+        table,
+        total,
+        shown,
+    )
+    lines += _acted_table(
+        "The loop's claims (`--retry claims`): answers kept out of the conversation for saying a listed "
+        "tool ran that never ran, and of those how many were followed by a reply calling that tool.",
+        "category: claimed tool called after",
+        ("claim_called", "claim_taken"),
+        table,
+        total,
+        shown,
+    )
     if any(total[m].probed for m in shown):
         lines += ["", *_odds_tables(table, total, shown)]
     return "\n".join([*lines, ""])
+
+
+def _acted_table(
+    words: str,
+    first: str,
+    counts: tuple[str, str],
+    table: dict[str, dict[str, Habits]],
+    total: dict[str, Habits],
+    shown: Sequence[str],
+) -> list[str]:
+    """A table of what came after the loop acted (``counts``: the Habits fields "then", "acted"),
+    "then of acted" per category where it acted, after ``words``; none where it never acted."""
+    then, acted = counts
+    if not any(getattr(total[m], acted) for m in shown):
+        return []
+    where = {c: cells for c, cells in table.items() if any(getattr(cells[m], acted) for m in shown)}
+
+    def cell(h: Habits) -> str:
+        return f"{getattr(h, then)} of {getattr(h, acted)}" if h.items else "—"
+
+    return ["", words, "", *_category_table(first, cell, where, total, shown)]
 
 
 def _reached(odds: list[float]) -> str:
