@@ -635,3 +635,14 @@ def test_with_verify_a_claim_is_begun_only_where_the_model_stands_by_the_call_el
 def test_claims_is_a_part_by_name():
     assert Retry.from_parts("claims") == Retry(claims=True)
     assert Retry(claims=True).active
+
+
+@pytest.mark.parametrize("begun", [' {"city": ', ' {"town": "Paris"}'])  # does not parse; the schema refuses it
+def test_a_begun_claimed_call_that_cannot_be_used_is_kept_out_too_and_the_claim_taken_after_all(begun):
+    backend = ScriptedBackend([CLAIM, begun])
+    agent = Agent(backend, demo.demo_tools(), retry=Retry(claims=True))
+    result = agent.run("What's the weather in Paris?")
+    assert result.stop_reason == "answer" and result.answer == CLAIM[len("ANSWER: ") :] and len(backend.calls) == 2
+    assert [s.rewound for s in result.steps] == [True, True] and not any(o.ok for o in result.steps[1].outcomes)
+    # the conversation holds the answer, not the begun reply
+    assert agent.conversation.messages[-1]["content"] == CLAIM and LED not in agent.conversation.prompt[-300:]

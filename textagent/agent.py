@@ -25,7 +25,7 @@ from .gbnf import reply_grammar
 from .modes import Conversation, FormatError, Mode, ModeContext, RunsTools, get_mode, needs_of
 from .modes.text import TextExchange
 from .options import check_options, drop_deprecated
-from .retry import VERIFY_TOKENS, Retrying
+from .retry import VERIFY_TOKENS, Retrying, facts
 from .steps import STOP_REASONS, Note, Result, RetryFacts, SentBack, Step, tokens_spent
 from .stops import Answered, CallErrors, FormatErrors, MaxSteps, Repeated, Stop, Submitted, TimeLimit, TokenBudget
 from .tools import Tool, ToolSet
@@ -313,6 +313,7 @@ class QuestionRun:
             self.bad_in_a_row += 1
             self.last_calls = None  # a reply in between: the calls after it are not "in a row"
             observation = self.retrying.format_error(step, err.observation)
+            self._claim_after_all(step)
             if not step.rewound:  # a rewound repeat is not written: asked again from before it
                 self.mode.reject(step, observation)
             if self.bad_in_a_row >= self.config.max_format_errors:
@@ -338,6 +339,8 @@ class QuestionRun:
             for note in check.on_step(self._view(), step)
         ]
         step.notes += self.retrying.calls_failed(step)
+        if step.outcomes and all(o.error in ("unknown_tool", "bad_arguments") for o in step.outcomes):
+            self._claim_after_all(step)
         if not step.rewound:
             mode.observe(step, step.notes)
         self._count_repeats(step)
@@ -369,13 +372,25 @@ class QuestionRun:
         raise Answered(answer)
 
     # -- pieces -----------------------------------------------------------------------------
-    def _may_take_back(self, step: Step) -> bool:
-        """Whether an answer may be kept out of the conversation and the next reply begun for the
-        model (Retrying's claims): a reply may follow it, in a mode that can begin one and has not
-        shown this answer to anyone yet."""
+    def _claim_after_all(self, step: Step) -> None:
+        """A reply begun as the call an answer claimed (Retrying's claims) that cannot be used: it
+        is kept out, and the answer that claimed the call ends the question after all, where the
+        mode can still take the reply back (nothing of it went to anyone)."""
+        claim = self.retrying.claim_for(step)
+        if claim is None or not self._may_take_back(step, last_step_ok=True):
+            return
+        kept, answer = claim
+        facts(step).rewound = True
+        self.mode.answer(kept)
+        raise Answered(answer)
+
+    def _may_take_back(self, step: Step, *, last_step_ok: bool = False) -> bool:
+        """Whether a reply may be kept out of the conversation (Retrying's claims): a reply may
+        follow it (unless ``last_step_ok``), in a mode that can begin one and has shown nothing
+        of this reply to anyone yet."""
         mode = self.mode
         return (
-            step.index < self.config.max_steps
+            (last_step_ok or step.index < self.config.max_steps)
             and isinstance(mode, TextExchange)
             and mode.can_lead()
             and mode.can_take_back()

@@ -59,9 +59,10 @@ loop *does* when a reply fails, each part on its own:
   and the next reply is begun with f's call for the model (``TOOL: f ARGS:``), which writes its
   arguments: the claim says which call the model meant. With ``verify`` the call the lead would
   bring is checked first; where the model does not stand by it, the reply is asked again
-  sampled instead (``rewind_temperature``, seeded). Not where no reply may follow (the
-  question's last step), nor in a mode that cannot begin a reply or has shown the answer
-  already (a proxy client's stream).
+  sampled instead (``rewind_temperature``, seeded). Where the begun reply cannot be used (it
+  does not parse, or none of its calls passes its tool's schema), it is kept out too and the
+  answer is taken after all. Not where no reply may follow (the question's last step), nor in
+  a mode that cannot begin a reply or has shown the answer already (a proxy client's stream).
 
 The :class:`Retrying` object keeps one question's memory of failed replies; the Agent makes
 one per question and asks it after each reply.
@@ -230,6 +231,7 @@ class Retrying:
     errors_asked: bool = False  # an answer after reported errors was sent back once already
     ran: set[str] = field(default_factory=set)  # the tools that ran in the conversation (claims)
     claim_taken: bool = False  # an answer claiming a call was kept out once already
+    claim_begun: tuple[Step, str] | None = None  # (its step, the answer) when the next reply is begun as its call
     next_options: dict[str, Any] = field(default_factory=dict)
 
     # -- what the next request gets ---------------------------------------------------------------
@@ -377,11 +379,18 @@ class Retrying:
         lead = f"{CALL_KEYWORD} {tool} ARGS:"
         if self.retry.verify is None or self._stands_by(step, lead):
             self.next_options["lead"] = lead
+            self.claim_begun = (step, answer)
         else:
             temperature = self.retry.rewind_temperature
             self.next_options.update(temperature=temperature, seed=self.retry.seed + step.index)
             facts(step).sampled_next = temperature
         return True
+
+    def claim_for(self, step: Step) -> tuple[Step, str] | None:
+        """When ``step`` is the reply begun as the call an answer claimed: that answer's step and
+        text (taken after all where the begun reply cannot be used: nothing is lost), else None."""
+        begun = self.claim_begun
+        return begun if begun is not None and step.index == begun[0].index + 1 else None
 
     def send_back(self, step: Step, answer: str) -> str | None:
         """The text to send back instead of taking a final answer (it quotes the feedback, or the

@@ -245,3 +245,10 @@ def test_the_proxy_takes_a_claim_the_client_called_before_or_has_seen_streamed_a
     assert result.stop_reason == "answer" and len(backend.prompts) == 1
     result, _, backend, shown = _claims_relay([CLAIMED], streamed=True)
     assert result.stop_reason == "answer" and len(backend.prompts) == 1 and "".join(shown).startswith("grep ran")
+
+
+def test_a_begun_claimed_call_the_proxy_cannot_use_leaves_the_client_the_claim_not_repairs():
+    result, mode, backend, _ = _claims_relay([CLAIMED, BAD[len("TOOL: grep ARGS:") :], GOOD])
+    assert result.stop_reason == "answer" and len(backend.prompts) == 2 and not mode.out.calls
+    assert mode.out.content == CLAIMED[len("ANSWER: ") :] and [s.rewound for s in result.steps] == [True, True]
+    assert [t["content"] for t in mode.out.turns] == [CLAIMED]

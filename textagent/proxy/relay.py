@@ -63,7 +63,7 @@ class RelayMode(TextExchange):
 
     name = "proxy"
     needs = Needs()
-    reading: _Reading  # the reply asked last (query)
+    reading: _Reading  # the reply asked last (query), or the one the run ends with (answer)
 
     def __init__(
         self,
@@ -86,6 +86,7 @@ class RelayMode(TextExchange):
         self.repairs = 0  # the replies sent back before the one asked now (its step's index - 1)
         self.send = None if on_content is None else (lambda piece: on_content(piece, self.repairs))
         self.rejected = 0  # the step last sent back
+        self.readings: dict[int, _Reading] = {}  # each step's reply as read
         self.results_before = request.last_results  # what the first reply answers (Retrying's errors)
         self.ran_before = request.called_tools  # what an answer may say ran (Retrying's claims)
 
@@ -118,6 +119,7 @@ class RelayMode(TextExchange):
     def answer(self, step: Step) -> None:
         """The run's last reply: the client gets its calls, or its content (no protocol keyword;
         JSON under response_format)."""
+        self.reading = self.readings.get(step.index, self.reading)  # a reply kept out, taken after all
         reading, out = self.reading, self.out
         step.reply = reading.reply  # as read (None: the streamed answer's rest did not parse)
         self.written.append({"role": "assistant", "content": self._kept(step)})
@@ -141,8 +143,9 @@ class RelayMode(TextExchange):
         return super().can_lead() and not self.prefill
 
     def can_take_back(self) -> bool:
-        """Not an answer the client's stream has begun to show."""
-        return not self.reading.stream.sent
+        """Not a reply whose answer the client's stream has begun to show, nor one after calls the
+        client has already."""
+        return not self.reading.stream.sent and not self.out.calls
 
     def stop(self) -> list[str]:
         return [*super().stop(), *self.request.stop]  # the text or constrained mode's, and the client's
@@ -164,7 +167,7 @@ class RelayMode(TextExchange):
         calls = self.streams_calls and not skip
         keys = {judge.call_key(c) for c in out.calls}
         reading = _Reading(lead, skip, stream, calls, len(out.calls), keys, bool(begun))
-        self.reading = reading
+        self.reading = self.readings[step.index] = reading
 
         def on_text(text: str) -> bool:
             return self.cancelled.is_set() or self._events(reading, stream.feed(text))
