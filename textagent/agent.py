@@ -25,7 +25,7 @@ from .gbnf import reply_grammar
 from .modes import Conversation, FormatError, Mode, ModeContext, RunsTools, get_mode, needs_of
 from .modes.text import TextExchange
 from .options import check_options, drop_deprecated
-from .retry import VERIFY_TOKENS, Retrying, facts
+from .retry import RULED_OUT, VERIFY_TOKENS, Retrying, facts
 from .steps import STOP_REASONS, Note, Result, RetryFacts, SentBack, Step, tokens_spent
 from .stops import Answered, CallErrors, FormatErrors, MaxSteps, Repeated, Stop, Submitted, TimeLimit, TokenBudget
 from .tools import Tool, ToolSet
@@ -339,7 +339,7 @@ class QuestionRun:
             for note in check.on_step(self._view(), step)
         ]
         step.notes += self.retrying.calls_failed(step)
-        if step.outcomes and all(o.error in ("unknown_tool", "bad_arguments") for o in step.outcomes):
+        if step.outcomes and all(o.error in RULED_OUT for o in step.outcomes):
             self._claim_after_all(step)
         if not step.rewound:
             mode.observe(step, step.notes)

@@ -107,6 +107,7 @@ _DESCRIPTION_CHARS = 300  # of the tool's description, in the check
 _QUOTE_WORDS = 6  # words in a row of the feedback's own text that make an answer a quote of it
 _CLOSEST = 3  # listed tools shown for an unknown one
 _ERROR_CHARS = 300  # of one reported error, in the text that sends an answer back
+RULED_OUT = ("unknown_tool", "bad_arguments")  # a call's errors the grammar rules out: it did not run
 GATE_RELEVANCE = 0.3  # the share of the question's (rarity-weighted) words a tool's name and description hold
 
 
@@ -338,7 +339,7 @@ class Retrying:
         self.failed_texts.add(text)
         if repeated:
             facts(step).repeats_failed = True
-        ruled_out = any(o.error in ("unknown_tool", "bad_arguments") for _, o in failed)  # what the grammar rules out
+        ruled_out = any(o.error in RULED_OUT for _, o in failed)
         self._after_failure(step, word_for_word=word_for_word, held=ruled_out, repeat=repeated)
         if not (repeated and self.retry.vary) or step.rewound:
             return []

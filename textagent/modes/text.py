@@ -140,7 +140,7 @@ class TextExchange:
         return self.grammar is None
 
     def can_take_back(self) -> bool:
-        """Whether the answer read last may still be kept out of the conversation (a retry's
+        """Whether the reply read last may still be kept out of the conversation (a retry's
         claims): here always; a mode that has shown it to someone already says no."""
         return True
 

@@ -24,8 +24,4 @@ def claimed_tools(answer: str) -> list[str]:
     status = _STATUS.search(answer)
     if status is not None:
         found.append((status.start(), status.group(1)))
-    names: list[str] = []
-    for _, name in sorted(found):
-        if name not in names:
-            names.append(name)
-    return names
+    return list(dict.fromkeys(name for _, name in sorted(found)))
