@@ -190,6 +190,15 @@ def test_prose_only_reply_is_the_final_answer_and_strict_refuses_it():
     assert result.steps[0].reply is None and result.answer == "42"
 
 
+def test_a_call_after_another_keyword_goes_back_as_a_format_error_not_as_the_answer():
+    result, backend = run(
+        ['CALL: multiply ARGS: {"a": 17, "b": 24}', 'TOOL: multiply ARGS: {"a": 17, "b": 24}', "ANSWER: 408"]
+    )
+    assert result.steps[0].reply is None and result.steps[0].parse_error.label == "wrong_keyword"
+    assert "TOOL:" in backend.prompts[1][len(backend.prompts[0]) :]
+    assert result.answer == "408" and result.steps[1].outcomes[0].output == "408"
+
+
 def test_empty_reply_is_a_format_error():
     result, backend = run(["", "ANSWER: ok"])
     assert result.steps[0].reply is None and "empty" in backend.prompts[1]

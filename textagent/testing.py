@@ -45,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the test
     raise ImportError("textagent.testing needs hypothesis: pip install 'textagent[test]'") from exc
 
 from .protocol import NAME_PATTERN, ToolCall, line_kind, render_call
+from .protocol.lines import misnamed_call
 
 __all__ = [
     "NEAR_MISS_LABELS",
@@ -142,7 +143,7 @@ _PROSE_ALPHABET = st.characters(blacklist_categories=["Cs"], blacklist_character
 
 
 def _is_prose(line: str) -> bool:
-    return line_kind(line) is None and line.lstrip(" \t>")[:1] not in ("{", "[")
+    return line_kind(line) is None and misnamed_call(line) is None and line.lstrip(" \t>")[:1] not in ("{", "[")
 
 
 def prose_lines() -> SearchStrategy[str]:
@@ -291,8 +292,11 @@ NEAR_MISS_LABELS = (
     "trailing_text",
     "args_without_tool",
     "unclosed_paren",
+    "wrong_keyword",
 )
 
+# keywords a call is written after by mistake (error class wrong_keyword)
+_WRONG_KEYWORDS = ("CALL:", "Function:", "**Action:**", "TOOLS:", "tool_call:")
 _WORD = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
     lambda w: w not in ("true", "false", "null", "none", "nan", "infinity")
 )
@@ -335,6 +339,7 @@ def _near_misses(draw, labelled: bool, choices: tuple[str, ...]):
         "trailing_text": f"{tool} {name} {args_kw} {obj} {word}",
         "args_without_tool": f"{args_kw} {obj}",
         "unclosed_paren": f"{tool} {name}({key}={json.dumps(text, ensure_ascii=False)}",
+        "wrong_keyword": f"{draw(st.sampled_from(_WRONG_KEYWORDS))} {name} {args_kw} {obj}",
     }
     reply = cases[label]
     if draw(st.booleans()):

@@ -73,6 +73,7 @@ def test_walk_the_whole_table():
         ("TOOL: f ARGS: " + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "too_deep", 1, 15 + MAX_DEPTH),
         ('TOOL: f ARGS: {"n": ' + "1" * 5000 + "}", "bad_number", 1, 21),
         ("Some text\nARGS: {}", "args_without_tool", 2, 1),
+        ("Some text\n> 1. **CALL:** cd ARGS: {}", "wrong_keyword", 2, 8),
     ],
 )
 def test_error_positions(text, label, line, column):

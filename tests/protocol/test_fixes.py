@@ -24,6 +24,11 @@ TOOLS = ToolSet(demo.demo_tools())
         ('TOOL: calculate(expression="1+1")', 'TOOL: calculate ARGS: {"expression": "1+1"}'),
         ('TOOL: get_weather ARGS: {"city": "Paris", "city": "Rome"}', 'TOOL: get_weather ARGS: {"city": "Rome"}'),
         ('- **TOOL:** `get_wether` ARGS: {"city": "Oslo",}', 'TOOL: get_weather ARGS: {"city": "Oslo"}'),
+        ('CALL: get_weather ARGS: {"city": "Oslo",}', 'TOOL: get_weather ARGS: {"city": "Oslo"}'),
+        (
+            'I will check.\n- **Action:** `calculate` ARGS: {"expression": "2*3"}',
+            'TOOL: calculate ARGS: {"expression": "2*3"}',
+        ),
         (
             'Thought: first\nTOOL: toggle_light\nARGS: {"room": "kitchen", "on": False}',
             'TOOL: toggle_light ARGS: {"room": "kitchen", "on": false}',

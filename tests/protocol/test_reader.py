@@ -146,6 +146,36 @@ def test_strict_rejects_prose_only():
     assert error("", strict=True).label == "no_call_or_answer"
 
 
+@pytest.mark.parametrize(
+    "text,line,column,name",
+    [
+        ('CALL: cd ARGS: {"folder": "ResearchDocs"}', 1, 1, "cd"),
+        ("I will look.\n- **Action:** `search` ARGS: {}", 2, 5, "search"),
+        ("```\nfunction: get_weather args: city=Paris\n```", 2, 1, "get_weather"),
+        ('TOOL: f ARGS: {"a": 1}\nTOOLS: g ARGS: {}', 2, 1, "g"),
+    ],
+)
+def test_a_call_after_another_keyword_is_a_format_error_not_the_answer(text, line, column, name):
+    for strict in (False, True):
+        err = error(text, strict=strict)
+        assert (err.label, err.line, err.column, err.name) == ("wrong_keyword", line, column, name), str(err)
+        assert "TOOL:" in err.hint
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Note: see the result below.",
+        "Example: cd ARGS is what the folder tool takes",  # no colon after ARGS
+        "Answer: cd ARGS: {}",  # an answer's words are its own
+        'THOUGHT: the call is next\nTOOL: cd ARGS: {"folder": "x"}',
+    ],
+)
+def test_keyword_like_prose_stays_prose(text):
+    reply = parse_reply(text)
+    assert reply.calls or reply.answer
+
+
 def test_thought_lines_are_prose():
     reply = parse_reply("THOUGHT: I need the weather.\nThought: TOOL: is a keyword\nTOOL: f\nAnd more.")
     assert reply.calls == [ToolCall("f")]

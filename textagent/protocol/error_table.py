@@ -368,6 +368,16 @@ ERROR_CLASSES: tuple[ErrorClass, ...] = (
         ('ARGS: {"q": "cats"}', 'I will search now.\nARGS: {"q": "cats"}', '- **ARGS:** {"q": 1}'),
     ),
     _entry(
+        "wrong_keyword",
+        "a call starts with another keyword than `TOOL:`",
+        (
+            'CALL: search ARGS: {"q": "cats"}',
+            "I will search now.\nFunction: search ARGS: {}",
+            '- **Action:** `search` ARGS: {"q": 1}',
+            "TOOLS: search args: {}",
+        ),
+    ),
+    _entry(
         "no_call_or_answer",
         "the reply has neither a tool call nor an answer",
         (),

@@ -3,7 +3,7 @@
 What the loop shows a model that wrote the same unreadable reply twice (``Retry(vary=True)``):
 the call it seems to mean, written as the protocol wants it. Only the common slips are mended
 (Python literals, a trailing comma, an object left open, a key given twice, ``name(k=v)``
-calls); the result is read back by the parser, so nothing unreadable is ever proposed.
+calls, a call written after another keyword than TOOL); the result is read back by the parser, so nothing unreadable is ever proposed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .error_table import ParseError
+from .lines import classify, misnamed_call
 from .reader import Reader
 from .render import render_call
 from .types import ToolCall
@@ -31,6 +32,7 @@ def corrected_line(text: str, tools: Any = None) -> str | None:
     """The canonical line (``TOOL: name ARGS: {...}``) of the first call in ``text`` that can be
     mended into one that parses, for a tool of ``tools`` when given (the closest name where the
     written one is not listed); None when no such call is there."""
+    text = "\n".join(_with_call_keyword(line) for line in text.split("\n"))
     for match in _CALL.finditer(text):
         name = _listed_name(match.group(1), tools)
         if name is None:
@@ -46,6 +48,14 @@ def corrected_line(text: str, tools: Any = None) -> str | None:
         if reply.calls:
             return line
     return None
+
+
+def _with_call_keyword(line: str) -> str:
+    """A call written after another keyword (``CALL: cd ARGS: {...}``) with TOOL in its place."""
+    found = misnamed_call(line) if classify(line).kind is None else None
+    if found is None:
+        return line
+    return line[: found.start("word")] + "TOOL: " + line[found.start("name") :]
 
 
 def _listed_name(name: str, tools: Any) -> str | None:

@@ -35,6 +35,28 @@ _LINE_RE = re.compile(
     + r")?)?)",
     re.I | re.A,
 )
+# A call written after another keyword than TOOL (`CALL: cd ARGS: {...}`, `**Action:** cd ARGS:`):
+# a word and its colon, a tool name, then the ARGS keyword. Without ARGS a line like
+# `Note: see below` is prose; with it the line can only be a call that lost its keyword.
+_MISNAMED_RE = re.compile(
+    _DECOR
+    + r"(?P<bt>`(?!`))?"
+    + _EMPH
+    + r"?(?P<word>[A-Za-z][A-Za-z_]*)"
+    + _EMPH
+    + r"?[ \t]*:"
+    + _EMPH
+    + r"?[ \t]*`?(?P<name>"
+    + NAME_PATTERN
+    + r")`?[ \t]+"
+    + _EMPH
+    + r"?args"
+    + _EMPH
+    + r"?[ \t]*:",
+    re.I | re.A,
+)
+
+
 QUOTE_PREFIX = re.compile(r"[ \t]*(?:>[ \t]*)+")
 FENCE_RE = re.compile(r"[ \t]*(?:>[ \t]*)*(?:`{3,}|~{3,})")
 
@@ -153,6 +175,12 @@ def classify(line: str) -> Line:
     if kind is None:
         return _PROSE
     return Line(kind, col, m.end(), m.start("kw"), upper, open_emph)
+
+
+def misnamed_call(line: str) -> re.Match[str] | None:
+    """For a line :func:`classify` reads as prose: its keyword (``word``) and tool name (``name``)
+    when it is a call written after another keyword than TOOL, else None."""
+    return _MISNAMED_RE.match(line)
 
 
 def unwrap(line: str, info: Line) -> str:

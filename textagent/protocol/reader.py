@@ -36,6 +36,7 @@ from .lines import (
     OpenBracket,
     Segments,
     classify,
+    misnamed_call,
     name_of,
     scan,
     stops_gathering,
@@ -289,6 +290,15 @@ class Reader:
                 fences.fence(first + i)
                 state.prose.append((first + i, line))
             else:
+                misnamed = misnamed_call(line)
+                if misnamed is not None:
+                    raise self.error(
+                        "wrong_keyword",
+                        i + 1,
+                        misnamed.start("word") + 1,
+                        expected=["TOOL:"],
+                        name=misnamed.group("name"),
+                    )
                 state.prose.append((first + i, line))
             i += 1
         if marks is not None and not self.observed:
