@@ -6,6 +6,7 @@ reply has at that place. It reads in time linear in the reply."""
 from __future__ import annotations
 
 import protocolkit
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,6 +69,20 @@ def test_a_reply_that_calls_first_sends_nothing():
     text = "TOOL: f ARGS: {}\nANSWER: then this answer, dropped by the parser"
     _stream, sent, kept = feed(text, list(range(0, len(text), 5)))
     assert sent == [] and kept == "TOOL: f ARGS: {}\n"  # cut after the calls
+
+
+def test_an_answer_after_a_call_written_with_another_keyword_is_not_sent():
+    # the reply does not parse (wrong_keyword): its client must not have got the answer already
+    text = 'CALL: get_weather ARGS: {"city": "Paris"}\nANSWER: it is sunny in Paris today'
+    stream, sent, kept = feed(text, list(range(0, len(text), 4)))
+    assert sent == []
+    with pytest.raises(ParseError) as err:
+        stream.reply(kept)
+    assert err.value.label == "wrong_keyword"
+    # inside an answer the same line is the answer's text, streamed and parsed alike
+    text = "ANSWER:\nCALL: get_weather ARGS: {}\nis what I would write"
+    stream, sent, kept = feed(text, list(range(0, len(text), 4)))
+    assert "".join(sent) + stream.rest(parse_reply(kept).answer) == parse_reply(kept).answer
 
 
 def test_a_prefill_is_not_sent_again():

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .error_table import ParseError
-from .lines import QUOTE_PREFIX, OpenBracket, classify, scan, stops_gathering, unwrap
+from .lines import QUOTE_PREFIX, OpenBracket, classify, misnamed_call, scan, stops_gathering, unwrap
 from .reader import LineMark, Reader, ReadState
 from .types import Reply, ToolCall
 from .words import answer_content, read_words, undecided
@@ -347,8 +347,8 @@ class ReplyStream:
                 self._add_part(line, kind)
             if unwrap(line, info)[info.end :].strip():
                 self._answer = True
-        elif kind in ("call", "args", "obs"):
-            self._off, self._pending = True, False
+        elif kind in ("call", "args", "obs") or (self._parts is None and self.calls and misnamed_call(line)):
+            self._off, self._pending = True, False  # calls, or (before any ANSWER) a reply that will not parse
         elif self._pending and line.strip():
             self._add_part(line, kind)
             self._answer = True  # the answer's content began on a line after its keyword
