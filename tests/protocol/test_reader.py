@@ -153,6 +153,8 @@ def test_strict_rejects_prose_only():
         ("I will look.\n- **Action:** `search` ARGS: {}", 2, 5, "search"),
         ("```\nfunction: get_weather args: city=Paris\n```", 2, 1, "get_weather"),
         ('TOOL: f ARGS: {"a": 1}\nTOOLS: g ARGS: {}', 2, 1, "g"),
+        ('ANSWER: cat ARGS: {"file_name": "notes"}', 1, 1, "cat"),
+        ("Thought: done.\n**Answer:** `cd` **ARGS**: {}", 2, 1, "cd"),
     ],
 )
 def test_a_call_after_another_keyword_is_a_format_error_not_the_answer(text, line, column, name):
@@ -167,7 +169,9 @@ def test_a_call_after_another_keyword_is_a_format_error_not_the_answer(text, lin
     [
         "Note: see the result below.",
         "Example: cd ARGS is what the folder tool takes",  # no colon after ARGS
-        "Answer: cd ARGS: {}",  # an answer's words are its own
+        "ANSWER:\ncd ARGS: {}",  # after the ANSWER line, an answer's words are its own
+        "ANSWER: 42\nCALL: cd ARGS: {}",
+        "ANSWER: ok, args: none needed",
         'THOUGHT: the call is next\nTOOL: cd ARGS: {"folder": "x"}',
     ],
 )

@@ -71,14 +71,24 @@ def test_a_reply_that_calls_first_sends_nothing():
     assert sent == [] and kept == "TOOL: f ARGS: {}\n"  # cut after the calls
 
 
-def test_an_answer_after_a_call_written_with_another_keyword_is_not_sent():
+def error_label(stream: ReplyStream, kept: str) -> str:
+    with pytest.raises(ParseError) as err:
+        stream.reply(kept)
+    return err.value.label
+
+
+def test_a_call_written_with_another_keyword_sends_nothing():
     # the reply does not parse (wrong_keyword): its client must not have got the answer already
     text = 'CALL: get_weather ARGS: {"city": "Paris"}\nANSWER: it is sunny in Paris today'
     stream, sent, kept = feed(text, list(range(0, len(text), 4)))
-    assert sent == []
-    with pytest.raises(ParseError) as err:
-        stream.reply(kept)
-    assert err.value.label == "wrong_keyword"
+    assert sent == [] and error_label(stream, kept) == "wrong_keyword"
+    # the same call after ANSWER: nothing of it is sent, however the text arrives
+    for text in ('ANSWER: get_weather ARGS: {"city": "Paris"}', "ANSWER: `get_weather` **ARGS**: {}"):
+        stream, sent, kept = feed(text, list(range(len(text))))
+        assert sent == [] and error_label(stream, kept) == "wrong_keyword"
+    # an answer that starts like one is sent once it cannot become one
+    stream, sent, kept = feed("ANSWER: Paris is sunny today", list(range(28)))
+    assert "".join(sent).startswith("Paris i") and "Paris is sunny today".startswith("".join(sent))
     # inside an answer the same line is the answer's text, streamed and parsed alike
     text = "ANSWER:\nCALL: get_weather ARGS: {}\nis what I would write"
     stream, sent, kept = feed(text, list(range(0, len(text), 4)))

@@ -375,6 +375,7 @@ ERROR_CLASSES: tuple[ErrorClass, ...] = (
             "I will search now.\nFunction: search ARGS: {}",
             '- **Action:** `search` ARGS: {"q": 1}',
             "TOOLS: search args: {}",
+            'ANSWER: search ARGS: {"q": "cats"}',
         ),
     ),
     _entry(

@@ -35,9 +35,11 @@ _LINE_RE = re.compile(
     + r")?)?)",
     re.I | re.A,
 )
-# A call written after another keyword than TOOL (`CALL: cd ARGS: {...}`, `**Action:** cd ARGS:`):
-# a word and its colon, a tool name, then the ARGS keyword. Without ARGS a line like
-# `Note: see below` is prose; with it the line can only be a call that lost its keyword.
+# A call written after another keyword than TOOL (`CALL: cd ARGS: {...}`, `**Action:** cd ARGS:`,
+# `ANSWER: cd ARGS: {...}`): the keyword, a tool name, then the ARGS keyword. Without ARGS a line
+# like `Note: see below` is prose and `ANSWER: Paris` an answer; with it the line can only be a
+# call that lost its keyword.
+_NAME_THEN_ARGS = r"[ \t]*`?(?P<name>" + NAME_PATTERN + r")`?[ \t]+" + _EMPH + r"?args" + _EMPH + r"?[ \t]*:"
 _MISNAMED_RE = re.compile(
     _DECOR
     + r"(?P<bt>`(?!`))?"
@@ -46,13 +48,16 @@ _MISNAMED_RE = re.compile(
     + _EMPH
     + r"?[ \t]*:"
     + _EMPH
-    + r"?[ \t]*`?(?P<name>"
+    + r"?"
+    + _NAME_THEN_ARGS,
+    re.I | re.A,
+)
+_CALL_TEXT_RE = re.compile(_NAME_THEN_ARGS, re.I | re.A)
+# The start of such a text, still growing (a streamed ANSWER line): it may yet become one.
+_CALL_TEXT_START_RE = re.compile(
+    r"[ \t]*`?(?:"
     + NAME_PATTERN
-    + r")`?[ \t]+"
-    + _EMPH
-    + r"?args"
-    + _EMPH
-    + r"?[ \t]*:",
+    + r"`?(?:[ \t]+(?:\*{1,2}|_{1,2})?(?:a(?:r(?:g(?:s(?:\*{1,2}|_{1,2})?[ \t]*)?)?)?)?)?)?\Z",
     re.I | re.A,
 )
 
@@ -181,6 +186,18 @@ def misnamed_call(line: str) -> re.Match[str] | None:
     """For a line :func:`classify` reads as prose: its keyword (``word``) and tool name (``name``)
     when it is a call written after another keyword than TOOL, else None."""
     return _MISNAMED_RE.match(line)
+
+
+def call_text(content: str) -> re.Match[str] | None:
+    """For the text after an ANSWER keyword on its line: its tool name (``name``) when it is a
+    call (``cd ARGS: {...}``), else None."""
+    return _CALL_TEXT_RE.match(content)
+
+
+def may_become_call_text(content: str) -> bool:
+    """Whether the text after an ANSWER keyword, its line still growing, may yet become a call
+    (:func:`call_text`): a name, then the start of the ARGS keyword."""
+    return _CALL_TEXT_START_RE.match(content) is not None
 
 
 def unwrap(line: str, info: Line) -> str:

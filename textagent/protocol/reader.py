@@ -35,6 +35,7 @@ from .lines import (
     Line,
     OpenBracket,
     Segments,
+    call_text,
     classify,
     misnamed_call,
     name_of,
@@ -284,7 +285,13 @@ class Reader:
             if kind == "args":
                 raise self.error("args_without_tool", i + 1, info.kw + 1, expected=["TOOL: <name>"])
             if kind == "answer":
-                state.answer = _Answer(first + i + 1, unwrap(line, info)[info.end :], fences.answer_starts())
+                content = unwrap(line, info)[info.end :]
+                written = call_text(content)
+                if written is not None:  # `ANSWER: cd ARGS: {...}`: a call after the wrong keyword
+                    raise self.error(
+                        "wrong_keyword", i + 1, info.kw + 1, expected=["TOOL:"], name=written.group("name")
+                    )
+                state.answer = _Answer(first + i + 1, content, fences.answer_starts())
                 state.answers.append(state.answer)
             elif kind == "fence":
                 fences.fence(first + i)

@@ -22,7 +22,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from .error_table import ParseError
-from .lines import QUOTE_PREFIX, OpenBracket, classify, misnamed_call, scan, stops_gathering, unwrap
+from .lines import (
+    QUOTE_PREFIX,
+    OpenBracket,
+    call_text,
+    classify,
+    may_become_call_text,
+    misnamed_call,
+    scan,
+    stops_gathering,
+    unwrap,
+)
 from .reader import LineMark, Reader, ReadState
 from .types import Reply, ToolCall
 from .words import answer_content, read_words, undecided
@@ -340,6 +350,9 @@ class ReplyStream:
             self._add_part(line, kind)
             return False
         if kind == "answer":
+            if self._parts is None and self.calls and call_text(unwrap(line, info)[info.end :]):
+                self._off, self._pending = True, False  # `ANSWER: cd ARGS: {...}` will not parse
+                return False
             self._pending = True
             if self._parts is None:
                 self._parts = [unwrap(line, info)[info.end :]]
@@ -384,7 +397,10 @@ class ReplyStream:
         parts, known = self._parts or [], self._at
         if not self._answer and kind == "answer":  # the ANSWER line itself: its text is the answer's
             assert info is not None
-            parts = [unwrap(tail, info)[info.end :]] if self._parts is None else [*self._parts, line]
+            content = unwrap(tail, info)[info.end :]
+            if self._parts is None and self.calls and (call_text(content) or may_become_call_text(content)):
+                return  # it is, or may yet be, `ANSWER: cd ARGS: {...}`: a reply that will not parse
+            parts = [content] if self._parts is None else [*self._parts, line]
             known = len(text)
         elif kind in ("blank", "fence") and decided:
             closes = self.calls and kind == "fence" and self._fence
