@@ -45,7 +45,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the test
     raise ImportError("textagent.testing needs hypothesis: pip install 'textagent[test]'") from exc
 
 from .protocol import NAME_PATTERN, ToolCall, line_kind, render_call
-from .protocol.lines import misnamed_call
+from .protocol.lines import call_text, misnamed_call
 
 __all__ = [
     "NEAR_MISS_LABELS",
@@ -352,11 +352,13 @@ def _near_misses(draw, labelled: bool, choices: tuple[str, ...]):
 
 def answer_texts() -> SearchStrategy[str]:
     """Answer texts (possibly several lines) that ``parse_reply(render_answer(t)).answer``
-    gives back: no line of them is a call or an OBSERVATION, and no surrounding whitespace."""
+    gives back: no line of them is a call or an OBSERVATION, the first does not read as one
+    (``cd ARGS: {}``), and no surrounding whitespace."""
     return (
         st.lists(prose_lines(), min_size=1, max_size=4)
         .map(lambda ls: "\n".join(ln.rstrip() for ln in ls).strip())
         .filter(lambda t: bool(t) and all(line_kind(ln) in (None, "answer", "args", "fence") for ln in t.split("\n")))
+        .filter(lambda t: call_text(t) is None)
     )
 
 
