@@ -44,8 +44,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the test extra
     raise ImportError("textagent.testing needs hypothesis: pip install 'textagent[test]'") from exc
 
-from .protocol import NAME_PATTERN, ToolCall, line_kind, render_call
-from .protocol.lines import call_text, misnamed_call
+from .protocol import NAME_PATTERN, ToolCall, line_kind, misplaced_call, render_answer, render_call
 
 __all__ = [
     "NEAR_MISS_LABELS",
@@ -143,7 +142,7 @@ _PROSE_ALPHABET = st.characters(blacklist_categories=["Cs"], blacklist_character
 
 
 def _is_prose(line: str) -> bool:
-    return line_kind(line) is None and misnamed_call(line) is None and line.lstrip(" \t>")[:1] not in ("{", "[")
+    return line_kind(line) is None and misplaced_call(line) is None and line.lstrip(" \t>")[:1] not in ("{", "[")
 
 
 def prose_lines() -> SearchStrategy[str]:
@@ -358,7 +357,7 @@ def answer_texts() -> SearchStrategy[str]:
         st.lists(prose_lines(), min_size=1, max_size=4)
         .map(lambda ls: "\n".join(ln.rstrip() for ln in ls).strip())
         .filter(lambda t: bool(t) and all(line_kind(ln) in (None, "answer", "args", "fence") for ln in t.split("\n")))
-        .filter(lambda t: call_text(t) is None)
+        .filter(lambda t: misplaced_call(render_answer(t)) is None)
     )
 
 

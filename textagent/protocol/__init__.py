@@ -38,7 +38,16 @@ from .reader import Reader
 from .render import render_answer, render_call
 from .stream import AnswerText, CallEnds, CutHere, ReplyStream
 from .types import MAX_DEPTH, NAME_PATTERN, CallSyntax, Dropped, Reply, ToolCall
-from .words import answer_in, begins_call, content_of, has_call_line, line_kind, opens_with_keyword, words_of
+from .words import (
+    answer_in,
+    begins_call,
+    content_of,
+    has_call_line,
+    line_kind,
+    misplaced_call,
+    opens_with_keyword,
+    words_of,
+)
 
 __all__ = [
     "ERROR_CLASSES",
@@ -62,6 +71,7 @@ __all__ = [
     "grammar_text",
     "has_call_line",
     "line_kind",
+    "misplaced_call",
     "opens_with_keyword",
     "parse_call",
     "parse_reply",

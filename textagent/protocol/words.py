@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from .error_table import ParseError
-from .lines import classify, unwrap
+from .lines import call_text, classify, misnamed_call, unwrap
 from .reader import Reader
 from .types import Reply
 
@@ -20,6 +20,7 @@ __all__ = [
     "content_of",
     "has_call_line",
     "line_kind",
+    "misplaced_call",
     "opens_with_keyword",
     "read_words",
     "words_of",
@@ -107,6 +108,21 @@ def line_kind(line: str) -> str | None:
     """What one line is to the protocol: ``"call"``, ``"args"``, ``"answer"``, ``"obs"``,
     ``"fence"``, or None (words)."""
     return classify(line).kind
+
+
+def misplaced_call(text: str) -> str | None:
+    """The tool name of a call written after another keyword than TOOL on the first line of
+    ``text`` (``CALL: cd ARGS: {}``, ``ANSWER: cd ARGS: {}``: format errors, ``wrong_keyword``),
+    else None."""
+    line = text.split("\n", 1)[0]
+    info = classify(line)
+    if info.kind is None:
+        found = misnamed_call(line)
+    elif info.kind == "answer":
+        found = call_text(unwrap(line, info)[info.end :])
+    else:
+        return None
+    return found.group("name") if found is not None else None
 
 
 #: The call keyword as models write it (and as a reply begun for the model starts: retry's odds).
