@@ -3,7 +3,8 @@
 What the loop shows a model that wrote the same unreadable reply twice (``Retry(vary=True)``):
 the call it seems to mean, written as the protocol wants it. Only the common slips are mended
 (Python literals, a trailing comma, an object left open, a key given twice, ``name(k=v)``
-calls, a call written after another keyword than TOOL); the result is read back by the parser, so nothing unreadable is ever proposed.
+calls, a call written on a prose line after another keyword than TOOL); the result is read back
+by the parser, so nothing unreadable is ever proposed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .error_table import ParseError
-from .lines import classify, misnamed_call
+from .lines import classify, wrong_keyword
 from .reader import Reader
 from .render import render_call
 from .types import ToolCall
@@ -51,11 +52,13 @@ def corrected_line(text: str, tools: Any = None) -> str | None:
 
 
 def _with_call_keyword(line: str) -> str:
-    """A call written after another keyword (``CALL: cd ARGS: {...}``) with TOOL in its place."""
-    found = misnamed_call(line) if classify(line).kind is None else None
-    if found is None:
+    """A call written on a prose line after another keyword (``CALL: cd ARGS: {...}``) with TOOL
+    in its place."""
+    info = classify(line)
+    wrong = wrong_keyword(line, info) if info.kind is None else None
+    if wrong is None:
         return line
-    return line[: found.start("word")] + "TOOL: " + line[found.start("name") :]
+    return line[: wrong.keyword] + "TOOL: " + line[wrong.name_at :]
 
 
 def _listed_name(name: str, tools: Any) -> str | None:

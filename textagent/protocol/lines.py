@@ -8,6 +8,7 @@ alone `ſ` (U+017F) would read as `s` and `K` (U+212A) as `k`. Look-alikes are p
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from .types import MAX_DEPTH, NAME_PATTERN, NAME_RE
 
@@ -182,21 +183,31 @@ def classify(line: str) -> Line:
     return Line(kind, col, m.end(), m.start("kw"), upper, open_emph)
 
 
-def misnamed_call(line: str) -> re.Match[str] | None:
-    """For a line :func:`classify` reads as prose: its keyword (``word``) and tool name (``name``)
-    when it is a call written after another keyword than TOOL, else None."""
-    return _MISNAMED_RE.match(line)
+class WrongKeyword(NamedTuple):
+    """A call written after another keyword than TOOL: its tool name, where the keyword starts
+    and where the name starts (0-based columns of the line)."""
+
+    name: str
+    keyword: int
+    name_at: int
 
 
-def call_text(content: str) -> re.Match[str] | None:
-    """For the text after an ANSWER keyword on its line: its tool name (``name``) when it is a
-    call (``cd ARGS: {...}``), else None."""
-    return _CALL_TEXT_RE.match(content)
+def wrong_keyword(line: str, info: Line) -> WrongKeyword | None:
+    """The call on ``line`` (as :func:`classify` read it) written after another keyword than TOOL:
+    on a prose line ``CALL: cd ARGS: {...}``, on an ANSWER line ``ANSWER: cd ARGS: {...}``; None
+    for any other line."""
+    if info.kind is None:
+        m = _MISNAMED_RE.match(line)
+        return None if m is None else WrongKeyword(m.group("name"), m.start("word"), m.start("name"))
+    if info.kind == "answer":
+        m = _CALL_TEXT_RE.match(line, info.end)
+        return None if m is None else WrongKeyword(m.group("name"), info.kw, m.start("name"))
+    return None
 
 
 def may_become_call_text(content: str) -> bool:
     """Whether the text after an ANSWER keyword, its line still growing, may yet become a call
-    (:func:`call_text`): a name, then the start of the ARGS keyword."""
+    (:func:`wrong_keyword`): a name, then the start of the ARGS keyword."""
     return _CALL_TEXT_START_RE.match(content) is not None
 
 

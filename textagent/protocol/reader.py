@@ -35,13 +35,12 @@ from .lines import (
     Line,
     OpenBracket,
     Segments,
-    call_text,
     classify,
-    misnamed_call,
     name_of,
     scan,
     stops_gathering,
     unwrap,
+    wrong_keyword,
 )
 from .types import MAX_DEPTH, Dropped, Reply, ToolCall
 
@@ -284,28 +283,16 @@ class Reader:
                 continue
             if kind == "args":
                 raise self.error("args_without_tool", i + 1, info.kw + 1, expected=["TOOL: <name>"])
+            wrong = wrong_keyword(line, info)
+            if wrong is not None:  # `CALL: cd ARGS: {...}`, `ANSWER: cd ARGS: {...}`
+                raise self.error("wrong_keyword", i + 1, wrong.keyword + 1, expected=["TOOL:"], name=wrong.name)
             if kind == "answer":
-                content = unwrap(line, info)[info.end :]
-                written = call_text(content)
-                if written is not None:  # `ANSWER: cd ARGS: {...}`: a call after the wrong keyword
-                    raise self.error(
-                        "wrong_keyword", i + 1, info.kw + 1, expected=["TOOL:"], name=written.group("name")
-                    )
-                state.answer = _Answer(first + i + 1, content, fences.answer_starts())
+                state.answer = _Answer(first + i + 1, unwrap(line, info)[info.end :], fences.answer_starts())
                 state.answers.append(state.answer)
             elif kind == "fence":
                 fences.fence(first + i)
                 state.prose.append((first + i, line))
             else:
-                misnamed = misnamed_call(line)
-                if misnamed is not None:
-                    raise self.error(
-                        "wrong_keyword",
-                        i + 1,
-                        misnamed.start("word") + 1,
-                        expected=["TOOL:"],
-                        name=misnamed.group("name"),
-                    )
                 state.prose.append((first + i, line))
             i += 1
         if marks is not None and not self.observed:

@@ -25,13 +25,12 @@ from .error_table import ParseError
 from .lines import (
     QUOTE_PREFIX,
     OpenBracket,
-    call_text,
     classify,
     may_become_call_text,
-    misnamed_call,
     scan,
     stops_gathering,
     unwrap,
+    wrong_keyword,
 )
 from .reader import LineMark, Reader, ReadState
 from .types import Reply, ToolCall
@@ -349,10 +348,10 @@ class ReplyStream:
                 return True
             self._add_part(line, kind)
             return False
+        if self._parts is None and self.calls and wrong_keyword(line, info):
+            self._off, self._pending = True, False  # `CALL: cd ARGS: {...}` before any ANSWER: will not parse
+            return False
         if kind == "answer":
-            if self._parts is None and self.calls and call_text(unwrap(line, info)[info.end :]):
-                self._off, self._pending = True, False  # `ANSWER: cd ARGS: {...}` will not parse
-                return False
             self._pending = True
             if self._parts is None:
                 self._parts = [unwrap(line, info)[info.end :]]
@@ -360,8 +359,8 @@ class ReplyStream:
                 self._add_part(line, kind)
             if unwrap(line, info)[info.end :].strip():
                 self._answer = True
-        elif kind in ("call", "args", "obs") or (self._parts is None and self.calls and misnamed_call(line)):
-            self._off, self._pending = True, False  # calls, or (before any ANSWER) a reply that will not parse
+        elif kind in ("call", "args", "obs"):
+            self._off, self._pending = True, False
         elif self._pending and line.strip():
             self._add_part(line, kind)
             self._answer = True  # the answer's content began on a line after its keyword
@@ -398,7 +397,7 @@ class ReplyStream:
         if not self._answer and kind == "answer":  # the ANSWER line itself: its text is the answer's
             assert info is not None
             content = unwrap(tail, info)[info.end :]
-            if self._parts is None and self.calls and (call_text(content) or may_become_call_text(content)):
+            if self._parts is None and self.calls and (wrong_keyword(tail, info) or may_become_call_text(content)):
                 return  # it is, or may yet be, `ANSWER: cd ARGS: {...}`: a reply that will not parse
             parts = [content] if self._parts is None else [*self._parts, line]
             known = len(text)

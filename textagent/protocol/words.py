@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from .error_table import ParseError
-from .lines import call_text, classify, misnamed_call, unwrap
+from .lines import classify, unwrap, wrong_keyword
 from .reader import Reader
 from .types import Reply
 
@@ -115,14 +115,8 @@ def misplaced_call(text: str) -> str | None:
     ``text`` (``CALL: cd ARGS: {}``, ``ANSWER: cd ARGS: {}``: format errors, ``wrong_keyword``),
     else None."""
     line = text.split("\n", 1)[0]
-    info = classify(line)
-    if info.kind is None:
-        found = misnamed_call(line)
-    elif info.kind == "answer":
-        found = call_text(unwrap(line, info)[info.end :])
-    else:
-        return None
-    return found.group("name") if found is not None else None
+    wrong = wrong_keyword(line, classify(line))
+    return wrong.name if wrong is not None else None
 
 
 #: The call keyword as models write it (and as a reply begun for the model starts: retry's odds).
