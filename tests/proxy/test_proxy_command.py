@@ -45,14 +45,17 @@ def test_the_command_serves_the_openai_sdk(tmp_path):
             env=env,
         )
         try:
-            deadline = time.monotonic() + 30
+            # Generous bounds: on a loaded 2-core machine the first import of the server stack
+            # alone can take tens of seconds; these guard against a hang, they time nothing.
+            deadline = time.monotonic() + 120
             url = None
             while url is None and time.monotonic() < deadline:
                 line = proc.stderr.readline()
                 assert line, "the proxy exited before listening"
                 if "listening on " in line:
                     url = line.split("listening on ")[1].split()[0]
-            client = openai.OpenAI(base_url=url, api_key="k", max_retries=0, timeout=30)
+            assert url is not None, "the proxy did not say where it listens within 120 s"
+            client = openai.OpenAI(base_url=url, api_key="k", max_retries=0, timeout=120)
             tools = [
                 {
                     "type": "function",
@@ -75,7 +78,7 @@ def test_the_command_serves_the_openai_sdk(tmp_path):
                 openai.OpenAI(base_url=url, api_key="wrong", max_retries=0).models.list()
         finally:
             proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
+            _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0
         logged = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
         assert [(r["path"], r["status"]) for r in logged] == [("/v1/chat/completions", 200), ("/v1/models", 401)]
