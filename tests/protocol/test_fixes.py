@@ -25,6 +25,8 @@ TOOLS = ToolSet(demo.demo_tools())
         ('TOOL: get_weather ARGS: {"city": "Paris", "city": "Rome"}', 'TOOL: get_weather ARGS: {"city": "Rome"}'),
         ('- **TOOL:** `get_wether` ARGS: {"city": "Oslo",}', 'TOOL: get_weather ARGS: {"city": "Oslo"}'),
         ('CALL: get_weather ARGS: {"city": "Oslo",}', 'TOOL: get_weather ARGS: {"city": "Oslo"}'),
+        ('ANSWER: get_weather ARGS: {"city": "Oslo"}', 'TOOL: get_weather ARGS: {"city": "Oslo"}'),
+        ('**ANSWER:** `get_wether` ARGS: {"city": "Oslo",}', 'TOOL: get_weather ARGS: {"city": "Oslo"}'),
         (
             'I will check.\n- **Action:** `calculate` ARGS: {"expression": "2*3"}',
             'TOOL: calculate ARGS: {"expression": "2*3"}',

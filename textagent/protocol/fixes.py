@@ -3,7 +3,7 @@
 What the loop shows a model that wrote the same unreadable reply twice (``Retry(vary=True)``):
 the call it seems to mean, written as the protocol wants it. Only the common slips are mended
 (Python literals, a trailing comma, an object left open, a key given twice, ``name(k=v)``
-calls, a call written on a prose line after another keyword than TOOL); the result is read back
+calls, a call written after another keyword than TOOL, ANSWER too); the result is read back
 by the parser, so nothing unreadable is ever proposed.
 """
 
@@ -52,10 +52,9 @@ def corrected_line(text: str, tools: Any = None) -> str | None:
 
 
 def _with_call_keyword(line: str) -> str:
-    """A call written on a prose line after another keyword (``CALL: cd ARGS: {...}``) with TOOL
-    in its place."""
-    info = classify(line)
-    wrong = wrong_keyword(line, info) if info.kind is None else None
+    """A call written after another keyword (``CALL: cd ARGS: {...}``, ``ANSWER: cd ARGS: {...}``)
+    with TOOL in its place."""
+    wrong = wrong_keyword(line, classify(line))
     if wrong is None:
         return line
     return line[: wrong.keyword] + "TOOL: " + line[wrong.name_at :]
