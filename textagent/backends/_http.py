@@ -35,6 +35,7 @@ from ._deadline import _time_left, _timed_out, request_deadline
 from ._describe import BODY_EXCERPT_CHARS, excerpt, failure_reason, unreachable, url_path
 from ._payload import llama_timings, openai_usage, request_body, server_error_message
 from ._reading import DONE, BodyReader
+from .base import Completion
 from .http_settings import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,
@@ -81,6 +82,10 @@ class _Setting:
 
     def __set__(self, backend: Any, value: Any) -> None:
         backend.http = backend.http.replace(**{self.name: value})
+
+
+# Callable type of the streaming hook the agent passes as options["on_text"].
+OnText = Callable[[str], Any]
 
 
 class HTTPBackend(BodyReader):
@@ -325,6 +330,22 @@ class HTTPBackend(BodyReader):
         resp, attempt = self._open(method, path, payload=payload, timeout=timeout, retries=retries)
         return self._read_json(resp, resp.url or self._url(path), attempt), attempt
 
+    # -- a generation request: one place for every API -----------------------------------------
+    def _generate(self, path: str, payload: Any, stream: bool, on_text: OnText | None) -> Completion:
+        """POST a generation request and read its answer: a stream through ``_read_stream``, a
+        JSON body (also what a server that does not stream answers a streamed request with)
+        through ``_from_json``."""
+        started = time.perf_counter()
+        resp, retries = self._open("POST", path, payload=payload)
+        url = resp.url or self._url(path)
+        if stream and not self._is_json_response(resp):
+            return self._read_stream(resp, url, retries, started, on_text)
+        return self._from_json(self._read_json(resp, url, retries), url, retries, started)
 
-# Callable type of the streaming hook the agent passes as options["on_text"].
-OnText = Callable[[str], Any]
+    def _read_stream(
+        self, resp: requests.Response, url: str, retries: int, started: float, on_text: OnText | None
+    ) -> Completion:
+        raise NotImplementedError(f"{type(self).__name__} does not read streamed answers")
+
+    def _from_json(self, data: Any, url: str, retries: int, started: float) -> Completion:
+        raise NotImplementedError(f"{type(self).__name__} does not read generation answers")

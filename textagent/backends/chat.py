@@ -90,12 +90,7 @@ class ChatAsTextBackend(_OpenAIBase):
             payload["id_slot"] = options["id_slot"]
         self._stream_flags(payload, stream)
         payload.update(self.params)
-        started = time.perf_counter()
-        resp, retries = self._open("POST", self.endpoint, payload=payload)
-        url = resp.url or self._url(self.endpoint)
-        if stream and not self._is_json_response(resp):
-            return self._read_stream(resp, url, retries, started, on_text)
-        return self._parse_reply(self._read_json(resp, url, retries), url, retries, started)
+        return self._generate(self.endpoint, payload, stream, on_text)
 
     def chat(
         self,
@@ -126,12 +121,9 @@ class ChatAsTextBackend(_OpenAIBase):
         payload["stream"] = False
         payload.update(self.params)
         payload.update(extra)
-        started = time.perf_counter()
-        resp, retries = self._open("POST", self.endpoint, payload=payload)
-        url = resp.url or self._url(self.endpoint)
-        return self._parse_reply(self._read_json(resp, url, retries), url, retries, started)
+        return self._generate(self.endpoint, payload, False, None)
 
-    def _parse_reply(self, data: Any, url: str, retries: int, started: float) -> Completion:
+    def _from_json(self, data: Any, url: str, retries: int, started: float) -> Completion:
         choice = self._first_choice(data, url, retries)
         message = choice.get("message")
         if not isinstance(message, Mapping):

@@ -160,12 +160,9 @@ class LlamaCppBackend(HTTPBackend):
             payload["timings_per_token"] = True
         payload.update(self.params)
 
-        started = time.perf_counter()
-        resp, retries = self._open("POST", "/completion", payload=payload)
-        url = resp.url or self._url("/completion")
-        if stream and not self._is_json_response(resp):
-            return self._read_stream(resp, url, retries, started, on_text)
-        data = self._read_json(resp, url, retries)
+        return self._generate("/completion", payload, stream, on_text)
+
+    def _from_json(self, data: Any, url: str, retries: int, started: float) -> Completion:
         return self._completion(data, None, url, retries, started)
 
     def _completion(self, data: Any, text: str | None, url: str, retries: int, started: float) -> Completion:

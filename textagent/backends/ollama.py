@@ -150,12 +150,9 @@ class OllamaBackend(HTTPBackend):
         }
         if self.keep_alive is not None:
             payload["keep_alive"] = self.keep_alive
-        started = time.perf_counter()
-        resp, retries = self._open("POST", "/api/generate", payload=payload)
-        url = resp.url or self._url("/api/generate")
-        if stream and not self._is_json_response(resp):
-            return self._read_stream(resp, url, retries, started, on_text)
-        data = self._read_json(resp, url, retries)
+        return self._generate("/api/generate", payload, stream, on_text)
+
+    def _from_json(self, data: Any, url: str, retries: int, started: float) -> Completion:
         return self._completion(data, None, url, retries, started)
 
     def _completion(self, data: Any, text: str | None, url: str, retries: int, started: float) -> Completion:

@@ -265,12 +265,9 @@ class OpenAICompletionsBackend(_OpenAIBase):
             payload["logprobs"] = min(int(options["token_probs"]), 5)
         self._stream_flags(payload, stream)
         payload.update(self.params)
-        started = time.perf_counter()
-        resp, retries = self._open("POST", self.endpoint, payload=payload)
-        url = resp.url or self._url(self.endpoint)
-        if stream and not self._is_json_response(resp):
-            return self._read_stream(resp, url, retries, started, on_text)
-        data = self._read_json(resp, url, retries)
+        return self._generate(self.endpoint, payload, stream, on_text)
+
+    def _from_json(self, data: Any, url: str, retries: int, started: float) -> Completion:
         choice = self._first_choice(data, url, retries)
         text = self._answer_text(choice, "text", "/completions", url, retries, where=" in choices[0]")
         stop_reason = choice.get("stop_reason")
