@@ -9,7 +9,7 @@ import time
 import pytest
 from toolfakes import Call, _boom, fetch_price, get_forecast
 
-from textagent.tools import ToolOutcome, ToolSet, render_result, tool, truncate
+from textagent.tools import Tool, ToolOutcome, ToolSet, render_result, tool, truncate
 
 # --------------------------------------------------------------------------------------------
 # execute
@@ -43,6 +43,47 @@ class TestExecute:
         far = ToolSet([get_forecast]).execute(Call("launch_rockets", {}))
         assert "Did you mean" not in far.output and "Valid tools: get_forecast." in far.output
         assert "(none)" in ToolSet().execute(Call("x")).output
+
+    def test_unknown_tool_names_the_tool_that_takes_its_arguments(self):
+        # a call named after one of its arguments: no listed name is close, its arguments are one tool's
+        tools = ToolSet([get_forecast, fetch_price, _boom])
+        out = tools.execute(Call("city", {"city": "Paris", "days": 2}))
+        assert out.error == "unknown_tool" and out.output == (
+            "ERROR: unknown tool `city`. `get_forecast` takes the arguments given. "
+            "Valid tools: get_forecast, fetch_price, _boom."
+        )
+        # the closest name and, when another tool takes the arguments, that one too
+        both = tools.execute(Call("get_forcast", {"item": "tea"})).output
+        assert "Did you mean `get_forecast`? `fetch_price` takes the arguments given." in both
+        # the closest name taking them is named once
+        assert tools.execute(Call("get_forcast", {"city": "Paris"})).output.count("get_forecast`") == 1
+
+    @pytest.mark.parametrize(
+        "args",
+        [
+            {},  # no arguments: every tool takes them
+            {"city": "Paris", "item": "tea"},  # no tool takes both
+            {"x": 1, "city": "Paris"},
+            "Paris",  # not an object
+        ],
+    )
+    def test_unknown_tool_names_no_tool_where_none_or_several_take_the_arguments(self, args):
+        out = ToolSet([get_forecast, fetch_price, _boom]).execute(Call("launch_rockets", args))
+        assert "takes the arguments" not in out.output and "Did you mean" not in out.output
+
+    def test_an_open_schema_takes_no_names(self):
+        anything = Tool("anything", "Takes any object.", {"type": "object"}, lambda **kw: "ok")
+        out = ToolSet([anything]).execute(Call("nope", {"a": 1}))
+        assert out.error == "unknown_tool" and "takes the arguments" not in out.output
+
+    def test_several_tools_taking_the_arguments_name_none(self):
+        @tool
+        def city_time(city: str) -> str:
+            """The time in a city."""
+            return "12:00"
+
+        out = ToolSet([get_forecast, city_time]).execute(Call("lookup", {"city": "Oslo"}))
+        assert "takes the arguments" not in out.output
 
     def test_bad_arguments(self):
         out = ToolSet([get_forecast]).execute(Call("get_forecast", {"city": "Paris", "days": "three"}))

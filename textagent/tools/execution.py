@@ -196,6 +196,27 @@ def closest(name: Any, names: Mapping[str, Any]) -> str | None:
     return suggest(name, names) if isinstance(name, str) else None
 
 
+def _taking(args: Any, tools: Mapping[str, Tool]) -> str | None:
+    """The one tool of ``tools`` whose schema lists every argument name of ``args`` (a call of
+    an unknown tool with the right arguments: named after one of them, or made up), or None when
+    no tool or several do. Only names a schema lists count: an open schema takes anything."""
+    if not isinstance(args, Mapping) or not args:
+        return None
+    given = set(args)
+    fits = [name for name, tool in tools.items() if given <= tool.properties.keys()]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _unknown_hints(name: Any, args: Any, tools: Mapping[str, Tool]) -> str:
+    """What the unknown-tool error adds: the listed name closest to the one written, and the
+    listed tool that takes the arguments given when that is another."""
+    hint, fit = closest(name, tools), _taking(args, tools)
+    said = say("tool_suggestion", name=hint) if hint else ""
+    if fit is not None and fit != hint:
+        said += say("tool_taking", name=fit)
+    return said
+
+
 def _known_part(tool: Tool, args: Any, extra_args: str) -> dict[str, Any] | None:
     """``args`` without the names ``tool`` does not take, when extra_args="ignore" and
     there are such names; else None."""
@@ -236,13 +257,12 @@ def _checked(
 
     found = tools.get(raw_name) if isinstance(raw_name, str) else None
     if found is None:
-        hint = closest(raw_name, tools)
         return failed(
             say(
                 "tool_unknown",
                 name=show(raw_name, 60),
                 tools=", ".join(tools) or say("none_valid"),
-                suggestion=say("tool_suggestion", name=hint) if hint else "",
+                suggestion=_unknown_hints(raw_name, raw_args, tools),
             ),
             "unknown_tool",
         )
