@@ -199,7 +199,8 @@ def closest(name: Any, names: Mapping[str, Any]) -> str | None:
 def _taking(args: Any, tools: Mapping[str, Tool]) -> str | None:
     """The one tool of ``tools`` whose schema lists every argument name of ``args`` (a call of
     an unknown tool with the right arguments: named after one of them, or made up), or None when
-    no tool or several do. Only names a schema lists count: an open schema takes anything."""
+    no tool or several do. Only the names a schema lists count, so an open schema, which would
+    take any name, is never the one."""
     if not isinstance(args, Mapping) or not args:
         return None
     given = set(args)
